@@ -1,0 +1,92 @@
+//===- DSCBase.td - dsc dialect definition and type constraints -*- tablegen -*-===//
+//
+// The dialect, the tensor type constraints shared by every op, and the base
+// class that gives every dsc op the tensor-size bound.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_DIALECT_DSC_IR_DSCBASE_TD
+#define DSC_DIALECT_DSC_IR_DSCBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def DSC_Dialect : Dialect {
+  let name = "dsc";
+  let cppNamespace = "::mlir::dsc";
+  let summary = "Training graphs of PyTorch models, ready to be distributed";
+  let description = [{
+    The `dsc` dialect holds the forward graph and loss of a PyTorch model as
+    captured by `python3 -m dsc.export`, and later the training step that the
+    compiler builds from it (backward, optimizer, collectives).
+
+    * **Model state by name.** Parameters and buffers are module-level
+      `dsc.state` symbols carrying the fully-qualified PyTorch name
+      (`@"h.0.attn.c_attn.weight"`), the tensor type and a role. Functions read
+      them with `dsc.load`. Weights never live in the IR: they are in a
+      safetensors file keyed by the same names.
+    * **Graph inputs and outputs by name.** A graph is a `func.func` whose
+      arguments carry `dsc.input = "tokens"` and whose results carry
+      `dsc.output = "loss"`.
+    * **Value semantics on static tensors.** Every op takes and returns
+      statically shaped builtin tensors of f64, f32, f16, bf16, i64, i32 or i1,
+      whose size in bytes fits in int64. Dimension arguments (`dim`, `dims`,
+      `permutation`) are canonical: non-negative and in range.
+
+    Example: the loss of a one-layer linear model.
+
+    ```mlir
+    dsc.state parameter @"fc.weight" : tensor<4x8xf32>
+    func.func @forward(%x: tensor<2x8xf32> {dsc.input = "x"},
+                       %y: tensor<2xi64> {dsc.input = "y"})
+        -> (tensor<f32> {dsc.output = "loss"}) {
+      %w = dsc.load @"fc.weight" : tensor<4x8xf32>
+      %logits = dsc.linear %x, %w : tensor<2x8xf32>, tensor<4x8xf32>
+      %loss = dsc.cross_entropy %logits, %y : tensor<2x4xf32>, tensor<2xi64>
+      return %loss : tensor<f32>
+    }
+    ```
+  }];
+  let hasConstantMaterializer = 1;
+  // `dsc.input` / `dsc.output` on function arguments and results.
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a graph input, e.g. "tokens".
+    static constexpr ::llvm::StringLiteral kInputAttrName = "dsc.input";
+    /// Result attribute naming a graph output, e.g. "loss".
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "dsc.output";
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def DSC_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
+def DSC_IntElement : AnyTypeOf<[I64, I32]>;
+def DSC_NumericElement : AnyTypeOf<[F64, F32, F16, BF16, I64, I32]>;
+def DSC_Element : AnyTypeOf<[F64, F32, F16, BF16, I64, I32, I1]>;
+
+def DSC_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32, I1]>;
+def DSC_NumericTensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I64, I32]>;
+def DSC_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
+def DSC_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+def DSC_BoolTensor : StaticShapeTensorOf<[I1]>;
+def DSC_I64Tensor : StaticShapeTensorOf<[I64]>;
+
+//===----------------------------------------------------------------------===//
+// Op base
+//===----------------------------------------------------------------------===//
+
+// Every operand and result of a dsc op has an element count and a byte size
+// that fit in int64. Checked once here rather than in every verifier, so that
+// later analyses (memory plans, ZeRO partitions) can multiply sizes freely.
+def DSC_BoundedTensorSize : NativeOpTrait<"BoundedTensorSize"> {
+  let cppNamespace = "::mlir::dsc::OpTrait";
+}
+
+class DSC_Op<string mnemonic, list<Trait> traits = []>
+    : Op<DSC_Dialect, mnemonic, !listconcat(traits, [DSC_BoundedTensorSize])>;
+
+#endif // DSC_DIALECT_DSC_IR_DSCBASE_TD

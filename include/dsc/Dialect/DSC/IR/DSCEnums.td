@@ -1,0 +1,44 @@
+//===- DSCEnums.td - dsc enumerations ----------------------*- tablegen -*-===//
+
+#ifndef DSC_DIALECT_DSC_IR_DSCENUMS_TD
+#define DSC_DIALECT_DSC_IR_DSCENUMS_TD
+
+include "mlir/IR/EnumAttr.td"
+
+def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
+    I32EnumAttrCase<"parameter", 0>,
+    I32EnumAttrCase<"buffer", 1>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
+def DSC_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "form of gelu: exact (erf) or the tanh approximation", [
+    I32EnumAttrCase<"erf", 0>,
+    I32EnumAttrCase<"tanh", 1>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
+def DSC_ComparisonDirection : I32EnumAttr<"ComparisonDirection",
+    "elementwise comparison", [
+    I32EnumAttrCase<"eq", 0>,
+    I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>,
+    I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>,
+    I32EnumAttrCase<"ge", 5>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
+def DSC_LossReduction : I32EnumAttr<"LossReduction",
+    "how a per-element loss is reduced (PyTorch's `reduction`)", [
+    I32EnumAttrCase<"mean", 0>,
+    I32EnumAttrCase<"sum", 1>,
+    I32EnumAttrCase<"none", 2>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
+#endif // DSC_DIALECT_DSC_IR_DSCENUMS_TD

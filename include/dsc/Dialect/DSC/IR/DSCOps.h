@@ -1,0 +1,41 @@
+//===- DSCOps.h - dsc operations --------------------------------*- C++ -*-===//
+
+#ifndef DSC_DIALECT_DSC_IR_DSCOPS_H
+#define DSC_DIALECT_DSC_IR_DSCOPS_H
+
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCTraits.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dsc/Dialect/DSC/IR/DSCEnums.h.inc"
+
+namespace mlir::dsc {
+
+/// Result type of a broadcasting elementwise op: the NumPy broadcast of the
+/// operand shapes, with `elementType` (or the first operand's when null).
+/// Fails with a diagnostic at `loc` when an operand is not a static tensor or
+/// the shapes do not broadcast.
+LogicalResult inferBroadcastResult(std::optional<Location> loc,
+                                   ArrayRef<Type> operandTypes,
+                                   Type elementType,
+                                   SmallVectorImpl<Type> &inferred);
+
+/// Result type of a reduction of `input` over `dims` (strictly increasing,
+/// in range, non-empty), keeping size-1 dimensions when `keepDims`.
+LogicalResult inferReductionResult(std::optional<Location> loc, Type input,
+                                   ArrayRef<int64_t> dims, bool keepDims,
+                                   SmallVectorImpl<Type> &inferred);
+
+} // namespace mlir::dsc
+
+#define GET_OP_CLASSES
+#include "dsc/Dialect/DSC/IR/DSCOps.h.inc"
+
+#endif // DSC_DIALECT_DSC_IR_DSCOPS_H

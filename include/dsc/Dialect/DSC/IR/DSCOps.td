@@ -1,0 +1,773 @@
+//===- DSCOps.td - dsc operations ------------------------------*- tablegen -*-===//
+//
+// Every op of the dsc dialect. Sections: model state, constants, linear
+// algebra, elementwise, normalization and attention, shape manipulation,
+// indexing and routing (the ops a mixture-of-experts layer needs),
+// reductions, randomness, losses.
+//
+// Conventions: operands and results are static tensors (DSCBase.td); `dim`
+// attributes are canonical (0 <= dim < rank; the exporter normalizes
+// PyTorch's negative dims); result types are inferred wherever the operands
+// and attributes determine them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_DIALECT_DSC_IR_DSCOPS_TD
+#define DSC_DIALECT_DSC_IR_DSCOPS_TD
+
+include "dsc/Dialect/DSC/IR/DSCBase.td"
+include "dsc/Dialect/DSC/IR/DSCEnums.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Model state
+//===----------------------------------------------------------------------===//
+
+def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "declares a named parameter or buffer of the model";
+  let description = [{
+    Declares a tensor of model state by its fully-qualified PyTorch name
+    (`named_parameters()` / `named_buffers()`), with its shape, dtype and role.
+    The data is not in the IR: it lives in a safetensors file under the same
+    name. Tied parameters (GPT-2's `wte.weight` and `lm_head.weight`) are one
+    declaration, read by every use.
+
+    Example:
+
+    ```mlir
+    dsc.state parameter @"h.0.attn.c_attn.weight" : tensor<768x2304xf32>
+    dsc.state buffer @"h.0.attn.bias" : tensor<1x1x1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<DSC_Tensor>:$type,
+                       DSC_StateRole:$role);
+  let assemblyFormat = "$role $sym_name attr-dict `:` $type";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def DSC_LoadOp : DSC_Op<"load", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "reads a named parameter or buffer";
+  let description = [{
+    Yields the current value of the `dsc.state` named by `state`. The result
+    type must equal the declared type.
+
+    Example:
+
+    ```mlir
+    %w = dsc.load @"wte.weight" : tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$state);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$state attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def DSC_ConstantOp : DSC_Op<"constant", [
+    ConstantLike, Pure, InferTypeOpAdaptor]> {
+  let summary = "a literal tensor";
+  let description = [{
+    A compile-time tensor, typically a scalar (a scale, an epsilon, a mask
+    fill) or a small table. Model weights are never constants: they are
+    `dsc.state`.
+
+    Example:
+
+    ```mlir
+    %scale = dsc.constant dense<0.125> : tensor<f32>
+    %pos = dsc.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def DSC_MatmulOp : DSC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with optional transposes";
+  let description = [{
+    `result[..., m, n] = sum_k lhs'[..., m, k] * rhs'[..., k, n]`, where `lhs'`
+    and `rhs'` are the operands with their last two dimensions swapped when
+    `transpose_lhs` / `transpose_rhs` is set. Both operands have rank >= 2;
+    their batch dimensions (all but the last two) broadcast with NumPy rules,
+    as in `torch.matmul`. Element types match and are floating point.
+
+    Example (attention scores, `q @ k^T`):
+
+    ```mlir
+    %s = dsc.matmul %q, %k {transpose_rhs}
+        : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+    // %s : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$lhs, DSC_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def DSC_LinearOp : DSC_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "affine map x @ weight^T + bias (torch.nn.functional.linear)";
+  let description = [{
+    `result[..., n] = sum_k input[..., k] * weight[n, k] + bias[n]`. The
+    weight has PyTorch's `[out_features, in_features]` layout; the bias is
+    optional. Element types match and are floating point.
+
+    Example:
+
+    ```mlir
+    %y = dsc.linear %x, %w, %b
+        : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+    // %y : tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, DSC_FloatTensor:$weight,
+                       Optional<DSC_FloatTensor>:$bias);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)?
+  }];
+}
+
+def DSC_EmbeddingOp : DSC_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "row lookup in an embedding table";
+  let description = [{
+    `result[i..., d] = table[indices[i...], d]` for a `[num_embeddings,
+    embedding_dim]` table. `padding_idx`, when present, names a row whose
+    gradient is zero (as in `torch.nn.Embedding`); it must be a row of the
+    table. Indices outside the table are a run-time error.
+
+    Example:
+
+    ```mlir
+    %h = dsc.embedding %wte, %tokens : tensor<256x32xf32>, tensor<2x8xi64>
+    // %h : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$table, DSC_IndexTensor:$indices,
+                       OptionalAttr<I64Attr>:$padding_idx);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat =
+      "$table `,` $indices attr-dict `:` type($table) `,` type($indices)";
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// Binary elementwise ops broadcast their operands with NumPy rules (as
+// PyTorch does); the result type is inferred.
+class DSC_BinaryOp<string mnemonic, string formula, Type operandType,
+                   list<Trait> traits = []>
+    : DSC_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
+                                             SameOperandsAndResultElementType])> {
+  let summary = "elementwise " # formula # " with broadcasting";
+  let description = [{
+    Computes `}] # formula # [{` elementwise after broadcasting both operands
+    to a common shape (NumPy rules: shapes align at the right; a dimension of
+    size 1 stretches). Operand element types match.
+
+    Example:
+
+    ```mlir
+    %r = dsc.}] # mnemonic # [{ %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+    // %r : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::dsc::inferBroadcastResult(
+          location, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          /*elementType=*/nullptr, inferred);
+    }
+  }];
+}
+
+def DSC_AddOp : DSC_BinaryOp<"add", "lhs + rhs", DSC_NumericTensor,
+                             [Commutative]>;
+def DSC_SubOp : DSC_BinaryOp<"sub", "lhs - rhs", DSC_NumericTensor>;
+def DSC_MulOp : DSC_BinaryOp<"mul", "lhs * rhs", DSC_NumericTensor,
+                             [Commutative]>;
+def DSC_DivOp : DSC_BinaryOp<"div", "lhs / rhs", DSC_NumericTensor>;
+def DSC_PowOp : DSC_BinaryOp<"pow", "lhs ** rhs", DSC_FloatTensor>;
+def DSC_MaximumOp : DSC_BinaryOp<"maximum", "max(lhs, rhs)",
+                                 DSC_NumericTensor, [Commutative]>;
+def DSC_MinimumOp : DSC_BinaryOp<"minimum", "min(lhs, rhs)",
+                                 DSC_NumericTensor, [Commutative]>;
+
+// Unary elementwise ops keep the operand's type.
+class DSC_UnaryOp<string mnemonic, string formula, Type operandType,
+                  list<Trait> traits = []>
+    : DSC_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let summary = "elementwise " # formula;
+  let description = [{
+    Computes `}] # formula # [{` for every element. The result has the
+    operand's type.
+
+    Example:
+
+    ```mlir
+    %r = dsc.}] # mnemonic # [{ %x : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def DSC_NegOp : DSC_UnaryOp<"neg", "-x", DSC_NumericTensor>;
+def DSC_ReluOp : DSC_UnaryOp<"relu", "max(x, 0)", DSC_FloatTensor>;
+def DSC_SiluOp : DSC_UnaryOp<"silu", "x * sigmoid(x)", DSC_FloatTensor>;
+def DSC_SigmoidOp : DSC_UnaryOp<"sigmoid", "1 / (1 + exp(-x))",
+                                DSC_FloatTensor>;
+def DSC_TanhOp : DSC_UnaryOp<"tanh", "tanh(x)", DSC_FloatTensor>;
+def DSC_ExpOp : DSC_UnaryOp<"exp", "exp(x)", DSC_FloatTensor>;
+def DSC_LogOp : DSC_UnaryOp<"log", "log(x)", DSC_FloatTensor>;
+def DSC_SqrtOp : DSC_UnaryOp<"sqrt", "sqrt(x)", DSC_FloatTensor>;
+def DSC_RsqrtOp : DSC_UnaryOp<"rsqrt", "1 / sqrt(x)", DSC_FloatTensor>;
+
+def DSC_GeluOp : DSC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact or tanh-approximated";
+  let description = [{
+    `erf`: `x * 0.5 * (1 + erf(x / sqrt(2)))` (`F.gelu(x)`, BERT).
+    `tanh`: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`
+    (`F.gelu(x, approximate="tanh")`, GPT-2's `NewGELU`).
+
+    Example:
+
+    ```mlir
+    %r = dsc.gelu tanh %x : tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins DSC_GeluApproximation:$approximation,
+                       DSC_FloatTensor:$input);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
+}
+
+def DSC_ConvertOp : DSC_Op<"convert", [Pure]> {
+  let summary = "elementwise conversion to another element type";
+  let description = [{
+    Converts every element to the result's element type, as `Tensor.to(dtype)`
+    does (floats to integers round toward zero; to i1 is `x != 0`). The shape
+    is unchanged. Mixed precision and index arithmetic (`mask.float()`) use it.
+
+    Example:
+
+    ```mlir
+    %h = dsc.convert %x : tensor<2x8xf32> to tensor<2x8xbf16>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def DSC_CompareOp : DSC_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting, giving i1";
+  let description = [{
+    `result = lhs <direction> rhs` elementwise after NumPy broadcasting; the
+    result is an i1 tensor. Operand element types match. Directions: `eq`,
+    `ne`, `lt`, `le`, `gt`, `ge`.
+
+    Example (the tokens a capacity limit keeps):
+
+    ```mlir
+    %keep = dsc.compare lt, %pos, %cap : tensor<16x4xi64>, tensor<i64>
+    // %keep : tensor<16x4xi1>
+    ```
+  }];
+  let arguments = (ins DSC_ComparisonDirection:$direction,
+                       DSC_Tensor:$lhs, DSC_Tensor:$rhs);
+  let results = (outs DSC_BoolTensor:$result);
+  let assemblyFormat = [{
+    $direction `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def DSC_SelectOp : DSC_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice by an i1 condition (torch.where)";
+  let description = [{
+    `result = condition ? on_true : on_false` elementwise after broadcasting
+    all three operands together. `on_true` and `on_false` have the same
+    element type, which is the result's. `masked_fill` is a select.
+
+    Example:
+
+    ```mlir
+    %r = dsc.select %mask, %x, %fill
+        : tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>
+    // %r : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_BoolTensor:$condition, DSC_Tensor:$on_true,
+                       DSC_Tensor:$on_false);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and attention
+//===----------------------------------------------------------------------===//
+
+def DSC_LayerNormOp : DSC_Op<"layer_norm", [
+    Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over the last `normalized_rank` dimensions:
+    `(x - mean) / sqrt(var + epsilon) * weight + bias`, with the biased
+    variance, as `torch.nn.functional.layer_norm`. `weight` and `bias` are
+    optional and, when present, have exactly the normalized shape. `epsilon`
+    is finite and >= 0; `normalized_rank` is between 1 and the input rank.
+
+    Example:
+
+    ```mlir
+    %y = dsc.layer_norm %x weight(%g : tensor<32xf32>) bias(%b : tensor<32xf32>)
+        {epsilon = 1.0e-05 : f64} : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input,
+                       Optional<DSC_FloatTensor>:$weight,
+                       Optional<DSC_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "1">:$normalized_rank,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$epsilon);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` `(` $weight^ `:` type($weight) `)`)?
+    (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+class DSC_SoftmaxLikeOp<string mnemonic, string formula>
+    : DSC_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = formula # " along one dimension";
+  let description = [{
+    Computes `}] # formula # [{` along dimension `dim`, numerically stable
+    (the maximum is subtracted first).
+
+    Example (attention probabilities over the keys):
+
+    ```mlir
+    %p = dsc.}] # mnemonic # [{ %s, dim = 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat =
+      "$input `,` `dim` `=` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def DSC_SoftmaxOp : DSC_SoftmaxLikeOp<"softmax", "exp(x) / sum(exp(x))">;
+def DSC_LogSoftmaxOp
+    : DSC_SoftmaxLikeOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def DSC_CausalMaskOp : DSC_Op<"causal_mask", [
+    Pure, SameOperandsAndResultType]> {
+  let summary = "hides future keys from attention scores";
+  let description = [{
+    For scores `[..., q, k]` with `Tq` queries and `Tk` keys, sets every
+    element with `k > q + (Tk - Tq)` to `fill_value` (default `-inf`) and
+    keeps the rest; the operand has rank >= 2. This is the
+    `masked_fill(tril(ones) == 0, -inf)` of GPT-style attention as one op, so
+    that later passes (token dropping, sequence-length buckets) can rewrite
+    it without pattern-matching a mask buffer.
+
+    Example:
+
+    ```mlir
+    %m = dsc.causal_mask %s : tensor<2x4x8x8xf32>
+    %n = dsc.causal_mask %s {fill_value = -1.0e+04 : f64} : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input,
+                       OptionalAttr<F64Attr>:$fill_value);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def DSC_ReshapeOp : DSC_Op<"reshape", [Pure]> {
+  let summary = "same elements, new shape (view / reshape / flatten)";
+  let description = [{
+    Reinterprets the elements in row-major order with the result's shape. The
+    element count and element type are unchanged. `unsqueeze`, `squeeze`,
+    `flatten` and `view` all become `dsc.reshape`.
+
+    Example:
+
+    ```mlir
+    %r = dsc.reshape %x : tensor<2x8x32xf32> -> tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def DSC_TransposeOp : DSC_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "swaps two dimensions";
+  let description = [{
+    `torch.transpose(x, dim0, dim1)`: the result is the input with dimensions
+    `dim0` and `dim1` exchanged. Both are in `[0, rank)`.
+
+    Example:
+
+    ```mlir
+    %t = dsc.transpose %x, 1, 2 : tensor<2x8x4x16xf32>
+    // %t : tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, I64Attr:$dim0, I64Attr:$dim1);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $dim0 `,` $dim1 attr-dict `:` type($input)";
+}
+
+def DSC_PermuteOp : DSC_Op<"permute", [Pure, InferTypeOpAdaptor]> {
+  let summary = "reorders all dimensions";
+  let description = [{
+    `x.permute(permutation)`: result dimension `i` is input dimension
+    `permutation[i]`. `permutation` lists every dimension of the input once.
+
+    Example:
+
+    ```mlir
+    %p = dsc.permute %x, [0, 2, 1, 3] : tensor<2x8x4x16xf32>
+    // %p : tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $permutation attr-dict `:` type($input)";
+}
+
+def DSC_SliceOp : DSC_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "strided range of one dimension";
+  let description = [{
+    `x[..., start:end:step, ...]` on dimension `dim` (PyTorch's `aten.slice`
+    with canonical bounds): `0 <= start <= end <= size`, `step >= 1`. The
+    result has `ceil((end - start) / step)` elements along `dim`.
+
+    Example (the query third of a fused QKV projection):
+
+    ```mlir
+    %q = dsc.slice %qkv, dim = 2, start = 0, end = 32, step = 1
+        : tensor<2x8x96xf32>
+    // %q : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end, I64Attr:$step);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` `dim` `=` $dim `,` `start` `=` $start `,` `end` `=` $end `,`
+    `step` `=` $step attr-dict `:` type($input)
+  }];
+}
+
+def DSC_ConcatOp : DSC_Op<"concat", [Pure, InferTypeOpAdaptor,
+                                     SameOperandsAndResultElementType]> {
+  let summary = "joins tensors along one dimension";
+  let description = [{
+    `torch.cat(inputs, dim)`. At least one input; all have the same rank and
+    element type and equal sizes in every dimension but `dim`.
+
+    Example:
+
+    ```mlir
+    %c = dsc.concat (%a, %b), dim = 1 : tensor<2x3xf32>, tensor<2x5xf32>
+    // %c : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<DSC_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat =
+      "`(` $inputs `)` `,` `dim` `=` $dim attr-dict `:` type($inputs)";
+}
+
+def DSC_BroadcastOp : DSC_Op<"broadcast", [Pure]> {
+  let summary = "expands a tensor to a larger shape (expand / broadcast_to)";
+  let description = [{
+    Repeats the input along new leading dimensions and along dimensions of
+    size 1, with NumPy rules: the input's shape, aligned at the right, must
+    equal the result's or be 1 there. Element types match.
+
+    Example:
+
+    ```mlir
+    %b = dsc.broadcast %x : tensor<1x8xf32> -> tensor<4x2x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and routing
+//===----------------------------------------------------------------------===//
+
+def DSC_GatherOp : DSC_Op<"gather", [Pure, InferTypeOpAdaptor]> {
+  let summary = "picks elements along one dimension (torch.gather)";
+  let description = [{
+    `result[i][j][k] = input[index[i][j][k]][j][k]` for `dim = 0`, and so on:
+    the result has the index's shape and the input's element type. `index`
+    has the input's rank and is no larger than the input in every dimension
+    but `dim`.
+
+    Example (the probability of each token's chosen expert):
+
+    ```mlir
+    %g = dsc.gather %probs, %expert, dim = 1
+        : tensor<16x4xf32>, tensor<16x1xi64>
+    // %g : tensor<16x1xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, DSC_IndexTensor:$index,
+                       I64Attr:$dim);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index `,` `dim` `=` $dim attr-dict `:` type($input) `,`
+    type($index)
+  }];
+}
+
+def DSC_ScatterAddOp : DSC_Op<"scatter_add", [
+    Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "accumulates values at indices (Tensor.scatter_add)";
+  let description = [{
+    Starts from `input` and, for every position `p` of `index`, adds
+    `src[p]` to the element of `input` at `p` with coordinate `dim` replaced
+    by `index[p]`. `input`, `index` and `src` have one rank; `index` is no
+    larger than `src` in any dimension, nor than `input` in any dimension but
+    `dim`; `src` and `input` have one element type. Embedding gradients and
+    expert combines are scatter-adds.
+
+    Example:
+
+    ```mlir
+    %r = dsc.scatter_add %acc, %idx, %val, dim = 0
+        : tensor<256x32xf32>, tensor<16x32xi64>, tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, DSC_IndexTensor:$index,
+                       DSC_Tensor:$src, I64Attr:$dim);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index `,` $src `,` `dim` `=` $dim attr-dict `:` type($input)
+    `,` type($index) `,` type($src)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSC_TopKOp : DSC_Op<"top_k", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the k largest elements along a dimension, with indices";
+  let description = [{
+    `torch.topk(input, k, dim, largest=True, sorted=True)`: `values` holds the
+    `k` largest elements along `dim` in descending order, `indices` their
+    positions (i64; ties keep the lower index first). `1 <= k <= size(dim)`.
+    Top-1 and top-2 gating route tokens with it; `argmax` is `k = 1`.
+
+    Example:
+
+    ```mlir
+    %v, %i = dsc.top_k %logits, k = 2, dim = 1 : tensor<16x4xf32>
+    // %v : tensor<16x2xf32>, %i : tensor<16x2xi64>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input, I64Attr:$k, I64Attr:$dim);
+  let results = (outs DSC_NumericTensor:$values, DSC_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input `,` `k` `=` $k `,` `dim` `=` $dim attr-dict `:` type($input)
+  }];
+}
+
+def DSC_CumsumOp : DSC_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "inclusive prefix sum along a dimension";
+  let description = [{
+    `torch.cumsum(input, dim)`: `result[..., i, ...] = sum_{j <= i}
+    input[..., j, ...]`. Mixture-of-experts gating uses it to number the
+    tokens routed to each expert.
+
+    Example:
+
+    ```mlir
+    %pos = dsc.cumsum %mask, dim = 0 : tensor<16x4xi64>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input, I64Attr:$dim);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat =
+      "$input `,` `dim` `=` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def DSC_OneHotOp : DSC_Op<"one_hot", [Pure]> {
+  let summary = "one-hot encoding of integer indices";
+  let description = [{
+    `result[i..., c] = (indices[i...] == c)` converted to the result's element
+    type; the number of classes is the result's last dimension (>= 1) and the
+    other dimensions are the indices' shape. Indices outside `[0, classes)`
+    give an all-zero row.
+
+    Example:
+
+    ```mlir
+    %m = dsc.one_hot %expert : tensor<16xi64> -> tensor<16x4xf32>
+    ```
+  }];
+  let arguments = (ins DSC_IndexTensor:$indices);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat =
+      "$indices attr-dict `:` type($indices) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumClasses() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType()).getShape().back();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class DSC_ReduceOp<string mnemonic, string what, Type operandType>
+    : DSC_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " over a set of dimensions";
+  let description = [{
+    Reduces by }] # what # [{ over `dims`, a non-empty, strictly increasing
+    list of dimensions of the input. With `keep_dims` the reduced dimensions
+    stay with size 1 (PyTorch's `keepdim=True`); otherwise they are removed.
+
+    Example:
+
+    ```mlir
+    %r = dsc.}] # mnemonic # [{ %x, dims = [2] keep_dims : tensor<2x8x32xf32>
+    // %r : tensor<2x8x1xf32>
+    %s = dsc.}] # mnemonic # [{ %x, dims = [0, 1, 2] : tensor<2x8x32xf32>
+    // %s : tensor<f32>
+    ```
+  }];
+  let arguments = (ins operandType:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs operandType:$result);
+  let assemblyFormat = [{
+    $input `,` `dims` `=` $dims (`keep_dims` $keep_dims^)? attr-dict `:`
+    type($input)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, ::std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::mlir::dsc::inferReductionResult(
+          location, adaptor.getInput().getType(), adaptor.getDims(),
+          adaptor.getKeepDims(), inferred);
+    }
+  }];
+}
+
+def DSC_ReduceSumOp : DSC_ReduceOp<"reduce_sum", "sum", DSC_NumericTensor>;
+def DSC_ReduceMeanOp : DSC_ReduceOp<"reduce_mean", "mean", DSC_FloatTensor>;
+def DSC_ReduceMaxOp : DSC_ReduceOp<"reduce_max", "maximum",
+                                   DSC_NumericTensor>;
+
+//===----------------------------------------------------------------------===//
+// Randomness
+//===----------------------------------------------------------------------===//
+
+def DSC_DropoutOp : DSC_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+  let summary = "inverted dropout with an explicit seed";
+  let description = [{
+    Zeroes each element with probability `p` and scales the others by
+    `1 / (1 - p)`. The mask is a pure function of `seed`, the op's position in
+    the step and the step number, so that recomputation (activation
+    checkpointing) and every rank reproduce it exactly. `0 <= p < 1`.
+
+    Example:
+
+    ```mlir
+    %d = dsc.dropout %x, p = 1.000000e-01, seed = 1234 : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, F64Attr:$p, I64Attr:$seed);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` `p` `=` $p `,` `seed` `=` $seed attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "softmax cross-entropy against integer class targets";
+  let description = [{
+    `F.cross_entropy` with the classes in the last dimension of `logits`
+    (`[..., C]`) and integer targets of shape `[...]`. Targets equal to
+    `ignore_index` (default -100) contribute nothing; `reduction = mean`
+    (default) divides by the number of targets not ignored, `sum` adds, and
+    `none` returns the per-target losses with the targets' shape.
+
+    Example (a language-model loss):
+
+    ```mlir
+    %loss = dsc.cross_entropy %logits, %targets
+        : tensor<2x8x256xf32>, tensor<2x8xi64>
+    // %loss : tensor<f32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$logits, DSC_IndexTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<DSC_LossReduction,
+                           "::mlir::dsc::LossReduction::mean">:$reduction);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets)
+  }];
+}
+
+#endif // DSC_DIALECT_DSC_IR_DSCOPS_TD

@@ -1,0 +1,19 @@
+//===- Passes.h - dsc passes ------------------------------------*- C++ -*-===//
+
+#ifndef DSC_TRANSFORMS_PASSES_H
+#define DSC_TRANSFORMS_PASSES_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::dsc {
+
+#define GEN_PASS_DECL
+#include "dsc/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "dsc/Transforms/Passes.h.inc"
+
+} // namespace mlir::dsc
+
+#endif // DSC_TRANSFORMS_PASSES_H

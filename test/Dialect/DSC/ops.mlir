@@ -1,0 +1,1 @@
+// RUN: dsc-opt %s | FileCheck %s

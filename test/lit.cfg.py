@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration of dsc's test suite: FileCheck tests of the dialect and
+# passes, bad-input tests of the tools, and a libFuzzer smoke run.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "DSC"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.dsc_obj_root, "test")
+
+config.substitutions.append(("%dsc_src_root", config.dsc_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = ["dsc-opt"]
+if config.dsc_has_fuzzer:
+    config.available_features.add("libfuzzer")
+    tools.append("dsc-parse-fuzzer")
+llvm_config.add_tool_substitutions(tools, [config.dsc_tools_dir])
