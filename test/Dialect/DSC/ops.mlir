@@ -1,1 +1,223 @@
-// RUN: dsc-opt %s | FileCheck %s
+// Round-trips every dsc op through the custom form, and through the generic
+// form to check that printing and parsing agree.
+// RUN: dsc-opt %s | dsc-opt | FileCheck %s
+// RUN: dsc-opt %s --mlir-print-op-generic | dsc-opt | FileCheck %s
+
+// CHECK: dsc.state parameter @h.0.attn.c_attn.weight : tensor<96x32xf32>
+dsc.state parameter @"h.0.attn.c_attn.weight" : tensor<96x32xf32>
+// CHECK: dsc.state buffer @h.0.attn.bias : tensor<1x1x8x8xf32>
+dsc.state buffer @"h.0.attn.bias" : tensor<1x1x8x8xf32>
+// CHECK: dsc.state parameter @scalar : tensor<bf16>
+dsc.state parameter @scalar : tensor<bf16>
+
+// CHECK-LABEL: func.func @state
+// CHECK-SAME: (%{{.*}}: tensor<2x8xi64> {dsc.input = "tokens"}) -> (tensor<96x32xf32> {dsc.output = "w"})
+func.func @state(%tokens: tensor<2x8xi64> {dsc.input = "tokens"})
+    -> (tensor<96x32xf32> {dsc.output = "w"}) {
+  // CHECK: dsc.load @h.0.attn.c_attn.weight : tensor<96x32xf32>
+  %w = dsc.load @"h.0.attn.c_attn.weight" : tensor<96x32xf32>
+  // CHECK: dsc.load @scalar : tensor<bf16>
+  %s = dsc.load @scalar : tensor<bf16>
+  return %w : tensor<96x32xf32>
+}
+
+// CHECK-LABEL: func.func @constants
+func.func @constants() -> (tensor<f32>, tensor<4xi64>, tensor<2x2xi1>) {
+  // CHECK: dsc.constant dense<1.250000e-01> : tensor<f32>
+  %a = dsc.constant dense<0.125> : tensor<f32>
+  // CHECK: dsc.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
+  %b = dsc.constant dense<[0, 1, 2, 3]> : tensor<4xi64>
+  // CHECK: dsc.constant dense<{{\[\[}}true, false], [true, true]]> : tensor<2x2xi1>
+  %c = dsc.constant dense<[[true, false], [true, true]]> : tensor<2x2xi1>
+  return %a, %b, %c : tensor<f32>, tensor<4xi64>, tensor<2x2xi1>
+}
+
+// CHECK-LABEL: func.func @linear_algebra
+func.func @linear_algebra(%q: tensor<2x4x8x16xf32>, %k: tensor<4x8x16xf32>,
+                          %x: tensor<2x8x32xf32>, %w: tensor<128x32xf32>,
+                          %b: tensor<128xf32>, %table: tensor<256x32xf32>,
+                          %ids: tensor<2x8xi32>) {
+  // CHECK: dsc.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x4x8x16xf32>, tensor<4x8x16xf32>
+  %s = dsc.matmul %q, %k transpose_rhs : tensor<2x4x8x16xf32>, tensor<4x8x16xf32>
+  // CHECK: dsc.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  %t = dsc.matmul %q, %q transpose_lhs : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  // CHECK: dsc.matmul %{{.*}}, %{{.*}} : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+  %u = dsc.matmul %s, %q : tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>
+  // CHECK: dsc.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+  %y = dsc.linear %x, %w, %b : tensor<2x8x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+  // CHECK: dsc.linear %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<128x32xf32>
+  %z = dsc.linear %x, %w : tensor<2x8x32xf32>, tensor<128x32xf32>
+  // CHECK: dsc.embedding %{{.*}}, %{{.*}} : tensor<256x32xf32>, tensor<2x8xi32>
+  %e = dsc.embedding %table, %ids : tensor<256x32xf32>, tensor<2x8xi32>
+  // CHECK: dsc.embedding %{{.*}}, %{{.*}} padding_idx = 0 : tensor<256x32xf32>, tensor<2x8xi32>
+  %p = dsc.embedding %table, %ids padding_idx = 0 : tensor<256x32xf32>, tensor<2x8xi32>
+  // The inferred result types flow into their users.
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  %sum = dsc.add %y, %z : tensor<2x8x128xf32>, tensor<2x8x128xf32>
+  // CHECK: dsc.matmul %{{.*}}, %{{.*}} : tensor<2x4x8x16xf32>, tensor<2x4x16x16xf32>
+  %v = dsc.matmul %u, %t : tensor<2x4x8x16xf32>, tensor<2x4x16x16xf32>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  %use = dsc.add %v, %q : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<2x8x32xf32>, %b: tensor<32xf32>,
+                       %i: tensor<4xi64>, %j: tensor<1xi64>) {
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<32xf32>
+  %0 = dsc.add %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+  // CHECK: dsc.sub %{{.*}}, %{{.*}} : tensor<32xf32>, tensor<2x8x32xf32>
+  %1 = dsc.sub %b, %a : tensor<32xf32>, tensor<2x8x32xf32>
+  // CHECK: dsc.mul
+  %2 = dsc.mul %a, %a : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+  // CHECK: dsc.div
+  %3 = dsc.div %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+  // CHECK: dsc.pow
+  %4 = dsc.pow %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+  // CHECK: dsc.maximum
+  %5 = dsc.maximum %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+  // CHECK: dsc.minimum %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<1xi64>
+  %6 = dsc.minimum %i, %j : tensor<4xi64>, tensor<1xi64>
+  // CHECK: dsc.neg %{{.*}} : tensor<4xi64>
+  %7 = dsc.neg %i : tensor<4xi64>
+  // CHECK: dsc.relu %{{.*}} : tensor<2x8x32xf32>
+  %8 = dsc.relu %a : tensor<2x8x32xf32>
+  // CHECK: dsc.silu
+  %9 = dsc.silu %a : tensor<2x8x32xf32>
+  // CHECK: dsc.sigmoid
+  %10 = dsc.sigmoid %a : tensor<2x8x32xf32>
+  // CHECK: dsc.tanh
+  %11 = dsc.tanh %a : tensor<2x8x32xf32>
+  // CHECK: dsc.exp
+  %12 = dsc.exp %a : tensor<2x8x32xf32>
+  // CHECK: dsc.log
+  %13 = dsc.log %a : tensor<2x8x32xf32>
+  // CHECK: dsc.sqrt
+  %14 = dsc.sqrt %a : tensor<2x8x32xf32>
+  // CHECK: dsc.rsqrt
+  %15 = dsc.rsqrt %a : tensor<2x8x32xf32>
+  // CHECK: dsc.gelu erf %{{.*}} : tensor<2x8x32xf32>
+  %16 = dsc.gelu erf %a : tensor<2x8x32xf32>
+  // CHECK: dsc.gelu tanh %{{.*}} : tensor<2x8x32xf32>
+  %17 = dsc.gelu tanh %a : tensor<2x8x32xf32>
+  // CHECK: dsc.convert %{{.*}} : tensor<2x8x32xf32> to tensor<2x8x32xbf16>
+  %18 = dsc.convert %a : tensor<2x8x32xf32> to tensor<2x8x32xbf16>
+  // CHECK: dsc.convert %{{.*}} : tensor<4xi64> to tensor<4xf16>
+  %19 = dsc.convert %i : tensor<4xi64> to tensor<4xf16>
+  // CHECK: dsc.compare lt, %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<1xi64>
+  %20 = dsc.compare lt, %i, %j : tensor<4xi64>, tensor<1xi64>
+  // CHECK: dsc.compare ge, %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<32xf32>
+  %21 = dsc.compare ge, %a, %b : tensor<2x8x32xf32>, tensor<32xf32>
+  // CHECK: dsc.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x8x32xi1>, tensor<32xf32>, tensor<2x8x32xf32>
+  %22 = dsc.select %21, %b, %a : tensor<2x8x32xi1>, tensor<32xf32>, tensor<2x8x32xf32>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+  %23 = dsc.add %22, %0 : tensor<2x8x32xf32>, tensor<2x8x32xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @norms_and_attention
+func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
+                               %s: tensor<2x4x8x8xf32>, %h: tensor<2x8x4x8xf16>,
+                               %hw: tensor<4x8xf16>) {
+  // CHECK: dsc.layer_norm %{{.*}} weight(%{{.*}} : tensor<32xf32>) bias(%{{.*}} : tensor<32xf32>) : tensor<2x8x32xf32>
+  %0 = dsc.layer_norm %x weight(%g : tensor<32xf32>) bias(%g : tensor<32xf32>) : tensor<2x8x32xf32>
+  // CHECK: dsc.layer_norm %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : tensor<2x8x32xf32>
+  %1 = dsc.layer_norm %x {epsilon = 1.0e-6 : f64} : tensor<2x8x32xf32>
+  // CHECK: dsc.layer_norm %{{.*}} bias(%{{.*}} : tensor<32xf32>) : tensor<2x8x32xf32>
+  %2 = dsc.layer_norm %x bias(%g : tensor<32xf32>) : tensor<2x8x32xf32>
+  // CHECK: dsc.layer_norm %{{.*}} weight(%{{.*}} : tensor<4x8xf16>) {normalized_rank = 2 : i64} : tensor<2x8x4x8xf16>
+  %3 = dsc.layer_norm %h weight(%hw : tensor<4x8xf16>) {normalized_rank = 2 : i64} : tensor<2x8x4x8xf16>
+  // CHECK: dsc.softmax %{{.*}}, dim = 3 : tensor<2x4x8x8xf32>
+  %4 = dsc.softmax %s, dim = 3 : tensor<2x4x8x8xf32>
+  // CHECK: dsc.log_softmax %{{.*}}, dim = 0 : tensor<2x4x8x8xf32>
+  %5 = dsc.log_softmax %s, dim = 0 : tensor<2x4x8x8xf32>
+  // CHECK: dsc.causal_mask %{{.*}} : tensor<2x4x8x8xf32>
+  %6 = dsc.causal_mask %s : tensor<2x4x8x8xf32>
+  // CHECK: dsc.causal_mask %{{.*}} {fill_value = -1.000000e+04 : f64} : tensor<2x4x8x8xf32>
+  %7 = dsc.causal_mask %s {fill_value = -1.0e4 : f64} : tensor<2x4x8x8xf32>
+  // CHECK: dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 1234 : tensor<2x8x32xf32>
+  %8 = dsc.dropout %x, p = 0.1, seed = 1234 : tensor<2x8x32xf32>
+  // CHECK: dsc.dropout %{{.*}}, p = 0.000000e+00, seed = -7 : tensor<2x8x32xf32>
+  %9 = dsc.dropout %x, p = 0.0, seed = -7 : tensor<2x8x32xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: tensor<2x8x32xf32>, %y: tensor<2x3x32xf32>,
+                  %r: tensor<1x8xf32>) {
+  // CHECK: dsc.reshape %{{.*}} : tensor<2x8x32xf32> -> tensor<2x8x4x8xf32>
+  %0 = dsc.reshape %x : tensor<2x8x32xf32> -> tensor<2x8x4x8xf32>
+  // CHECK: dsc.transpose %{{.*}}, 1, 2 : tensor<2x8x4x8xf32>
+  %1 = dsc.transpose %0, 1, 2 : tensor<2x8x4x8xf32>
+  // CHECK: dsc.permute %{{.*}}, [0, 2, 3, 1] : tensor<2x4x8x8xf32>
+  %2 = dsc.permute %1, [0, 2, 3, 1] : tensor<2x4x8x8xf32>
+  // CHECK: dsc.slice %{{.*}}, dim = 2, start = 0, end = 32, step = 3 : tensor<2x8x32xf32>
+  %3 = dsc.slice %x, dim = 2, start = 0, end = 32, step = 3 : tensor<2x8x32xf32>
+  // CHECK: dsc.reshape %{{.*}} : tensor<2x8x11xf32> -> tensor<176xf32>
+  %4 = dsc.reshape %3 : tensor<2x8x11xf32> -> tensor<176xf32>
+  // CHECK: dsc.slice %{{.*}}, dim = 0, start = 5, end = 5, step = 1 : tensor<176xf32>
+  %5 = dsc.slice %4, dim = 0, start = 5, end = 5, step = 1 : tensor<176xf32>
+  // CHECK: dsc.concat(%{{.*}}, %{{.*}}), dim = 1 : tensor<2x8x32xf32>, tensor<2x3x32xf32>
+  %6 = dsc.concat(%x, %y), dim = 1 : tensor<2x8x32xf32>, tensor<2x3x32xf32>
+  // CHECK: dsc.reshape %{{.*}} : tensor<2x11x32xf32> -> tensor<704xf32>
+  %7 = dsc.reshape %6 : tensor<2x11x32xf32> -> tensor<704xf32>
+  // CHECK: dsc.concat(%{{.*}}), dim = 0 : tensor<2x3x32xf32>
+  %8 = dsc.concat(%y), dim = 0 : tensor<2x3x32xf32>
+  // CHECK: dsc.broadcast %{{.*}} : tensor<1x8xf32> -> tensor<4x2x8xf32>
+  %9 = dsc.broadcast %r : tensor<1x8xf32> -> tensor<4x2x8xf32>
+  // CHECK: dsc.reshape %{{.*}} : tensor<2x8x32xf32> -> tensor<512xf32>
+  %10 = dsc.reshape %x : tensor<2x8x32xf32> -> tensor<512xf32>
+  return
+}
+
+// The routing ops of a top-2 mixture-of-experts gate over 16 tokens and 4
+// experts.
+// CHECK-LABEL: func.func @routing
+func.func @routing(%logits: tensor<16x4xf32>, %acc: tensor<4x8x32xf32>,
+                   %idx: tensor<16x8x32xi64>, %src: tensor<16x8x32xf32>) {
+  // CHECK: dsc.top_k %{{.*}}, k = 2, dim = 1 : tensor<16x4xf32>
+  %v, %i = dsc.top_k %logits, k = 2, dim = 1 : tensor<16x4xf32>
+  // CHECK: dsc.slice %{{.*}}, dim = 1, start = 0, end = 1, step = 1 : tensor<16x2xi64>
+  %first = dsc.slice %i, dim = 1, start = 0, end = 1, step = 1 : tensor<16x2xi64>
+  // CHECK: dsc.gather %{{.*}}, %{{.*}}, dim = 1 : tensor<16x4xf32>, tensor<16x1xi64>
+  %g = dsc.gather %logits, %first, dim = 1 : tensor<16x4xf32>, tensor<16x1xi64>
+  // CHECK: dsc.reshape %{{.*}} : tensor<16x1xi64> -> tensor<16xi64>
+  %e = dsc.reshape %first : tensor<16x1xi64> -> tensor<16xi64>
+  // CHECK: dsc.one_hot %{{.*}} : tensor<16xi64> -> tensor<16x4xi64>
+  %mask = dsc.one_hot %e : tensor<16xi64> -> tensor<16x4xi64>
+  // CHECK: dsc.one_hot %{{.*}} : tensor<16xi64> -> tensor<16x4xf32>
+  %maskf = dsc.one_hot %e : tensor<16xi64> -> tensor<16x4xf32>
+  // CHECK: dsc.cumsum %{{.*}}, dim = 0 : tensor<16x4xi64>
+  %pos = dsc.cumsum %mask, dim = 0 : tensor<16x4xi64>
+  // CHECK: dsc.scatter_add %{{.*}}, %{{.*}}, %{{.*}}, dim = 0 : tensor<4x8x32xf32>, tensor<16x8x32xi64>, tensor<16x8x32xf32>
+  %r = dsc.scatter_add %acc, %idx, %src, dim = 0 : tensor<4x8x32xf32>, tensor<16x8x32xi64>, tensor<16x8x32xf32>
+  // CHECK: dsc.top_k %{{.*}}, k = 1, dim = 0 : tensor<16x2xi64>
+  %v1, %i1 = dsc.top_k %i, k = 1, dim = 0 : tensor<16x2xi64>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<1x2xi64>, tensor<1x2xi64>
+  %sum = dsc.add %v1, %i1 : tensor<1x2xi64>, tensor<1x2xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @reductions_and_loss
+func.func @reductions_and_loss(%x: tensor<2x8x32xf32>, %t: tensor<2x8xi64>,
+                               %n: tensor<4x3xi32>) {
+  // CHECK: dsc.reduce_sum %{{.*}}, dims = [2] keep_dims : tensor<2x8x32xf32>
+  %0 = dsc.reduce_sum %x, dims = [2] keep_dims : tensor<2x8x32xf32>
+  // CHECK: dsc.reduce_mean %{{.*}}, dims = [0, 1, 2] : tensor<2x8x32xf32>
+  %1 = dsc.reduce_mean %x, dims = [0, 1, 2] : tensor<2x8x32xf32>
+  // CHECK: dsc.reduce_max %{{.*}}, dims = [1] : tensor<4x3xi32>
+  %2 = dsc.reduce_max %n, dims = [1] : tensor<4x3xi32>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<2x8x1xf32>, tensor<f32>
+  %3 = dsc.add %0, %1 : tensor<2x8x1xf32>, tensor<f32>
+  // CHECK: dsc.cross_entropy %{{.*}}, %{{.*}} : tensor<2x8x32xf32>, tensor<2x8xi64>
+  %4 = dsc.cross_entropy %x, %t : tensor<2x8x32xf32>, tensor<2x8xi64>
+  // CHECK: dsc.cross_entropy %{{.*}}, %{{.*}} ignore_index = 0 reduction = none : tensor<2x8x32xf32>, tensor<2x8xi64>
+  %5 = dsc.cross_entropy %x, %t ignore_index = 0 reduction = none : tensor<2x8x32xf32>, tensor<2x8xi64>
+  // CHECK: dsc.cross_entropy %{{.*}}, %{{.*}} reduction = sum : tensor<2x8x32xf32>, tensor<2x8xi64>
+  %6 = dsc.cross_entropy %x, %t reduction = sum : tensor<2x8x32xf32>, tensor<2x8xi64>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<f32>, tensor<2x8xf32>
+  %7 = dsc.add %4, %5 : tensor<f32>, tensor<2x8xf32>
+  // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
+  %8 = dsc.add %6, %4 : tensor<f32>, tensor<f32>
+  return
+}

@@ -39,11 +39,10 @@ static LogicalResult verifyIONameAttr(Operation *op, unsigned index,
     return op->emitError() << "'" << attr.getName().getValue()
                            << "' must be a non-empty string, got "
                            << attr.getValue();
+  // Argument and result attributes exist only on function-like ops.
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (!func)
-    return op->emitError() << "'" << attr.getName().getValue()
-                           << "' is only allowed on function "
-                           << (isInput ? "arguments" : "results");
+    return success();
   unsigned count = isInput ? func.getNumArguments() : func.getNumResults();
   for (unsigned other = 0; other < index && other < count; ++other) {
     Attribute otherName =

@@ -12,7 +12,7 @@ LogicalResult StateOp::verify() {
   RankedTensorType type = getTensorType();
   if (!checkedByteSize(type.getShape(),
                        type.getElementType().getIntOrFloatBitWidth()))
-    return emitOpError() << getSymName() << " of type " << type
+    return emitOpError() << "@" << getSymName() << " of type " << type
                          << " has more elements or bytes than fit in int64";
   return success();
 }

@@ -114,7 +114,7 @@ def DSC_MatmulOp : DSC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
     Example (attention scores, `q @ k^T`):
 
     ```mlir
-    %s = dsc.matmul %q, %k {transpose_rhs}
+    %s = dsc.matmul %q, %k transpose_rhs
         : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
     // %s : tensor<2x4x8x8xf32>
     ```
@@ -122,8 +122,13 @@ def DSC_MatmulOp : DSC_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins DSC_FloatTensor:$lhs, DSC_FloatTensor:$rhs,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs DSC_FloatTensor:$result);
-  let assemblyFormat =
-      "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  // Attributes that shape inference reads must be in the format, not in
+  // attr-dict: while parsing, inference sees only the properties that the
+  // format itself parsed.
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
 }
 
 def DSC_LinearOp : DSC_Op<"linear", [Pure, InferTypeOpAdaptor]> {
@@ -168,8 +173,10 @@ def DSC_EmbeddingOp : DSC_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   let arguments = (ins DSC_FloatTensor:$table, DSC_IndexTensor:$indices,
                        OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs DSC_FloatTensor:$result);
-  let assemblyFormat =
-      "$table `,` $indices attr-dict `:` type($table) `,` type($indices)";
+  let assemblyFormat = [{
+    $table `,` $indices (`padding_idx` `=` $padding_idx^)? attr-dict `:`
+    type($table) `,` type($indices)
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -515,7 +522,7 @@ def DSC_ConcatOp : DSC_Op<"concat", [Pure, InferTypeOpAdaptor,
     Example:
 
     ```mlir
-    %c = dsc.concat (%a, %b), dim = 1 : tensor<2x3xf32>, tensor<2x5xf32>
+    %c = dsc.concat(%a, %b), dim = 1 : tensor<2x3xf32>, tensor<2x5xf32>
     // %c : tensor<2x8xf32>
     ```
   }];
@@ -758,6 +765,9 @@ def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
     %loss = dsc.cross_entropy %logits, %targets
         : tensor<2x8x256xf32>, tensor<2x8xi64>
     // %loss : tensor<f32>
+    %per_token = dsc.cross_entropy %logits, %targets ignore_index = 0
+        reduction = none : tensor<2x8x256xf32>, tensor<2x8xi64>
+    // %per_token : tensor<2x8xf32>
     ```
   }];
   let arguments = (ins DSC_FloatTensor:$logits, DSC_IndexTensor:$targets,
@@ -766,7 +776,9 @@ def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
                            "::mlir::dsc::LossReduction::mean">:$reduction);
   let results = (outs DSC_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets)
+    $logits `,` $targets (`ignore_index` `=` $ignore_index^)?
+    (`reduction` `=` $reduction^)? attr-dict `:` type($logits) `,`
+    type($targets)
   }];
 }
 

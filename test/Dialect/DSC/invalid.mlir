@@ -1,0 +1,765 @@
+// Every verifier rule of the dsc dialect, one case per split.
+// RUN: dsc-opt %s -split-input-file -verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// Graph inputs and outputs
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'dsc.input' must be a non-empty string, got 3 : i64}}
+func.func @input_not_string(%x: tensor<2xf32> {dsc.input = 3}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dsc.input' must be a non-empty string}}
+func.func @input_empty(%x: tensor<2xf32> {dsc.input = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dsc.output' must be a non-empty string}}
+func.func @output_not_string() -> (tensor<f32> {dsc.output = unit}) {
+  %0 = dsc.constant dense<0.0> : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{graph input name "x" is used by arguments 0 and 1}}
+func.func @duplicate_input(%a: tensor<2xf32> {dsc.input = "x"},
+                           %b: tensor<2xf32> {dsc.input = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{graph output name "loss" is used by results 0 and 1}}
+func.func @duplicate_output(%a: tensor<f32>)
+    -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "loss"}) {
+  return %a, %a : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown dsc argument attribute 'dsc.inptu'}}
+func.func @unknown_arg_attr(%x: tensor<2xf32> {dsc.inptu = "x"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown dsc result attribute 'dsc.outptu'}}
+func.func @unknown_result_attr(%a: tensor<f32>) -> (tensor<f32> {dsc.outptu = "l"}) {
+  return %a : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
+// dsc.state / dsc.load
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op attribute 'type' failed to satisfy constraint: type attribute of statically shaped tensor}}
+dsc.state parameter @dynamic : tensor<?x4xf32>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op attribute 'type' failed to satisfy constraint}}
+dsc.state parameter @int8 : tensor<4xi8>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @huge of type 'tensor<4611686018427387904x4xf32>' has more elements or bytes than fit in int64}}
+dsc.state parameter @huge : tensor<4611686018427387904x4xf32>
+
+// -----
+
+func.func @state_in_function() {
+  // expected-error @+1 {{'dsc.state' op expects parent op 'builtin.module'}}
+  dsc.state parameter @w : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @load_undeclared() {
+  // expected-error @+1 {{'dsc.load' op reads @missing, which is not declared}}
+  %0 = dsc.load @missing : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @not_state() {
+  // expected-error @+1 {{'dsc.load' op reads @not_state, which is a 'func.func', not a 'dsc.state'}}
+  %0 = dsc.load @not_state : tensor<4xf32>
+  return
+}
+
+// -----
+
+dsc.state parameter @w : tensor<4x8xf32>
+func.func @load_wrong_type() {
+  // expected-error @+1 {{'dsc.load' op result type 'tensor<8x4xf32>' differs from the declared type 'tensor<4x8xf32>' of @w}}
+  %0 = dsc.load @w : tensor<8x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes and element types shared by every op
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @size_overflow(%x: tensor<4611686018427387904x2xf32>) {
+  // expected-error @+1 {{'dsc.relu' op operand #0 of type 'tensor<4611686018427387904x2xf32>' has more elements or bytes than fit in int64}}
+  %0 = dsc.relu %x : tensor<4611686018427387904x2xf32>
+  return
+}
+
+// -----
+
+func.func @count_overflow(%x: tensor<4294967296x4294967296xi1>) {
+  // expected-error @+1 {{has more elements or bytes than fit in int64}}
+  %0 = dsc.reshape %x : tensor<4294967296x4294967296xi1> -> tensor<4294967296x4294967296xi1>
+  return
+}
+
+// -----
+
+func.func @dynamic_operand(%x: tensor<?x4xf32>) {
+  // expected-error @+1 {{'dsc.relu' op operand #0 must be statically shaped tensor}}
+  %0 = dsc.relu %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @unsupported_constant() {
+  // expected-error @+1 {{'dsc.constant' op result #0 must be statically shaped tensor of}}
+  %0 = dsc.constant dense<1> : tensor<2xi8>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @no_broadcast(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error @+1 {{operand shapes [2x3] and [4x3] do not broadcast (dimensions must be equal or 1)}}
+  %0 = dsc.add %a, %b : tensor<2x3xf32>, tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_elements(%a: tensor<3xf32>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'dsc.mul' op requires the same element type for all operands and results}}
+  %0 = dsc.mul %a, %b : tensor<3xf32>, tensor<3xf16>
+  return
+}
+
+// -----
+
+func.func @integer_pow(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.pow' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.pow %a, %a : tensor<3xi64>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @bool_arithmetic(%a: tensor<3xi1>) {
+  // expected-error @+1 {{'dsc.add' op operand #0 must be statically shaped tensor of}}
+  %0 = dsc.add %a, %a : tensor<3xi1>, tensor<3xi1>
+  return
+}
+
+// -----
+
+func.func @convert_shape(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.convert' op changes the shape from [3] to [4]; only the element type may change}}
+  %0 = dsc.convert %a : tensor<3xf32> to tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @compare_types(%a: tensor<3xf32>, %b: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.compare' op compares different element types 'f32' and 'i64'}}
+  %0 = dsc.compare eq, %a, %b : tensor<3xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @compare_shapes(%a: tensor<3xf32>, %b: tensor<2xf32>) {
+  // expected-error @+1 {{operand shapes [3] and [2] do not broadcast}}
+  %0 = dsc.compare eq, %a, %b : tensor<3xf32>, tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @select_types(%c: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf16>) {
+  // expected-error @+1 {{'dsc.select' op chooses between different element types 'f32' and 'f16'}}
+  %0 = dsc.select %c, %a, %b : tensor<3xi1>, tensor<3xf32>, tensor<3xf16>
+  return
+}
+
+// -----
+
+func.func @select_condition(%c: tensor<3xf32>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.select' op operand #0 must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = dsc.select %c, %a, %a : tensor<3xf32>, tensor<3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @select_shapes(%c: tensor<4xi1>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{operand shapes [4] and [3] do not broadcast}}
+  %0 = dsc.select %c, %a, %a : tensor<4xi1>, tensor<3xf32>, tensor<3xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
+  // expected-error @+1 {{'dsc.matmul' op operands must have rank >= 2, got 1 and 2}}
+  %0 = dsc.matmul %a, %b : tensor<8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contracting(%a: tensor<2x8x16xf32>, %b: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{'dsc.matmul' op contracting dimensions differ: lhs has 16, rhs has 8}}
+  %0 = dsc.matmul %a, %b : tensor<2x8x16xf32>, tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<3x8x16xf32>, %b: tensor<2x16x4xf32>) {
+  // expected-error @+1 {{'dsc.matmul' op batch dimensions [3] and [2] do not broadcast}}
+  %0 = dsc.matmul %a, %b : tensor<3x8x16xf32>, tensor<2x16x4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_types(%a: tensor<8x16xf32>, %b: tensor<16x4xbf16>) {
+  // expected-error @+1 {{'dsc.matmul' op multiplies different element types 'f32' and 'bf16'}}
+  %0 = dsc.matmul %a, %b : tensor<8x16xf32>, tensor<16x4xbf16>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<2x8xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.linear' op weight must be [out_features, in_features], got rank 1}}
+  %0 = dsc.linear %x, %w : tensor<2x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_features(%x: tensor<2x8xf32>, %w: tensor<8x4xf32>) {
+  // expected-error @+1 {{'dsc.linear' op input has 8 features but the weight expects 4}}
+  %0 = dsc.linear %x, %w : tensor<2x8xf32>, tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<2x8xf32>, %w: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.linear' op bias must be 'tensor<4xf32>', got 'tensor<8xf32>'}}
+  %0 = dsc.linear %x, %w, %b : tensor<2x8xf32>, tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_types(%x: tensor<2x8xf32>, %w: tensor<4x8xf16>) {
+  // expected-error @+1 {{'dsc.linear' op weight element type 'f16' differs from the input's 'f32'}}
+  %0 = dsc.linear %x, %w : tensor<2x8xf32>, tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @linear_scalar(%x: tensor<f32>, %w: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dsc.linear' op input must have rank >= 1}}
+  %0 = dsc.linear %x, %w : tensor<f32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_table(%t: tensor<4x8x2xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.embedding' op table must be [num_embeddings, embedding_dim], got rank 3}}
+  %0 = dsc.embedding %t, %i : tensor<4x8x2xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @embedding_padding(%t: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.embedding' op padding_idx 4 is not a row of a table with 4 rows}}
+  %0 = dsc.embedding %t, %i padding_idx = 4 : tensor<4x8xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @embedding_float_indices(%t: tensor<4x8xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.embedding' op operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = dsc.embedding %t, %i : tensor<4x8xf32>, tensor<3xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization and attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @ln_rank(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.layer_norm' op normalized_rank 3 must be between 1 and the input rank 2}}
+  %0 = dsc.layer_norm %x {normalized_rank = 3 : i64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @ln_epsilon(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.layer_norm' op epsilon must be finite and >= 0, got -1.0}}
+  %0 = dsc.layer_norm %x {epsilon = -1.0 : f64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @ln_weight(%x: tensor<2x8xf32>, %w: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.layer_norm' op weight must have the normalized shape 'tensor<8xf32>', got 'tensor<2x8xf32>'}}
+  %0 = dsc.layer_norm %x weight(%w : tensor<2x8xf32>) : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @ln_bias(%x: tensor<2x8xf32>, %b: tensor<8xbf16>) {
+  // expected-error @+1 {{'dsc.layer_norm' op bias must have the normalized shape 'tensor<8xf32>', got 'tensor<8xbf16>'}}
+  %0 = dsc.layer_norm %x bias(%b : tensor<8xbf16>) : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.softmax' op dim 2 is out of range for rank 2}}
+  %0 = dsc.softmax %x, dim = 2 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_negative_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.log_softmax' op dim -1 is out of range for rank 2}}
+  %0 = dsc.log_softmax %x, dim = -1 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_rank(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.causal_mask' op needs scores of rank >= 2 ([..., queries, keys]), got rank 1}}
+  %0 = dsc.causal_mask %x : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @mask_nan(%x: tensor<8x8xf32>) {
+  // expected-error @+1 {{'dsc.causal_mask' op fill_value must not be NaN}}
+  %0 = dsc.causal_mask %x {fill_value = 0x7FF8000000000000 : f64} : tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_one(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.dropout' op p must be in [0, 1), got 1.0}}
+  %0 = dsc.dropout %x, p = 1.0, seed = 0 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_negative(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.dropout' op p must be in [0, 1), got -5.000000e-01}}
+  %0 = dsc.dropout %x, p = -0.5, seed = 0 : tensor<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.reshape' op changes the element count from 16 to 15}}
+  %0 = dsc.reshape %x : tensor<2x8xf32> -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.reshape' op changes the element type from 'f32' to 'f16'; use dsc.convert}}
+  %0 = dsc.reshape %x : tensor<2x8xf32> -> tensor<16xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.transpose' op dim1 2 is out of range for rank 2 (expected 0 <= dim1 < 2)}}
+  %0 = dsc.transpose %x, 0, 2 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @permute_length(%x: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'dsc.permute' op permutation has 2 entries but the input has rank 3}}
+  %0 = dsc.permute %x, [1, 0] : tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @permute_repeat(%x: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'dsc.permute' op permutation repeats dimension 1}}
+  %0 = dsc.permute %x, [1, 0, 1] : tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @permute_range(%x: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{'dsc.permute' op permutation entry -1 is out of range for rank 3}}
+  %0 = dsc.permute %x, [0, 1, -1] : tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.slice' op dim 2 is out of range for rank 2}}
+  %0 = dsc.slice %x, dim = 2, start = 0, end = 1, step = 1 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_reversed(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.slice' op bounds [5, 3) must satisfy 0 <= start <= end <= 8}}
+  %0 = dsc.slice %x, dim = 1, start = 5, end = 3, step = 1 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.slice' op bounds [0, 9) must satisfy 0 <= start <= end <= 8}}
+  %0 = dsc.slice %x, dim = 1, start = 0, end = 9, step = 1 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.slice' op step must be >= 1, got 0}}
+  %0 = dsc.slice %x, dim = 1, start = 0, end = 8, step = 0 : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_rank(%a: tensor<2x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+1 {{'dsc.concat' op input #1 has rank 1, input #0 has rank 2}}
+  %0 = dsc.concat(%a, %b), dim = 0 : tensor<2x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%a: tensor<2x8xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{'dsc.concat' op input #1 has size 4 in dimension 1, input #0 has 8 (only dimension 0 may differ)}}
+  %0 = dsc.concat(%a, %b), dim = 0 : tensor<2x8xf32>, tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dim(%a: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.concat' op dim 2 is out of range for rank 2}}
+  %0 = dsc.concat(%a, %a), dim = 2 : tensor<2x8xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_types(%a: tensor<2x8xf32>, %b: tensor<2x8xf16>) {
+  // expected-error @+1 {{'dsc.concat' op requires the same element type for all operands and results}}
+  %0 = dsc.concat(%a, %b), dim = 0 : tensor<2x8xf32>, tensor<2x8xf16>
+  return
+}
+
+// -----
+
+func.func @concat_empty() {
+  // expected-error @+1 {{'dsc.concat' op expected 1 or more operands, but found 0}}
+  %0 = "dsc.concat"() <{dim = 0 : i64}> : () -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_overflow(%a: tensor<4611686018427387904xi1>) {
+  // expected-error @+1 {{'dsc.concat' op concatenated size overflows int64}}
+  %0 = dsc.concat(%a, %a), dim = 0 : tensor<4611686018427387904xi1>, tensor<4611686018427387904xi1>
+  return
+}
+
+// -----
+
+func.func @broadcast_rank(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.broadcast' op cannot broadcast rank 2 to the smaller rank 1}}
+  %0 = dsc.broadcast %x : tensor<2x8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_size(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.broadcast' op input dimension 0 of size 2 cannot broadcast to size 4 (must be equal or 1)}}
+  %0 = dsc.broadcast %x : tensor<2x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_type(%x: tensor<1x8xf32>) {
+  // expected-error @+1 {{'dsc.broadcast' op changes the element type from 'f32' to 'bf16'}}
+  %0 = dsc.broadcast %x : tensor<1x8xf32> -> tensor<4x8xbf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing and routing
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @gather_rank(%x: tensor<16x4xf32>, %i: tensor<16xi64>) {
+  // expected-error @+1 {{'dsc.gather' op index has rank 1, the input has rank 2}}
+  %0 = dsc.gather %x, %i, dim = 1 : tensor<16x4xf32>, tensor<16xi64>
+  return
+}
+
+// -----
+
+func.func @gather_size(%x: tensor<16x4xf32>, %i: tensor<17x1xi64>) {
+  // expected-error @+1 {{'dsc.gather' op index size 17 in dimension 0 exceeds the input's 16}}
+  %0 = dsc.gather %x, %i, dim = 1 : tensor<16x4xf32>, tensor<17x1xi64>
+  return
+}
+
+// -----
+
+func.func @gather_dim(%x: tensor<16x4xf32>, %i: tensor<16x1xi64>) {
+  // expected-error @+1 {{'dsc.gather' op dim 2 is out of range for rank 2}}
+  %0 = dsc.gather %x, %i, dim = 2 : tensor<16x4xf32>, tensor<16x1xi64>
+  return
+}
+
+// -----
+
+func.func @scatter_rank(%x: tensor<4x8xf32>, %i: tensor<16xi64>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'dsc.scatter_add' op input, index and src must have one rank, got 2, 1 and 1}}
+  %0 = dsc.scatter_add %x, %i, %s, dim = 0 : tensor<4x8xf32>, tensor<16xi64>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_dim(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %s: tensor<4x8xf32>) {
+  // expected-error @+1 {{'dsc.scatter_add' op dim 5 is out of range for rank 2}}
+  %0 = dsc.scatter_add %x, %i, %s, dim = 5 : tensor<4x8xf32>, tensor<4x8xi64>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_types(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %s: tensor<4x8xf16>) {
+  // expected-error @+1 {{'dsc.scatter_add' op adds 'f16' values into a 'f32' tensor}}
+  %0 = dsc.scatter_add %x, %i, %s, dim = 0 : tensor<4x8xf32>, tensor<4x8xi64>, tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @scatter_src(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %s: tensor<4x7xf32>) {
+  // expected-error @+1 {{'dsc.scatter_add' op index size 8 in dimension 1 exceeds src's 7}}
+  %0 = dsc.scatter_add %x, %i, %s, dim = 0 : tensor<4x8xf32>, tensor<4x8xi64>, tensor<4x7xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_input(%x: tensor<4x8xf32>, %i: tensor<16x9xi64>, %s: tensor<16x9xf32>) {
+  // expected-error @+1 {{'dsc.scatter_add' op index size 9 in dimension 1 exceeds the input's 8}}
+  %0 = dsc.scatter_add %x, %i, %s, dim = 0 : tensor<4x8xf32>, tensor<16x9xi64>, tensor<16x9xf32>
+  return
+}
+
+// -----
+
+func.func @topk_k(%x: tensor<16x4xf32>) {
+  // expected-error @+1 {{'dsc.top_k' op k 5 must be between 1 and the size 4 of dimension 1}}
+  %v, %i = dsc.top_k %x, k = 5, dim = 1 : tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @topk_zero(%x: tensor<16x4xf32>) {
+  // expected-error @+1 {{'dsc.top_k' op k 0 must be between 1 and the size 4 of dimension 1}}
+  %v, %i = dsc.top_k %x, k = 0, dim = 1 : tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @topk_dim(%x: tensor<16x4xf32>) {
+  // expected-error @+1 {{'dsc.top_k' op dim 2 is out of range for rank 2}}
+  %v, %i = dsc.top_k %x, k = 1, dim = 2 : tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @cumsum_dim(%x: tensor<16x4xi64>) {
+  // expected-error @+1 {{'dsc.cumsum' op dim 2 is out of range for rank 2}}
+  %0 = dsc.cumsum %x, dim = 2 : tensor<16x4xi64>
+  return
+}
+
+// -----
+
+func.func @one_hot_shape(%i: tensor<16xi64>) {
+  // expected-error @+1 {{'dsc.one_hot' op result shape must be the indices' shape plus a class dimension, got 'tensor<8x4xf32>' for indices 'tensor<16xi64>'}}
+  %0 = dsc.one_hot %i : tensor<16xi64> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @one_hot_classes(%i: tensor<16xi64>) {
+  // expected-error @+1 {{'dsc.one_hot' op needs at least one class}}
+  %0 = dsc.one_hot %i : tensor<16xi64> -> tensor<16x0xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and losses
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reduce_empty(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{dims must not be empty (list every dimension to reduce them all)}}
+  %0 = dsc.reduce_sum %x, dims = [] : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_range(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{reduced dimension 2 is out of range for rank 2}}
+  %0 = dsc.reduce_max %x, dims = [2] : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_order(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{dims must be strictly increasing}}
+  %0 = dsc.reduce_mean %x, dims = [1, 0] : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_int(%x: tensor<2x8xi64>) {
+  // expected-error @+1 {{'dsc.reduce_mean' op operand #0 must be statically shaped tensor of 64-bit float}}
+  %0 = dsc.reduce_mean %x, dims = [1] : tensor<2x8xi64>
+  return
+}
+
+// -----
+
+func.func @ce_targets(%l: tensor<2x8x32xf32>, %t: tensor<16xi64>) {
+  // expected-error @+1 {{'dsc.cross_entropy' op targets must have the logits' shape without the class dimension, [2x8], got [16]}}
+  %0 = dsc.cross_entropy %l, %t : tensor<2x8x32xf32>, tensor<16xi64>
+  return
+}
+
+// -----
+
+func.func @ce_scalar(%l: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @+1 {{'dsc.cross_entropy' op logits must have a class dimension (rank >= 1)}}
+  %0 = dsc.cross_entropy %l, %t : tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @ce_float_targets(%l: tensor<2x8xf32>, %t: tensor<2xf32>) {
+  // expected-error @+1 {{'dsc.cross_entropy' op operand #1 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values}}
+  %0 = dsc.cross_entropy %l, %t : tensor<2x8xf32>, tensor<2xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Generic form: required attributes are checked before shape inference
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @generic_missing_attr(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'dsc.transpose' op requires attribute 'dim0'}}
+  %0 = "dsc.transpose"(%x) <{dim1 = 0 : i64}> : (tensor<2x8xf32>) -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @generic_wrong_result(%x: tensor<2x8xf32>) {
+  // expected-error @+2 {{'dsc.transpose' op inferred type(s) 'tensor<8x2xf32>' are incompatible with return type(s) of operation 'tensor<2x8xf32>'}}
+  // expected-error @+1 {{'dsc.transpose' op failed to infer returned types}}
+  %0 = "dsc.transpose"(%x) <{dim0 = 0 : i64, dim1 = 1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
