@@ -3,6 +3,7 @@
 # passes, bad-input tests of the tools, and a libFuzzer smoke run.
 
 import os
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -14,7 +15,12 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dsc_obj_root, "test")
 
+config.python_executable = sys.executable
 config.substitutions.append(("%dsc_src_root", config.dsc_src_root))
+# `not` accepts any non-zero status; bad input must exit with exactly 1.
+config.substitutions.append(
+    ("%expect_exit",
+     f"{sys.executable} {os.path.join(config.test_source_root, 'Inputs', 'expect_exit.py')}"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
