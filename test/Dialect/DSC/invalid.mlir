@@ -181,6 +181,121 @@ func.func @bool_arithmetic(%a: tensor<3xi1>) {
 
 // -----
 
+func.func @relu_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.relu' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.relu %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @silu_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.silu' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.silu %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @sigmoid_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.sigmoid' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.sigmoid %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @tanh_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.tanh' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.tanh %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @exp_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.exp' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.exp %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @log_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.log' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.log %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @sqrt_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.sqrt' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.sqrt %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @rsqrt_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.rsqrt' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.rsqrt %a : tensor<3xi64>
+  return
+}
+// -----
+
+func.func @gelu_int(%a: tensor<3xi32>) {
+  // expected-error @+1 {{'dsc.gelu' op operand #0 must be statically shaped tensor of 64-bit float}}
+  %0 = dsc.gelu erf %a : tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @gelu_form(%a: tensor<3xf32>) {
+  // expected-error @+1 {{custom op 'dsc.gelu' expected string or keyword containing one of the following enum values for attribute 'approximation' [erf, tanh]}}
+  %0 = dsc.gelu fast %a : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @neg_bool(%a: tensor<3xi1>) {
+  // expected-error @+1 {{'dsc.neg' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 64-bit signless integer or 32-bit signless integer values}}
+  %0 = dsc.neg %a : tensor<3xi1>
+  return
+}
+// -----
+
+func.func @sub_shapes(%a: tensor<5xi32>, %b: tensor<2x3xi32>) {
+  // expected-error @+1 {{operand shapes [5] and [2x3] do not broadcast}}
+  %0 = dsc.sub %a, %b : tensor<5xi32>, tensor<2x3xi32>
+  return
+}
+// -----
+
+func.func @div_shapes(%a: tensor<5xi32>, %b: tensor<2x3xi32>) {
+  // expected-error @+1 {{operand shapes [5] and [2x3] do not broadcast}}
+  %0 = dsc.div %a, %b : tensor<5xi32>, tensor<2x3xi32>
+  return
+}
+// -----
+
+func.func @maximum_shapes(%a: tensor<5xi32>, %b: tensor<2x3xi32>) {
+  // expected-error @+1 {{operand shapes [5] and [2x3] do not broadcast}}
+  %0 = dsc.maximum %a, %b : tensor<5xi32>, tensor<2x3xi32>
+  return
+}
+// -----
+
+func.func @minimum_shapes(%a: tensor<5xi32>, %b: tensor<2x3xi32>) {
+  // expected-error @+1 {{operand shapes [5] and [2x3] do not broadcast}}
+  %0 = dsc.minimum %a, %b : tensor<5xi32>, tensor<2x3xi32>
+  return
+}
+// -----
+
+func.func @convert_unsupported(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.convert' op result #0 must be statically shaped tensor of}}
+  %0 = dsc.convert %a : tensor<3xf32> to tensor<3xi16>
+  return
+}
+
+// -----
+
 func.func @convert_shape(%a: tensor<3xf32>) {
   // expected-error @+1 {{'dsc.convert' op changes the shape from [3] to [4]; only the element type may change}}
   %0 = dsc.convert %a : tensor<3xf32> to tensor<4xbf16>
