@@ -1,0 +1,238 @@
+"""Maps a captured ATen graph to the dsc dialect.
+
+Emission is driven by demand from the graph's output, so values nobody uses
+(layer norm's saved mean and rstd, the unused half of a split) produce no IR.
+Values that depend on no model input and no parameter (positions from
+`arange`, masks from `tril`, rotary tables) are computed at export time and
+become `dsc.constant`s, or are recognized as what they mean (a causal mask
+becomes `dsc.causal_mask`).
+
+An ATen op without a mapping is an ExportError naming the op and the model's
+source line; there is no silent fallback.
+"""
+
+import torch
+
+from . import mlir
+from .capture import source_line
+
+
+class ExportError(Exception):
+    pass
+
+
+# Constants up to this many elements are printed into the IR; larger
+# state-derived values are recomputed from `dsc.load`s instead, so weights
+# never end up in the IR.
+FOLD_LIMIT = 1 << 16
+
+
+class Val:
+    """An emitted SSA value."""
+
+    def __init__(self, name, shape, dtype):
+        self.name, self.shape, self.dtype = name, tuple(shape), dtype
+
+    @property
+    def type(self):
+        return mlir.tensor_type(self.shape, self.dtype)
+
+
+HANDLERS = {}
+
+
+def handles(*schemas):
+    def register(fn):
+        for s in schemas:
+            HANDLERS[s] = fn
+        return fn
+    return register
+
+
+def schema_name(node):
+    """'aten::add.Tensor' for an OpOverload target."""
+    target = node.target
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return getattr(target, "__name__", str(target))
+    return schema.name + ("." + schema.overload_name if schema.overload_name else "")
+
+
+class Lowering:
+    def __init__(self, capture, model_file=None):
+        self.cap = capture
+        self.model_file = model_file
+        self.lines = []
+        self.memo = {}
+        self.counter = 0
+        self.used_state = set()
+        self._classify()
+
+    # -- classification --------------------------------------------------
+
+    def _classify(self):
+        """foldable[n]: n depends only on constants and buffers."""
+        self.foldable = {}
+        for n in self.cap.graph_module.graph.nodes:
+            if n.op == "placeholder":
+                kind, name = self.cap.placeholder_role[n]
+                self.foldable[n] = (kind == "state" and
+                                    self.cap.state.role[name] == "buffer")
+            elif n.op == "call_function":
+                self.foldable[n] = all(self.foldable.get(a, True)
+                                       for a in n.all_input_nodes)
+            else:
+                self.foldable[n] = False
+
+    # -- helpers ---------------------------------------------------------
+
+    def error(self, node, message):
+        return ExportError(f"{source_line(node, self.model_file)}: error: {message}")
+
+    def fresh(self, hint="v"):
+        self.counter += 1
+        return f"%{hint}{self.counter}"
+
+    def op(self, name, operands, result_shape, result_dtype, attrs=None,
+           hint="v", results=None):
+        """Prints `%r = "dsc.name"(operands) {attrs} : (types) -> type`."""
+        if results is None:
+            results = [(result_shape, result_dtype)]
+        vals = [Val(self.fresh(hint), s, d) for s, d in results]
+        attr_text = ""
+        if attrs:
+            attr_text = " {" + ", ".join(
+                k if v is None else f"{k} = {v}" for k, v in attrs.items()) + "}"
+        lhs = ", ".join(v.name for v in vals)
+        args = ", ".join(o.name for o in operands)
+        in_types = ", ".join(o.type for o in operands)
+        out_types = ", ".join(v.type for v in vals)
+        if len(vals) > 1:
+            out_types = f"({out_types})"
+        self.lines.append(f'    {lhs} = "dsc.{name}"({args}){attr_text} : '
+                          f"({in_types}) -> {out_types}")
+        return vals if results is not None and len(vals) > 1 else vals[0]
+
+    def constant(self, t):
+        t = t.detach()
+        if t.dtype not in (torch.float64, torch.float32, torch.float16,
+                           torch.bfloat16, torch.int64, torch.int32, torch.bool):
+            t = t.to(torch.int64 if not t.dtype.is_floating_point else torch.float32)
+        v = Val(self.fresh("cst"), t.shape, t.dtype)
+        self.lines.append(f'    {v.name} = "dsc.constant"() {{value = '
+                          f"{mlir.dense_attr(t)}}} : () -> {v.type}")
+        return v
+
+    def scalar(self, value, dtype):
+        return self.constant(torch.tensor(value, dtype=dtype))
+
+    def convert(self, v, dtype):
+        if v.dtype == dtype:
+            return v
+        return self.op("convert", [v], v.shape, dtype)
+
+    def reshape(self, v, shape):
+        shape = tuple(shape)
+        if v.shape == shape:
+            return v
+        return self.op("reshape", [v], shape, v.dtype)
+
+    def value(self, node):
+        return self.cap.values[node]
+
+    def out_meta(self, node):
+        t = self.value(node)
+        if not isinstance(t, torch.Tensor):
+            raise self.error(node, f"{schema_name(node)} does not produce a tensor")
+        return tuple(t.shape), t.dtype
+
+    def operand(self, arg, dtype=None, like=None):
+        """An fx argument as a Val: nodes are emitted, Python numbers become
+        rank-0 constants of `dtype` (or `like`'s dtype)."""
+        if isinstance(arg, torch.fx.Node):
+            v = self.emit(arg)
+            return self.convert(v, dtype) if dtype is not None else v
+        if isinstance(arg, (bool, int, float)):
+            if dtype is None:
+                dtype = like.dtype if like is not None else torch.float32
+            return self.scalar(arg, dtype)
+        raise ExportError(f"unsupported operand {arg!r}")
+
+    # -- emission --------------------------------------------------------
+
+    def emit(self, node):
+        if node in self.memo:
+            return self.memo[node]
+        result = self._emit(node)
+        self.memo[node] = result
+        return result
+
+    def _emit(self, node):
+        if node.op == "placeholder":
+            kind, name = self.cap.placeholder_role[node]
+            if kind == "input":
+                return self.inputs[name]
+            self.used_state.add(name)
+            t = self.cap.state.tensors[name]
+            v = Val(self.fresh("w"), t.shape, t.dtype)
+            self.lines.append(f'    {v.name} = "dsc.load"() {{state = @"{name}"}} '
+                              f": () -> {v.type}")
+            return v
+        if node.op != "call_function":
+            raise self.error(node, f"unexpected fx node {node.op}")
+        value = self.value(node)
+        if (self.foldable[node] and isinstance(value, torch.Tensor)
+                and value.numel() <= FOLD_LIMIT):
+            return self.constant(value)
+        if schema_name(node) == "<built-in function getitem>" or \
+                getattr(node.target, "__name__", "") == "getitem":
+            source, index = node.args
+            return self.emit_tuple(source)[index]
+        handler = HANDLERS.get(schema_name(node))
+        if handler is None:
+            raise self.error(node, f"ATen op '{schema_name(node)}' has no dsc mapping")
+        return handler(self, node, *node.args, **node.kwargs)
+
+    def emit_tuple(self, node):
+        """Multi-result ATen ops return a list of Vals (None where unused
+        results have no dsc counterpart)."""
+        result = self.emit(node)
+        if not isinstance(result, (list, tuple)):
+            raise self.error(node, f"{schema_name(node)} is not a tuple")
+        return result
+
+    def run(self):
+        gm = self.cap.graph_module
+        output = next(n for n in gm.graph.nodes if n.op == "output")
+        result = output.args[0]
+        if isinstance(result, (list, tuple)) and len(result) == 1:
+            result = result[0]  # make_fx returns a flat list of outputs
+        if not isinstance(result, torch.fx.Node):
+            raise ExportError("the model must return a single tensor (the loss)")
+        shape, dtype = self.out_meta(result)
+        args = []
+        self.inputs = {}
+        for name, t in zip(self.cap.input_names, self.cap.example_inputs):
+            v = Val(f"%{name}", t.shape, t.dtype)
+            self.inputs[name] = v
+            args.append(f'{v.name}: {v.type} {{dsc.input = "{name}"}}')
+        out = self.emit(result)
+        body = self.lines
+        header = []
+        for name, t in self.cap.state.tensors.items():
+            role = self.cap.state.role[name]
+            header.append(f'  "dsc.state"() {{role = {mlir.STATE_ROLE[role]} : i32, '
+                          f'sym_name = "{name}", type = '
+                          f"{mlir.tensor_type(tuple(t.shape), t.dtype)}}} : () -> ()")
+        text = ["module {"] + header
+        text.append(f"  func.func @forward({', '.join(args)}) -> "
+                    f'({out.type} {{dsc.output = "loss"}}) {{')
+        text += body
+        text.append(f"    func.return {out.name} : {out.type}")
+        text.append("  }")
+        text.append("}")
+        return "\n".join(text) + "\n", out
+
+
+# Handlers live in aten_ops.py; importing it registers them.
+from . import aten_ops  # noqa: E402,F401
