@@ -123,7 +123,7 @@ def _gelu(low, node, x, approximate="none"):
     shape, dtype = low.out_meta(node)
     form = {"none": "erf", "tanh": "tanh"}[approximate]
     return low.op("gelu", [low.operand(x, dtype)], shape, dtype,
-                  {"approximation": f"{mlir.GELU[form]} : i32"})
+                  {"approximation": ("enum", mlir.GELU[form])})
 
 
 @handles("aten::_to_copy")
@@ -150,7 +150,7 @@ def _compare(direction, low, node, a, b):
     common = torch.result_type(va, vb)
     return low.op("compare", [low.operand(a, common), low.operand(b, common)],
                   shape, torch.bool,
-                  {"direction": f"{mlir.COMPARE[direction]} : i32"})
+                  {"direction": ("enum", mlir.COMPARE[direction])})
 
 
 for _d in _COMPARE:
@@ -183,7 +183,7 @@ def _masked_fill(low, node, x, mask, value):
             _causal_fill(low, node, x, ~low.value(mask))):
         attrs = {}
         if value != float("-inf"):
-            attrs["fill_value"] = mlir.f64_attr(value)
+            attrs["fill_value"] = ("f64", value)
         return low.op("causal_mask", [low.operand(x, dtype)], shape, dtype, attrs)
     return low.op("select", [low.operand(mask, torch.bool),
                              low.operand(value, dtype), low.operand(x, dtype)],
@@ -197,7 +197,7 @@ def _where(low, node, cond, a, b):
     if (isinstance(cond, torch.fx.Node) and low.foldable[cond] and
             isinstance(b, (int, float)) and isinstance(a, torch.fx.Node) and
             _causal_fill(low, node, a, low.value(cond))):
-        attrs = {} if b == float("-inf") else {"fill_value": mlir.f64_attr(b)}
+        attrs = {} if b == float("-inf") else {"fill_value": ("f64", b)}
         return low.op("causal_mask", [low.operand(a, dtype)], shape, dtype, attrs)
     return low.op("select", [low.operand(cond, torch.bool), low.operand(a, dtype),
                              low.operand(b, dtype)], shape, dtype)
@@ -222,7 +222,7 @@ def _t(low, node, x):
     if len(v.shape) < 2:
         return v
     return low.op("transpose", [v], tuple(reversed(v.shape)), v.dtype,
-                  {"dim0": mlir.i64_attr(0), "dim1": mlir.i64_attr(1)})
+                  {"dim0": ("i64", 0), "dim1": ("i64", 1)})
 
 
 def _matmul(low, node, a, b, bias=None):
@@ -263,7 +263,7 @@ def _embedding(low, node, weight, indices, padding_idx=-1, scale_grad=False,
     shape, dtype = low.out_meta(node)
     attrs = {}
     if padding_idx is not None and padding_idx >= 0:
-        attrs["padding_idx"] = mlir.i64_attr(padding_idx)
+        attrs["padding_idx"] = ("i64", padding_idx)
     return low.op("embedding", [low.emit(weight), low.emit(indices)], shape, dtype, attrs)
 
 
@@ -280,9 +280,9 @@ def _layer_norm(low, node, x, normalized_shape, weight, bias, eps):
     if bias is not None:
         operands.append(low.emit(bias))
         segments[2] = 1
-    attrs = {"epsilon": mlir.f64_attr(eps),
-             "normalized_rank": mlir.i64_attr(len(normalized_shape)),
-             "operandSegmentSizes": "array<i32: " + ", ".join(map(str, segments)) + ">"}
+    attrs = {"epsilon": ("f64", eps),
+             "normalized_rank": ("i64", len(normalized_shape)),
+             "operandSegmentSizes": ("i32array", segments)}
     y = low.op("layer_norm", operands, tuple(out.shape), out.dtype, attrs)
     # mean and rstd are saved for PyTorch's backward; dsc differentiates itself.
     return [y, None, None]
@@ -291,7 +291,7 @@ def _layer_norm(low, node, x, normalized_shape, weight, bias, eps):
 def _softmax_like(name, low, node, x, dim, half_to_float=False):
     shape, dtype = low.out_meta(node)
     v = low.operand(x, dtype)
-    return low.op(name, [v], shape, dtype, {"dim": mlir.i64_attr(_dim(dim, len(shape)))})
+    return low.op(name, [v], shape, dtype, {"dim": ("i64", _dim(dim, len(shape)))})
 
 
 handles("aten::_softmax")(lambda low, node, x, dim, h=False: _softmax_like("softmax", low, node, x, dim))
@@ -314,8 +314,8 @@ def _nll_loss(low, node, logp, target, weight, reduction, ignore_index):
     red = {0: "none", 1: "mean", 2: "sum"}[int(reduction)]
     out = low.value(node)[0]
     y = low.op("cross_entropy", [logits, low.emit(target)], tuple(out.shape), out.dtype,
-               {"ignore_index": mlir.i64_attr(ignore_index),
-                "reduction": f"{mlir.REDUCTION[red]} : i32"})
+               {"ignore_index": ("i64", ignore_index),
+                "reduction": ("enum", mlir.REDUCTION[red])})
     return [y, None]
 
 
@@ -327,7 +327,7 @@ def _native_dropout(low, node, x, p, train):
     # The seed identifies this dropout site; the runtime mixes in the step.
     seed = low.counter
     y = low.op("dropout", [v], v.shape, v.dtype,
-               {"p": mlir.f64_attr(p), "seed": mlir.i64_attr(seed)})
+               {"p": ("f64", p), "seed": ("i64", seed)})
     return [y, None]
 
 
@@ -363,7 +363,7 @@ def _transpose(low, node, x, d0, d1):
     if d0 == d1:
         return v
     return low.op("transpose", [v], shape, dtype,
-                  {"dim0": mlir.i64_attr(d0), "dim1": mlir.i64_attr(d1)})
+                  {"dim0": ("i64", d0), "dim1": ("i64", d1)})
 
 
 @handles("aten::permute")
@@ -373,7 +373,7 @@ def _permute(low, node, x, dims):
     v = low.emit(x)
     if perm == list(range(len(perm))):
         return v
-    return low.op("permute", [v], shape, dtype, {"permutation": mlir.i64_array(perm)})
+    return low.op("permute", [v], shape, dtype, {"permutation": ("i64array", perm)})
 
 
 def _slice(low, v, dim, start, end, step=1):
@@ -385,8 +385,8 @@ def _slice(low, v, dim, start, end, step=1):
     shape = list(v.shape)
     shape[dim] = -(-(end - start) // step)
     return low.op("slice", [v], tuple(shape), v.dtype,
-                  {"dim": mlir.i64_attr(dim), "start": mlir.i64_attr(start),
-                   "end": mlir.i64_attr(end), "step": mlir.i64_attr(step)})
+                  {"dim": ("i64", dim), "start": ("i64", start),
+                   "end": ("i64", end), "step": ("i64", step)})
 
 
 @handles("aten::slice.Tensor")
@@ -427,7 +427,7 @@ def _cat(low, node, tensors, dim=0):
     vals = [low.operand(t, dtype) for t in tensors if low.value(t).numel() > 0 or len(tensors) == 1]
     if len(vals) == 1:
         return vals[0]
-    return low.op("concat", vals, shape, dtype, {"dim": mlir.i64_attr(_dim(dim, len(shape)))})
+    return low.op("concat", vals, shape, dtype, {"dim": ("i64", _dim(dim, len(shape)))})
 
 
 # -- reductions and routing --------------------------------------------------
@@ -439,9 +439,9 @@ def _reduce(name, low, node, x, dims, keepdim, dtype=None):
     dims = list(range(rank)) if dims is None or len(dims) == 0 else _dims(dims, rank)
     if rank == 0:
         return v
-    attrs = {"dims": mlir.i64_array(dims)}
+    attrs = {"dims": ("i64array", dims)}
     if keepdim:
-        attrs["keep_dims"] = None
+        attrs["keep_dims"] = ("unit", None)
     return low.op(name, [v], shape, out_dtype, attrs)
 
 
@@ -460,7 +460,7 @@ def _topk(low, node, x, k, dim=-1, largest=True, is_sorted=True):
     v = low.emit(x)
     dim = _dim(dim, len(v.shape))
     return low.op("top_k", [v], None, None,
-                  {"k": mlir.i64_attr(k), "dim": mlir.i64_attr(dim)},
+                  {"k": ("i64", k), "dim": ("i64", dim)},
                   results=[(tuple(values.shape), values.dtype),
                            (tuple(indices.shape), indices.dtype)])
 
@@ -471,7 +471,7 @@ def _max_along(low, node, x, dim, keepdim):
     kshape = list(v.shape)
     kshape[dim] = 1
     vals, idx = low.op("top_k", [v], None, None,
-                       {"k": mlir.i64_attr(1), "dim": mlir.i64_attr(dim)},
+                       {"k": ("i64", 1), "dim": ("i64", dim)},
                        results=[(tuple(kshape), v.dtype), (tuple(kshape), torch.int64)])
     if not keepdim:
         kshape.pop(dim)
@@ -495,14 +495,14 @@ def _argmax(low, node, x, dim=None, keepdim=False):
 def _cumsum(low, node, x, dim, dtype=None):
     shape, out_dtype = low.out_meta(node)
     v = low.operand(x, out_dtype)
-    return low.op("cumsum", [v], shape, out_dtype, {"dim": mlir.i64_attr(_dim(dim, len(shape)))})
+    return low.op("cumsum", [v], shape, out_dtype, {"dim": ("i64", _dim(dim, len(shape)))})
 
 
 @handles("aten::gather")
 def _gather(low, node, x, dim, index, sparse_grad=False):
     shape, dtype = low.out_meta(node)
     return low.op("gather", [low.emit(x), low.emit(index)], shape, dtype,
-                  {"dim": mlir.i64_attr(_dim(dim, len(shape)))})
+                  {"dim": ("i64", _dim(dim, len(shape)))})
 
 
 @handles("aten::scatter_add")
@@ -510,7 +510,7 @@ def _scatter_add(low, node, x, dim, index, src):
     shape, dtype = low.out_meta(node)
     return low.op("scatter_add", [low.operand(x, dtype), low.emit(index),
                                   low.operand(src, dtype)], shape, dtype,
-                  {"dim": mlir.i64_attr(_dim(dim, len(shape)))})
+                  {"dim": ("i64", _dim(dim, len(shape)))})
 
 
 @handles("aten::one_hot")

@@ -125,7 +125,15 @@ class Capture:
             self.placeholder_role[node] = ("state", c)
         for node, name in zip(placeholders[len(names):], self.input_names):
             self.placeholder_role[node] = ("input", name)
+        self._canonical = canonical
         self.values = _evaluate(self.graph_module, flat_state, self.example_inputs)
+
+    def run(self, tensors):
+        """The traced graph's output with the canonical state `tensors`."""
+        flat = [tensors[c] for c in self._canonical]
+        with torch.no_grad():
+            out = self.graph_module(flat, *self.example_inputs)
+        return out[0] if isinstance(out, (list, tuple)) else out
 
 
 def _evaluate(gm, flat_state, inputs):

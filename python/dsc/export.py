@@ -16,8 +16,9 @@ import sys
 
 import torch
 
-from . import mlir, safetensors
+from . import mlir, reference, safetensors
 from .capture import Capture
+from . import lower
 from .lower import ExportError, Lowering
 
 
@@ -56,16 +57,77 @@ def build_model(model_file, overrides):
     return model, tuple(inputs)
 
 
-def export(model, example_inputs, model_file=None):
+def _stress_state(cap):
+    """The model's state with every floating-point parameter replaced by
+    N(0, 0.5^2) noise: freshly initialized weights are so small that some
+    wrong mappings change the loss by less than the tolerance."""
+    g = torch.Generator().manual_seed(0)
+    out = {}
+    for name, t in cap.state.tensors.items():
+        if cap.state.role[name] == "parameter" and t.dtype.is_floating_point:
+            out[name] = (torch.randn(t.shape, generator=g) * 0.5).to(t.dtype)
+        else:
+            out[name] = t
+    return out
+
+
+def _check_every_value(low, cap, env, rtol, atol):
+    """Each ATen node's tensor against the dsc value emitted for it: a wrong
+    mapping shows where it is, even when the loss barely moves."""
+    for node, val in low.memo.items():
+        if not isinstance(val, lower.Val) or val.name not in env:
+            continue
+        theirs = cap.values.get(node)
+        if not isinstance(theirs, torch.Tensor) or tuple(theirs.shape) != val.shape:
+            continue
+        ours = env[val.name]
+        if theirs.dtype.is_floating_point:
+            ok = torch.allclose(ours.double(), theirs.double(), rtol=rtol, atol=atol,
+                                equal_nan=True)
+        else:
+            ok = torch.equal(ours, theirs.to(ours.dtype))
+        if not ok:
+            raise ExportError(low.error(node, f"the dsc value emitted for "
+                                        f"'{lower.schema_name(node)}' differs from "
+                                        "PyTorch's; its mapping is wrong").args[0])
+
+
+def check_against_pytorch(low, cap, rtol=1e-5, atol=1e-6):
+    """Evaluates the exported ops with dsc's reference semantics and compares
+    the loss with PyTorch's on the same inputs (fp32 tolerance), with the
+    model's own state and with a stress state. Returns the first loss."""
+    inputs = {low.inputs[n].name: t for n, t in zip(cap.input_names, cap.example_inputs)}
+    losses = []
+    for label, state in (("", cap.state.tensors), (" (stress weights)", _stress_state(cap))):
+        env = reference.evaluate(low.ops, inputs, state)
+        if not label:
+            _check_every_value(low, cap, env, rtol, atol)
+        ours = env[low.output.name].double()
+        theirs = cap.run(state).double()
+        if not torch.allclose(ours, theirs, rtol=rtol, atol=atol):
+            raise ExportError(f"error: the exported graph computes {ours.tolist()} where "
+                              f"PyTorch computes {theirs.tolist()}{label}; a mapping "
+                              "is wrong")
+        losses.append(float(ours))
+    return losses[0]
+
+
+def export(model, example_inputs, model_file=None, check=True):
     """Returns (mlir text, {name: tensor} state, signature dict)."""
     model.train()
     cap = Capture(model, example_inputs)
     low = Lowering(cap, model_file)
     text, out = low.run()
+    has_dropout = any(o.name == "dropout" for o in low.ops)
+    checked = None
+    if check and not has_dropout:
+        checked = check_against_pytorch(low, cap)
     state = cap.state
     signature = {
         "format": "dsc-signature-1",
         "torch_version": torch.__version__,
+        "capture": "make_fx",
+        "example_loss": checked,
         "inputs": [{"name": n, "shape": list(t.shape), "dtype": mlir.element_type(t.dtype)}
                    for n, t in zip(cap.input_names, cap.example_inputs)],
         "parameters": [], "buffers": [],
@@ -89,12 +151,14 @@ def main(argv=None):
     p.add_argument("-o", "--output", required=True, help="output directory")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override passed to build()")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip evaluating the exported graph against PyTorch")
     args = p.parse_args(argv)
     try:
         if not os.path.isfile(args.model):
             raise ExportError(f"{args.model}: error: no such file")
         model, inputs = build_model(args.model, parse_overrides(args.set))
-        text, state, signature = export(model, inputs, args.model)
+        text, state, signature = export(model, inputs, args.model, check=not args.no_check)
     except (ExportError, mlir.UnsupportedDtype) as e:
         print(e, file=sys.stderr)
         return 1

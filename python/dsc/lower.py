@@ -27,6 +27,14 @@ class ExportError(Exception):
 FOLD_LIMIT = 1 << 16
 
 
+class Op:
+    """A recorded dsc op: printed as MLIR, evaluated by dsc.reference."""
+
+    def __init__(self, name, operands, results, attrs):
+        self.name, self.operands, self.results, self.attrs = (
+            name, operands, results, attrs)
+
+
 class Val:
     """An emitted SSA value."""
 
@@ -62,7 +70,7 @@ class Lowering:
     def __init__(self, capture, model_file=None):
         self.cap = capture
         self.model_file = model_file
-        self.lines = []
+        self.ops = []
         self.memo = {}
         self.counter = 0
         self.used_state = set()
@@ -95,33 +103,22 @@ class Lowering:
 
     def op(self, name, operands, result_shape, result_dtype, attrs=None,
            hint="v", results=None):
-        """Prints `%r = "dsc.name"(operands) {attrs} : (types) -> type`."""
+        """Records `%r = "dsc.name"(operands) {attrs}`; returns its Val (a
+        list of Vals for several results). Attribute values are typed
+        (kind, value) pairs, see mlir.format_attr."""
         if results is None:
             results = [(result_shape, result_dtype)]
         vals = [Val(self.fresh(hint), s, d) for s, d in results]
-        attr_text = ""
-        if attrs:
-            attr_text = " {" + ", ".join(
-                k if v is None else f"{k} = {v}" for k, v in attrs.items()) + "}"
-        lhs = ", ".join(v.name for v in vals)
-        args = ", ".join(o.name for o in operands)
-        in_types = ", ".join(o.type for o in operands)
-        out_types = ", ".join(v.type for v in vals)
-        if len(vals) > 1:
-            out_types = f"({out_types})"
-        self.lines.append(f'    {lhs} = "dsc.{name}"({args}){attr_text} : '
-                          f"({in_types}) -> {out_types}")
-        return vals if results is not None and len(vals) > 1 else vals[0]
+        self.ops.append(Op(name, list(operands), vals, dict(attrs or {})))
+        return vals if len(vals) > 1 else vals[0]
 
     def constant(self, t):
         t = t.detach()
         if t.dtype not in (torch.float64, torch.float32, torch.float16,
                            torch.bfloat16, torch.int64, torch.int32, torch.bool):
             t = t.to(torch.int64 if not t.dtype.is_floating_point else torch.float32)
-        v = Val(self.fresh("cst"), t.shape, t.dtype)
-        self.lines.append(f'    {v.name} = "dsc.constant"() {{value = '
-                          f"{mlir.dense_attr(t)}}} : () -> {v.type}")
-        return v
+        return self.op("constant", [], tuple(t.shape), t.dtype,
+                       {"value": ("dense", t.clone())}, hint="cst")
 
     def scalar(self, value, dtype):
         return self.constant(torch.tensor(value, dtype=dtype))
@@ -174,10 +171,8 @@ class Lowering:
                 return self.inputs[name]
             self.used_state.add(name)
             t = self.cap.state.tensors[name]
-            v = Val(self.fresh("w"), t.shape, t.dtype)
-            self.lines.append(f'    {v.name} = "dsc.load"() {{state = @"{name}"}} '
-                              f": () -> {v.type}")
-            return v
+            return self.op("load", [], tuple(t.shape), t.dtype,
+                           {"state": ("symbol", name)}, hint="w")
         if node.op != "call_function":
             raise self.error(node, f"unexpected fx node {node.op}")
         value = self.value(node)
@@ -217,7 +212,8 @@ class Lowering:
             self.inputs[name] = v
             args.append(f'{v.name}: {v.type} {{dsc.input = "{name}"}}')
         out = self.emit(result)
-        body = self.lines
+        self.output = out
+        body = [mlir.format_op(o) for o in self.ops]
         header = []
         for name, t in self.cap.state.tensors.items():
             role = self.cap.state.role[name]

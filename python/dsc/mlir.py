@@ -101,3 +101,39 @@ def dense_attr(t):
         a = t.numpy()
         raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
     return f'dense<"0x{raw.hex().upper()}"> : {ty}'
+
+
+def format_attr(kind, value):
+    """Typed exporter attributes -> MLIR attribute syntax."""
+    if kind == "i64":
+        return i64_attr(value)
+    if kind == "f64":
+        return f64_attr(value)
+    if kind == "enum":
+        return f"{int(value)} : i32"
+    if kind == "i64array":
+        return i64_array(value)
+    if kind == "i32array":
+        return "array<i32" + "".join((": " if i == 0 else ", ") + str(int(v))
+                                      for i, v in enumerate(value)) + ">"
+    if kind == "dense":
+        return dense_attr(value)
+    if kind == "symbol":
+        return f'@"{value}"'
+    raise ValueError(f"unknown attribute kind {kind}")
+
+
+def format_op(op):
+    """`%r = "dsc.name"(%a, %b) {attrs} : (types) -> types`, generic form."""
+    attrs = ""
+    if op.attrs:
+        attrs = " {" + ", ".join(
+            k if kind == "unit" else f"{k} = {format_attr(kind, v)}"
+            for k, (kind, v) in sorted(op.attrs.items())) + "}"
+    lhs = ", ".join(v.name for v in op.results)
+    args = ", ".join(o.name for o in op.operands)
+    in_types = ", ".join(o.type for o in op.operands)
+    out_types = ", ".join(v.type for v in op.results)
+    if len(op.results) > 1:
+        out_types = f"({out_types})"
+    return f'    {lhs} = "dsc.{op.name}"({args}){attrs} : ({in_types}) -> {out_types}'
