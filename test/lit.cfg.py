@@ -3,6 +3,7 @@
 # passes, bad-input tests of the tools, and a libFuzzer smoke run.
 
 import os
+import subprocess
 import sys
 
 import lit.formats
@@ -24,6 +25,17 @@ config.substitutions.append(
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# The exporter and golden numbers need Debian's python3-torch, which
+# scripts/setup.sh always installs; tests that use it say REQUIRES: torch.
+torch_python = "/usr/bin/python3"
+if subprocess.run([torch_python, "-c", "import torch, numpy"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch")
+config.substitutions.append(
+    ("%torch_python",
+     f"env PYTHONPATH={os.path.join(config.dsc_src_root, 'python')} {torch_python}"))
+config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
 tools = ["dsc-opt"]
 if config.dsc_has_fuzzer:

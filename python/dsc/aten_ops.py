@@ -46,10 +46,40 @@ def _binary_vals(low, name, lhs, rhs, shape=None):
     return low.op(name, [lhs, rhs], shape, lhs.dtype)
 
 
-for _aten, _dsc in (("add", "add"), ("sub", "sub"), ("mul", "mul"),
-                    ("div", "div")):
+for _aten, _dsc in (("sub", "sub"), ("mul", "mul"), ("div", "div")):
     handles(f"aten::{_aten}.Tensor", f"aten::{_aten}.Scalar")(
         lambda low, node, a, b, alpha=1, _n=_dsc: _binary(_n, low, node, a, b, alpha))
+
+
+def _additive_causal_mask(low, node, mask):
+    """The fill value when `mask` is a constant that is 0 on causal positions
+    and one value (-inf, -1e4, ...) on future ones, else None."""
+    if not (isinstance(mask, torch.fx.Node) and low.foldable[mask]):
+        return None
+    m = low.value(mask)
+    if not m.dtype.is_floating_point or m.dim() < 2:
+        return None
+    keep = m == 0
+    if not _causal_fill(low, node, None, keep):
+        return None
+    future = m[~torch.broadcast_to(keep, m.shape)]
+    if future.numel() == 0 or not bool((future == future[0]).all()):
+        return None
+    return float(future[0])
+
+
+@handles("aten::add.Tensor", "aten::add.Scalar")
+def _add(low, node, a, b, alpha=1):
+    # scores + mask, with mask 0 / -inf in causal / future positions, is a
+    # causal mask (Llama builds it with full + triu).
+    for x, m in ((a, b), (b, a)):
+        fill = _additive_causal_mask(low, node, m) if alpha == 1 else None
+        if fill is not None and isinstance(x, torch.fx.Node) and \
+                tuple(low.value(x).shape) == low.out_meta(node)[0]:
+            shape, dtype = low.out_meta(node)
+            attrs = {} if fill == float("-inf") else {"fill_value": ("f64", fill)}
+            return low.op("causal_mask", [low.operand(x, dtype)], shape, dtype, attrs)
+    return _binary("add", low, node, a, b, alpha)
 
 
 @handles("aten::div.Tensor_mode")
@@ -517,3 +547,29 @@ def _scatter_add(low, node, x, dim, index, src):
 def _one_hot(low, node, x, num_classes=-1):
     shape, dtype = low.out_meta(node)
     return low.op("one_hot", [low.emit(x)], shape, dtype)
+
+
+# -- values that depend only on an input's shape ------------------------------
+
+@handles("aten::full_like", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
+         "aten::new_zeros", "aten::new_ones", "aten::new_full")
+def _shape_only(low, node, *args, **kwargs):
+    value = low.value(node)
+    if schema_name(node) == "aten::empty_like":
+        raise low.error(node, "aten::empty_like has undefined contents")
+    return low.constant(value)
+
+
+@handles("aten::stack")
+def _stack(low, node, tensors, dim=0):
+    shape, dtype = low.out_meta(node)
+    dim = _dim(dim, len(shape))
+    parts = []
+    for t in tensors:
+        v = low.operand(t, dtype)
+        s = list(v.shape)
+        s.insert(dim, 1)
+        parts.append(low.reshape(v, s))
+    if len(parts) == 1:
+        return parts[0]
+    return low.op("concat", parts, shape, dtype, {"dim": ("i64", dim)})

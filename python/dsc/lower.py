@@ -49,6 +49,11 @@ class Val:
 HANDLERS = {}
 
 
+def _is_splat(t):
+    flat = t.reshape(-1)
+    return flat.numel() > 0 and bool((flat == flat[0]).all())
+
+
 def handles(*schemas):
     def register(fn):
         for s in schemas:
@@ -177,7 +182,7 @@ class Lowering:
             raise self.error(node, f"unexpected fx node {node.op}")
         value = self.value(node)
         if (self.foldable[node] and isinstance(value, torch.Tensor)
-                and value.numel() <= FOLD_LIMIT):
+                and (value.numel() <= FOLD_LIMIT or _is_splat(value))):
             return self.constant(value)
         if schema_name(node) == "<built-in function getitem>" or \
                 getattr(node.target, "__name__", "") == "getitem":

@@ -1,0 +1,135 @@
+"""Golden numbers: trains a model in PyTorch exactly as dsc will, and writes
+what every dsc result is checked against.
+
+    PYTHONPATH=python /usr/bin/python3 -m dsc.golden MODEL.py \\
+        --weights DIR/model.safetensors --data FILE.bin \\
+        --steps S --batch B --seq T --optim adamw|adam|sgd --lr LR -o GOLD
+
+Writes GOLD/losses.json (the loss of every step, as decimals and as exact
+float32 bit patterns), GOLD/grads_step1.safetensors (the gradients of the
+first step, before the optimizer updates) and GOLD/weights_final.safetensors
+(the state after the last step), all under the exported names. Batches follow
+dsc.data.batch. Runs are deterministic: one thread, deterministic algorithms,
+fixed seeds; two runs write bit-identical files.
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import torch
+
+from . import data, safetensors
+from .capture import NamedState
+from .export import ExportError, build_model, parse_overrides
+
+
+def load_weights(model, path):
+    """Copies the safetensors state into the model by canonical name; tied
+    names share the tensor. Missing or misshapen entries are errors."""
+    state = NamedState(model)
+    tensors = safetensors.load_torch(path)
+    for name, t in state.tensors.items():
+        if name not in tensors:
+            raise ExportError(f"{path}: error: no tensor named '{name}'")
+        src = tensors[name]
+        if tuple(src.shape) != tuple(t.shape) or src.dtype != t.dtype:
+            raise ExportError(f"{path}: error: '{name}' is {tuple(src.shape)} "
+                              f"{src.dtype}, the model expects {tuple(t.shape)} {t.dtype}")
+        with torch.no_grad():
+            t.copy_(src)
+    extra = sorted(set(tensors) - set(state.tensors))
+    if extra:
+        raise ExportError(f"{path}: error: tensors the model does not have: "
+                          + ", ".join(extra[:5]))
+    return state
+
+
+def make_optimizer(args, params):
+    if args.optim == "sgd":
+        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum,
+                               weight_decay=args.weight_decay or 0.0)
+    cls = torch.optim.AdamW if args.optim == "adamw" else torch.optim.Adam
+    wd = args.weight_decay if args.weight_decay is not None else (
+        0.01 if args.optim == "adamw" else 0.0)
+    return cls(params, lr=args.lr, betas=tuple(args.betas), eps=args.eps,
+               weight_decay=wd)
+
+
+def float_bits(x):
+    return "0x%08X" % struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def train(args):
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    torch.use_deterministic_algorithms(True)
+    model, _ = build_model(args.model, parse_overrides(args.set))
+    state = load_weights(model, args.weights)
+    tokens_all = data.load(args.data)
+    params = [t for n, t in state.tensors.items()
+              if state.role[n] == "parameter" and t.requires_grad]
+    opt = make_optimizer(args, params)
+    model.train()
+    losses, grads = [], None
+    for step in range(args.steps):
+        x, y = data.batch(tokens_all, step, args.batch, args.seq)
+        opt.zero_grad(set_to_none=True)
+        loss = model(torch.from_numpy(x), torch.from_numpy(y))
+        loss.backward()
+        losses.append(float(loss.detach()))
+        if step == 0:
+            grads = {n: t.grad.detach().clone() for n, t in state.tensors.items()
+                     if state.role[n] == "parameter" and t.grad is not None}
+        opt.step()
+    final = {n: t.detach() for n, t in state.tensors.items()}
+    return losses, grads, final
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m dsc.golden", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model")
+    p.add_argument("--weights", required=True)
+    p.add_argument("--data", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--batch", type=int, required=True, help="global batch (sequences)")
+    p.add_argument("--seq", type=int, required=True)
+    p.add_argument("--optim", choices=["adamw", "adam", "sgd"], default="adamw")
+    p.add_argument("--lr", type=float, required=True)
+    p.add_argument("--betas", type=float, nargs=2, default=[0.9, 0.999])
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float, default=None,
+                   help="default: 0.01 for adamw (PyTorch's), 0 otherwise")
+    p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="the same build() overrides as the export")
+    p.add_argument("-o", "--output", required=True)
+    args = p.parse_args(argv)
+    try:
+        for path in (args.model, args.weights, args.data):
+            if not os.path.isfile(path):
+                raise ExportError(f"{path}: error: no such file")
+        losses, grads, final = train(args)
+    except (ExportError, safetensors.SafetensorsError, ValueError) as e:
+        print(e, file=sys.stderr)
+        return 1
+    os.makedirs(args.output, exist_ok=True)
+    config = {k: v for k, v in vars(args).items() if k not in ("output",)}
+    with open(os.path.join(args.output, "losses.json.tmp"), "w") as f:
+        json.dump({"losses": losses, "loss_bits": [float_bits(x) for x in losses],
+                   "torch_version": torch.__version__, "config": config}, f, indent=1)
+        f.write("\n")
+    os.replace(os.path.join(args.output, "losses.json.tmp"),
+               os.path.join(args.output, "losses.json"))
+    safetensors.save(grads, os.path.join(args.output, "grads_step1.safetensors"))
+    safetensors.save(final, os.path.join(args.output, "weights_final.safetensors"))
+    print("\n".join(f"step={i} loss={x:.6f}" for i, x in enumerate(losses)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
