@@ -14,6 +14,8 @@ PACKAGES=(
   clang-22 libclang-rt-22-dev
   # tests and runtime
   libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin libopenblas-dev
+  # runtime: JSON (safetensors headers, checkpoint metadata)
+  nlohmann-json3-dev
   # exporter and golden numbers (Debian's torch 1.13, CPU)
   python3 python3-torch python3-numpy
 )
