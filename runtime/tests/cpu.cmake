@@ -1,0 +1,1 @@
+dsc_runtime_test(CpuGemmTest CpuGemmTest.cpp)
