@@ -1,6 +1,7 @@
 # Each component lists its sources in its own file, so that components can
 # be worked on independently.
-list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Error.cpp)
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Error.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/Artifact.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/memory/Sources.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/io/Sources.cmake)
 include(${CMAKE_CURRENT_LIST_DIR}/comm/Sources.cmake)

@@ -1,0 +1,92 @@
+//===- Artifact.h - the interface between generated code and dsc-run -*- C++ -*-===//
+//
+// dsc-compile turns a model into an artifact: a shared library built from
+// generated C++ (or CUDA) that exports two C symbols. dsc-run dlopen()s it,
+// reads ArtifactInfo to learn what to load and feed, and calls the step
+// function once per step with a StepContext that owns the memory and the
+// communicator. Generated code never allocates and never invents
+// communication: every buffer is an offset in the arena the compiler
+// planned, and every collective is a call the compiler emitted.
+//
+// Bump kArtifactAbiVersion on any change to these declarations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_RUNTIME_ARTIFACT_H
+#define DSC_RUNTIME_ARTIFACT_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dsc::rt {
+
+constexpr int32_t kArtifactAbiVersion = 1;
+
+/// Element types as stored in memory and in safetensors files. I1 takes one
+/// byte per element (0 or 1), as torch.bool does.
+enum class ElementType : int32_t { F64, F32, F16, BF16, I64, I32, I1 };
+
+size_t elementSize(ElementType type);
+const char *elementTypeName(ElementType type); // "f32", ... as in the IR
+
+struct TensorDesc {
+  const char *name;     // fully-qualified PyTorch name, or the input name
+  ElementType type;
+  int32_t rank;
+  const int64_t *shape; // `rank` dimensions
+};
+
+enum class StateRole : int32_t { Parameter, Buffer };
+
+struct StateDesc {
+  TensorDesc tensor;
+  StateRole role;
+};
+
+struct ArtifactInfo {
+  int32_t abiVersion;   // kArtifactAbiVersion of the generated code
+  const char *target;   // "cpu" or "cuda"
+  const char *model;    // the model file the artifact was compiled from
+  /// Ranks the artifact was compiled for; dsc-run refuses other world sizes.
+  int32_t worldSize;
+  /// Bytes of the activation arena, per rank: the compiler's memory plan.
+  int64_t arenaBytes;
+  int32_t numStates;
+  const StateDesc *states;
+  /// Graph inputs with their per-rank shapes (e.g. tokens [micro_batch, seq]).
+  int32_t numInputs;
+  const TensorDesc *inputs;
+  int32_t numOutputs;
+  const TensorDesc *outputs; // e.g. "loss", a scalar
+};
+
+/// What generated code may ask of the runtime during a step. dsc-run
+/// implements it; tests may implement it too.
+class StepContext {
+public:
+  virtual ~StepContext() = default;
+  /// Storage of state `i` (ArtifactInfo::states order), input `i`, output `i`.
+  virtual void *state(int32_t i) = 0;
+  virtual const void *input(int32_t i) = 0;
+  virtual void *output(int32_t i) = 0;
+  /// The activation arena, ArtifactInfo::arenaBytes long, 256-byte aligned.
+  virtual void *arena() = 0;
+  /// In-place sum over all ranks of `count` elements at `buffer`. `sequence`
+  /// numbers the collectives of a step in program order, identical on every
+  /// rank; the runtime's watchdog reports it when a collective hangs.
+  virtual void allReduceSum(void *buffer, size_t count, ElementType type,
+                            int64_t sequence) = 0;
+  virtual int32_t rank() const = 0;
+  virtual int32_t worldSize() const = 0;
+};
+
+} // namespace dsc::rt
+
+extern "C" {
+/// Static description of the artifact; valid for the library's lifetime.
+const dsc::rt::ArtifactInfo *dsc_artifact_info(void);
+/// Runs one step: reads inputs and state, writes outputs.
+void dsc_artifact_step(dsc::rt::StepContext *context);
+}
+
+#endif // DSC_RUNTIME_ARTIFACT_H
