@@ -1,1 +1,8 @@
 # Sources of the io component (append with list(APPEND DSC_RUNTIME_SOURCES ...)).
+list(APPEND DSC_RUNTIME_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/PosixFile.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/DType.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/TensorShape.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsReader.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsWriter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/TokenData.cpp)

@@ -1,0 +1,116 @@
+//===- PosixFile.cpp - checked POSIX file I/O for the io component --------===//
+
+#include "PosixFile.h"
+
+#include "dsc/runtime/Error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace dsc::rt::detail {
+
+void PosixFile::throwErrno(const std::string &path, const std::string &what) {
+  throw Error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+PosixFile PosixFile::openChecked(const std::string &path, int flags,
+                                 const char *what) {
+  int fd;
+  do
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0666);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    throwErrno(path, what);
+  return PosixFile(path, fd);
+}
+
+PosixFile PosixFile::openForReading(const std::string &path) {
+  PosixFile file = openChecked(path, O_RDONLY, "cannot open");
+  struct stat st;
+  if (::fstat(file.fd_, &st) != 0)
+    throwErrno(path, "cannot stat");
+  check(S_ISREG(st.st_mode), path + ": not a regular file");
+  return file;
+}
+
+PosixFile PosixFile::createNew(const std::string &path) {
+  return openChecked(path, O_WRONLY | O_CREAT | O_EXCL, "cannot create");
+}
+
+PosixFile PosixFile::openDirectory(const std::string &path) {
+  return openChecked(path, O_RDONLY | O_DIRECTORY, "cannot open directory");
+}
+
+PosixFile::PosixFile(PosixFile &&other) noexcept
+    : path_(std::move(other.path_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+PosixFile &PosixFile::operator=(PosixFile &&other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+PosixFile::~PosixFile() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+uint64_t PosixFile::size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) != 0)
+    throwErrno(path_, "cannot stat");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+void PosixFile::readAt(void *dst, size_t bytes, uint64_t offset) const {
+  auto *out = static_cast<char *>(dst);
+  while (bytes > 0) {
+    ssize_t n = ::pread(fd_, out, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throwErrno(path_, "cannot read");
+    check(n > 0, path_ + ": file ends early (truncated while in use?)");
+    out += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+void PosixFile::writeAll(const void *src, size_t bytes) {
+  const auto *in = static_cast<const char *>(src);
+  while (bytes > 0) {
+    ssize_t n = ::write(fd_, in, bytes);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throwErrno(path_, "cannot write");
+    in += n;
+    bytes -= static_cast<size_t>(n);
+  }
+}
+
+void PosixFile::sync() {
+  if (::fsync(fd_) != 0)
+    throwErrno(path_, "cannot fsync");
+}
+
+void PosixFile::close() {
+  int fd = fd_;
+  fd_ = -1;
+  // No retry on EINTR: on Linux the descriptor is gone either way.
+  if (::close(fd) != 0)
+    throwErrno(path_, "cannot close");
+}
+
+} // namespace dsc::rt::detail

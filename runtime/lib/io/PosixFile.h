@@ -1,0 +1,61 @@
+//===- PosixFile.h - checked POSIX file I/O for the io component -*- C++
+//-*-===//
+//
+// An owned file descriptor whose every failure is an Error of the form
+// "PATH: <problem>", so that the readers and writers above it only say what
+// they check. Internal to lib/io; not part of the runtime's interface.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_RUNTIME_LIB_IO_POSIXFILE_H
+#define DSC_RUNTIME_LIB_IO_POSIXFILE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dsc::rt::detail {
+
+class PosixFile {
+public:
+  /// Opens a regular file for reading; a directory or device is refused.
+  static PosixFile openForReading(const std::string &path);
+  /// Creates `path`, which must not exist yet, for writing (mode 0666 less
+  /// the umask, as for any new file).
+  static PosixFile createNew(const std::string &path);
+  /// Opens a directory, for sync() after a rename into it.
+  static PosixFile openDirectory(const std::string &path);
+
+  PosixFile(PosixFile &&other) noexcept;
+  PosixFile &operator=(PosixFile &&other) noexcept;
+  PosixFile(const PosixFile &) = delete;
+  PosixFile &operator=(const PosixFile &) = delete;
+  ~PosixFile(); // closes without checking; call close() to check
+
+  const std::string &path() const { return path_; }
+  int fd() const { return fd_; }
+  uint64_t size() const;
+
+  /// Reads exactly `bytes` at `offset` (pread: safe from several threads);
+  /// a file that ends early is an Error.
+  void readAt(void *dst, size_t bytes, uint64_t offset) const;
+  void writeAll(const void *src, size_t bytes);
+  void sync();
+  void close();
+
+  /// "PATH: <what>: <strerror(errno)>".
+  [[noreturn]] static void throwErrno(const std::string &path,
+                                      const std::string &what);
+
+private:
+  PosixFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  /// ::open, retried on EINTR; failure is "PATH: <what>: <strerror>".
+  static PosixFile openChecked(const std::string &path, int flags,
+                               const char *what);
+  std::string path_;
+  int fd_ = -1;
+};
+
+} // namespace dsc::rt::detail
+
+#endif // DSC_RUNTIME_LIB_IO_POSIXFILE_H
