@@ -1,1 +1,38 @@
 # Tests of the comm component: dsc_runtime_test(Name File.cpp ...) and add_test().
+
+# One process: rank detection, byte formulas, the watchdog, and the
+# Communicator base class over a fake backend.
+dsc_runtime_test(RuntimeCommTest
+  CommBaseTest.cpp CommRankInfoTest.cpp CommStatsTest.cpp WatchdogTest.cpp)
+
+# Several ranks under mpirun: its own main() brackets the tests with
+# MPI_Init/MPI_Finalize. 3 ranks as well as 2, so that N does not divide the
+# counts and the rounding of the byte formulas shows. A failing rank can
+# leave the others waiting in a collective, hence the ctest timeouts (the
+# collective watchdog's own 600 s default is longer than that).
+add_executable(RuntimeCommMpiTest CommMpiTest.cpp)
+target_link_libraries(RuntimeCommMpiTest PRIVATE dsc_runtime GTest::gtest)
+foreach(ranks 2 3)
+  add_test(NAME RuntimeCommMpiTest.np${ranks}
+           COMMAND ${DSC_MPIRUN} -np ${ranks} $<TARGET_FILE:RuntimeCommMpiTest>)
+  set_tests_properties(RuntimeCommMpiTest.np${ranks} PROPERTIES
+                       TIMEOUT 120 PROCESSORS ${ranks})
+endforeach()
+
+# The watchdog: rank 1 never joins collective #3, so rank 0 must end the job
+# within DSC_COLLECTIVE_TIMEOUT=2 s with the report and the watchdog's exit
+# status; the check fails if the job is still running after 45 s (rank 1
+# sleeps for 90, so only the abort ends it sooner).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_executable(RuntimeCommWatchdogTimeout WatchdogTimeoutTest.cpp)
+target_link_libraries(RuntimeCommWatchdogTimeout PRIVATE dsc_runtime)
+add_test(NAME RuntimeCommWatchdogTimeout
+         COMMAND ${Python3_EXECUTABLE}
+                 ${CMAKE_CURRENT_SOURCE_DIR}/WatchdogTimeoutCheck.py
+                 --within 45 --exit-code 124
+                 --expect "dsc: rank 0: collective #3 allReduce(count=1, f32, sum) did not complete within 2 s"
+                 --expect "#2 barrier()"
+                 -- ${DSC_MPIRUN} -np 2 -x DSC_COLLECTIVE_TIMEOUT=2
+                 $<TARGET_FILE:RuntimeCommWatchdogTimeout>)
+set_tests_properties(RuntimeCommWatchdogTimeout PROPERTIES
+                     TIMEOUT 120 PROCESSORS 2)

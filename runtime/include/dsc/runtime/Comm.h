@@ -1,0 +1,132 @@
+//===- Comm.h - the communicator interface ----------------------*- C++ -*-===//
+//
+// The collectives that generated code calls (DESIGN.md §2.7). All ranks of a
+// communicator must issue the same collectives in the same order with the
+// same counts, dtypes, ops and roots: the compiler emits them that way
+// (DESIGN.md §2.3), and the watchdog turns a violation into a message.
+//
+// The public calls are not virtual: they check the arguments, number the
+// collective (Watchdog.h), add it to the counters (CommStats.h), and only
+// then hand it to the backend, so that every backend counts identically.
+//
+// Backends:
+//   MpiCommunicator (MpiComm.h) - host buffers, over MPI; the CPU target.
+//   An NCCL backend (GPU, device buffers, ncclUniqueId broadcast over MPI)
+//   plugs in later as another subclass implementing the run* hooks with
+//   ncclGroupStart/ncclAllReduce/... on a stream, and waitForCompletion
+//   polling cudaStreamQuery and ncclCommGetAsyncError.
+//
+// Buffers: `count` is the count argument of the call, in elements of
+// `dtype`; N is size(). Send and receive buffers may overlap in any way: a
+// call behaves as if it read all of `send` before writing `recv` (the
+// backend copies `send` aside when it must). The in-place layouts named
+// below take no copy.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_RUNTIME_COMM_H
+#define DSC_RUNTIME_COMM_H
+
+#include "dsc/runtime/CommStats.h"
+#include "dsc/runtime/CommTypes.h"
+#include "dsc/runtime/Watchdog.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+
+namespace dsc::rt {
+
+class Communicator {
+public:
+  Communicator(const Communicator &) = delete;
+  Communicator &operator=(const Communicator &) = delete;
+  virtual ~Communicator();
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// recv[i] = op over all ranks of send[i], for i < count.
+  /// In place: send == recv.
+  void allReduce(const void *send, void *recv, std::size_t count,
+                 CommDType dtype, ReduceOp op);
+
+  /// recv (N * count) = every rank's send (count), in rank order.
+  /// In place: send == recv + rank * count elements (MPI's and NCCL's).
+  void allGather(const void *send, void *recv, std::size_t count,
+                 CommDType dtype);
+
+  /// send holds N blocks of count; recv (count) = op over all ranks of their
+  /// block number rank(). In place: send == recv; recv then holds the N *
+  /// count input, the result lands in its first count elements and the
+  /// rest is left unspecified.
+  void reduceScatter(const void *send, void *recv, std::size_t count,
+                     CommDType dtype, ReduceOp op = ReduceOp::Sum);
+
+  /// recv (count) = root's send. `send` is read on the root only (others may
+  /// pass nullptr). In place: send == recv.
+  void broadcast(const void *send, void *recv, std::size_t count,
+                 CommDType dtype, int root);
+
+  /// Returns once every rank has entered it.
+  void barrier();
+
+  /// send and recv hold N blocks of count: block j of send goes to rank j,
+  /// block j of recv comes from rank j (expert parallelism's dispatch and
+  /// combine). send == recv is allowed (copied aside).
+  void allToAll(const void *send, void *recv, std::size_t count,
+                CommDType dtype);
+
+  /// Calls and bytes sent per collective kind, by the formulas of
+  /// CommStats.h.
+  const CommStats &stats() const { return stats_; }
+  void printStats(std::ostream &os) const;
+
+  /// Sequence number of the last collective issued (0 before the first);
+  /// equal on all ranks between collectives.
+  std::uint64_t lastSequenceNumber() const { return watchdog_.lastSequence(); }
+  double timeoutSeconds() const { return watchdog_.timeoutSeconds(); }
+
+protected:
+  /// `timeoutSeconds`: the watchdog's deadline for one collective.
+  explicit Communicator(double timeoutSeconds);
+
+  /// size(), as the number of blocks in the N-block buffers.
+  std::size_t ranks() const { return static_cast<std::size_t>(size()); }
+
+  // Backend hooks, called with checked arguments after the collective has
+  // been numbered and counted. Each returns when the collective is complete
+  // on this rank, having waited through waitForCompletion.
+  virtual void runAllReduce(const void *send, void *recv, std::size_t count,
+                            CommDType dtype, ReduceOp op) = 0;
+  virtual void runAllGather(const void *send, void *recv, std::size_t count,
+                            CommDType dtype) = 0;
+  virtual void runReduceScatter(const void *send, void *recv, std::size_t count,
+                                CommDType dtype, ReduceOp op) = 0;
+  virtual void runBroadcast(const void *send, void *recv, std::size_t count,
+                            CommDType dtype, int root) = 0;
+  virtual void runBarrier() = 0;
+  virtual void runAllToAll(const void *send, void *recv, std::size_t count,
+                           CommDType dtype) = 0;
+
+  /// Polls `isComplete` against the current collective's deadline. On
+  /// timeout, prints the watchdog's report to stderr and calls abortJob.
+  void waitForCompletion(const std::function<bool()> &isComplete);
+
+  /// Ends every rank of the job with `exitCode` (MPI_Abort for MPI).
+  [[noreturn]] virtual void abortJob(int exitCode) = 0;
+
+private:
+  /// Numbers and counts one collective; `payloadBytes` is B of CommStats.h.
+  void issue(CollectiveKind kind, std::size_t count, CommDType dtype,
+             ReduceOp op, int root, std::uint64_t payloadBytes);
+
+  CollectiveWatchdog watchdog_;
+  CollectiveRecord current_;
+  CommStats stats_;
+};
+
+} // namespace dsc::rt
+
+#endif // DSC_RUNTIME_COMM_H

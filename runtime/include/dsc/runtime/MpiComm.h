@@ -1,0 +1,73 @@
+//===- MpiComm.h - the MPI backend of Communicator --------------*- C++ -*-===//
+//
+// Collectives over host buffers with MPI's nonblocking collectives
+// (MPI_Iallreduce, ...), each polled with MPI_Test by the watchdog. The
+// communicator works on its own duplicate of the given MPI communicator, so
+// its traffic never matches anyone else's; MPI errors are returned, not
+// fatal, and become Error. bf16 reductions use MPI user operations that
+// add or compare in float and round to nearest even.
+//
+// On a collective timeout it prints the watchdog's report and calls
+// MPI_Abort(kCollectiveTimeoutExitCode), which makes mpirun end every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_RUNTIME_MPICOMM_H
+#define DSC_RUNTIME_MPICOMM_H
+
+#include "dsc/runtime/Comm.h"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace dsc::rt {
+
+class MpiCommunicator final : public Communicator {
+public:
+  /// Requires MPI_Init. `timeoutSeconds` defaults to DSC_COLLECTIVE_TIMEOUT
+  /// (Watchdog.h). When `parent` is MPI_COMM_WORLD, checks that the
+  /// launcher's environment (RankInfo.h) agrees with MPI's rank and size.
+  /// Collective over `parent`, like MPI_Comm_dup.
+  explicit MpiCommunicator(MPI_Comm parent = MPI_COMM_WORLD,
+                           std::optional<double> timeoutSeconds = std::nullopt);
+  /// Frees the duplicate; must run before MPI_Finalize (after it, skips).
+  ~MpiCommunicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+private:
+  void runAllReduce(const void *send, void *recv, std::size_t count,
+                    CommDType dtype, ReduceOp op) override;
+  void runAllGather(const void *send, void *recv, std::size_t count,
+                    CommDType dtype) override;
+  void runReduceScatter(const void *send, void *recv, std::size_t count,
+                        CommDType dtype, ReduceOp op) override;
+  void runBroadcast(const void *send, void *recv, std::size_t count,
+                    CommDType dtype, int root) override;
+  void runBarrier() override;
+  void runAllToAll(const void *send, void *recv, std::size_t count,
+                   CommDType dtype) override;
+  [[noreturn]] void abortJob(int exitCode) override;
+
+  /// Waits for `request` through the watchdog.
+  void wait(MPI_Request &request);
+  MPI_Op mpiOp(ReduceOp op, CommDType dtype) const;
+  /// `send`, copied into staging_ when it overlaps `recv`.
+  const void *unaliased(const void *send, std::size_t sendBytes,
+                        const void *recv, std::size_t recvBytes);
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  MPI_Op bf16Sum_ = MPI_OP_NULL;
+  MPI_Op bf16Max_ = MPI_OP_NULL;
+  std::vector<unsigned char> staging_;
+};
+
+} // namespace dsc::rt
+
+#endif // DSC_RUNTIME_MPICOMM_H

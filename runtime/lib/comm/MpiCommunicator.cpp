@@ -1,0 +1,196 @@
+#include "dsc/runtime/MpiComm.h"
+
+#include "MpiBf16Ops.h"
+
+#include "dsc/runtime/Error.h"
+#include "dsc/runtime/RankInfo.h"
+
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace dsc::rt {
+
+namespace {
+
+/// Throws Error with MPI's own message when `code` is not MPI_SUCCESS.
+void checkMpi(int code, const char *call) {
+  if (code == MPI_SUCCESS)
+    return;
+  char message[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, message, &length) != MPI_SUCCESS)
+    length = 0;
+  throw Error(std::string(call) + " failed: " +
+              std::string(message, static_cast<std::size_t>(length)));
+}
+
+MPI_Datatype mpiType(CommDType dtype) {
+  switch (dtype) {
+  case CommDType::F32:
+    return MPI_FLOAT;
+  case CommDType::F64:
+    return MPI_DOUBLE;
+  case CommDType::I32:
+    return MPI_INT32_T;
+  case CommDType::I64:
+    return MPI_INT64_T;
+  case CommDType::BF16:
+    return MPI_UINT16_T; // reduced by the bf16 user operations
+  }
+  throw Error("invalid CommDType " + std::to_string(int(dtype)));
+}
+
+/// MPI counts are int (OpenMPI 4 has no large-count calls).
+int mpiCount(std::size_t count) {
+  check(count <= static_cast<std::size_t>(INT_MAX),
+        "collective of " + std::to_string(count) +
+            " elements exceeds MPI's int count");
+  return static_cast<int>(count);
+}
+
+bool overlaps(const void *a, std::size_t aBytes, const void *b,
+              std::size_t bBytes) {
+  auto begin1 = reinterpret_cast<std::uintptr_t>(a);
+  auto begin2 = reinterpret_cast<std::uintptr_t>(b);
+  return aBytes && bBytes && begin1 < begin2 + bBytes &&
+         begin2 < begin1 + aBytes;
+}
+
+} // namespace
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent,
+                                 std::optional<double> timeoutSeconds)
+    : Communicator(timeoutSeconds ? *timeoutSeconds
+                                  : collectiveTimeoutFromEnvironment()) {
+  int initialized = 0;
+  checkMpi(MPI_Initialized(&initialized), "MPI_Initialized");
+  check(initialized, "MpiCommunicator: MPI_Init has not been called");
+  checkMpi(MPI_Comm_rank(parent, &rank_), "MPI_Comm_rank");
+  checkMpi(MPI_Comm_size(parent, &size_), "MPI_Comm_size");
+  if (parent == MPI_COMM_WORLD)
+    checkRankAgrees(detectRankFromEnvironment(), rank_, size_,
+                    "MPI_COMM_WORLD");
+  // Nothing below throws once the duplicate exists, so it cannot leak.
+  checkMpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Op_create(bf16SumOp, /*commute=*/1, &bf16Sum_);
+  MPI_Op_create(bf16MaxOp, /*commute=*/1, &bf16Max_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return;
+  MPI_Op_free(&bf16Sum_);
+  MPI_Op_free(&bf16Max_);
+  MPI_Comm_free(&comm_);
+}
+
+void MpiCommunicator::runAllReduce(const void *send, void *recv,
+                                   std::size_t count, CommDType dtype,
+                                   ReduceOp op) {
+  std::size_t bytes = count * byteSize(dtype);
+  const void *input =
+      send == recv ? MPI_IN_PLACE : unaliased(send, bytes, recv, bytes);
+  MPI_Request request;
+  checkMpi(MPI_Iallreduce(input, recv, mpiCount(count), mpiType(dtype),
+                          mpiOp(op, dtype), comm_, &request),
+           "MPI_Iallreduce");
+  wait(request);
+}
+
+void MpiCommunicator::runAllGather(const void *send, void *recv,
+                                   std::size_t count, CommDType dtype) {
+  std::size_t bytes = count * byteSize(dtype);
+  const void *ownBlock =
+      static_cast<const char *>(recv) + static_cast<std::size_t>(rank_) * bytes;
+  const void *input = send == ownBlock
+                          ? MPI_IN_PLACE
+                          : unaliased(send, bytes, recv, ranks() * bytes);
+  MPI_Request request;
+  checkMpi(MPI_Iallgather(input, mpiCount(count), mpiType(dtype), recv,
+                          mpiCount(count), mpiType(dtype), comm_, &request),
+           "MPI_Iallgather");
+  wait(request);
+}
+
+void MpiCommunicator::runReduceScatter(const void *send, void *recv,
+                                       std::size_t count, CommDType dtype,
+                                       ReduceOp op) {
+  std::size_t bytes = count * byteSize(dtype);
+  const void *input = send == recv
+                          ? MPI_IN_PLACE
+                          : unaliased(send, ranks() * bytes, recv, bytes);
+  MPI_Request request;
+  checkMpi(MPI_Ireduce_scatter_block(input, recv, mpiCount(count),
+                                     mpiType(dtype), mpiOp(op, dtype), comm_,
+                                     &request),
+           "MPI_Ireduce_scatter_block");
+  wait(request);
+}
+
+void MpiCommunicator::runBroadcast(const void *send, void *recv,
+                                   std::size_t count, CommDType dtype,
+                                   int root) {
+  if (rank_ == root && send != recv)
+    std::memmove(recv, send, count * byteSize(dtype));
+  MPI_Request request;
+  checkMpi(
+      MPI_Ibcast(recv, mpiCount(count), mpiType(dtype), root, comm_, &request),
+      "MPI_Ibcast");
+  wait(request);
+}
+
+void MpiCommunicator::runBarrier() {
+  MPI_Request request;
+  checkMpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  wait(request);
+}
+
+void MpiCommunicator::runAllToAll(const void *send, void *recv,
+                                  std::size_t count, CommDType dtype) {
+  // Always copied aside when aliased: MPI_IN_PLACE for the nonblocking
+  // all-to-all is not supported by every MPI.
+  std::size_t bytes = ranks() * count * byteSize(dtype);
+  const void *input = unaliased(send, bytes, recv, bytes);
+  MPI_Request request;
+  checkMpi(MPI_Ialltoall(input, mpiCount(count), mpiType(dtype), recv,
+                         mpiCount(count), mpiType(dtype), comm_, &request),
+           "MPI_Ialltoall");
+  wait(request);
+}
+
+void MpiCommunicator::abortJob(int exitCode) {
+  MPI_Abort(comm_, exitCode);
+  std::_Exit(exitCode); // MPI_Abort does not return; this is for the compiler
+}
+
+void MpiCommunicator::wait(MPI_Request &request) {
+  waitForCompletion([&request] {
+    int done = 0;
+    checkMpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  });
+}
+
+MPI_Op MpiCommunicator::mpiOp(ReduceOp op, CommDType dtype) const {
+  bool bf16 = dtype == CommDType::BF16;
+  return op == ReduceOp::Max ? (bf16 ? bf16Max_ : MPI_MAX)
+                             : (bf16 ? bf16Sum_ : MPI_SUM);
+}
+
+const void *MpiCommunicator::unaliased(const void *send, std::size_t sendBytes,
+                                       const void *recv,
+                                       std::size_t recvBytes) {
+  if (!overlaps(send, sendBytes, recv, recvBytes))
+    return send;
+  staging_.resize(sendBytes);
+  std::memcpy(staging_.data(), send, sendBytes);
+  return staging_.data();
+}
+
+} // namespace dsc::rt
