@@ -2,7 +2,9 @@
 
 #include "dsc/InitAll.h"
 
+#include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,11 +13,12 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::dsc::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<DSCDialect, mlir::func::FuncDialect,
+  registry.insert<DSCDialect, mlir::dscrt::DSCRTDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
 }
 
 void mlir::dsc::registerAllPasses() {
   registerDSCPasses();
+  registerDSCConversionPasses();
   mlir::registerTransformsPasses();
 }

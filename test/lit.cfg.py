@@ -37,7 +37,7 @@ config.substitutions.append(
      f"env PYTHONPATH={os.path.join(config.dsc_src_root, 'python')} {torch_python}"))
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
-tools = ["dsc-opt"]
+tools = ["dsc-opt", "dsc-translate", "dsc-compile"]
 if config.dsc_has_fuzzer:
     config.available_features.add("libfuzzer")
     tools.append("dsc-parse-fuzzer")

@@ -3,6 +3,9 @@
 #ifndef DSC_TRANSFORMS_PASSES_H
 #define DSC_TRANSFORMS_PASSES_H
 
+#include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

@@ -21,4 +21,48 @@ def PrintSummary : Pass<"dsc-print-summary", "::mlir::ModuleOp"> {
   }];
 }
 
+def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "makes the graph's outputs global over data-parallel ranks";
+  let description = [{
+    Each of `world-size` ranks runs the graph on its own micro-batch (the
+    graph's input shapes). This pass records the world size on the module
+    (`dsc.world_size`) and rewrites each graph output so that every rank
+    returns the value of the whole global batch, with explicit
+    `dsc.all_reduce`s:
+
+    * an output computed by `dsc.cross_entropy` with `reduction = mean`
+      becomes the global mean over every non-ignored target token:
+      `all_reduce(sum of losses) / all_reduce(count of targets)`, exactly
+      PyTorch's loss on the global batch;
+    * any other output becomes the mean of the ranks' values,
+      `all_reduce(x) / world-size` (a loss with auxiliary terms, e.g. a
+      mixture-of-experts balance loss, is averaged as DeepSpeed averages it).
+
+    With `world-size=1` only the attribute is set.
+  }];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+           "number of data-parallel ranks">,
+  ];
+}
+
+def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
+  let summary = "places every runtime buffer at a static arena offset";
+  let description = [{
+    Replaces each `dscrt.alloc` by a `dscrt.buffer` at an offset of one
+    per-rank arena, reusing memory between buffers whose live ranges do not
+    overlap (a buffer lives from its first to its last use in program order;
+    uses through `dscrt.view`s count), and sets the function's
+    `dscrt.arena_bytes`. That figure is the per-rank activation peak the
+    runtime's allocator must reproduce. Offsets are multiples of 256 bytes,
+    the runtime allocator's rounding. Placement is best-fit by decreasing
+    size (see include/dsc/Analysis/BufferPlan.h); `print` reports the plan.
+  }];
+  let dependentDialects = ["::mlir::dscrt::DSCRTDialect"];
+  let options = [
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the arena size and the live-bytes lower bound to stderr">,
+  ];
+}
+
 #endif // DSC_TRANSFORMS_PASSES_TD

@@ -878,3 +878,19 @@ func.func @generic_wrong_result(%x: tensor<2x8xf32>) {
   %0 = "dsc.transpose"(%x) <{dim0 = 0 : i64, dim1 = 1 : i64}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return
 }
+
+// -----
+
+func.func @all_reduce_bool(%x: tensor<2xi1>) {
+  // expected-error @+1 {{'dsc.all_reduce' op operand #0 must be statically shaped tensor of}}
+  %0 = dsc.all_reduce %x : tensor<2xi1>
+  return
+}
+
+// -----
+
+func.func @all_reduce_type(%x: tensor<2xf32>) {
+  // expected-error @+1 {{'dsc.all_reduce' op requires the same type for all operands and results}}
+  %0 = "dsc.all_reduce"(%x) : (tensor<2xf32>) -> tensor<3xf32>
+  return
+}

@@ -221,3 +221,12 @@ func.func @reductions_and_loss(%x: tensor<2x8x32xf32>, %t: tensor<2x8xi64>,
   %8 = dsc.add %6, %4 : tensor<f32>, tensor<f32>
   return
 }
+
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<f32>, %n: tensor<2xi64>) -> (tensor<f32>, tensor<2xi64>) {
+  // CHECK: dsc.all_reduce %{{.*}} : tensor<f32>
+  %0 = dsc.all_reduce %x : tensor<f32>
+  // CHECK: dsc.all_reduce %{{.*}} : tensor<2xi64>
+  %1 = dsc.all_reduce %n : tensor<2xi64>
+  return %0, %1 : tensor<f32>, tensor<2xi64>
+}

@@ -782,4 +782,26 @@ def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "sum over every data-parallel rank";
+  let description = [{
+    Every rank contributes its `input`; every rank receives the elementwise
+    sum. Collectives are not pure: they are never removed, merged or
+    reordered, so all ranks issue them in the same order.
+
+    Example (the global token count of a data-parallel loss):
+
+    ```mlir
+    %total = dsc.all_reduce %count : tensor<f32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 #endif // DSC_DIALECT_DSC_IR_DSCOPS_TD

@@ -1,0 +1,32 @@
+//===- Passes.td - dsc conversion passes -----------------------*- tablegen -*-===//
+
+#ifndef DSC_CONVERSION_PASSES_TD
+#define DSC_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "lowers the dsc graph to buffers, kernels and collectives";
+  let description = [{
+    Rewrites the module's graph function (`@forward`) into `@step`, a
+    function of the `dscrt` dialect with no arguments: graph inputs become
+    `dscrt.input`, `dsc.load` becomes `dscrt.state` (indexed in `dsc.state`
+    declaration order), `dsc.reshape` a `dscrt.view` (no copy), constants
+    `dscrt.constant`, `dsc.all_reduce` a copy plus an in-place
+    `dscrt.all_reduce`, the returned values `dscrt.output`s, and every other
+    op a `dscrt.kernel` writing freshly allocated buffers (`dscrt.alloc`).
+
+    Chains of elementwise ops are fused: an elementwise op whose single user
+    is an elementwise op with the same result shape joins that user's
+    kernel, so intermediate values never reach memory.
+
+    Example: `dsc-opt model.mlir --dsc-lower-to-runtime --dsc-plan-memory`.
+  }];
+  let dependentDialects = ["::mlir::dscrt::DSCRTDialect"];
+  let options = [
+    Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
+           "fuse chains of elementwise ops into one kernel">,
+  ];
+}
+
+#endif // DSC_CONVERSION_PASSES_TD

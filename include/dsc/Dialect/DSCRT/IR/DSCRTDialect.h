@@ -1,0 +1,19 @@
+//===- DSCRTDialect.h - dsc's runtime-call level ----------------*- C++ -*-===//
+
+#ifndef DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H
+#define DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/RegionKindInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "dsc/Dialect/DSCRT/IR/DSCRTOps.h.inc"
+
+#endif // DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H

@@ -1,0 +1,209 @@
+//===- LowerToRuntime.cpp - dsc graph -> dscrt buffers and kernels ---------===//
+
+#include "dsc/Conversion/Passes.h"
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_LOWERTORUNTIME
+#include "dsc/Conversion/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+bool mlir::dsc::isElementwise(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
+             ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
+             GeluOp, ConvertOp, CompareOp, SelectOp>(op);
+}
+
+static MemRefType bufferType(Type tensorType) {
+  auto t = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(t.getShape(), t.getElementType());
+}
+
+namespace {
+struct LowerToRuntimePass
+    : public dsc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
+  using LowerToRuntimeBase::LowerToRuntimeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto graphs = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (graphs.size() != 1 || graphs[0].isExternal()) {
+      module.emitError() << "expected one graph function to lower, found "
+                         << graphs.size();
+      return signalPassFailure();
+    }
+    if (failed(lower(module, graphs[0])))
+      return signalPassFailure();
+  }
+
+  /// Groups of ops emitted as one kernel: elementwise chains joined, every
+  /// other op alone. Returns, for each op, the last op of its group (where
+  /// the group's kernel is emitted).
+  DenseMap<Operation *, Operation *> groupOps(Block &body) {
+    llvm::EquivalenceClasses<Operation *> classes;
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : body) {
+      position[&op] = position.size();
+      classes.insert(&op);
+      if (!fuseElementwise || !isElementwise(&op))
+        continue;
+      auto shape = cast<RankedTensorType>(op.getResult(0).getType()).getShape();
+      for (Value operand : op.getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != &body || !isElementwise(def) ||
+            !operand.hasOneUse())
+          continue;
+        if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
+          continue;
+        classes.unionSets(def, &op);
+      }
+    }
+    DenseMap<Operation *, Operation *> root;
+    for (auto it = classes.begin(); it != classes.end(); ++it) {
+      if (!(*it)->isLeader())
+        continue;
+      Operation *last = nullptr;
+      for (auto member = classes.member_begin(**it);
+           member != classes.member_end(); ++member)
+        if (!last || position[*member] > position[last])
+          last = *member;
+      for (auto member = classes.member_begin(**it);
+           member != classes.member_end(); ++member)
+        root[*member] = last;
+    }
+    return root;
+  }
+
+  LogicalResult lower(ModuleOp module, func::FuncOp graph) {
+    OpBuilder builder(module.getContext());
+    builder.setInsertionPointAfter(graph);
+    auto step = func::FuncOp::create(builder, graph.getLoc(), "step",
+                                     builder.getFunctionType({}, {}));
+    Block *entry = step.addEntryBlock();
+    builder.setInsertionPointToStart(entry);
+
+    DenseMap<StringAttr, int64_t> stateIndex;
+    for (auto state : module.getOps<StateOp>())
+      stateIndex[state.getSymNameAttr()] = stateIndex.size();
+
+    IRMapping buffers; // tensor value -> memref value
+    Block &body = graph.getBody().front();
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = graph.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     DSCDialect::kInputAttrName);
+      buffers.map(arg, dscrt::InputOp::create(
+                           builder, arg.getLoc(), bufferType(arg.getType()),
+                           arg.getArgNumber(),
+                           name ? name.getValue() : StringRef("")));
+    }
+
+    DenseMap<Operation *, Operation *> root = groupOps(body);
+    // Members of each group in program order, collected at their root.
+    DenseMap<Operation *, SmallVector<Operation *>> members;
+    for (Operation &op : body)
+      members[root.lookup(&op)].push_back(&op);
+
+    int64_t sequence = 0;
+    for (Operation &op : body) {
+      Location loc = op.getLoc();
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+          auto name = graph.getResultAttrOfType<StringAttr>(
+              i, DSCDialect::kOutputAttrName);
+          dscrt::OutputOp::create(builder, loc, i,
+                                  name ? name.getValue() : StringRef(""),
+                                  buffers.lookup(value));
+        }
+        continue;
+      }
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        buffers.map(load.getResult(),
+                    dscrt::StateOp::create(
+                        builder, loc, bufferType(load.getType()),
+                        stateIndex.lookup(load.getStateAttr().getAttr()),
+                        load.getState()));
+        continue;
+      }
+      if (auto cst = dyn_cast<ConstantOp>(op)) {
+        buffers.map(cst.getResult(),
+                    dscrt::ConstantOp::create(builder, loc,
+                                              bufferType(cst.getType()),
+                                              cst.getValue()));
+        continue;
+      }
+      if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        buffers.map(reshape.getResult(),
+                    dscrt::ViewOp::create(builder, loc,
+                                          bufferType(reshape.getType()),
+                                          buffers.lookup(reshape.getInput())));
+        continue;
+      }
+      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+        // Copy, then reduce in place: the input buffer may have other users.
+        Value source = buffers.lookup(allReduce.getInput());
+        Value out = dscrt::AllocOp::create(builder, loc,
+                                           bufferType(allReduce.getType()));
+        auto copy = dscrt::KernelOp::create(builder, loc, source, out);
+        OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
+        dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+        dscrt::AllReduceOp::create(builder, loc, out, sequence++);
+        buffers.map(allReduce.getResult(), out);
+        continue;
+      }
+      if (root.lookup(&op) != &op)
+        continue; // emitted with its group's last op
+      if (!op.getDialect() || !isa<DSCDialect>(op.getDialect()))
+        return op.emitError() << "cannot lower '" << op.getName()
+                              << "' to the runtime";
+      emitKernel(builder, members[&op], buffers);
+    }
+    func::ReturnOp::create(builder, graph.getLoc());
+    graph.erase();
+    return success();
+  }
+
+  /// One dscrt.kernel computing `group` (in program order; the last op's
+  /// results are the kernel's outputs).
+  void emitKernel(OpBuilder &builder, ArrayRef<Operation *> group,
+                  IRMapping &buffers) {
+    Operation *last = group.back();
+    llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
+    llvm::SetVector<Value> inputs;
+    for (Operation *op : group)
+      for (Value operand : op->getOperands())
+        if (!inGroup.contains(operand.getDefiningOp()))
+          inputs.insert(operand);
+    SmallVector<Value> ins, outs;
+    for (Value input : inputs)
+      ins.push_back(buffers.lookup(input));
+    for (Value result : last->getResults())
+      outs.push_back(dscrt::AllocOp::create(builder, last->getLoc(),
+                                            bufferType(result.getType())));
+    auto kernel = dscrt::KernelOp::create(builder, last->getLoc(), ins, outs);
+    Block &block = kernel.getBody().front();
+    OpBuilder inner = OpBuilder::atBlockEnd(&block);
+    IRMapping values;
+    for (auto [input, arg] : llvm::zip(inputs, block.getArguments()))
+      values.map(input, arg);
+    for (Operation *op : group)
+      inner.clone(*op, values);
+    SmallVector<Value> yielded;
+    for (Value result : last->getResults())
+      yielded.push_back(values.lookup(result));
+    dscrt::YieldOp::create(inner, last->getLoc(), yielded);
+    for (auto [result, out] : llvm::zip(last->getResults(), outs))
+      buffers.map(result, out);
+  }
+};
+} // namespace

@@ -1,0 +1,84 @@
+//===- DataParallel.cpp - --dsc-data-parallel ------------------------------===//
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_DATAPARALLEL
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+namespace {
+struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
+  using DataParallelBase::DataParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (worldSize < 1) {
+      module.emitError() << "world-size must be >= 1, got " << int64_t(worldSize);
+      return signalPassFailure();
+    }
+    OpBuilder builder(module.getContext());
+    module->setAttr("dsc.world_size", builder.getI64IntegerAttr(int64_t(worldSize)));
+    if (worldSize == 1)
+      return;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+      builder.setInsertionPoint(ret);
+      for (OpOperand &operand : ret->getOpOperands())
+        operand.set(globalize(builder, operand.get()));
+    }
+  }
+
+  /// `value` (one rank's) made global over the data-parallel ranks.
+  Value globalize(OpBuilder &b, Value value) {
+    Location loc = value.getLoc();
+    auto type = cast<RankedTensorType>(value.getType());
+    auto ce = value.getDefiningOp<CrossEntropyOp>();
+    if (ce && ce.getReduction() == LossReduction::mean) {
+      // sum of per-token losses and count of counted tokens, both global.
+      b.setInsertionPointAfter(ce);
+      auto sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
+                                        ce.getIgnoreIndex(), LossReduction::sum);
+      auto targets = cast<RankedTensorType>(ce.getTargets().getType());
+      auto ignore = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(
+                      RankedTensorType::get({}, targets.getElementType()),
+                      b.getIntegerAttr(targets.getElementType(),
+                                       int64_t(ce.getIgnoreIndex()))));
+      auto counted = CompareOp::create(b, loc, ComparisonDirection::ne,
+                                       ce.getTargets(), ignore);
+      auto ones = ConvertOp::create(
+          b, loc, RankedTensorType::get(targets.getShape(), type.getElementType()),
+          counted);
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < targets.getRank(); ++d)
+        all.push_back(d);
+      Value count = ones;
+      if (!all.empty())
+        count = ReduceSumOp::create(b, loc, ones, all, /*keep_dims=*/false);
+      auto globalSum = AllReduceOp::create(b, loc, sum);
+      auto globalCount = AllReduceOp::create(b, loc, count);
+      Value mean = DivOp::create(b, loc, globalSum, globalCount);
+      if (ce->use_empty())
+        ce.erase();
+      return mean;
+    }
+    auto total = AllReduceOp::create(b, loc, value);
+    auto n = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(
+                    RankedTensorType::get({}, type.getElementType()),
+                    isa<FloatType>(type.getElementType())
+                        ? Attribute(b.getFloatAttr(type.getElementType(), worldSize))
+                        : Attribute(b.getIntegerAttr(type.getElementType(), worldSize))));
+    return DivOp::create(b, loc, total, n);
+  }
+};
+} // namespace

@@ -1,0 +1,28 @@
+// RUN: dsc-opt %s | dsc-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @step() attributes {dscrt.arena_bytes = 1024 : i64}
+func.func @step() attributes {dscrt.arena_bytes = 1024 : i64} {
+  // CHECK: dscrt.input 0 "tokens" : memref<2x8xi64>
+  %t = dscrt.input 0 "tokens" : memref<2x8xi64>
+  // CHECK: dscrt.state 3 "wte.weight" : memref<16x4xf32>
+  %w = dscrt.state 3 "wte.weight" : memref<16x4xf32>
+  // CHECK: dscrt.constant dense<5.000000e-01> : tensor<f32> : memref<f32>
+  %c = dscrt.constant dense<0.5> : tensor<f32> : memref<f32>
+  // CHECK: dscrt.buffer 256 : memref<2x8x4xf32>
+  %b = dscrt.buffer 256 : memref<2x8x4xf32>
+  // CHECK: dscrt.kernel ins(%{{.*}}, %{{.*}} : memref<16x4xf32>, memref<2x8xi64>) outs(%{{.*}} : memref<2x8x4xf32>)
+  dscrt.kernel ins(%w, %t : memref<16x4xf32>, memref<2x8xi64>) outs(%b : memref<2x8x4xf32>) {
+  ^bb0(%a0: tensor<16x4xf32>, %a1: tensor<2x8xi64>):
+    %e = dsc.embedding %a0, %a1 : tensor<16x4xf32>, tensor<2x8xi64>
+    dscrt.yield %e : tensor<2x8x4xf32>
+  }
+  // CHECK: dscrt.view %{{.*}} : memref<2x8x4xf32> to memref<64xf32>
+  %v = dscrt.view %b : memref<2x8x4xf32> to memref<64xf32>
+  // CHECK: dscrt.alloc : memref<f32>
+  %s = dscrt.alloc : memref<f32>
+  // CHECK: dscrt.all_reduce %{{.*}} {sequence = 0 : i64} : memref<64xf32>
+  dscrt.all_reduce %v {sequence = 0 : i64} : memref<64xf32>
+  // CHECK: dscrt.output 0 "loss", %{{.*}} : memref<f32>
+  dscrt.output 0 "loss", %c : memref<f32>
+  return
+}

@@ -1,0 +1,40 @@
+// RUN: dsc-translate --dscrt-to-cpp %s --split-input-file -verify-diagnostics
+
+// expected-error @+1 {{expected a lowered @step function (run --dsc-lower-to-runtime --dsc-plan-memory)}}
+module {
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{the arena is not planned (run --dsc-plan-memory)}}
+  func.func @step() {
+    return
+  }
+}
+
+// -----
+
+module {
+  func.func @step() attributes {dscrt.arena_bytes = 0 : i64} {
+    // expected-error @+1 {{unplanned buffer: run --dsc-plan-memory first}}
+    %a = dscrt.alloc : memref<4xf32>
+    return
+  }
+}
+
+// -----
+
+module {
+  func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
+    %x = dscrt.input 0 "x" : memref<4xbf16>
+    %b = dscrt.buffer 0 : memref<4xbf16>
+    // expected-error @+1 {{the CPU target does not support 'bf16' yet}}
+    dscrt.kernel ins(%x : memref<4xbf16>) outs(%b : memref<4xbf16>) {
+    ^bb0(%t: tensor<4xbf16>):
+      %r = dsc.exp %t : tensor<4xbf16>
+      dscrt.yield %r : tensor<4xbf16>
+    }
+    return
+  }
+}
