@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
 #include "dsc/Support/InputLimits.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,7 +28,8 @@
 static mlir::MLIRContext &context() {
   static mlir::MLIRContext *ctx = [] {
     mlir::DialectRegistry registry;
-    registry.insert<mlir::dsc::DSCDialect, mlir::func::FuncDialect,
+    registry.insert<mlir::dsc::DSCDialect, mlir::dscrt::DSCRTDialect,
+                    mlir::func::FuncDialect,
                     mlir::arith::ArithDialect>();
     auto *c = new mlir::MLIRContext(registry,
                                     mlir::MLIRContext::Threading::DISABLED);
