@@ -1,0 +1,195 @@
+//===- ArtifactLibrary.cpp - dlopen and validate a step artifact ----------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+
+#include "dsc/runtime/Error.h"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <set>
+
+namespace dsc::rt {
+
+namespace {
+
+std::string lastDlError() {
+  const char *message = ::dlerror();
+  return message ? message : "unknown dlopen error";
+}
+
+/// dlerror's "undefined symbol: _ZN3dsc..." with the C++ name spelled out,
+/// which is what a reader of generated code can act on.
+std::string explainDlError(const std::string &message) {
+  static const std::string marker = "undefined symbol: ";
+  size_t at = message.find(marker);
+  if (at == std::string::npos)
+    return message;
+  size_t begin = at + marker.size();
+  size_t end = message.find_first_of(" \t(", begin);
+  std::string mangled = message.substr(begin, end - begin);
+  int status = 0;
+  char *demangled =
+      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string result = message;
+  if (status == 0 && demangled)
+    result += " (" + std::string(demangled) + ")";
+  std::free(demangled);
+  return result +
+         "; an artifact may call only the dsc runtime that dsc-run exports";
+}
+
+bool knownType(ElementType type) {
+  auto value = static_cast<int32_t>(type);
+  return value >= static_cast<int32_t>(ElementType::F64) &&
+         value <= static_cast<int32_t>(ElementType::I1);
+}
+
+void validateTensor(const TensorDesc &tensor, const std::string &where,
+                    const std::string &what) {
+  check(tensor.name && *tensor.name, where + ": " + what + " has no name");
+  std::string named = where + ": " + what + " '" + tensor.name + "'";
+  check(knownType(tensor.type),
+        named + " has unknown element type " +
+            std::to_string(static_cast<int32_t>(tensor.type)));
+  check(tensor.rank >= 0 && tensor.rank <= kMaxTensorRank,
+        named + " has rank " + std::to_string(tensor.rank) +
+            " (0 to " + std::to_string(kMaxTensorRank) + " supported)");
+  check(tensor.rank == 0 || tensor.shape,
+        named + " has rank " + std::to_string(tensor.rank) + " but no shape");
+  int64_t limit = std::numeric_limits<int64_t>::max() /
+                  static_cast<int64_t>(elementSize(tensor.type));
+  int64_t elements = 1;
+  for (int32_t d = 0; d < tensor.rank; ++d) {
+    int64_t dim = tensor.shape[d];
+    check(dim >= 0, named + " has negative dimension " + std::to_string(dim));
+    check(dim == 0 || elements <= limit / dim,
+          named + " of shape " + formatShape(tensor.rank, tensor.shape) +
+              " has more bytes than int64 can count");
+    elements *= dim;
+  }
+}
+
+template <typename Desc, typename GetTensor>
+void validateList(const Desc *list, int32_t count, const std::string &where,
+                  const char *what, GetTensor tensorOf) {
+  check(count >= 0, where + ": negative number of " + what + "s (" +
+                        std::to_string(count) + ")");
+  check(count == 0 || list, where + ": " + std::to_string(count) + " " +
+                                what + "s but no " + what + " array");
+  std::set<std::string> names;
+  for (int32_t i = 0; i < count; ++i) {
+    const TensorDesc &tensor = tensorOf(list[i]);
+    validateTensor(tensor, where, std::string(what) + " " + std::to_string(i));
+    check(names.insert(tensor.name).second,
+          where + ": two " + what + "s named '" + tensor.name + "'");
+  }
+}
+
+} // namespace
+
+std::string formatShape(int32_t rank, const int64_t *shape) {
+  std::string out = "[";
+  for (int32_t d = 0; d < rank; ++d)
+    out += (d ? ", " : "") + std::to_string(shape[d]);
+  return out + "]";
+}
+
+std::string describeType(const TensorDesc &tensor) {
+  return std::string(elementTypeName(tensor.type)) + " " +
+         formatShape(tensor.rank, tensor.shape);
+}
+
+int64_t numElements(const TensorDesc &tensor) {
+  int64_t elements = 1;
+  for (int32_t d = 0; d < tensor.rank; ++d)
+    elements *= tensor.shape[d];
+  return elements;
+}
+
+size_t tensorBytes(const TensorDesc &tensor) {
+  return static_cast<size_t>(numElements(tensor)) * elementSize(tensor.type);
+}
+
+int32_t findTensor(const TensorDesc *tensors, int32_t count,
+                   const std::string &name) {
+  for (int32_t i = 0; i < count; ++i)
+    if (name == tensors[i].name)
+      return i;
+  return -1;
+}
+
+void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
+  check(info.abiVersion == kArtifactAbiVersion,
+        where + ": artifact ABI version " + std::to_string(info.abiVersion) +
+            ", but this dsc-run reads version " +
+            std::to_string(kArtifactAbiVersion) +
+            "; compile the artifact again with this dsc");
+  check(info.target && *info.target, where + ": artifact names no target");
+  check(info.worldSize >= 1, where + ": artifact world size " +
+                                 std::to_string(info.worldSize) +
+                                 " is not positive");
+  check(info.arenaBytes >= 0, where + ": negative arena size " +
+                                  std::to_string(info.arenaBytes));
+  validateList(info.states, info.numStates, where, "state",
+               [](const StateDesc &s) -> const TensorDesc & { return s.tensor; });
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    auto role = static_cast<int32_t>(info.states[i].role);
+    check(role == static_cast<int32_t>(StateRole::Parameter) ||
+              role == static_cast<int32_t>(StateRole::Buffer),
+          where + ": state '" + info.states[i].tensor.name +
+              "' has unknown role " + std::to_string(role));
+  }
+  auto self = [](const TensorDesc &t) -> const TensorDesc & { return t; };
+  validateList(info.inputs, info.numInputs, where, "input", self);
+  validateList(info.outputs, info.numOutputs, where, "output", self);
+}
+
+std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) {
+  check(!path.empty(), "no artifact path given");
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path + ": cannot open artifact: " + std::strerror(errno));
+  check(S_ISREG(st.st_mode), path + ": artifact is not a regular file");
+
+  // dlopen searches the library path for names without a slash; a file
+  // named on the command line is meant relative to the current directory.
+  std::string loadPath =
+      path.find('/') == std::string::npos ? "./" + path : path;
+  std::unique_ptr<ArtifactLibrary> library(new ArtifactLibrary());
+  library->path_ = path;
+  ::dlerror();
+  library->handle_ = ::dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!library->handle_)
+    throw Error(path + ": cannot load artifact: " +
+                explainDlError(lastDlError()));
+
+  auto symbol = [&](const char *name) {
+    ::dlerror();
+    void *address = ::dlsym(library->handle_, name);
+    if (!address)
+      throw Error(path + ": not a dsc artifact: it does not export " +
+                  std::string(name));
+    return address;
+  };
+  auto infoFunction = reinterpret_cast<const ArtifactInfo *(*)()>(
+      symbol("dsc_artifact_info"));
+  library->step_ =
+      reinterpret_cast<void (*)(StepContext *)>(symbol("dsc_artifact_step"));
+  library->info_ = infoFunction();
+  check(library->info_ != nullptr,
+        path + ": dsc_artifact_info() returned no ArtifactInfo");
+  validateArtifactInfo(*library->info_, path);
+  return library;
+}
+
+// No dlclose: generated code may leave threads behind (an OpenMP pool) that
+// would run unmapped code, and the process ends soon after anyway.
+ArtifactLibrary::~ArtifactLibrary() = default;
+
+} // namespace dsc::rt

@@ -1,0 +1,370 @@
+//===- RunMain.cpp - dsc-run: set up every rank, run the steps, report ----===//
+//
+// Setup happens in two phases (the command line and the launcher's
+// environment; then the artifact, data, weights and buffers). Each ends in
+// an agreement over a private duplicate of MPI_COMM_WORLD: if any rank
+// failed, rank 0 gathers the messages, prints each distinct one once, and
+// every rank exits with the same non-zero status. So a mistake that every
+// rank makes alike (a wrong --batch) prints one line, not N, and a rank
+// that fails alone (a file missing on one node) cannot leave the others
+// waiting in a collective. Once the steps run, an error on a rank prints
+// that rank's message and ends the job with MPI_Abort, since the other ranks
+// may be inside a collective that will never complete.
+//
+// The launcher's own traffic (agreements, the final summary) is not counted
+// in the communicator's per-collective bytes: those are the artifact's, the
+// figures that the compiler's communication report predicts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/MpiComm.h"
+#include "dsc/runtime/RankInfo.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/TokenData.h"
+#include "dsc/runtime/Watchdog.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+namespace dsc::rt {
+
+namespace {
+
+constexpr int kErrorExitCode = 1;
+
+/// The message of the exception being handled; generated code could throw
+/// something that is no std::exception.
+std::string describeCurrentException() {
+  try {
+    throw;
+  } catch (const std::exception &error) {
+    return error.what();
+  } catch (...) {
+    return "unknown exception (not a std::exception)";
+  }
+}
+
+/// What a setup phase left on this rank: 0 and no message when it worked.
+struct Outcome {
+  int code = 0;
+  std::string message;
+};
+
+template <typename Body> Outcome attempt(Body &&body) {
+  try {
+    body();
+    return {};
+  } catch (const UsageError &error) {
+    return {kUsageExitCode, error.what()};
+  } catch (...) {
+    return {kErrorExitCode, describeCurrentException()};
+  }
+}
+
+/// "rank 2", "ranks 0, 1, 3".
+std::string rankList(const std::vector<int> &ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+/// The launcher's coordination between ranks, on its own communicator.
+class Control {
+public:
+  Control() {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    try {
+      timeoutSeconds_ = collectiveTimeoutFromEnvironment();
+    } catch (const Error &) {
+      // Reported by the first setup phase, on every rank alike.
+    }
+  }
+  ~Control() { MPI_Comm_free(&comm_); }
+  Control(const Control &) = delete;
+  Control &operator=(const Control &) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  /// The largest `code` of all ranks. Waits under a watchdog: a rank stuck
+  /// in setup ends the job after DSC_COLLECTIVE_TIMEOUT seconds.
+  int agree(int code) {
+    CollectiveWatchdog watchdog(timeoutSeconds_);
+    CollectiveRecord record = watchdog.begin(CollectiveKind::AllReduce, 1,
+                                             CommDType::I32, ReduceOp::Max);
+    int result = 0;
+    MPI_Request request;
+    MPI_Iallreduce(&code, &result, 1, MPI_INT, MPI_MAX, comm_, &request);
+    bool done = watchdog.waitUntilComplete(record, [&] {
+      int flag = 0;
+      MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      return flag != 0;
+    });
+    if (!done) {
+      std::fprintf(stderr,
+                   "dsc-run: rank %d: the other ranks did not finish setting "
+                   "up in time\n%s\n",
+                   rank_, watchdog.timeoutReport(rank_, record).c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, kCollectiveTimeoutExitCode);
+    }
+    return result;
+  }
+
+  /// Every rank's `text`, in rank order, on rank 0; empty elsewhere.
+  std::vector<std::string> gather(const std::string &text) {
+    int length = static_cast<int>(text.size());
+    std::vector<int> lengths(rank_ == 0 ? size_ : 0);
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm_);
+    std::vector<int> offsets(lengths.size());
+    int total = 0;
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      offsets[i] = total;
+      total += lengths[i];
+    }
+    std::string all(static_cast<size_t>(total), '\0');
+    MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                offsets.data(), MPI_CHAR, 0, comm_);
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < lengths.size(); ++i)
+      texts.push_back(all.substr(static_cast<size_t>(offsets[i]),
+                                 static_cast<size_t>(lengths[i])));
+    return texts;
+  }
+
+private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  double timeoutSeconds_ = kDefaultCollectiveTimeoutSeconds;
+};
+
+/// Ends a setup phase on every rank: 0 when all ranks succeeded, else the
+/// largest exit code, after rank 0 printed each distinct message once.
+int settle(Control &control, const Outcome &outcome) {
+  int code = control.agree(outcome.code);
+  if (code == 0)
+    return 0;
+  std::vector<std::string> messages = control.gather(outcome.message);
+  if (control.rank() != 0)
+    return code;
+  std::map<std::string, std::vector<int>> ranksOf; // message -> ranks
+  std::vector<std::string> order;
+  for (int r = 0; r < static_cast<int>(messages.size()); ++r) {
+    const std::string &message = messages[static_cast<size_t>(r)];
+    if (message.empty())
+      continue;
+    if (ranksOf[message].empty())
+      order.push_back(message);
+    ranksOf[message].push_back(r);
+  }
+  for (const std::string &message : order) {
+    const std::vector<int> &ranks = ranksOf[message];
+    if (static_cast<int>(ranks.size()) == control.size())
+      std::fprintf(stderr, "dsc-run: error: %s\n", message.c_str());
+    else
+      std::fprintf(stderr, "dsc-run: error: %s: %s\n",
+                   rankList(ranks).c_str(), message.c_str());
+  }
+  if (code == kUsageExitCode)
+    std::fprintf(stderr, "dsc-run: 'dsc-run --help' shows the usage\n");
+  std::fflush(stderr);
+  return code;
+}
+
+/// This rank's summary, one line per figure, each prefixed "[rank R]".
+std::string summary(int rank, const MemoryPool &arena, const MemoryPool &state,
+                    const MemoryPool &io, const CommStats &stats) {
+  std::ostringstream out;
+  std::string prefix = "[rank " + std::to_string(rank) + "] ";
+  size_t peak =
+      arena.highWaterMark() + state.highWaterMark() + io.highWaterMark();
+  out << prefix << "peak_memory_bytes=" << peak
+      << " arena_high_water_bytes=" << arena.highWaterMark()
+      << " state_bytes=" << state.highWaterMark()
+      << " io_bytes=" << io.highWaterMark() << "\n";
+  for (size_t k = 0; k < kCollectiveKindCount; ++k) {
+    auto kind = static_cast<CollectiveKind>(k);
+    const CollectiveCounters &counters = stats[kind];
+    if (counters.calls)
+      out << prefix << "collective=" << name(kind)
+          << " calls=" << counters.calls
+          << " bytes_sent=" << counters.bytesSent << "\n";
+  }
+  CollectiveCounters total = stats.total();
+  out << prefix << "collective=total calls=" << total.calls
+      << " bytes_sent=" << total.bytesSent << "\n";
+  return out.str();
+}
+
+double readLoss(const void *buffer, ElementType type) {
+  if (type == ElementType::F64)
+    return *static_cast<const double *>(buffer);
+  return *static_cast<const float *>(buffer);
+}
+
+int runJob(const std::vector<std::string> &args) {
+  Control control;
+  const int rank = control.rank(), size = control.size();
+
+  // Phase 1: what every rank can check without touching any file.
+  RunOptions options;
+  Outcome outcome = attempt([&] {
+    RankInfo launcher = detectRankFromEnvironment();
+    checkRankAgrees(launcher, rank, size, "MPI_COMM_WORLD");
+    (void)collectiveTimeoutFromEnvironment();
+    options = parseRunOptions(args);
+  });
+  if (int code = settle(control, outcome))
+    return code;
+
+  // Collective over MPI_COMM_WORLD; cannot fail on one rank alone now that
+  // the launcher's rank and size agree with MPI's everywhere.
+  MpiCommunicator comm;
+
+  // Phase 2: the artifact, the data, the weights, every buffer.
+  MemoryPool arenaPool("arena"), statePool("state"), ioPool("io");
+  std::unique_ptr<ArtifactLibrary> artifact;
+  FeedPlan plan;
+  std::optional<TokenData> data;
+  std::vector<void *> states, inputs, outputs;
+  void *arena = nullptr;
+  std::vector<int64_t> unfed; // the tokens or targets no input takes
+  int64_t *tokens = nullptr, *targets = nullptr;
+  std::unique_ptr<MetricsCsv> metrics;
+  outcome = attempt([&] {
+    artifact = ArtifactLibrary::open(options.artifact);
+    const ArtifactInfo &info = artifact->info();
+    plan = planFeeds(info, options, size);
+    data = TokenData::open(options.data);
+    // Cheap checks first: the weights file's header, the metrics file, and
+    // one batch (the data must hold a sequence), before any tensor is read.
+    SafeTensorsFile weights = SafeTensorsFile::open(options.weights);
+    if (rank == 0 && !options.metrics.empty())
+      metrics = std::make_unique<MetricsCsv>(options.metrics);
+    for (int32_t i = 0; i < info.numInputs; ++i)
+      inputs.push_back(ioPool.allocate(tensorBytes(info.inputs[i])));
+    for (int32_t i = 0; i < info.numOutputs; ++i)
+      outputs.push_back(ioPool.allocate(tensorBytes(info.outputs[i])));
+    unfed.resize(static_cast<size_t>(plan.microBatch * plan.seqLen));
+    tokens = plan.tokensInput >= 0
+                 ? static_cast<int64_t *>(inputs[size_t(plan.tokensInput)])
+                 : unfed.data();
+    targets = plan.targetsInput >= 0
+                  ? static_cast<int64_t *>(inputs[size_t(plan.targetsInput)])
+                  : unfed.data();
+    data->batch(0, options.batch, options.seq, rank, size, tokens, targets);
+    states = loadStates(info, weights, statePool);
+    arena = arenaPool.allocate(static_cast<size_t>(info.arenaBytes));
+  });
+  if (int code = settle(control, outcome))
+    return code;
+
+  const ArtifactInfo &info = artifact->info();
+  const ElementType lossType = info.outputs[plan.lossOutput].type;
+  const void *loss = outputs[static_cast<size_t>(plan.lossOutput)];
+  RunStepContext context(states, inputs, outputs, arena, comm);
+  if (rank == 0) {
+    std::string model = info.model && *info.model
+                            ? std::string(" (model ") + info.model + ")"
+                            : std::string();
+    std::fprintf(stderr,
+                 "dsc-run: %s%s on %d rank(s): global batch %lld, "
+                 "sequence %lld, %lld step(s)\n",
+                 options.artifact.c_str(), model.c_str(), size,
+                 static_cast<long long>(options.batch),
+                 static_cast<long long>(options.seq),
+                 static_cast<long long>(options.steps));
+    if (!options.eval)
+      std::fprintf(stderr,
+                   "dsc-run: note: artifacts compute the forward pass and "
+                   "loss only, so without --eval the step is the same; "
+                   "training steps arrive with the training-step compiler\n");
+    std::fflush(stderr);
+  }
+
+  try {
+    for (int64_t step = 1; step <= options.steps; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      data->batch(step - 1, options.batch, options.seq, rank, size, tokens,
+                  targets);
+      context.beginStep(step);
+      artifact->step(context);
+      std::chrono::duration<double> elapsed =
+          std::chrono::steady_clock::now() - start;
+      if (rank != 0)
+        continue;
+      StepRecord record =
+          makeStepRecord(step, readLoss(loss, lossType), lossType,
+                         elapsed.count(), options.batch, options.seq);
+      std::printf("%s\n", formatStepLine(record).c_str());
+      std::fflush(stdout);
+      if (metrics)
+        metrics->append(record);
+    }
+    if (metrics)
+      metrics->close();
+  } catch (...) {
+    std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,
+                 describeCurrentException().c_str());
+    std::fflush(stderr);
+    if (size > 1)
+      MPI_Abort(MPI_COMM_WORLD, kErrorExitCode); // others may be mid-collective
+    return kErrorExitCode;
+  }
+
+  std::vector<std::string> summaries = control.gather(
+      summary(rank, arenaPool, statePool, ioPool, comm.stats()));
+  for (const std::string &text : summaries)
+    std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+} // namespace
+
+int runMain(int argc, char **argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string &arg : args)
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(runUsage().c_str(), stdout);
+      return 0;
+    }
+
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+    std::fprintf(stderr, "dsc-run: error: MPI_Init failed\n");
+    return kErrorExitCode;
+  }
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int code = kErrorExitCode;
+  try {
+    code = runJob(args);
+  } catch (...) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,
+                 describeCurrentException().c_str());
+    std::fflush(stderr);
+    if (size > 1)
+      MPI_Abort(MPI_COMM_WORLD, kErrorExitCode);
+  }
+  MPI_Finalize();
+  return code;
+}
+
+} // namespace dsc::rt

@@ -1,0 +1,129 @@
+//===- RunOptions.cpp - dsc-run's command line ----------------------------===//
+
+#include "dsc/runtime/Run.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace dsc::rt {
+
+namespace {
+
+int64_t parsePositive(const std::string &option, const std::string &text) {
+  bool digits = !text.empty();
+  for (char c : text)
+    digits = digits && c >= '0' && c <= '9';
+  errno = 0;
+  long long value = digits ? std::strtoll(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || value <= 0)
+    throw UsageError(option + " needs a positive integer, got '" + text + "'");
+  return value;
+}
+
+} // namespace
+
+std::string runUsage() {
+  return "usage: mpirun -np N dsc-run ARTIFACT --weights W.safetensors "
+         "--data D.bin\n"
+         "               --batch B --seq T --steps S [--eval] "
+         "[--metrics FILE.csv]\n"
+         "\n"
+         "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
+         "S times on\n"
+         "every rank of the job; see docs/running.md.\n"
+         "\n"
+         "  --weights FILE   safetensors file holding every state the "
+         "artifact names\n"
+         "  --data FILE      token file (flat little-endian uint16, as "
+         "python -m dsc.data writes)\n"
+         "  --batch B        global batch: the artifact's micro batch times "
+         "the ranks\n"
+         "  --seq T          sequence length the artifact was compiled for\n"
+         "  --steps S        steps to run, printed as step=1..S on rank 0\n"
+         "  --eval           evaluate (today every artifact is forward and "
+         "loss only,\n"
+         "                   so the step is the same with or without it)\n"
+         "  --metrics FILE   CSV of step,loss,step_time_s,samples_per_s,"
+         "tokens_per_s (rank 0)\n"
+         "  --save DIR, --resume DIR   checkpoints: not supported yet\n"
+         "  -h, --help       this text\n";
+}
+
+RunOptions parseRunOptions(const std::vector<std::string> &args) {
+  RunOptions options;
+  for (const std::string &arg : args)
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return options;
+    }
+
+  bool seenBatch = false, seenSeq = false, seenSteps = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &arg = args[i];
+    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
+      if (!arg.empty() && arg[0] == '-' && arg != "-")
+        throw UsageError("unknown option '" + arg + "'");
+      if (!options.artifact.empty())
+        throw UsageError("more than one artifact given ('" + options.artifact +
+                         "' and '" + arg + "')");
+      options.artifact = arg;
+      continue;
+    }
+    std::string name = arg, value;
+    bool hasValue = false;
+    if (size_t eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    if (name == "--eval") {
+      if (hasValue)
+        throw UsageError("--eval takes no value");
+      options.eval = true;
+      continue;
+    }
+    auto takeValue = [&]() -> std::string {
+      if (hasValue)
+        return value;
+      if (i + 1 >= args.size())
+        throw UsageError(name + " needs a value");
+      return args[++i];
+    };
+    if (name == "--weights")
+      options.weights = takeValue();
+    else if (name == "--data")
+      options.data = takeValue();
+    else if (name == "--metrics") {
+      options.metrics = takeValue();
+      if (options.metrics.empty())
+        throw UsageError("--metrics needs a file name");
+    }
+    else if (name == "--batch")
+      options.batch = parsePositive(name, takeValue()), seenBatch = true;
+    else if (name == "--seq")
+      options.seq = parsePositive(name, takeValue()), seenSeq = true;
+    else if (name == "--steps")
+      options.steps = parsePositive(name, takeValue()), seenSteps = true;
+    else if (name == "--save" || name == "--resume")
+      throw UsageError(name +
+                       ": checkpoints are not supported yet (they arrive "
+                       "with the checkpoint work; see docs/running.md)");
+    else
+      throw UsageError("unknown option '" + name + "'");
+  }
+
+  if (options.artifact.empty())
+    throw UsageError("no artifact given");
+  auto require = [](bool present, const char *name) {
+    if (!present)
+      throw UsageError(std::string("missing required option ") + name);
+  };
+  require(!options.weights.empty(), "--weights");
+  require(!options.data.empty(), "--data");
+  require(seenBatch, "--batch");
+  require(seenSeq, "--seq");
+  require(seenSteps, "--steps");
+  return options;
+}
+
+} // namespace dsc::rt

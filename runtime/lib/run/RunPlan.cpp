@@ -1,0 +1,129 @@
+//===- RunPlan.cpp - the artifact against the job, and its state ----------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+
+#include <cstring>
+
+namespace dsc::rt {
+
+namespace {
+
+/// The safetensors dtype that stores `type` (I1 is one byte, as BOOL).
+DType storageDType(ElementType type) {
+  switch (type) {
+  case ElementType::F64: return DType::F64;
+  case ElementType::F32: return DType::F32;
+  case ElementType::F16: return DType::F16;
+  case ElementType::BF16: return DType::BF16;
+  case ElementType::I64: return DType::I64;
+  case ElementType::I32: return DType::I32;
+  case ElementType::I1: return DType::BOOL;
+  }
+  throw Error("unknown element type " + std::to_string(int(type)));
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  return dsc::rt::formatShape(static_cast<int32_t>(shape.size()),
+                              shape.data());
+}
+
+} // namespace
+
+FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
+                   int worldSize) {
+  const std::string where = options.artifact;
+  check(std::strcmp(info.target, "cpu") == 0,
+        where + ": artifact is for target '" + info.target +
+            "'; this dsc-run runs 'cpu' artifacts only");
+  check(info.worldSize == worldSize,
+        where + ": artifact was compiled for " +
+            std::to_string(info.worldSize) + " rank(s), but the job has " +
+            std::to_string(worldSize) + " (mpirun -np " +
+            std::to_string(info.worldSize) + ")");
+
+  FeedPlan plan;
+  for (int32_t i = 0; i < info.numInputs; ++i) {
+    const TensorDesc &input = info.inputs[i];
+    std::string name = input.name;
+    if (name == "tokens")
+      plan.tokensInput = i;
+    else if (name == "targets")
+      plan.targetsInput = i;
+    else
+      throw Error(where + ": artifact input '" + name + "' (" +
+                  describeType(input) +
+                  ") is not one dsc-run can feed; inputs must be named "
+                  "'tokens' or 'targets'");
+    check(input.type == ElementType::I64 && input.rank == 2,
+          where + ": artifact input '" + name + "' is " + describeType(input) +
+              ", expected i64 [micro batch, seq]");
+  }
+  check(plan.tokensInput >= 0 || plan.targetsInput >= 0,
+        where + ": artifact has no input named 'tokens' or 'targets'");
+  const TensorDesc &first =
+      info.inputs[plan.tokensInput >= 0 ? plan.tokensInput : plan.targetsInput];
+  if (plan.tokensInput >= 0 && plan.targetsInput >= 0) {
+    const TensorDesc &targets = info.inputs[plan.targetsInput];
+    check(targets.shape[0] == first.shape[0] &&
+              targets.shape[1] == first.shape[1],
+          where + ": artifact inputs 'tokens' " + describeType(first) +
+              " and 'targets' " + describeType(targets) + " differ in shape");
+  }
+  plan.microBatch = first.shape[0];
+  plan.seqLen = first.shape[1];
+  check(plan.microBatch > 0 && plan.seqLen > 0,
+        where + ": artifact input '" + first.name + "' is empty (" +
+            describeType(first) + ")");
+  check(options.batch == plan.microBatch * worldSize,
+        "--batch " + std::to_string(options.batch) +
+            " does not match the artifact: its micro batch " +
+            std::to_string(plan.microBatch) + " per rank times " +
+            std::to_string(worldSize) + " rank(s) is " +
+            std::to_string(plan.microBatch * worldSize));
+  check(options.seq == plan.seqLen,
+        "--seq " + std::to_string(options.seq) +
+            " does not match the artifact's sequence length " +
+            std::to_string(plan.seqLen) + " (input '" + first.name + "' is " +
+            describeType(first) + ")");
+
+  plan.lossOutput = findTensor(info.outputs, info.numOutputs, "loss");
+  check(plan.lossOutput >= 0, where + ": artifact has no output named 'loss'");
+  const TensorDesc &loss = info.outputs[plan.lossOutput];
+  check((loss.type == ElementType::F32 || loss.type == ElementType::F64) &&
+            numElements(loss) == 1,
+        where + ": artifact output 'loss' is " + describeType(loss) +
+            ", expected one f32 or f64 element");
+  return plan;
+}
+
+std::vector<void *> loadStates(const ArtifactInfo &info,
+                               const SafeTensorsFile &weights,
+                               MemoryPool &pool) {
+  const std::string &file = weights.path();
+  std::vector<void *> buffers;
+  buffers.reserve(static_cast<size_t>(info.numStates));
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const TensorDesc &state = info.states[i].tensor;
+    std::string name = state.name;
+    check(weights.contains(name),
+          file + ": no tensor '" + name + "'; the artifact needs it as " +
+              describeType(state));
+    const TensorInfo &stored = weights.info(name);
+    std::vector<int64_t> expected(state.shape, state.shape + state.rank);
+    DType dtype = storageDType(state.type);
+    check(stored.shape == expected && stored.dtype == dtype,
+          file + ": tensor '" + name + "' is " + dtypeName(stored.dtype) +
+              " " + formatShape(stored.shape) + ", but the artifact expects " +
+              dtypeName(dtype) + " " + formatShape(expected));
+    size_t bytes = tensorBytes(state);
+    void *buffer = pool.allocate(bytes);
+    buffers.push_back(buffer);
+    weights.read(name, buffer, bytes);
+  }
+  return buffers;
+}
+
+} // namespace dsc::rt

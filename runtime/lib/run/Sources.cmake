@@ -1,0 +1,11 @@
+# Sources of the run component: dsc-run's logic (the tool's main is in
+# tools/dsc-run/). ArtifactHost.cmake defines how an executable that loads
+# artifacts links the runtime.
+list(APPEND DSC_RUNTIME_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/ArtifactLibrary.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunOptions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunPlan.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunStepContext.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunMetrics.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunMain.cpp)
+include(${CMAKE_CURRENT_LIST_DIR}/ArtifactHost.cmake)

@@ -1,0 +1,497 @@
+//===- RunTest.cpp - dsc-run's pieces, in process -------------------------===//
+//
+// The command line, the checks of an artifact against the job, state
+// loading, the StepContext and the metrics, without MPI: collectives go to
+// a one-rank loopback communicator. The test artifacts (Inputs/) are loaded
+// with dlopen, so this executable exports the runtime as dsc-run does.
+// RunToolTest.cpp runs the dsc-run binary itself under mpirun.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Comm.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+
+#include "Inputs/TinyModel.h"
+#include "ScratchDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace dsc::rt;
+using dsc::rt::test::ScratchDir;
+using dsc::rt::test::TinyModel;
+using testing::HasSubstr;
+
+namespace {
+
+std::string artifactPath(const std::string &name) {
+  return std::string(DSC_TEST_ARTIFACT_DIR) + "/" + name + ".so";
+}
+
+/// The message of the Error that `body` throws ("" if none).
+template <typename Body> std::string errorOf(Body &&body) {
+  try {
+    body();
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "";
+}
+
+/// A communicator of one rank: every collective is the identity, but it is
+/// numbered and counted like any other.
+class LoopbackComm final : public Communicator {
+public:
+  LoopbackComm() : Communicator(60) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+
+private:
+  void runAllReduce(const void *send, void *recv, std::size_t count,
+                    CommDType dtype, ReduceOp) override {
+    if (send != recv)
+      std::memmove(recv, send, count * byteSize(dtype));
+  }
+  void runAllGather(const void *, void *, std::size_t, CommDType) override {}
+  void runReduceScatter(const void *, void *, std::size_t, CommDType,
+                        ReduceOp) override {}
+  void runBroadcast(const void *, void *, std::size_t, CommDType,
+                    int) override {}
+  void runBarrier() override {}
+  void runAllToAll(const void *, void *, std::size_t, CommDType) override {}
+  [[noreturn]] void abortJob(int) override { std::abort(); }
+};
+
+//===----------------------------------------------------------------------===//
+// Command line
+//===----------------------------------------------------------------------===//
+
+std::vector<std::string> goodArgs() {
+  return {"step.so", "--weights", "w.safetensors", "--data=d.bin",
+          "--batch",  "8",         "--seq",         "16",
+          "--steps",  "3"};
+}
+
+TEST(DscRunOptions, ParsesEveryOption) {
+  std::vector<std::string> args = goodArgs();
+  args.insert(args.end(), {"--eval", "--metrics", "m.csv"});
+  RunOptions options = parseRunOptions(args);
+  EXPECT_EQ(options.artifact, "step.so");
+  EXPECT_EQ(options.weights, "w.safetensors");
+  EXPECT_EQ(options.data, "d.bin");
+  EXPECT_EQ(options.batch, 8);
+  EXPECT_EQ(options.seq, 16);
+  EXPECT_EQ(options.steps, 3);
+  EXPECT_TRUE(options.eval);
+  EXPECT_EQ(options.metrics, "m.csv");
+  EXPECT_FALSE(options.help);
+}
+
+TEST(DscRunOptions, HelpWinsOverEverythingElse) {
+  EXPECT_TRUE(parseRunOptions({"--bogus", "-h"}).help);
+  EXPECT_TRUE(parseRunOptions({"--help"}).help);
+}
+
+TEST(DscRunOptions, RejectsBadCommandLines) {
+  struct Case {
+    std::vector<std::string> change; // appended to goodArgs()
+    const char *message;
+  };
+  const Case cases[] = {
+      {{"--bogus"}, "unknown option '--bogus'"},
+      {{"-x"}, "unknown option '-x'"},
+      {{"other.so"}, "more than one artifact given ('step.so' and 'other.so')"},
+      {{"--steps", "0"}, "--steps needs a positive integer, got '0'"},
+      {{"--batch", "-4"}, "--batch needs a positive integer, got '-4'"},
+      {{"--seq", "12abc"}, "--seq needs a positive integer, got '12abc'"},
+      {{"--steps", "99999999999999999999"}, "--steps needs a positive integer"},
+      {{"--metrics="}, "--metrics needs a file name"},
+      {{"--eval=1"}, "--eval takes no value"},
+      {{"--save", "ckpt/"}, "--save: checkpoints are not supported yet"},
+      {{"--resume=ckpt/"}, "--resume: checkpoints are not supported yet"},
+      {{"--metrics"}, "--metrics needs a value"},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> args = goodArgs();
+    args.insert(args.end(), c.change.begin(), c.change.end());
+    try {
+      parseRunOptions(args);
+      ADD_FAILURE() << "accepted " << c.change[0];
+    } catch (const UsageError &error) {
+      EXPECT_THAT(error.what(), HasSubstr(c.message));
+    }
+  }
+}
+
+TEST(DscRunOptions, RequiresEachOption) {
+  const char *required[] = {"--weights", "--data", "--batch", "--seq",
+                            "--steps"};
+  for (const char *option : required) {
+    std::vector<std::string> args = goodArgs(), kept;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == option) {
+        ++i; // and its value
+        continue;
+      }
+      if (args[i].rfind(std::string(option) + "=", 0) == 0)
+        continue;
+      kept.push_back(args[i]);
+    }
+    EXPECT_THAT(errorOf([&] { parseRunOptions(kept); }),
+                HasSubstr(std::string("missing required option ") + option));
+  }
+  EXPECT_EQ(errorOf([] { parseRunOptions({"--steps", "1"}); }),
+            "no artifact given");
+}
+
+//===----------------------------------------------------------------------===//
+// The artifact against the job
+//===----------------------------------------------------------------------===//
+
+/// An ArtifactInfo to vary: tokens and targets i64 [2, 4] for 2 ranks.
+struct FakeArtifact {
+  int64_t inputShape[2] = {2, 4};
+  int64_t weightShape[2] = {3, 5};
+  StateDesc states[1] = {
+      {{"w", ElementType::F32, 2, weightShape}, StateRole::Parameter}};
+  TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
+                          {"targets", ElementType::I64, 2, inputShape}};
+  TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
+  ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2, 1024, 1,
+                    states,              2,     inputs,      1, outputs};
+  RunOptions options;
+  FakeArtifact() {
+    options.artifact = "fake.so";
+    options.batch = 4;
+    options.seq = 4;
+  }
+};
+
+TEST(DscRunPlan, FeedsTokensAndTargets) {
+  FakeArtifact fake;
+  FeedPlan plan = planFeeds(fake.info, fake.options, 2);
+  EXPECT_EQ(plan.tokensInput, 0);
+  EXPECT_EQ(plan.targetsInput, 1);
+  EXPECT_EQ(plan.lossOutput, 0);
+  EXPECT_EQ(plan.microBatch, 2);
+  EXPECT_EQ(plan.seqLen, 4);
+}
+
+TEST(DscRunPlan, AcceptsTokensAlone) {
+  FakeArtifact fake; // BERT's graph has no use for targets
+  fake.info.numInputs = 1;
+  FeedPlan plan = planFeeds(fake.info, fake.options, 2);
+  EXPECT_EQ(plan.tokensInput, 0);
+  EXPECT_EQ(plan.targetsInput, -1);
+}
+
+TEST(DscRunPlan, RejectsAJobTheArtifactDoesNotFit) {
+  {
+    FakeArtifact fake;
+    EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 4); }),
+              "fake.so: artifact was compiled for 2 rank(s), but the job has "
+              "4 (mpirun -np 2)");
+  }
+  {
+    FakeArtifact fake;
+    fake.options.batch = 2;
+    EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+              "--batch 2 does not match the artifact: its micro batch 2 per "
+              "rank times 2 rank(s) is 4");
+  }
+  {
+    FakeArtifact fake;
+    fake.options.seq = 8;
+    EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+              "--seq 8 does not match the artifact's sequence length 4 "
+              "(input 'tokens' is i64 [2, 4])");
+  }
+  {
+    FakeArtifact fake;
+    fake.inputs[1].name = "labels";
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("input 'labels' (i64 [2, 4]) is not one dsc-run "
+                          "can feed"));
+  }
+  {
+    FakeArtifact fake;
+    fake.inputs[0].type = ElementType::I32;
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("input 'tokens' is i32 [2, 4], expected i64"));
+  }
+  {
+    FakeArtifact fake;
+    int64_t other[2] = {2, 5};
+    fake.inputs[1].shape = other;
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("differ in shape"));
+  }
+  {
+    FakeArtifact fake;
+    fake.outputs[0].name = "logits";
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("no output named 'loss'"));
+  }
+  {
+    FakeArtifact fake;
+    fake.outputs[0].type = ElementType::I64;
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("output 'loss' is i64 []"));
+  }
+  {
+    FakeArtifact fake;
+    fake.info.target = "cuda";
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("target 'cuda'"));
+  }
+  {
+    FakeArtifact fake;
+    fake.info.numInputs = 0;
+    EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+                HasSubstr("no input named 'tokens' or 'targets'"));
+  }
+}
+
+TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
+  struct Case {
+    void (*spoil)(FakeArtifact &);
+    const char *message;
+  };
+  const Case cases[] = {
+      {[](FakeArtifact &f) { f.info.abiVersion = 0; },
+       "artifact ABI version 0, but this dsc-run reads version"},
+      {[](FakeArtifact &f) { f.info.target = nullptr; }, "names no target"},
+      {[](FakeArtifact &f) { f.info.worldSize = 0; }, "world size 0"},
+      {[](FakeArtifact &f) { f.info.arenaBytes = -1; }, "negative arena"},
+      {[](FakeArtifact &f) { f.info.states = nullptr; },
+       "1 states but no state array"},
+      {[](FakeArtifact &f) { f.states[0].tensor.name = ""; },
+       "state 0 has no name"},
+      {[](FakeArtifact &f) { f.weightShape[1] = -5; },
+       "state 0 'w' has negative dimension -5"},
+      {[](FakeArtifact &f) { f.weightShape[0] = int64_t(1) << 40; f.weightShape[1] = int64_t(1) << 40; },
+       "has more bytes than int64 can count"},
+      {[](FakeArtifact &f) { f.states[0].tensor.type = ElementType(42); },
+       "unknown element type 42"},
+      {[](FakeArtifact &f) { f.states[0].role = StateRole(7); },
+       "unknown role 7"},
+      {[](FakeArtifact &f) { f.inputs[1].name = "tokens"; },
+       "two inputs named 'tokens'"},
+      {[](FakeArtifact &f) { f.outputs[0].rank = 99; }, "has rank 99"},
+      {[](FakeArtifact &f) { f.inputs[0].shape = nullptr; }, "but no shape"},
+  };
+  {
+    FakeArtifact fake;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+  }
+  for (const Case &c : cases) {
+    FakeArtifact fake;
+    c.spoil(fake);
+    EXPECT_THAT(errorOf([&] { validateArtifactInfo(fake.info, "fake.so"); }),
+                HasSubstr(c.message));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// State
+//===----------------------------------------------------------------------===//
+
+TEST(DscRunLoadStates, ReadsEveryStateByName) {
+  ScratchDir dir;
+  TinyModel model;
+  model.writeWeights(dir.file("w.safetensors"));
+  auto artifact = ArtifactLibrary::open(artifactPath("tiny_w1"));
+  MemoryPool pool("state");
+  std::vector<void *> states = loadStates(
+      artifact->info(), SafeTensorsFile::open(dir.file("w.safetensors")), pool);
+  ASSERT_EQ(states.size(), 3u);
+  EXPECT_EQ(std::memcmp(states[0], model.wte.data(), 16 * 8 * 4), 0);
+  EXPECT_EQ(std::memcmp(states[1], model.head.data(), 8 * 4), 0);
+  EXPECT_EQ(std::memcmp(states[2], model.bias.data(), 16 * 4), 0);
+  // Each rounded to the pool's 256 bytes; "unused.extra" is not loaded.
+  EXPECT_EQ(pool.highWaterMark(), 512u + 256u + 256u);
+}
+
+TEST(DscRunLoadStates, NamesTheTensorAndBothShapes) {
+  FakeArtifact fake;
+  ScratchDir dir;
+  std::vector<float> data(3 * 6);
+  std::vector<double> wide(3 * 5);
+  MemoryPool pool("state");
+  auto load = [&](const std::vector<TensorView> &tensors) {
+    writeSafeTensors(dir.file("w.safetensors"), tensors);
+    return errorOf([&] {
+      loadStates(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
+                 pool);
+    });
+  };
+  EXPECT_EQ(load({{"v", DType::F32, {3, 5}, data.data()}}),
+            dir.file("w.safetensors") +
+                ": no tensor 'w'; the artifact needs it as f32 [3, 5]");
+  EXPECT_EQ(load({{"w", DType::F32, {3, 6}, data.data()}}),
+            dir.file("w.safetensors") +
+                ": tensor 'w' is F32 [3, 6], but the artifact expects F32 "
+                "[3, 5]");
+  EXPECT_EQ(load({{"w", DType::F64, {3, 5}, wide.data()}}),
+            dir.file("w.safetensors") +
+                ": tensor 'w' is F64 [3, 5], but the artifact expects F32 "
+                "[3, 5]");
+  EXPECT_EQ(load({{"w", DType::F32, {15}, data.data()}}),
+            dir.file("w.safetensors") +
+                ": tensor 'w' is F32 [15], but the artifact expects F32 [3, 5]");
+}
+
+//===----------------------------------------------------------------------===//
+// Loading artifacts and running a step
+//===----------------------------------------------------------------------===//
+
+TEST(DscRunArtifactLibrary, LoadsTheTinyArtifact) {
+  auto artifact = ArtifactLibrary::open(artifactPath("tiny_w2"));
+  const ArtifactInfo &info = artifact->info();
+  EXPECT_EQ(info.worldSize, 2);
+  EXPECT_STREQ(info.target, "cpu");
+  ASSERT_EQ(info.numStates, 3);
+  EXPECT_STREQ(info.states[0].tensor.name, "wte.weight");
+  EXPECT_EQ(describeType(info.states[0].tensor), "f32 [16, 8]");
+  EXPECT_EQ(describeType(info.inputs[0]), "i64 [2, 4]");
+  EXPECT_EQ(tensorBytes(info.inputs[0]), 64u);
+  EXPECT_EQ(findTensor(info.outputs, info.numOutputs, "loss"), 0);
+  EXPECT_EQ(findTensor(info.outputs, info.numOutputs, "nope"), -1);
+}
+
+TEST(DscRunArtifactLibrary, RefusesWhatIsNoArtifact) {
+  ScratchDir dir;
+  EXPECT_THAT(errorOf([&] { ArtifactLibrary::open(dir.file("none.so")); }),
+              HasSubstr("none.so: cannot open artifact: No such file"));
+  EXPECT_THAT(errorOf([&] { ArtifactLibrary::open(dir.path()); }),
+              HasSubstr("artifact is not a regular file"));
+  std::string text = dir.write("text.so", "not an ELF file\n");
+  EXPECT_THAT(errorOf([&] { ArtifactLibrary::open(text); }),
+              HasSubstr("text.so: cannot load artifact: "));
+  EXPECT_THAT(
+      errorOf([&] { ArtifactLibrary::open(artifactPath("not_an_artifact")); }),
+      HasSubstr("not a dsc artifact: it does not export dsc_artifact_info"));
+  EXPECT_THAT(errorOf([&] { ArtifactLibrary::open(artifactPath("tiny_abi99")); }),
+              HasSubstr("artifact ABI version 99, but this dsc-run reads "
+                        "version " +
+                        std::to_string(kArtifactAbiVersion)));
+  std::string missing =
+      errorOf([&] { ArtifactLibrary::open(artifactPath("tiny_missing_symbol")); });
+  EXPECT_THAT(missing, HasSubstr("undefined symbol"));
+  EXPECT_THAT(missing, HasSubstr("dsc::rt::functionNotInTheRuntime(int)"));
+}
+
+TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
+  ScratchDir dir;
+  TinyModel model;
+  model.writeWeights(dir.file("w.safetensors"));
+  std::vector<uint16_t> data = dsc::rt::test::tinyTokens();
+  auto artifact = ArtifactLibrary::open(artifactPath("tiny_w1"));
+  const ArtifactInfo &info = artifact->info();
+  MemoryPool pool("all");
+  std::vector<void *> states =
+      loadStates(info, SafeTensorsFile::open(dir.file("w.safetensors")), pool);
+  std::vector<int64_t> tokens(16), targets(16);
+  for (int64_t j = 0; j < 4; ++j) // step 0: sequences 0..3
+    for (int64_t t = 0; t < 4; ++t) {
+      tokens[j * 4 + t] = data[j * 4 + t];
+      targets[j * 4 + t] = data[j * 4 + t + 1];
+    }
+  float loss = 0;
+  LoopbackComm comm;
+  RunStepContext context(states, {tokens.data(), targets.data()}, {&loss},
+                         pool.allocate(size_t(info.arenaBytes)), comm);
+  context.beginStep(1);
+  artifact->step(context);
+  EXPECT_NEAR(loss, model.expectedLoss(data, 0, 4, 4), 1e-5);
+  EXPECT_EQ(context.collectivesThisStep(), 2);
+  EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 2u);
+
+  // An Error thrown by generated code (through the runtime's check)
+  // reaches the caller with its message.
+  tokens[3] = 20;
+  context.beginStep(2);
+  EXPECT_THAT(errorOf([&] { artifact->step(context); }),
+              HasSubstr("TinyArtifact: token id 20"));
+}
+
+TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
+  LoopbackComm comm;
+  float value = 1;
+  RunStepContext context({}, {}, {}, nullptr, comm);
+  context.beginStep(7);
+  context.allReduceSum(&value, 1, ElementType::F32, 1);
+  context.allReduceSum(&value, 1, ElementType::F32, 3);
+  EXPECT_EQ(errorOf([&] {
+              context.allReduceSum(&value, 1, ElementType::F32, 3);
+            }),
+            "step 7, collective 3 (allReduceSum of 1 f32): sequence numbers "
+            "must grow within a step; the previous collective of this step "
+            "was 3");
+  context.beginStep(8); // numbering starts over
+  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1));
+  EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
+}
+
+TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
+  LoopbackComm comm;
+  uint16_t half = 0;
+  RunStepContext context({}, {}, {}, nullptr, comm);
+  context.beginStep(1);
+  EXPECT_EQ(errorOf([&] {
+              context.allReduceSum(&half, 1, ElementType::F16, 1);
+            }),
+            "step 1, collective 1 (allReduceSum of 1 f16): the communicator "
+            "cannot sum f16 elements");
+  EXPECT_THAT(errorOf([&] { context.state(0); }),
+              HasSubstr("artifact asked for state 0 of 0"));
+  double d = 2;
+  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 2));
+  EXPECT_EQ(d, 2);
+}
+
+//===----------------------------------------------------------------------===//
+// Log line and metrics
+//===----------------------------------------------------------------------===//
+
+TEST(DscRunMetrics, StepLineStartsWithStepAndLoss) {
+  StepRecord record =
+      makeStepRecord(3, 2.7725887f, ElementType::F32, 0.5, 8, 16);
+  EXPECT_EQ(record.samplesPerSecond, 16);
+  EXPECT_EQ(record.tokensPerSecond, 256);
+  EXPECT_EQ(formatStepLine(record),
+            "step=3 loss=2.77258873 samples/s=16 tokens/s=256 step_time_s=0.5");
+}
+
+TEST(DscRunMetrics, LossRoundTrips) {
+  const float values[] = {2.7725887f, 1e-7f, 12345.678f, 0.1f};
+  for (float value : values)
+    EXPECT_EQ(std::strtof(formatLoss(value, ElementType::F32).c_str(), nullptr),
+              value);
+  double wide = 0.1 + 0.2;
+  EXPECT_EQ(std::strtod(formatLoss(wide, ElementType::F64).c_str(), nullptr),
+            wide);
+}
+
+TEST(DscRunMetrics, CsvIsReadableAfterEveryRow) {
+  ScratchDir dir;
+  std::string path = dir.file("m.csv");
+  MetricsCsv csv(path);
+  EXPECT_EQ(dsc::rt::test::readBytes(path),
+            "step,loss,step_time_s,samples_per_s,tokens_per_s\n");
+  csv.append(makeStepRecord(1, 0.25, ElementType::F32, 2, 8, 4));
+  EXPECT_EQ(dsc::rt::test::readBytes(path),
+            "step,loss,step_time_s,samples_per_s,tokens_per_s\n"
+            "1,0.25,2,4,16\n");
+  csv.close();
+  EXPECT_THAT(errorOf([&] { MetricsCsv(dir.file("no/such/dir.csv")); }),
+              HasSubstr("cannot write metrics"));
+}
+
+} // namespace

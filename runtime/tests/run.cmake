@@ -1,0 +1,50 @@
+# Tests of the run component (dsc-run). RunTest runs its pieces in process;
+# RunToolTest runs the dsc-run binary under mpirun with 1 and 2 ranks. Each
+# ctest case has a TIMEOUT, and every process RunToolTest starts runs under
+# timeout(1), so that no test can hang.
+
+# Test artifacts: shared libraries built as dsc-compile builds artifacts
+# (a module that leaves its runtime calls undefined), from Inputs/ with the
+# knobs of TinyArtifact.cpp, into build/runtime/tests/artifacts/NAME.so.
+set(DSC_TEST_ARTIFACT_DIR ${CMAKE_CURRENT_BINARY_DIR}/artifacts)
+set(DSC_TEST_ARTIFACTS "")
+function(dsc_test_artifact name source)
+  set(target dsc_test_artifact_${name})
+  add_library(${target} MODULE ${source})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_definitions(${target} PRIVATE ${ARGN})
+  set_target_properties(${target} PROPERTIES PREFIX "" SUFFIX ".so"
+    OUTPUT_NAME ${name} LIBRARY_OUTPUT_DIRECTORY ${DSC_TEST_ARTIFACT_DIR})
+  set(DSC_TEST_ARTIFACTS ${DSC_TEST_ARTIFACTS} ${target} PARENT_SCOPE)
+endfunction()
+dsc_test_artifact(tiny_w1 Inputs/TinyArtifact.cpp)
+dsc_test_artifact(tiny_w2 Inputs/TinyArtifact.cpp TINY_WORLD_SIZE=2 TINY_MICRO_BATCH=2)
+dsc_test_artifact(tiny_abi99 Inputs/TinyArtifact.cpp TINY_ABI_VERSION=99)
+dsc_test_artifact(tiny_labels Inputs/TinyArtifact.cpp TINY_SECOND_INPUT="labels")
+dsc_test_artifact(tiny_stall Inputs/TinyArtifact.cpp
+  TINY_WORLD_SIZE=2 TINY_MICRO_BATCH=2 TINY_STALL_RANK=1)
+dsc_test_artifact(tiny_missing_symbol Inputs/TinyArtifact.cpp TINY_CALL_MISSING)
+dsc_test_artifact(not_an_artifact Inputs/NotAnArtifact.cpp)
+
+# In process: dlopen()s the artifacts, so it exports the runtime as dsc-run.
+add_executable(RunTest RunTest.cpp)
+dsc_runtime_artifact_host(RunTest)
+target_link_libraries(RunTest PRIVATE GTest::gmock GTest::gtest GTest::gtest_main)
+target_compile_definitions(RunTest PRIVATE
+  DSC_TEST_ARTIFACT_DIR="${DSC_TEST_ARTIFACT_DIR}")
+add_dependencies(RunTest ${DSC_TEST_ARTIFACTS})
+gtest_discover_tests(RunTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+# The binary under mpirun.
+list(JOIN DSC_MPIRUN "|" DSC_MPIRUN_LIST)
+add_executable(RunToolTest RunToolTest.cpp)
+target_link_libraries(RunToolTest PRIVATE dsc_runtime GTest::gmock GTest::gtest
+  GTest::gtest_main)
+target_compile_definitions(RunToolTest PRIVATE
+  DSC_RUN_BINARY="$<TARGET_FILE:dsc-run>"
+  DSC_MPIRUN="${DSC_MPIRUN_LIST}"
+  DSC_TEST_ARTIFACT_DIR="${DSC_TEST_ARTIFACT_DIR}"
+  DSC_TEST_INPUTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}/Inputs"
+  DSC_ARTIFACT_FLAGS_FILE="${DSC_ARTIFACT_FLAGS_FILE}")
+add_dependencies(RunToolTest dsc-run ${DSC_TEST_ARTIFACTS})
+gtest_discover_tests(RunToolTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 180)
