@@ -35,9 +35,12 @@ if subprocess.run([torch_python, "-c", "import torch, numpy"],
 config.substitutions.append(
     ("%torch_python",
      f"env PYTHONPATH={os.path.join(config.dsc_src_root, 'python')} {torch_python}"))
+# mpirun as root (CI, containers) and with more ranks than cores.
+config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
+config.environment["DSC_COLLECTIVE_TIMEOUT"] = "120"
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
-tools = ["dsc-opt", "dsc-translate", "dsc-compile"]
+tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run"]
 if config.dsc_has_fuzzer:
     config.available_features.add("libfuzzer")
     tools.append("dsc-parse-fuzzer")

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Compares the `step=N loss=X` lines dsc-run printed with reference losses.
+
+Usage: compare_losses.py REFERENCE.json RUN.txt [RUN.txt ...] [--rtol R] [--atol A]
+
+REFERENCE.json is dsc.golden's losses.json (its `losses`, one per step), or
+a JSON list of floats. Every run must print one line per reference step,
+numbered from 1, each within rtol/atol (fp32 defaults: 1e-5 / 1e-6).
+"""
+import argparse
+import json
+import math
+import re
+import sys
+
+p = argparse.ArgumentParser()
+p.add_argument("reference")
+p.add_argument("runs", nargs="+")
+p.add_argument("--rtol", type=float, default=1e-5)
+p.add_argument("--atol", type=float, default=1e-6)
+args = p.parse_args()
+
+ref = json.load(open(args.reference))
+ref = ref["losses"] if isinstance(ref, dict) else ref
+failed = False
+for path in args.runs:
+    losses = {}
+    for line in open(path):
+        m = re.match(r"step=(\d+) loss=(\S+)", line)
+        if m:
+            losses[int(m.group(1))] = float(m.group(2))
+    if sorted(losses) != list(range(1, len(ref) + 1)):
+        print(f"{path}: steps {sorted(losses)}, expected 1..{len(ref)}")
+        failed = True
+        continue
+    for step, want in enumerate(ref, start=1):
+        got = losses[step]
+        ok = math.isfinite(got) and abs(got - want) <= args.atol + args.rtol * abs(want)
+        print(f"{path}: step {step}: dsc {got!r} pytorch {want!r} {'ok' if ok else 'MISMATCH'}")
+        failed |= not ok
+sys.exit(1 if failed else 0)
