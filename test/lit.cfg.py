@@ -40,6 +40,11 @@ config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscr
 config.environment["DSC_COLLECTIVE_TIMEOUT"] = "120"
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
+# nvcc from the CUDA toolkit: CUDA artifacts must build on machines without
+# a GPU (they cannot run here).
+if os.path.exists("/usr/local/cuda/bin/nvcc"):
+    config.available_features.add("nvcc")
+
 tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run"]
 if config.dsc_has_fuzzer:
     config.available_features.add("libfuzzer")

@@ -4,6 +4,7 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_DATAPARALLEL
@@ -34,6 +35,12 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
       builder.setInsertionPoint(ret);
       for (OpOperand &operand : ret->getOpOperands())
         operand.set(globalize(builder, operand.get()));
+      // The rank-local values the outputs were computed from (a mean
+      // cross-entropy) are dead now.
+      for (Operation &op : llvm::make_early_inc_range(
+               llvm::reverse(func.getBody().front())))
+        if (isOpTriviallyDead(&op))
+          op.erase();
     }
   }
 
@@ -66,10 +73,7 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
         count = ReduceSumOp::create(b, loc, ones, all, /*keep_dims=*/false);
       auto globalSum = AllReduceOp::create(b, loc, sum);
       auto globalCount = AllReduceOp::create(b, loc, count);
-      Value mean = DivOp::create(b, loc, globalSum, globalCount);
-      if (ce->use_empty())
-        ce.erase();
-      return mean;
+      return DivOp::create(b, loc, globalSum, globalCount);
     }
     auto total = AllReduceOp::create(b, loc, value);
     auto n = ConstantOp::create(

@@ -17,11 +17,13 @@
 
 namespace mlir::dsc {
 
-/// Emits `module` as C++ for the CPU target. Fails with a diagnostic on ops
-/// or element types the CPU target does not support yet.
-LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os);
+/// Emits `module` as C++ for the CPU target (OpenMP loops, OpenBLAS) or, with
+/// `cuda`, as CUDA for nvcc (the same loops as __global__ grid-stride
+/// kernels, cuBLASLt). Fails with a diagnostic on ops or element types the
+/// targets do not support yet.
+LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os, bool cuda = false);
 
-/// Registers `--dscrt-to-cpp` with mlir-translate style tools.
+/// Registers `--dscrt-to-cpp` and `--dscrt-to-cuda` with translate tools.
 void registerToCppTranslation();
 
 } // namespace mlir::dsc

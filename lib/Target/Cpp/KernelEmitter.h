@@ -1,24 +1,34 @@
-//===- KernelEmitter.h - C++ text of one dscrt.kernel -----------*- C++ -*-===//
+//===- KernelEmitter.h - C++/CUDA text of one dscrt.kernel ------*- C++ -*-===//
+//
+// A dscrt.kernel becomes a host function `kernelN(...)` that launches one or
+// more loop functions. Loop bodies are written once and compiled for either
+// target through the macros of the emitted preamble: DSC_GLOBAL/DSC_FOR are
+// an OpenMP loop on the CPU and a grid-stride loop in a __global__ function
+// on CUDA; DSC_LAUNCH calls or launches it; DSC_GEMM is the runtime's GEMM
+// for the target (OpenBLAS or cuBLASLt).
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef DSC_LIB_TARGET_CPP_KERNELEMITTER_H
 #define DSC_LIB_TARGET_CPP_KERNELEMITTER_H
 
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
 
 namespace mlir::dsc::cpp {
 
-/// The C type of an element type, or "" when the CPU target lacks it.
+enum class Target { Cpu, Cuda };
+
+/// The C type of an element type, or "" when the targets lack it.
 std::string cType(Type elementType);
 
 /// Row-major strides of `shape`.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
 
-/// Writes `static void NAME(params) { body }` for `kernel` to `os`; fails
+/// Writes the loop functions and the host function `name` of `kernel`; fails
 /// with a diagnostic on the op it cannot emit.
 LogicalResult emitKernel(dscrt::KernelOp kernel, StringRef name,
                          llvm::raw_ostream &os);

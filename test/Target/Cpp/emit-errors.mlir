@@ -29,7 +29,7 @@ module {
   func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
     %x = dscrt.input 0 "x" : memref<4xbf16>
     %b = dscrt.buffer 0 : memref<4xbf16>
-    // expected-error @+1 {{the CPU target does not support 'bf16' yet}}
+    // expected-error @+1 {{the CPU and CUDA targets do not support 'bf16' yet}}
     dscrt.kernel ins(%x : memref<4xbf16>) outs(%b : memref<4xbf16>) {
     ^bb0(%t: tensor<4xbf16>):
       %r = dsc.exp %t : tensor<4xbf16>

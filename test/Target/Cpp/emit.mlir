@@ -13,19 +13,30 @@
 // CHECK-NEXT: {"loss", ElementType::F32, 0, kShape{{[0-9]+}}},
 // CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs};
 
-// dsc.linear is a GEMM against the [out, in] weight plus a bias loop.
-// CHECK-LABEL: static void kernel0(const float *__restrict in0, const float *__restrict in1, const float *__restrict in2, float *__restrict out0) {
-// CHECK: s.m = 2; s.n = 4; s.k = 8; s.transB = true;
-// CHECK: dsc::rt::cpu::gemmF32(s, in0, in1, out0);
-// CHECK: out0[r * 4 + j] += in2[j];
+// dsc.linear: the bias broadcast into the output, then a GEMM against the
+// [out, in] weight accumulating into it (beta = 1).
+// CHECK-LABEL: DSC_GLOBAL void kernel0_0(const float *__restrict in0, const float *__restrict in1, const float *__restrict in2, float *__restrict out0) {
+// CHECK-NEXT: DSC_FOR(i, 8) {
+// CHECK-NEXT: out0[i] = in2[i % 4];
+// CHECK-LABEL: static void kernel0(
+// CHECK-NEXT: DSC_LAUNCH(kernel0_0, 8, in0, in1, in2, out0);
+// CHECK-NEXT: s.m = 2; s.n = 4; s.k = 8; s.transB = true;
+// CHECK-NEXT: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
 
 // A fused elementwise chain is one loop; the broadcast scalar reads index 0.
-// CHECK-LABEL: static void kernel1(
-// CHECK: #pragma omp parallel for
-// CHECK: for (int64_t i = 0; i < 8; ++i) {
+// CHECK-LABEL: DSC_GLOBAL void kernel1_0(
+// CHECK: DSC_FOR(i, 8) {
 // CHECK: const float t0 = (in0[i]) * (in1[0]);
-// CHECK: const float t1 = std::tanh((t0));
-// CHECK: out0[i] = t1;
+// CHECK-NEXT: const float t1 = tanh((t0));
+// CHECK-NEXT: out0[i] = t1;
+
+// The summed loss is one ordered loop (identical on every run); the
+// data-parallel pass removed the rank-local mean.
+// CHECK-LABEL: DSC_GLOBAL void kernel2_0(
+// CHECK-NEXT: DSC_SERIAL_FOR(i, 1) {
+// CHECK: if (t == -100) continue;
+// CHECK: out0[0] = static_cast<float>(total);
+// CHECK-NOT: total / static_cast<double>(count)
 
 // The step: state and inputs from the context, buffers at arena offsets,
 // the data-parallel all-reduces numbered in order, the output copied out.
@@ -37,6 +48,20 @@
 // CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 0);
 // CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 1);
 // CHECK: std::memcpy(ctx->output(0), v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}));
+
+// The CUDA flavour: the same loops as __global__ grid-stride kernels,
+// constants uploaded once, device-to-device output copy, a synchronizing
+// error check at the end of the step.
+// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
+// CUDA: #define DSC_GLOBAL static __global__
+// CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256>>>(__VA_ARGS__)
+// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, nullptr)
+// CUDA: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cuda",
+// CUDA: DSC_GLOBAL void kernel0_0(
+// CUDA-LABEL: extern "C" void dsc_artifact_step(
+// CUDA: static const auto *kConst0_device = dsc_upload(kConst0, sizeof(kConst0));
+// CUDA: dsc_check(cudaMemcpy(ctx->output(0), v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToDevice), "output copy");
+// CUDA: dsc_check(cudaDeviceSynchronize(), "the step");
 
 dsc.state parameter @"fc.weight" : tensor<4x8xf32>
 dsc.state parameter @"fc.bias" : tensor<4xf32>
