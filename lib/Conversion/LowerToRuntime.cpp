@@ -85,7 +85,50 @@ struct LowerToRuntimePass
     return root;
   }
 
+  /// A summed or averaged cross-entropy becomes per-token losses (one
+  /// independent row each: a parallel kernel) and reductions, instead of one
+  /// serial loop over every token's logits: the LM head's loss dominated
+  /// GPT-2's CPU step otherwise.
+  void expandCrossEntropy(func::FuncOp graph) {
+    SmallVector<CrossEntropyOp> losses;
+    graph.walk([&](CrossEntropyOp ce) {
+      if (ce.getReduction() != LossReduction::none)
+        losses.push_back(ce);
+    });
+    for (CrossEntropyOp ce : losses) {
+      OpBuilder b(ce);
+      Location loc = ce.getLoc();
+      auto targets = cast<RankedTensorType>(ce.getTargets().getType());
+      Type elem = cast<RankedTensorType>(ce.getType()).getElementType();
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < targets.getRank(); ++d)
+        all.push_back(d);
+      Value perToken = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
+                                              ce.getIgnoreIndex(), LossReduction::none);
+      Value total = all.empty() ? perToken
+                                : ReduceSumOp::create(b, loc, perToken, all, false).getResult();
+      Value result = total;
+      if (ce.getReduction() == LossReduction::mean) {
+        auto ignore = ConstantOp::create(
+            b, loc, DenseElementsAttr::get(
+                        RankedTensorType::get({}, targets.getElementType()),
+                        b.getIntegerAttr(targets.getElementType(),
+                                         int64_t(ce.getIgnoreIndex()))));
+        auto counted = CompareOp::create(b, loc, ComparisonDirection::ne,
+                                         ce.getTargets(), ignore);
+        Value count = ConvertOp::create(
+            b, loc, RankedTensorType::get(targets.getShape(), elem), counted);
+        if (!all.empty())
+          count = ReduceSumOp::create(b, loc, count, all, false);
+        result = DivOp::create(b, loc, total, count);
+      }
+      ce.replaceAllUsesWith(result);
+      ce.erase();
+    }
+  }
+
   LogicalResult lower(ModuleOp module, func::FuncOp graph) {
+    expandCrossEntropy(graph);
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfter(graph);
     auto step = func::FuncOp::create(builder, graph.getLoc(), "step",

@@ -16,6 +16,9 @@ def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
     `dscrt.all_reduce`, the returned values `dscrt.output`s, and every other
     op a `dscrt.kernel` writing freshly allocated buffers (`dscrt.alloc`).
 
+    A summed or averaged `dsc.cross_entropy` is first expanded into per-token
+    losses (`reduction = none`, one parallel kernel) and reductions.
+
     Chains of elementwise ops are fused: an elementwise op whose single user
     is an elementwise op with the same result shape joins that user's
     kernel, so intermediate values never reach memory.

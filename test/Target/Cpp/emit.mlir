@@ -30,13 +30,16 @@
 // CHECK-NEXT: const float t1 = tanh((t0));
 // CHECK-NEXT: out0[i] = t1;
 
-// The summed loss is one ordered loop (identical on every run); the
-// data-parallel pass removed the rank-local mean.
+// The loss is per-token losses, one parallel iteration per token, then a
+// reduction; the data-parallel pass removed the rank-local mean.
 // CHECK-LABEL: DSC_GLOBAL void kernel2_0(
-// CHECK-NEXT: DSC_SERIAL_FOR(i, 1) {
-// CHECK: if (t == -100) continue;
-// CHECK: out0[0] = static_cast<float>(total);
-// CHECK-NOT: total / static_cast<double>(count)
+// CHECK-NEXT: DSC_FOR(i, 2) {
+// CHECK: if (t != -100) {
+// CHECK: out0[r] = static_cast<float>(loss);
+// CHECK-LABEL: DSC_GLOBAL void kernel3_0(
+// CHECK-NEXT: DSC_FOR(i, 1) {
+// CHECK: a += v;
+// CHECK-NOT: / static_cast<double>(count)
 
 // The step: state and inputs from the context, buffers at arena offsets,
 // the data-parallel all-reduces numbered in order, the output copied out.
