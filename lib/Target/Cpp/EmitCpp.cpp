@@ -70,12 +70,8 @@ static const char *kCudaPreamble = R"cpp(
   do { printf("%s: index %lld is outside [0, %lld)\n", op, (long long)(index), (long long)(size)); __trap(); } while (0)
 #define DSC_HD __host__ __device__
 
-namespace dsc::rt::cuda {
-// The runtime's cuBLASLt GEMM (runtime/lib/cuda), resolved when dsc-run
-// loads the artifact.
-void gemmF32(const dsc::rt::cpu::GemmShape &shape, const float *a, const float *b,
-             float *c, float alpha, float beta, cudaStream_t stream);
-} // namespace dsc::rt::cuda
+// The runtime's cuBLASLt GEMM, resolved when dsc-run loads the artifact.
+#include "dsc/runtime/CudaGemm.h"
 
 namespace {
 using dsc::rt::ElementType;
