@@ -11,10 +11,9 @@
 //
 // Backends:
 //   MpiCommunicator (MpiComm.h) - host buffers, over MPI; the CPU target.
-//   An NCCL backend (GPU, device buffers, ncclUniqueId broadcast over MPI)
-//   plugs in later as another subclass implementing the run* hooks with
-//   ncclGroupStart/ncclAllReduce/... on a stream, and waitForCompletion
-//   polling cudaStreamQuery and ncclCommGetAsyncError.
+//   NcclCommunicator (NcclComm.h) - device buffers, over NCCL on a CUDA
+//   stream, bootstrapped by an MPI broadcast of the ncclUniqueId; completion
+//   polled against the same watchdog deadline (built with the CUDA toolkit).
 //
 // Buffers: `count` is the count argument of the call, in elements of
 // `dtype`; N is size(). Send and receive buffers may overlap in any way: a
