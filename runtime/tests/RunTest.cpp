@@ -113,8 +113,9 @@ TEST(DscRunOptions, RejectsBadCommandLines) {
       {{"--steps", "99999999999999999999"}, "--steps needs a positive integer"},
       {{"--metrics="}, "--metrics needs a file name"},
       {{"--eval=1"}, "--eval takes no value"},
-      {{"--save", "ckpt/"}, "--save: checkpoints are not supported yet"},
-      {{"--resume=ckpt/"}, "--resume: checkpoints are not supported yet"},
+      {{"--save="}, "--save needs a directory"},
+      {{"--resume", ""}, "--resume needs a directory"},
+      {{"--save-interval", "2"}, "--save-interval needs --save DIR"},
       {{"--metrics"}, "--metrics needs a value"},
   };
   for (const Case &c : cases) {

@@ -8,85 +8,28 @@
 //===----------------------------------------------------------------------===//
 
 #include "Inputs/TinyModel.h"
+#include "RunProcess.h"
 #include "ScratchDir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <regex>
-#include <sstream>
 
-extern char **environ;
-
+using dsc::rt::test::artifact;
+using dsc::rt::test::occurrences;
 using dsc::rt::test::readBytes;
+using dsc::rt::test::Result;
+using dsc::rt::test::runProcess;
 using dsc::rt::test::ScratchDir;
+using dsc::rt::test::split;
 using dsc::rt::test::TinyModel;
 using testing::HasSubstr;
 using testing::Not;
 
 namespace {
-
-struct Result {
-  int status = -1; // exit status, or 128 + signal
-  std::string out, err;
-};
-
-std::vector<std::string> split(const std::string &list, char separator) {
-  std::vector<std::string> parts;
-  std::stringstream stream(list);
-  for (std::string part; std::getline(stream, part, separator);)
-    if (!part.empty())
-      parts.push_back(part);
-  return parts;
-}
-
-/// Runs `argv` with `env` added to the environment, under timeout(1).
-Result runProcess(const ScratchDir &dir, std::vector<std::string> argv,
-                  const std::vector<std::string> &env = {},
-                  int timeoutSeconds = 90) {
-  std::vector<std::string> full = {"timeout", "-k", "5",
-                                   std::to_string(timeoutSeconds), "env"};
-  full.insert(full.end(), env.begin(), env.end());
-  full.insert(full.end(), argv.begin(), argv.end());
-  std::vector<char *> args;
-  for (std::string &arg : full)
-    args.push_back(arg.data());
-  args.push_back(nullptr);
-
-  std::string outPath = dir.file("stdout.txt"), errPath = dir.file("stderr.txt");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, outPath.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  Result result;
-  int spawned =
-      posix_spawnp(&pid, "timeout", &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
-    result.err = "posix_spawnp failed";
-    return result;
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status)
-                                    : 128 + WTERMSIG(status);
-  result.out = readBytes(outPath);
-  result.err = readBytes(errPath);
-  return result;
-}
-
-std::string artifact(const std::string &name) {
-  return std::string(DSC_TEST_ARTIFACT_DIR) + "/" + name + ".so";
-}
 
 /// The losses of the step lines, in order, checking each line's form.
 std::vector<double> stepLosses(const std::string &out) {
@@ -108,14 +51,6 @@ std::vector<double> stepLosses(const std::string &out) {
   return losses;
 }
 
-size_t occurrences(const std::string &text, const std::string &what) {
-  size_t count = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + 1))
-    ++count;
-  return count;
-}
-
 /// A scratch directory with the tiny model's weights and data, and the
 /// command lines that run dsc-run on them.
 class DscRunTool : public testing::Test {
@@ -128,7 +63,7 @@ protected:
   /// mpirun -np `ranks` dsc-run ARGS...
   Result run(int ranks, const std::vector<std::string> &args,
              const std::string &collectiveTimeout = "30") {
-    std::vector<std::string> argv = split(DSC_MPIRUN, '|');
+    std::vector<std::string> argv = dsc::rt::test::mpirunCommand();
     argv.insert(argv.end(), {"-np", std::to_string(ranks), DSC_RUN_BINARY});
     argv.insert(argv.end(), args.begin(), args.end());
     return runProcess(dir_, argv,
@@ -323,13 +258,9 @@ TEST_F(DscRunTool, RejectsWhatIsNoUsableArtifact) {
 }
 
 TEST_F(DscRunTool, RejectsBadCommandLinesWithStatus2) {
-  std::vector<std::string> save = args(artifact("tiny_w2"));
-  save.insert(save.end(), {"--save", dir_.file("ckpt")});
-  expectError(run(2, save), "--save: checkpoints are not supported yet", 2);
-  std::vector<std::string> resume = args(artifact("tiny_w1"));
-  resume.insert(resume.end(), {"--resume", dir_.file("ckpt")});
-  expectError(run(1, resume), "--resume: checkpoints are not supported yet",
-              2);
+  std::vector<std::string> interval = args(artifact("tiny_w2"));
+  interval.insert(interval.end(), {"--save-interval", "2"});
+  expectError(run(2, interval), "--save-interval needs --save DIR", 2);
   std::vector<std::string> noSteps = args(artifact("tiny_w1"));
   noSteps.resize(noSteps.size() - 2);
   expectError(run(2, noSteps), "missing required option --steps", 2);

@@ -11,13 +11,20 @@
 // that rank's message and ends the job with MPI_Abort, since the other ranks
 // may be inside a collective that will never complete.
 //
-// The launcher's own traffic (agreements, the final summary) is not counted
-// in the communicator's per-collective bytes: those are the artifact's, the
-// figures that the compiler's communication report predicts.
+// Checkpoints (Checkpoint.h) are saved between steps in three phases with
+// the same agreement after each, so that a rank that fails to write its
+// shard stops the commit on rank 0: `latest` keeps naming the previous
+// checkpoint and every rank exits non-zero.
+//
+// The launcher's own traffic (agreements, checkpoint reports, the final
+// summary) is not counted in the communicator's per-collective bytes: those
+// are the artifact's, the figures that the compiler's communication report
+// predicts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/MpiComm.h"
 #include "dsc/runtime/RankInfo.h"
@@ -209,6 +216,56 @@ std::string summary(int rank, const MemoryPool &arena, const MemoryPool &state,
   return out.str();
 }
 
+/// Saves the state after step `job.step` into `root` on every rank: rank 0
+/// prepares, every rank writes its shard, rank 0 commits (Checkpoint.h).
+/// Returns 0, or the exit status once the messages are printed.
+int saveCheckpoint(Control &control, const std::string &root,
+                   const CheckpointJob &job, const ArtifactInfo &info,
+                   const std::vector<void *> &states) {
+  const int rank = control.rank();
+  auto start = std::chrono::steady_clock::now();
+  auto phase = [&](auto &&body) {
+    Outcome outcome = attempt([&] {
+      try {
+        body();
+      } catch (const std::exception &error) {
+        throw Error("checkpoint " + checkpointStepName(job.step) +
+                    " not saved, latest unchanged: " + error.what());
+      }
+    });
+    return settle(control, outcome);
+  };
+  int code = phase([&] {
+    if (rank == 0)
+      beginCheckpoint(root, job.step);
+  });
+  std::string report, directory;
+  if (code == 0)
+    code = phase([&] {
+      report = writeCheckpointShard(root, job, info, states, rank);
+    });
+  if (code == 0) {
+    std::vector<std::string> reports = control.gather(report);
+    code = phase([&] {
+      if (rank == 0)
+        directory = commitCheckpoint(root, job, info, reports);
+    });
+  }
+  if (code != 0) {
+    if (rank == 0)
+      abandonCheckpoint(root, job.step);
+    return code;
+  }
+  if (rank == 0) {
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    std::fprintf(stderr, "dsc-run: saved checkpoint %s (%d shard(s), %.3f s)\n",
+                 directory.c_str(), job.worldSize, elapsed.count());
+    std::fflush(stderr);
+  }
+  return 0;
+}
+
 double readLoss(const void *buffer, ElementType type) {
   if (type == ElementType::F64)
     return *static_cast<const double *>(buffer);
@@ -244,14 +301,24 @@ int runJob(const std::vector<std::string> &args) {
   std::vector<int64_t> unfed; // the tokens or targets no input takes
   int64_t *tokens = nullptr, *targets = nullptr;
   std::unique_ptr<MetricsCsv> metrics;
+  std::optional<Checkpoint> resumed;
   outcome = attempt([&] {
     artifact = ArtifactLibrary::open(options.artifact);
     const ArtifactInfo &info = artifact->info();
     plan = planFeeds(info, options, size);
     data = TokenData::open(options.data);
-    // Cheap checks first: the weights file's header, the metrics file, and
+    // Cheap checks first: the checkpoint's metadata and shard headers or
+    // the weights file's header, the checkpoint root, the metrics file, and
     // one batch (the data must hold a sequence), before any tensor is read.
-    SafeTensorsFile weights = SafeTensorsFile::open(options.weights);
+    std::optional<SafeTensorsFile> weights;
+    if (!options.resume.empty()) {
+      resumed = Checkpoint::open(options.resume);
+      resumed->checkJob(options.batch, options.seq);
+    } else {
+      weights = SafeTensorsFile::open(options.weights);
+    }
+    if (!options.save.empty())
+      createCheckpointRoot(options.save);
     if (rank == 0 && !options.metrics.empty())
       metrics = std::make_unique<MetricsCsv>(options.metrics);
     for (int32_t i = 0; i < info.numInputs; ++i)
@@ -266,7 +333,8 @@ int runJob(const std::vector<std::string> &args) {
                   ? static_cast<int64_t *>(inputs[size_t(plan.targetsInput)])
                   : unfed.data();
     data->batch(0, options.batch, options.seq, rank, size, tokens, targets);
-    states = loadStates(info, weights, statePool);
+    states = resumed ? resumed->loadStates(info, statePool)
+                     : loadStates(info, *weights, statePool);
     arena = arenaPool.allocate(static_cast<size_t>(info.arenaBytes));
   });
   if (int code = settle(control, outcome))
@@ -276,6 +344,10 @@ int runJob(const std::vector<std::string> &args) {
   const ElementType lossType = info.outputs[plan.lossOutput].type;
   const void *loss = outputs[static_cast<size_t>(plan.lossOutput)];
   RunStepContext context(states, inputs, outputs, arena, comm);
+  // A resumed run continues the numbering and the data where the saved one
+  // stopped: step N + 1 feeds batch N.
+  const int64_t firstStep = resumed ? resumed->job().step + 1 : 1;
+  const int64_t lastStep = firstStep + options.steps - 1;
   if (rank == 0) {
     std::string model = info.model && *info.model
                             ? std::string(" (model ") + info.model + ")"
@@ -292,11 +364,22 @@ int runJob(const std::vector<std::string> &args) {
                    "dsc-run: note: artifacts compute the forward pass and "
                    "loss only, so without --eval the step is the same; "
                    "training steps arrive with the training-step compiler\n");
+    if (resumed)
+      std::fprintf(stderr,
+                   "dsc-run: resuming from %s (saved by %d rank(s)): steps "
+                   "%lld to %lld%s\n",
+                   resumed->directory().c_str(), resumed->job().worldSize,
+                   static_cast<long long>(firstStep),
+                   static_cast<long long>(lastStep),
+                   options.weights.empty()
+                       ? ""
+                       : "; --weights is ignored, the state is the "
+                         "checkpoint's");
     std::fflush(stderr);
   }
 
-  try {
-    for (int64_t step = 1; step <= options.steps; ++step) {
+  for (int64_t step = firstStep; step <= lastStep; ++step) {
+    try {
       auto start = std::chrono::steady_clock::now();
       data->batch(step - 1, options.batch, options.seq, rank, size, tokens,
                   targets);
@@ -304,25 +387,35 @@ int runJob(const std::vector<std::string> &args) {
       artifact->step(context);
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
-      if (rank != 0)
-        continue;
-      StepRecord record =
-          makeStepRecord(step, readLoss(loss, lossType), lossType,
-                         elapsed.count(), options.batch, options.seq);
-      std::printf("%s\n", formatStepLine(record).c_str());
-      std::fflush(stdout);
-      if (metrics)
-        metrics->append(record);
+      if (rank == 0) {
+        StepRecord record =
+            makeStepRecord(step, readLoss(loss, lossType), lossType,
+                           elapsed.count(), options.batch, options.seq);
+        std::printf("%s\n", formatStepLine(record).c_str());
+        std::fflush(stdout);
+        if (metrics)
+          metrics->append(record);
+        if (metrics && step == lastStep)
+          metrics->close();
+      }
+    } catch (...) {
+      std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,
+                   describeCurrentException().c_str());
+      std::fflush(stderr);
+      // The other ranks may be inside a collective that will never complete.
+      if (size > 1)
+        MPI_Abort(MPI_COMM_WORLD, kErrorExitCode);
+      return kErrorExitCode;
     }
-    if (metrics)
-      metrics->close();
-  } catch (...) {
-    std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,
-                 describeCurrentException().c_str());
-    std::fflush(stderr);
-    if (size > 1)
-      MPI_Abort(MPI_COMM_WORLD, kErrorExitCode); // others may be mid-collective
-    return kErrorExitCode;
+    bool saveDue = step == lastStep || (options.saveInterval > 0 &&
+                                        step % options.saveInterval == 0);
+    if (!options.save.empty() && saveDue) {
+      const char *model = info.model ? info.model : "";
+      CheckpointJob job{step,        size,          model,
+                        info.target, options.batch, options.seq};
+      if (int code = saveCheckpoint(control, options.save, job, info, states))
+        return code;
+    }
   }
 
   std::vector<std::string> summaries = control.gather(

@@ -27,6 +27,7 @@ std::string runUsage() {
          "--data D.bin\n"
          "               --batch B --seq T --steps S [--eval] "
          "[--metrics FILE.csv]\n"
+         "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -39,13 +40,22 @@ std::string runUsage() {
          "  --batch B        global batch: the artifact's micro batch times "
          "the ranks\n"
          "  --seq T          sequence length the artifact was compiled for\n"
-         "  --steps S        steps to run, printed as step=1..S on rank 0\n"
+         "  --steps S        steps to run, printed as step=1..S on rank 0 "
+         "(resumed: N+1..N+S)\n"
          "  --eval           evaluate (today every artifact is forward and "
          "loss only,\n"
          "                   so the step is the same with or without it)\n"
          "  --metrics FILE   CSV of step,loss,step_time_s,samples_per_s,"
          "tokens_per_s (rank 0)\n"
-         "  --save DIR, --resume DIR   checkpoints: not supported yet\n"
+         "  --save DIR       save a checkpoint into DIR after the last step "
+         "(DIR/step_<N>,\n"
+         "                   DIR/latest); DIR must be shared by every rank\n"
+         "  --save-interval K  also save after every step that K divides\n"
+         "  --resume DIR     take the state from the checkpoint that "
+         "DIR/latest names (or\n"
+         "                   DIR itself, a step_<N> directory) instead of "
+         "--weights, and\n"
+         "                   run steps N+1..N+S, from data batch N\n"
          "  -h, --help       this text\n";
 }
 
@@ -104,10 +114,13 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       options.seq = parsePositive(name, takeValue()), seenSeq = true;
     else if (name == "--steps")
       options.steps = parsePositive(name, takeValue()), seenSteps = true;
-    else if (name == "--save" || name == "--resume")
-      throw UsageError(name +
-                       ": checkpoints are not supported yet (they arrive "
-                       "with the checkpoint work; see docs/running.md)");
+    else if (name == "--save" || name == "--resume") {
+      std::string &dir = name == "--save" ? options.save : options.resume;
+      dir = takeValue();
+      if (dir.empty())
+        throw UsageError(name + " needs a directory");
+    } else if (name == "--save-interval")
+      options.saveInterval = parsePositive(name, takeValue());
     else
       throw UsageError("unknown option '" + name + "'");
   }
@@ -118,11 +131,14 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
     if (!present)
       throw UsageError(std::string("missing required option ") + name);
   };
-  require(!options.weights.empty(), "--weights");
+  // A resumed run takes its state from the checkpoint.
+  require(!options.weights.empty() || !options.resume.empty(), "--weights");
   require(!options.data.empty(), "--data");
   require(seenBatch, "--batch");
   require(seenSeq, "--seq");
   require(seenSteps, "--steps");
+  if (options.saveInterval > 0 && options.save.empty())
+    throw UsageError("--save-interval needs --save DIR");
   return options;
 }
 

@@ -11,7 +11,13 @@ namespace dsc::rt {
 
 namespace {
 
-/// The safetensors dtype that stores `type` (I1 is one byte, as BOOL).
+std::string formatShape(const std::vector<int64_t> &shape) {
+  return dsc::rt::formatShape(static_cast<int32_t>(shape.size()),
+                              shape.data());
+}
+
+} // namespace
+
 DType storageDType(ElementType type) {
   switch (type) {
   case ElementType::F64: return DType::F64;
@@ -25,12 +31,21 @@ DType storageDType(ElementType type) {
   throw Error("unknown element type " + std::to_string(int(type)));
 }
 
-std::string formatShape(const std::vector<int64_t> &shape) {
-  return dsc::rt::formatShape(static_cast<int32_t>(shape.size()),
-                              shape.data());
+void checkStatePresent(bool present, const std::string &where,
+                       const TensorDesc &state) {
+  check(present, where + ": no tensor '" + state.name +
+                     "'; the artifact needs it as " + describeType(state));
 }
 
-} // namespace
+void checkStateMatches(const std::string &where, const TensorDesc &state,
+                       DType dtype, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> expected(state.shape, state.shape + state.rank);
+  DType expectedDType = storageDType(state.type);
+  check(shape == expected && dtype == expectedDType,
+        where + ": tensor '" + state.name + "' is " + dtypeName(dtype) + " " +
+            formatShape(shape) + ", but the artifact expects " +
+            dtypeName(expectedDType) + " " + formatShape(expected));
+}
 
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize) {
@@ -108,16 +123,9 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
   for (int32_t i = 0; i < info.numStates; ++i) {
     const TensorDesc &state = info.states[i].tensor;
     std::string name = state.name;
-    check(weights.contains(name),
-          file + ": no tensor '" + name + "'; the artifact needs it as " +
-              describeType(state));
+    checkStatePresent(weights.contains(name), file, state);
     const TensorInfo &stored = weights.info(name);
-    std::vector<int64_t> expected(state.shape, state.shape + state.rank);
-    DType dtype = storageDType(state.type);
-    check(stored.shape == expected && stored.dtype == dtype,
-          file + ": tensor '" + name + "' is " + dtypeName(stored.dtype) +
-              " " + formatShape(stored.shape) + ", but the artifact expects " +
-              dtypeName(dtype) + " " + formatShape(expected));
+    checkStateMatches(file, state, stored.dtype, stored.shape);
     size_t bytes = tensorBytes(state);
     void *buffer = pool.allocate(bytes);
     buffers.push_back(buffer);

@@ -7,5 +7,8 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/RunPlan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunStepContext.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunMetrics.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/Checksum.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CheckpointSave.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CheckpointLoad.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunMain.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/ArtifactHost.cmake)

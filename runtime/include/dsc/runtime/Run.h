@@ -24,6 +24,7 @@ namespace dsc::rt {
 class Communicator;
 class MemoryPool;
 class SafeTensorsFile;
+enum class DType;
 
 //===----------------------------------------------------------------------===//
 // Command line
@@ -46,15 +47,17 @@ struct RunOptions {
   int64_t steps = 0;
   bool eval = false;
   std::string metrics; // empty: no CSV
-  std::string save;    // checkpoints: not supported yet
-  std::string resume;
+  std::string save;    // checkpoint root to save into; empty: no saving
+  int64_t saveInterval = 0; // also save every K steps; 0: at the end only
+  std::string resume;  // checkpoint root or step directory; empty: none
   bool help = false;
 };
 
 /// Parses dsc-run's arguments (without argv[0]). Options take their value
 /// as the next argument or after '='. Throws UsageError for an unknown
-/// option, a missing value or required option, a number that is not a
-/// positive decimal integer, or --save/--resume ("not supported yet").
+/// option, a missing value or required option (--weights is required only
+/// without --resume), a number that is not a positive decimal integer, an
+/// empty --save/--resume directory, or --save-interval without --save.
 /// With --help or -h anywhere, returns at once with `help` set.
 RunOptions parseRunOptions(const std::vector<std::string> &args);
 
@@ -81,6 +84,18 @@ struct FeedPlan {
 /// output "loss" of f32 or f64 holding one element.
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize);
+
+/// The safetensors dtype that stores `type` (I1 is one byte, as BOOL).
+DType storageDType(ElementType type);
+
+/// Throws Error "WHERE: no tensor 'NAME'; the artifact needs it as f32 [16]"
+/// unless `present`.
+void checkStatePresent(bool present, const std::string &where,
+                       const TensorDesc &state);
+/// Throws Error "WHERE: tensor 'NAME' is F32 [16, 9], but the artifact
+/// expects F32 [16, 8]" unless `dtype` and `shape` store `state`.
+void checkStateMatches(const std::string &where, const TensorDesc &state,
+                       DType dtype, const std::vector<int64_t> &shape);
 
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order. Throws Error naming the tensor when the file

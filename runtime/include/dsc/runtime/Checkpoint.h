@@ -1,0 +1,164 @@
+//===- Checkpoint.h - save, find, verify and load checkpoints ---*- C++ -*-===//
+//
+// A checkpoint (docs/running.md, "Checkpoints") is a directory per saved
+// step under a root:
+//
+//   ROOT/latest                         "step_<N>\n", replaced atomically
+//   ROOT/step_<N>/shard-<r>-of-<W>.safetensors   one per rank of the saver
+//   ROOT/step_<N>/metadata.json         written last: what is where
+//
+// A save fills ROOT/step_<N>.saving and renames it to step_<N> once its
+// metadata.json is written, so a step directory only ever exists complete.
+//
+// N counts completed steps: a resumed run starts at step N + 1 and feeds
+// data batch N. Tensors are stored whole under their fully-qualified names
+// (DESIGN.md §2.2), each exactly once, and metadata.json maps each name to
+// its shard, dtype, shape, size and checksum, so a job of any number of
+// ranks can load a checkpoint that W ranks wrote.
+//
+// The pieces here are MPI-free, so that tests can play every rank of a save
+// in one process; dsc-run (RunMain.cpp) calls them in order on its ranks,
+// with an agreement between the ranks after each:
+//   rank 0:     beginCheckpoint    (an empty staging directory)
+//   every rank: writeCheckpointShard
+//   rank 0:     commitCheckpoint   (metadata, then step_<N>, then latest)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_RUNTIME_CHECKPOINT_H
+#define DSC_RUNTIME_CHECKPOINT_H
+
+#include "dsc/runtime/Artifact.h"
+#include "dsc/runtime/SafeTensors.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dsc::rt {
+
+class MemoryPool;
+
+/// FNV-1a, 64 bits, over `bytes` bytes, continuing from `hash`: the checksum
+/// of every tensor in a checkpoint. Chosen for being a few lines with
+/// published test vectors; it catches flipped and truncated bytes, not
+/// tampering.
+constexpr uint64_t kFnv1a64Offset = 0xcbf29ce484222325ull;
+uint64_t fnv1a64(const void *data, size_t bytes,
+                 uint64_t hash = kFnv1a64Offset);
+/// 16 lowercase hex digits, as metadata.json stores a checksum.
+std::string formatChecksum(uint64_t checksum);
+
+constexpr const char *kCheckpointFormat = "dsc-checkpoint";
+constexpr int kCheckpointVersion = 1;
+
+/// "step_<N>".
+std::string checkpointStepName(int64_t step);
+/// "shard-<r>-of-<W>.safetensors".
+std::string checkpointShardName(int rank, int worldSize);
+/// The rank that writes state `index` (ArtifactInfo::states order) in a job
+/// of `worldSize` ranks: index % worldSize. Every rank holds all of the
+/// state today, so the split only spreads the writing; ZeRO (a later issue)
+/// will have each rank store the partition it owns and extend the metadata
+/// with each piece's offsets in the whole tensor.
+int checkpointWriter(int32_t index, int worldSize);
+
+/// What metadata.json says about the job that saved it.
+struct CheckpointJob {
+  int64_t step = 0; // completed steps
+  int worldSize = 0;
+  std::string model, target; // the artifact's, for people reading the file
+  int64_t globalBatch = 0, seq = 0; // the data position is counted in these
+};
+
+//===----------------------------------------------------------------------===//
+// Saving
+//===----------------------------------------------------------------------===//
+
+/// Creates the checkpoint root `root` if it does not exist (every rank, at
+/// setup, so that a --save that cannot work fails before the first step).
+/// Throws Error.
+void createCheckpointRoot(const std::string &root);
+
+/// Rank 0, before any rank writes: creates `root` if needed and an empty
+/// staging directory ROOT/step_<N>.saving for the shards, removing what an
+/// interrupted save left there. Throws Error.
+void beginCheckpoint(const std::string &root, int64_t step);
+
+/// Every rank: writes this rank's shard (the states checkpointWriter gives
+/// it, read from `states`, ArtifactInfo::states order) atomically into the
+/// staging directory, and returns its report for commitCheckpoint: the
+/// shard's size and each tensor's dtype, shape and checksum (JSON). Throws
+/// Error, naming the directory when rank 0's staging directory is not
+/// visible here (ROOT must be shared by every rank).
+std::string writeCheckpointShard(const std::string &root,
+                                 const CheckpointJob &job,
+                                 const ArtifactInfo &info,
+                                 const std::vector<void *> &states, int rank);
+
+/// Rank 0, once every rank's shard is durable: checks that the reports
+/// (in rank order) hold every state once, writes metadata.json atomically,
+/// renames the staging directory to ROOT/step_<N> (replacing a previous
+/// save of the same step), then points ROOT/latest at it atomically.
+/// Returns ROOT/step_<N>. Throws Error; `latest` is untouched then.
+std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
+                             const ArtifactInfo &info,
+                             const std::vector<std::string> &reports);
+
+/// Rank 0, after a failed save: removes the staging directory, best effort.
+void abandonCheckpoint(const std::string &root, int64_t step) noexcept;
+
+//===----------------------------------------------------------------------===//
+// Resuming
+//===----------------------------------------------------------------------===//
+
+/// A checkpoint found and verified on disk, every shard open.
+class Checkpoint {
+public:
+  /// `dir` is a checkpoint root (its `latest` names the step directory) or
+  /// a step directory itself. Reads metadata.json and opens every shard,
+  /// refusing with an Error naming the directory: no checkpoint there, a
+  /// missing or malformed metadata.json or one of another format version, a
+  /// missing shard, a shard whose size differs from the metadata's
+  /// (truncated), or whose header does not hold a tensor as the metadata
+  /// says.
+  static Checkpoint open(const std::string &dir);
+
+  const std::string &directory() const { return directory_; }
+  const CheckpointJob &job() const { return job_; }
+
+  /// Refuses another global batch or sequence length than the saver's: the
+  /// data position (batch N) means the same sequences only with the same
+  /// batch shape.
+  void checkJob(int64_t globalBatch, int64_t seq) const;
+
+  /// Reads every state of `info` into buffers from `pool`, in
+  /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
+  /// file; refuses a state the checkpoint lacks, another dtype or shape
+  /// (naming both), and a tensor whose bytes fail their checksum.
+  std::vector<void *> loadStates(const ArtifactInfo &info,
+                                 MemoryPool &pool) const;
+
+private:
+  struct Entry {
+    std::string shard;
+    DType dtype;
+    std::vector<int64_t> shape;
+    size_t bytes = 0;
+    uint64_t checksum = 0;
+  };
+  Checkpoint() = default;
+  std::string directory_;
+  CheckpointJob job_;
+  std::map<std::string, Entry> tensors_;
+  // Shard file names, in rank order. Shards are opened when read, one at a
+  // time, rather than held open: a job of M ranks resuming W shards would
+  // otherwise hold W descriptors per rank.
+  std::vector<std::string> shards_;
+};
+
+} // namespace dsc::rt
+
+#endif // DSC_RUNTIME_CHECKPOINT_H

@@ -1,0 +1,301 @@
+//===- CheckpointLoad.cpp - find, verify and load a checkpoint ------------===//
+//
+// Everything that can be checked without reading tensor data is checked
+// when the checkpoint is opened (the metadata, every shard's presence,
+// size and header), so that a damaged checkpoint is refused before any
+// buffer is filled; each tensor's checksum is checked as it is read.
+// Every message names the step directory, so that it says which save is
+// damaged.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CheckpointFiles.h"
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/Error.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace dsc::rt {
+
+namespace fs = std::filesystem;
+using detail::joinPath;
+using nlohmann::json;
+
+namespace {
+
+/// N of "step_<N>", or -1 for any other name.
+int64_t parseStepName(const std::string &name) {
+  const std::string prefix = "step_";
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 ||
+      name.compare(0, prefix.size(), prefix) != 0)
+    return -1;
+  int64_t step = 0;
+  for (size_t i = prefix.size(); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return -1;
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+/// The last component of `dir`, trailing slashes ignored.
+std::string baseName(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/')
+    dir.pop_back();
+  return fs::path(dir).filename().string();
+}
+
+/// At most `limit` bytes of `path`.
+std::string readText(const std::string &path, size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), path + ": cannot read");
+  std::string text(limit, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(limit));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+/// The step directory that `dir` (a root with `latest`, or a step
+/// directory) designates.
+std::string findStepDirectory(const std::string &dir) {
+  std::error_code error;
+  check(fs::is_directory(dir, error),
+        dir + ": no checkpoint here: no such directory");
+  if (parseStepName(baseName(dir)) >= 0 ||
+      fs::exists(joinPath(dir, detail::kCheckpointMetadataFile), error))
+    return dir;
+  std::string latest = joinPath(dir, detail::kCheckpointLatestFile);
+  check(fs::exists(latest, error),
+        dir + ": no checkpoint here: no 'latest' file, and it is no "
+              "step_<N> directory");
+  std::string name = readText(latest, 64);
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    name.pop_back();
+  check(parseStepName(name) >= 0,
+        latest + ": names no step directory (step_<N>): '" + name + "'");
+  std::string stepDir = joinPath(dir, name);
+  check(fs::is_directory(stepDir, error),
+        latest + ": names " + name + ", which does not exist");
+  return stepDir;
+}
+
+/// metadata.json of `stepDir`, parsed, of this format and version.
+json readMetadata(const std::string &stepDir) {
+  std::string path = joinPath(stepDir, detail::kCheckpointMetadataFile);
+  std::error_code error;
+  check(fs::exists(path, error),
+        "checkpoint " + stepDir +
+            ": no metadata.json, so the save did not complete (or the file "
+            "was removed)");
+  json metadata;
+  try {
+    metadata = json::parse(readText(path, size_t(64) << 20));
+  } catch (const json::exception &e) {
+    // nlohmann's messages start with "[json.exception.parse_error.101] ".
+    std::string why = e.what();
+    auto bracket = why.find("] ");
+    if (why.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+      why = why.substr(bracket + 2);
+    throw Error(path + ": not valid JSON: " + why);
+  }
+  auto format = metadata.is_object() ? metadata.find("format") : metadata.end();
+  check(format != metadata.end() && *format == kCheckpointFormat,
+        path + ": not a dsc checkpoint's metadata (no \"format\": \"" +
+            kCheckpointFormat + "\")");
+  auto version = metadata.find("version");
+  check(version != metadata.end() && *version == kCheckpointVersion,
+        path + ": checkpoint format version " +
+            // Not dump() of any value: a hostile file could nest arrays
+            // deep enough to exhaust the stack of the recursive dump.
+            (version == metadata.end() ? std::string("none")
+             : version->is_primitive() ? version->dump()
+                                       : std::string("(not a number)")) +
+            ", but this dsc-run reads version " +
+            std::to_string(kCheckpointVersion));
+  return metadata;
+}
+
+/// `object[key]` as a T; a missing key or another type is an Error naming
+/// the field.
+template <typename T>
+T field(const json &object, const char *key, const std::string &where) {
+  try {
+    return object.at(key).get<T>();
+  } catch (const json::exception &) {
+    throw Error(where + ": field \"" + key +
+                "\" is missing or has the wrong type");
+  }
+}
+
+int64_t nonNegative(int64_t value, const char *key, const std::string &where) {
+  check(value >= 0, where + ": field \"" + key + "\" is negative");
+  return value;
+}
+
+std::string describe(DType dtype, const std::vector<int64_t> &shape) {
+  return std::string(dtypeName(dtype)) + " " +
+         formatShape(static_cast<int32_t>(shape.size()), shape.data());
+}
+
+} // namespace
+
+Checkpoint Checkpoint::open(const std::string &dir) {
+  Checkpoint checkpoint;
+  const std::string stepDir = findStepDirectory(dir);
+  checkpoint.directory_ = stepDir;
+  const std::string where = "checkpoint " + stepDir;
+  const json metadata = readMetadata(stepDir);
+  const std::string metaPath =
+      joinPath(stepDir, detail::kCheckpointMetadataFile);
+
+  CheckpointJob &job = checkpoint.job_;
+  job.step =
+      nonNegative(field<int64_t>(metadata, "step", metaPath), "step", metaPath);
+  job.worldSize = field<int>(metadata, "world_size", metaPath);
+  check(job.worldSize >= 1,
+        metaPath + ": field \"world_size\" is not positive");
+  job.model = field<std::string>(metadata, "model", metaPath);
+  job.target = field<std::string>(metadata, "target", metaPath);
+  job.globalBatch = field<int64_t>(metadata, "global_batch", metaPath);
+  job.seq = field<int64_t>(metadata, "seq", metaPath);
+  check(field<std::string>(metadata, "checksum", metaPath) ==
+            detail::kCheckpointChecksumName,
+        metaPath + ": checksums are not " + detail::kCheckpointChecksumName);
+  int64_t named = parseStepName(baseName(stepDir));
+  check(named < 0 || named == job.step,
+        where + ": metadata.json is for step " + std::to_string(job.step) +
+            ", not the directory's step " + std::to_string(named));
+
+  const json shardList = field<json>(metadata, "shards", metaPath);
+  check(shardList.is_array() &&
+            shardList.size() == static_cast<size_t>(job.worldSize),
+        metaPath + ": \"shards\" does not list one shard per rank of the " +
+            std::to_string(job.worldSize) + " that saved it");
+  for (size_t r = 0; r < shardList.size(); ++r) {
+    const std::string file = field<std::string>(shardList[r], "file", metaPath);
+    // Fixed names: also keeps a hostile metadata file inside the directory.
+    std::string expected =
+        checkpointShardName(static_cast<int>(r), job.worldSize);
+    check(file == expected, metaPath + ": shard " + std::to_string(r) +
+                                " is named '" + file + "', expected " +
+                                expected);
+    checkpoint.shards_.push_back(file);
+  }
+
+  const json tensors = field<json>(metadata, "tensors", metaPath);
+  check(tensors.is_object(), metaPath + ": \"tensors\" is not an object");
+  for (const auto &[name, value] : tensors.items()) {
+    const std::string at = metaPath + ": tensor '" + name + "'";
+    Entry entry;
+    entry.shard = field<std::string>(value, "shard", at);
+    check(std::find(checkpoint.shards_.begin(), checkpoint.shards_.end(),
+                    entry.shard) != checkpoint.shards_.end(),
+          at + ": shard '" + entry.shard + "' is not one of the checkpoint's");
+    try {
+      entry.dtype = parseDType(field<std::string>(value, "dtype", at));
+    } catch (const Error &e) {
+      throw Error(at + ": " + e.what());
+    }
+    entry.shape = field<std::vector<int64_t>>(value, "shape", at);
+    entry.bytes = field<size_t>(value, "bytes", at);
+    std::string checksum = field<std::string>(value, "checksum", at);
+    char *end = nullptr;
+    entry.checksum = std::strtoull(checksum.c_str(), &end, 16);
+    check(checksum.size() == 16 && end == checksum.c_str() + 16,
+          at + ": checksum '" + checksum + "' is not 16 hex digits");
+    checkpoint.tensors_.emplace(name, std::move(entry));
+  }
+
+  // Every shard: present, of the size the saver saw, its header holding
+  // each tensor as the metadata says. Opened one at a time (see shards_).
+  for (size_t r = 0; r < shardList.size(); ++r) {
+    const std::string &file = checkpoint.shards_[r];
+    const std::string path = joinPath(stepDir, file);
+    std::error_code error;
+    check(fs::exists(path, error), where + ": shard " + file + " is missing");
+    uintmax_t size = fs::file_size(path, error);
+    check(!error, path + ": cannot stat: " + error.message());
+    uint64_t expected = field<uint64_t>(shardList[r], "bytes", metaPath);
+    check(size == expected,
+          where + ": shard " + file + " is " + std::to_string(size) +
+              " bytes, but metadata.json says " + std::to_string(expected) +
+              " (truncated or overwritten)");
+    SafeTensorsFile shard = SafeTensorsFile::open(path);
+    for (const auto &[name, entry] : checkpoint.tensors_) {
+      if (entry.shard != file)
+        continue;
+      check(shard.contains(name), where + ": shard " + file +
+                                      " does not hold tensor '" + name +
+                                      "', which metadata.json places there");
+      const TensorInfo &stored = shard.info(name);
+      check(stored.dtype == entry.dtype && stored.shape == entry.shape &&
+                stored.bytes == entry.bytes,
+            where + ": shard " + file + " holds tensor '" + name + "' as " +
+                describe(stored.dtype, stored.shape) +
+                ", but metadata.json says " +
+                describe(entry.dtype, entry.shape) + " of " +
+                std::to_string(entry.bytes) + " bytes");
+    }
+  }
+  return checkpoint;
+}
+
+void Checkpoint::checkJob(int64_t globalBatch, int64_t seq) const {
+  check(globalBatch == job_.globalBatch && seq == job_.seq,
+        "checkpoint " + directory_ + " was saved by a job of global batch " +
+            std::to_string(job_.globalBatch) + " and sequence length " +
+            std::to_string(job_.seq) + ", not --batch " +
+            std::to_string(globalBatch) + " --seq " + std::to_string(seq) +
+            ": the data position it records (batch " +
+            std::to_string(job_.step) + ") counts batches of that shape");
+}
+
+std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
+                                           MemoryPool &pool) const {
+  const std::string where = "checkpoint " + directory_;
+  // All buffers first, in state order, as loadStates from a weights file
+  // allocates them; then each shard is opened once and read.
+  std::vector<void *> buffers;
+  buffers.reserve(static_cast<size_t>(info.numStates));
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const TensorDesc &state = info.states[i].tensor;
+    auto found = tensors_.find(state.name);
+    checkStatePresent(found != tensors_.end(), where, state);
+    checkStateMatches(where, state, found->second.dtype, found->second.shape);
+  }
+  for (int32_t i = 0; i < info.numStates; ++i)
+    buffers.push_back(pool.allocate(tensorBytes(info.states[i].tensor)));
+
+  for (const std::string &file : shards_) {
+    std::optional<SafeTensorsFile> shard;
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      const std::string name = info.states[i].tensor.name;
+      const Entry &entry = tensors_.at(name);
+      if (entry.shard != file)
+        continue;
+      if (!shard)
+        shard = SafeTensorsFile::open(joinPath(directory_, file));
+      void *buffer = buffers[size_t(i)];
+      shard->read(name, buffer, entry.bytes);
+      uint64_t checksum = fnv1a64(buffer, entry.bytes);
+      check(checksum == entry.checksum,
+            where + ": tensor '" + name + "' in " + file +
+                " fails its checksum (" + detail::kCheckpointChecksumName +
+                " " + formatChecksum(checksum) + ", metadata.json says " +
+                formatChecksum(entry.checksum) + "): the shard is corrupt");
+    }
+  }
+  return buffers;
+}
+
+} // namespace dsc::rt

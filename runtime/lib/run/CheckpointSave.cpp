@@ -1,0 +1,267 @@
+//===- CheckpointSave.cpp - write a checkpoint, committed last ------------===//
+//
+// The order of a save is what makes it safe to interrupt at any point:
+//   1. the shards go into ROOT/step_<N>.saving, each written atomically
+//      (temporary file, fsync, rename: writeSafeTensors);
+//   2. once every rank's shard is durable, metadata.json is written into
+//      the same directory, atomically;
+//   3. the directory is renamed to ROOT/step_<N>, so a step directory
+//      exists only complete (a previous save of the same step is replaced);
+//   4. ROOT/latest is replaced, atomically, to name it.
+// A crash before 4 leaves `latest` naming the previous complete checkpoint;
+// what a crash before 3 leaves is the staging directory, which the next
+// save of that step removes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CheckpointFiles.h"
+
+#include "../io/PosixFile.h"
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/Error.h"
+#include "dsc/runtime/Run.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unistd.h>
+
+namespace dsc::rt {
+
+namespace fs = std::filesystem;
+using detail::checkpointStagingDirectory;
+using detail::joinPath;
+using detail::PosixFile;
+using nlohmann::ordered_json;
+
+std::string detail::joinPath(const std::string &root, const std::string &name) {
+  if (!root.empty() && root.back() == '/')
+    return root + name;
+  return root + "/" + name;
+}
+
+std::string detail::checkpointStagingDirectory(const std::string &root,
+                                               int64_t step) {
+  return joinPath(root, checkpointStepName(step) + ".saving");
+}
+
+std::string checkpointStepName(int64_t step) {
+  return "step_" + std::to_string(step);
+}
+
+std::string checkpointShardName(int rank, int worldSize) {
+  return "shard-" + std::to_string(rank) + "-of-" + std::to_string(worldSize) +
+         ".safetensors";
+}
+
+int checkpointWriter(int32_t index, int worldSize) {
+  return static_cast<int>(index % worldSize);
+}
+
+namespace {
+
+/// Throws Error "PATH: WHAT: <reason>" when `error` is set.
+void checkFs(const std::error_code &error, const std::string &path,
+             const std::string &what) {
+  if (error)
+    throw Error(path + ": " + what + ": " + error.message());
+}
+
+/// Makes creations and renames in `dir` durable. Best effort, as in
+/// writeSafeTensors: some file systems refuse fsync on a directory.
+void syncDirectory(const std::string &dir) {
+  try {
+    PosixFile::openDirectory(dir).sync();
+  } catch (const Error &) {
+  }
+}
+
+/// Replaces `path` by `text` atomically: a temporary file beside it, fsync,
+/// rename, fsync of the directory.
+void writeFileAtomically(const std::string &path, const std::string &text) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::remove(tmp.c_str()); // left by a crashed process of the same pid
+  PosixFile file = PosixFile::createNew(tmp);
+  try {
+    file.writeAll(text.data(), text.size());
+    file.sync();
+    file.close();
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      PosixFile::throwErrno(path, "cannot rename " + tmp + " over it");
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  syncDirectory(fs::path(path).parent_path().string());
+}
+
+/// The metadata.json entry of every tensor the reports name, by name;
+/// `shards` gets each report's shard. Refuses a tensor reported twice.
+std::map<std::string, ordered_json>
+mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
+  std::map<std::string, ordered_json> tensors;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    ordered_json report;
+    try {
+      report = ordered_json::parse(reports[r]);
+    } catch (const ordered_json::exception &e) {
+      throw Error("rank " + std::to_string(r) +
+                  " sent a malformed shard report: " + e.what());
+    }
+    const std::string file = report.at("file").get<std::string>();
+    check(report.at("rank").get<size_t>() == r,
+          "shard reports are not in rank order");
+    shards.push_back(
+        {{"file", file}, {"rank", r}, {"bytes", report.at("bytes")}});
+    for (auto &[name, entry] : report.at("tensors").items()) {
+      ordered_json merged = {{"dtype", entry.at("dtype")},
+                             {"shape", entry.at("shape")},
+                             {"shard", file},
+                             {"bytes", entry.at("bytes")},
+                             {"checksum", entry.at("checksum")}};
+      check(tensors.emplace(name, std::move(merged)).second,
+            "tensor '" + name + "' was written by two ranks");
+    }
+  }
+  return tensors;
+}
+
+/// Renames `from` to `to`, replacing a directory `to` if there is one. The
+/// old one is moved aside first (rename cannot replace a non-empty
+/// directory); a crash between the two renames leaves no `to`, which a
+/// resume reports, never a mix of two saves.
+void replaceDirectory(const std::string &from, const std::string &to) {
+  std::error_code error;
+  std::string aside = to + ".replaced";
+  bool exists = fs::exists(to, error);
+  if (exists) {
+    fs::remove_all(aside, error);
+    fs::rename(to, aside, error);
+    checkFs(error, to, "cannot move the previous save aside to " + aside);
+  }
+  fs::rename(from, to, error);
+  checkFs(error, from, "cannot rename to " + to);
+  syncDirectory(fs::path(to).parent_path().string());
+  if (exists)
+    fs::remove_all(aside, error); // what remains is only untidy
+}
+
+} // namespace
+
+void createCheckpointRoot(const std::string &root) {
+  std::error_code error;
+  fs::create_directories(root, error);
+  checkFs(error, root, "cannot create the checkpoint directory");
+}
+
+void beginCheckpoint(const std::string &root, int64_t step) {
+  createCheckpointRoot(root);
+  std::error_code error;
+  std::string staging = checkpointStagingDirectory(root, step);
+  fs::remove_all(staging, error);
+  checkFs(error, staging, "cannot remove what an earlier save left");
+  fs::create_directory(staging, error);
+  checkFs(error, staging, "cannot create directory");
+  syncDirectory(root);
+}
+
+std::string writeCheckpointShard(const std::string &root,
+                                 const CheckpointJob &job,
+                                 const ArtifactInfo &info,
+                                 const std::vector<void *> &states, int rank) {
+  std::string staging = checkpointStagingDirectory(root, job.step);
+  std::error_code error;
+  check(fs::is_directory(staging, error),
+        staging + ": this rank does not see the directory rank 0 created "
+                  "for the save; --save must name a directory that every "
+                  "rank shares");
+  check(states.size() == static_cast<size_t>(info.numStates),
+        "writeCheckpointShard: " + std::to_string(states.size()) +
+            " state buffers for " + std::to_string(info.numStates) + " states");
+
+  std::vector<TensorView> views;
+  ordered_json tensors = ordered_json::object();
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    if (checkpointWriter(i, job.worldSize) != rank)
+      continue;
+    const TensorDesc &state = info.states[i].tensor;
+    std::vector<int64_t> shape(state.shape, state.shape + state.rank);
+    DType dtype = storageDType(state.type);
+    size_t bytes = tensorBytes(state);
+    views.push_back({state.name, dtype, shape, states[size_t(i)]});
+    tensors[state.name] = {
+        {"dtype", dtypeName(dtype)},
+        {"shape", shape},
+        {"bytes", bytes},
+        {"checksum", formatChecksum(fnv1a64(states[size_t(i)], bytes))}};
+  }
+  std::string file = checkpointShardName(rank, job.worldSize);
+  std::string path = joinPath(staging, file);
+  // The shard says what it is on its own, for whoever finds it alone.
+  writeSafeTensors(path, views,
+                   {{"format", kCheckpointFormat},
+                    {"step", std::to_string(job.step)},
+                    {"rank", std::to_string(rank)},
+                    {"world_size", std::to_string(job.worldSize)}});
+  uintmax_t bytes = fs::file_size(path, error);
+  checkFs(error, path, "cannot stat");
+  ordered_json report = {
+      {"file", file}, {"rank", rank}, {"bytes", bytes}, {"tensors", tensors}};
+  return report.dump();
+}
+
+std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
+                             const ArtifactInfo &info,
+                             const std::vector<std::string> &reports) {
+  check(reports.size() == static_cast<size_t>(job.worldSize),
+        "commitCheckpoint: " + std::to_string(reports.size()) +
+            " shard reports for " + std::to_string(job.worldSize) + " ranks");
+  ordered_json metadata = {{"format", kCheckpointFormat},
+                           {"version", kCheckpointVersion},
+                           {"step", job.step},
+                           {"world_size", job.worldSize},
+                           {"model", job.model},
+                           {"target", job.target},
+                           {"global_batch", job.globalBatch},
+                           {"seq", job.seq},
+                           {"checksum", detail::kCheckpointChecksumName},
+                           {"shards", ordered_json::array()},
+                           {"tensors", ordered_json::object()}};
+  std::map<std::string, ordered_json> tensors =
+      mergeReports(reports, metadata["shards"]);
+  // Every state once, in the artifact's order, and nothing else.
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    std::string name = info.states[i].tensor.name;
+    auto found = tensors.find(name);
+    check(found != tensors.end(), "no rank wrote state '" + name + "'");
+    metadata["tensors"][name] = std::move(found->second);
+    tensors.erase(found);
+  }
+  check(tensors.empty(), "a rank wrote '" +
+                             (tensors.empty() ? "" : tensors.begin()->first) +
+                             "', which is no state of the artifact");
+
+  std::string staging = checkpointStagingDirectory(root, job.step);
+  writeFileAtomically(
+      joinPath(staging, detail::kCheckpointMetadataFile),
+      metadata.dump(2, ' ', false, ordered_json::error_handler_t::replace) +
+          "\n");
+  std::string name = checkpointStepName(job.step);
+  std::string directory = joinPath(root, name);
+  replaceDirectory(staging, directory);
+  writeFileAtomically(joinPath(root, detail::kCheckpointLatestFile),
+                      name + "\n");
+  return directory;
+}
+
+void abandonCheckpoint(const std::string &root, int64_t step) noexcept {
+  try {
+    std::error_code ignored;
+    fs::remove_all(checkpointStagingDirectory(root, step), ignored);
+  } catch (...) {
+  }
+}
+
+} // namespace dsc::rt

@@ -1,0 +1,463 @@
+//===- CheckpointTest.cpp - checkpoints, in process -----------------------===//
+//
+// The checksum against published vectors, and the save and load of
+// Checkpoint.h with every rank of a save played in this one process (the
+// pieces are MPI-free): the layout, loading the same bits whatever the
+// world size of the saver, replacing a save, `latest` across a save that
+// never commits, and each damaged checkpoint refused with its message.
+// CheckpointToolTest.cpp runs the same through dsc-run under mpirun.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+
+#include "Inputs/TinyModel.h"
+#include "ScratchDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+using namespace dsc::rt;
+using dsc::rt::test::readBytes;
+using dsc::rt::test::ScratchDir;
+using dsc::rt::test::TinyModel;
+using nlohmann::json;
+using testing::HasSubstr;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Checksum and names
+//===----------------------------------------------------------------------===//
+
+uint64_t fnv(const std::string &text) {
+  return fnv1a64(text.data(), text.size());
+}
+
+TEST(DscRunCheckpointChecksum, MatchesThePublishedFnv1a64Vectors) {
+  // From the FNV reference test suite (Fowler, Noll, Vo).
+  EXPECT_EQ(fnv(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv("foobar"), 0x85944171f73967e8ull);
+  EXPECT_EQ(fnv("chongo was here!\n"), 0x46810940eff5f915ull);
+}
+
+TEST(DscRunCheckpointChecksum, ContinuesFromAPreviousHash) {
+  EXPECT_EQ(fnv1a64("bar", 3, fnv1a64("foo", 3)), fnv("foobar"));
+}
+
+TEST(DscRunCheckpointChecksum, FormatsAsSixteenHexDigits) {
+  EXPECT_EQ(formatChecksum(0xaf63dc4c8601ec8cull), "af63dc4c8601ec8c");
+  EXPECT_EQ(formatChecksum(1), "0000000000000001");
+}
+
+TEST(DscRunCheckpointLayout, NamesAndWriters) {
+  EXPECT_EQ(checkpointStepName(12), "step_12");
+  EXPECT_EQ(checkpointShardName(1, 4), "shard-1-of-4.safetensors");
+  EXPECT_EQ(checkpointWriter(0, 2), 0);
+  EXPECT_EQ(checkpointWriter(1, 2), 1);
+  EXPECT_EQ(checkpointWriter(2, 2), 0);
+  EXPECT_EQ(checkpointWriter(2, 1), 0);
+}
+
+TEST(DscRunCheckpointOptions, ParsesSaveAndResume) {
+  RunOptions options = parseRunOptions(
+      {"step.so", "--data", "d.bin", "--batch", "4", "--seq", "4", "--steps",
+       "2", "--save", "ck", "--save-interval=3", "--resume=old"});
+  EXPECT_EQ(options.save, "ck");
+  EXPECT_EQ(options.saveInterval, 3);
+  EXPECT_EQ(options.resume, "old");
+  // --weights is not required when the state comes from a checkpoint.
+  EXPECT_TRUE(options.weights.empty());
+}
+
+//===----------------------------------------------------------------------===//
+// Save and load
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kWteShape[] = {16, 8};
+constexpr int64_t kHeadShape[] = {1, 8};
+constexpr int64_t kBiasShape[] = {16};
+constexpr int64_t kWideShape[] = {16, 9};
+
+/// TinyArtifact's states (Inputs/TinyArtifact.cpp), in its order.
+const StateDesc kStates[] = {
+    {{"wte.weight", ElementType::F32, 2, kWteShape}, StateRole::Parameter},
+    {{"head.weight", ElementType::F32, 2, kHeadShape}, StateRole::Parameter},
+    {{"bias", ElementType::F32, 1, kBiasShape}, StateRole::Buffer},
+};
+
+ArtifactInfo infoWith(const StateDesc *states, int32_t count) {
+  ArtifactInfo info{};
+  info.abiVersion = kArtifactAbiVersion;
+  info.target = "cpu";
+  info.model = "tiny.mlir";
+  info.worldSize = 1;
+  info.numStates = count;
+  info.states = states;
+  return info;
+}
+
+std::string readText(const std::string &path) { return readBytes(path); }
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+class DscRunCheckpoint : public testing::Test {
+protected:
+  DscRunCheckpoint()
+      : info_(infoWith(kStates, 3)), states_{model_.wte.data(),
+                                             model_.head.data(),
+                                             model_.bias.data()},
+        root_(dir_.file("ck")) {}
+
+  CheckpointJob job(int64_t step, int worldSize) const {
+    return {step, worldSize, "tiny.mlir", "cpu", 4, 4};
+  }
+
+  /// A save of `worldSize` ranks, every rank played here, in dsc-run's order.
+  std::string save(int64_t step, int worldSize) {
+    beginCheckpoint(root_, step);
+    std::vector<std::string> reports;
+    for (int r = 0; r < worldSize; ++r)
+      reports.push_back(
+          writeCheckpointShard(root_, job(step, worldSize), info_, states_, r));
+    return commitCheckpoint(root_, job(step, worldSize), info_, reports);
+  }
+
+  /// Loads `dir` for `info` and expects the model's bytes in every state.
+  void expectLoadsTheModel(const std::string &dir) {
+    Checkpoint checkpoint = Checkpoint::open(dir);
+    MemoryPool pool("state");
+    std::vector<void *> loaded = checkpoint.loadStates(info_, pool);
+    ASSERT_EQ(loaded.size(), 3u);
+    for (size_t i = 0; i < 3; ++i)
+      EXPECT_EQ(
+          std::memcmp(loaded[i], states_[i], tensorBytes(kStates[i].tensor)), 0)
+          << kStates[i].tensor.name;
+  }
+
+  /// The Error message of opening `dir` and loading `info` from it.
+  std::string refusal(const std::string &dir,
+                      const ArtifactInfo *info = nullptr) {
+    try {
+      Checkpoint checkpoint = Checkpoint::open(dir);
+      MemoryPool pool("state");
+      checkpoint.loadStates(info ? *info : info_, pool);
+    } catch (const Error &error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  std::string step2(const std::string &name = "") const {
+    return root_ + "/step_2" + (name.empty() ? "" : "/" + name);
+  }
+
+  json metadata() const {
+    return json::parse(readText(step2("metadata.json")));
+  }
+  void setMetadata(const json &value) const {
+    writeText(step2("metadata.json"), value.dump(2));
+  }
+
+  ScratchDir dir_;
+  TinyModel model_;
+  ArtifactInfo info_;
+  std::vector<void *> states_;
+  std::string root_;
+};
+
+TEST_F(DscRunCheckpoint, WritesEveryStateOnceAcrossTheShards) {
+  EXPECT_EQ(save(2, 2), root_ + "/step_2");
+  EXPECT_EQ(readText(root_ + "/latest"), "step_2\n");
+  EXPECT_FALSE(fs::exists(root_ + "/step_2.saving"));
+  std::vector<std::string> files;
+  for (const auto &entry : fs::directory_iterator(step2()))
+    files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"metadata.json",
+                                             "shard-0-of-2.safetensors",
+                                             "shard-1-of-2.safetensors"}));
+
+  // State i goes to rank i % 2, whole, under its own name.
+  SafeTensorsFile shard0 =
+      SafeTensorsFile::open(step2("shard-0-of-2.safetensors"));
+  SafeTensorsFile shard1 =
+      SafeTensorsFile::open(step2("shard-1-of-2.safetensors"));
+  EXPECT_EQ(shard0.names(), (std::vector<std::string>{"bias", "wte.weight"}));
+  EXPECT_EQ(shard1.names(), (std::vector<std::string>{"head.weight"}));
+  EXPECT_EQ(shard1.metadata().at("rank"), "1");
+  EXPECT_EQ(shard1.metadata().at("step"), "2");
+
+  json meta = metadata();
+  EXPECT_EQ(meta["format"], "dsc-checkpoint");
+  EXPECT_EQ(meta["version"], 1);
+  EXPECT_EQ(meta["step"], 2);
+  EXPECT_EQ(meta["world_size"], 2);
+  EXPECT_EQ(meta["model"], "tiny.mlir");
+  EXPECT_EQ(meta["target"], "cpu");
+  EXPECT_EQ(meta["global_batch"], 4);
+  EXPECT_EQ(meta["seq"], 4);
+  EXPECT_EQ(meta["checksum"], "fnv1a64");
+  ASSERT_EQ(meta["shards"].size(), 2u);
+  EXPECT_EQ(meta["shards"][1]["file"], "shard-1-of-2.safetensors");
+  EXPECT_EQ(meta["shards"][1]["bytes"],
+            fs::file_size(step2("shard-1-of-2.safetensors")));
+  const json &head = meta["tensors"]["head.weight"];
+  EXPECT_EQ(head["dtype"], "F32");
+  EXPECT_EQ(head["shape"], json({1, 8}));
+  EXPECT_EQ(head["shard"], "shard-1-of-2.safetensors");
+  EXPECT_EQ(head["bytes"], 32);
+  EXPECT_EQ(head["checksum"], formatChecksum(fnv1a64(model_.head.data(), 32)));
+}
+
+TEST_F(DscRunCheckpoint, LoadsTheSameBitsWhateverTheSaversWorldSize) {
+  // Four ranks for three states: rank 3 writes a shard with no tensor.
+  for (int worldSize : {1, 2, 3, 4}) {
+    SCOPED_TRACE("saved by " + std::to_string(worldSize) + " rank(s)");
+    save(2, worldSize);
+    expectLoadsTheModel(root_);   // through latest
+    expectLoadsTheModel(step2()); // the step directory itself
+    EXPECT_EQ(Checkpoint::open(root_).job().worldSize, worldSize);
+  }
+}
+
+TEST_F(DscRunCheckpoint, ReportsTheJobThatSavedIt) {
+  save(7, 2);
+  Checkpoint checkpoint = Checkpoint::open(root_ + "/");
+  EXPECT_EQ(checkpoint.directory(), root_ + "/step_7");
+  EXPECT_EQ(checkpoint.job().step, 7);
+  EXPECT_EQ(checkpoint.job().model, "tiny.mlir");
+  checkpoint.checkJob(4, 4);
+  try {
+    checkpoint.checkJob(8, 4);
+    ADD_FAILURE() << "accepted another global batch";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("was saved by a job of global batch 4 and sequence "
+                          "length 4, not --batch 8 --seq 4"));
+  }
+}
+
+TEST_F(DscRunCheckpoint, ASecondSaveOfAStepReplacesTheFirst) {
+  save(2, 3);
+  save(2, 1);
+  EXPECT_FALSE(fs::exists(step2("shard-0-of-3.safetensors")));
+  EXPECT_TRUE(fs::exists(step2("shard-0-of-1.safetensors")));
+  EXPECT_FALSE(fs::exists(root_ + "/step_2.replaced"));
+  expectLoadsTheModel(root_);
+}
+
+TEST_F(DscRunCheckpoint, LatestMovesOnlyWhenASaveCommits) {
+  save(2, 2);
+  // Step 4's shards are written, but the save never commits (a rank
+  // failed, or the job died): latest still names step 2.
+  beginCheckpoint(root_, 4);
+  writeCheckpointShard(root_, job(4, 2), info_, states_, 0);
+  EXPECT_EQ(readText(root_ + "/latest"), "step_2\n");
+  EXPECT_FALSE(fs::exists(root_ + "/step_4"));
+  EXPECT_EQ(Checkpoint::open(root_).job().step, 2);
+  abandonCheckpoint(root_, 4);
+  EXPECT_FALSE(fs::exists(root_ + "/step_4.saving"));
+  // The next save of the step starts from a clean staging directory.
+  save(4, 2);
+  EXPECT_EQ(readText(root_ + "/latest"), "step_4\n");
+  expectLoadsTheModel(root_);
+}
+
+TEST_F(DscRunCheckpoint, ARankThatDoesNotSeeTheStagingDirectoryFails) {
+  // Rank 0 created the staging directory in a directory this rank does not
+  // share (node-local disks): the shard cannot be written beside the others.
+  try {
+    writeCheckpointShard(root_, job(2, 2), info_, states_, 1);
+    ADD_FAILURE() << "wrote a shard with no staging directory";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr(root_ + "/step_2.saving: this rank does not see the "
+                                  "directory rank 0 created for the save; "
+                                  "--save must name a directory that every "
+                                  "rank shares"));
+  }
+}
+
+TEST_F(DscRunCheckpoint, RefusesAnUncreatableRoot) {
+  writeText(dir_.file("file"), "x");
+  try {
+    createCheckpointRoot(dir_.file("file") + "/ck");
+    ADD_FAILURE() << "created a directory under a file";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr(dir_.file("file") +
+                                        "/ck: cannot "
+                                        "create the checkpoint directory: "));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Damaged checkpoints
+//===----------------------------------------------------------------------===//
+
+TEST_F(DscRunCheckpoint, RefusesATruncatedShard) {
+  save(2, 2);
+  std::string shard = step2("shard-1-of-2.safetensors");
+  uintmax_t size = fs::file_size(shard);
+  fs::resize_file(shard, size - 1);
+  EXPECT_THAT(refusal(root_),
+              HasSubstr("checkpoint " + step2() +
+                        ": shard shard-1-of-2.safetensors is " +
+                        std::to_string(size - 1) +
+                        " bytes, but metadata.json says " +
+                        std::to_string(size) + " (truncated or overwritten)"));
+}
+
+TEST_F(DscRunCheckpoint, RefusesAFlippedByte) {
+  save(2, 2);
+  // The last byte of shard 0 is wte.weight's (tensors are stored sorted by
+  // name: bias, then wte.weight).
+  std::string shard = step2("shard-0-of-2.safetensors");
+  std::string bytes = readText(shard);
+  bytes.back() = static_cast<char>(bytes.back() ^ 0x01);
+  writeText(shard, bytes);
+  EXPECT_THAT(refusal(root_),
+              HasSubstr("checkpoint " + step2() +
+                        ": tensor 'wte.weight' in shard-0-of-2.safetensors "
+                        "fails its checksum (fnv1a64 "));
+  EXPECT_THAT(refusal(root_), HasSubstr("): the shard is corrupt"));
+}
+
+TEST_F(DscRunCheckpoint, RefusesAMissingShard) {
+  save(2, 2);
+  fs::remove(step2("shard-1-of-2.safetensors"));
+  EXPECT_EQ(refusal(root_), "checkpoint " + step2() +
+                                ": shard shard-1-of-2.safetensors is missing");
+}
+
+TEST_F(DscRunCheckpoint, RefusesAMissingMetadataFile) {
+  save(2, 2);
+  fs::remove(step2("metadata.json"));
+  std::string expected = "checkpoint " + step2() +
+                         ": no metadata.json, so the save did not complete "
+                         "(or the file was removed)";
+  EXPECT_EQ(refusal(root_), expected);
+  EXPECT_EQ(refusal(step2()), expected);
+}
+
+TEST_F(DscRunCheckpoint, RefusesMetadataThatDisagreesWithTheShard) {
+  save(2, 2);
+  json meta = metadata();
+  meta["tensors"]["wte.weight"]["shape"] = {16, 9};
+  setMetadata(meta);
+  EXPECT_EQ(refusal(root_),
+            "checkpoint " + step2() +
+                ": shard shard-0-of-2.safetensors holds tensor 'wte.weight' "
+                "as F32 [16, 8], but metadata.json says F32 [16, 9] of 512 "
+                "bytes");
+  meta["tensors"]["wte.weight"]["shape"] = {16, 8};
+  meta["tensors"]["wte.weight"]["shard"] = "shard-1-of-2.safetensors";
+  setMetadata(meta);
+  EXPECT_EQ(refusal(root_),
+            "checkpoint " + step2() +
+                ": shard shard-1-of-2.safetensors does not hold tensor "
+                "'wte.weight', which metadata.json places there");
+}
+
+TEST_F(DscRunCheckpoint, RefusesACheckpointThatLacksAState) {
+  save(2, 2);
+  json meta = metadata();
+  meta["tensors"].erase("bias");
+  setMetadata(meta);
+  EXPECT_EQ(refusal(root_), "checkpoint " + step2() +
+                                ": no tensor 'bias'; the artifact needs it as "
+                                "f32 [16]");
+}
+
+TEST_F(DscRunCheckpoint, RefusesAnotherDtypeOrShapeThanTheArtifacts) {
+  save(2, 2);
+  const StateDesc wide[] = {
+      {{"wte.weight", ElementType::F32, 2, kWideShape}, StateRole::Parameter}};
+  ArtifactInfo wideInfo = infoWith(wide, 1);
+  EXPECT_EQ(refusal(root_, &wideInfo),
+            "checkpoint " + step2() +
+                ": tensor 'wte.weight' is F32 [16, 8], but the artifact "
+                "expects F32 [16, 9]");
+  const StateDesc f64[] = {
+      {{"bias", ElementType::F64, 1, kBiasShape}, StateRole::Buffer}};
+  ArtifactInfo f64Info = infoWith(f64, 1);
+  EXPECT_EQ(refusal(root_, &f64Info),
+            "checkpoint " + step2() +
+                ": tensor 'bias' is F32 [16], but the artifact expects F64 "
+                "[16]");
+}
+
+TEST_F(DscRunCheckpoint, RefusesMalformedMetadata) {
+  save(2, 2);
+  std::string path = step2("metadata.json");
+  json good = metadata();
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  json version = good, noStep = good, badShard = good, badChecksum = good,
+       fewShards = good;
+  version["version"] = 2;
+  noStep.erase("step");
+  badShard["shards"][0]["file"] = "../w.safetensors";
+  badChecksum["tensors"]["bias"]["checksum"] = "xyz";
+  fewShards["shards"].erase(1);
+  const Case cases[] = {
+      {"{\"format\": \"dsc-checkpoint\"", path + ": not valid JSON: "},
+      {"[1, 2]", path + ": not a dsc checkpoint's metadata"},
+      {version.dump(), path + ": checkpoint format version 2, but this "
+                              "dsc-run reads version 1"},
+      {noStep.dump(), path + ": field \"step\" is missing or has the wrong "
+                             "type"},
+      {badShard.dump(), path + ": shard 0 is named '../w.safetensors', "
+                               "expected shard-0-of-2.safetensors"},
+      {badChecksum.dump(), path + ": tensor 'bias': checksum 'xyz' is not 16 "
+                                  "hex digits"},
+      {fewShards.dump(), path + ": \"shards\" does not list one shard per "
+                                "rank of the 2 that saved it"},
+  };
+  for (const Case &c : cases) {
+    writeText(path, c.text);
+    EXPECT_THAT(refusal(root_), HasSubstr(c.message)) << c.text;
+  }
+}
+
+TEST_F(DscRunCheckpoint, RefusesWhatIsNoCheckpoint) {
+  EXPECT_EQ(refusal(dir_.file("nothing")),
+            dir_.file("nothing") + ": no checkpoint here: no such directory");
+  fs::create_directory(root_);
+  EXPECT_EQ(refusal(root_), root_ + ": no checkpoint here: no 'latest' file, "
+                                    "and it is no step_<N> directory");
+  writeText(root_ + "/latest", "../elsewhere\n");
+  EXPECT_EQ(refusal(root_), root_ + "/latest: names no step directory "
+                                    "(step_<N>): '../elsewhere'");
+  writeText(root_ + "/latest", "step_9\n");
+  EXPECT_EQ(refusal(root_),
+            root_ + "/latest: names step_9, which does not exist");
+}
+
+TEST_F(DscRunCheckpoint, RefusesAStepDirectoryOfAnotherStep) {
+  save(2, 1);
+  fs::rename(step2(), root_ + "/step_3");
+  EXPECT_EQ(refusal(root_ + "/step_3"),
+            "checkpoint " + root_ +
+                "/step_3: metadata.json is for step 2, not the directory's "
+                "step 3");
+}
+
+} // namespace
