@@ -99,7 +99,6 @@ struct LowerToRuntimePass
       OpBuilder b(ce);
       Location loc = ce.getLoc();
       auto targets = cast<RankedTensorType>(ce.getTargets().getType());
-      Type elem = cast<RankedTensorType>(ce.getType()).getElementType();
       SmallVector<int64_t> all;
       for (int64_t d = 0; d < targets.getRank(); ++d)
         all.push_back(d);
@@ -108,20 +107,8 @@ struct LowerToRuntimePass
       Value total = all.empty() ? perToken
                                 : ReduceSumOp::create(b, loc, perToken, all, false).getResult();
       Value result = total;
-      if (ce.getReduction() == LossReduction::mean) {
-        auto ignore = ConstantOp::create(
-            b, loc, DenseElementsAttr::get(
-                        RankedTensorType::get({}, targets.getElementType()),
-                        b.getIntegerAttr(targets.getElementType(),
-                                         int64_t(ce.getIgnoreIndex()))));
-        auto counted = CompareOp::create(b, loc, ComparisonDirection::ne,
-                                         ce.getTargets(), ignore);
-        Value count = ConvertOp::create(
-            b, loc, RankedTensorType::get(targets.getShape(), elem), counted);
-        if (!all.empty())
-          count = ReduceSumOp::create(b, loc, count, all, false);
-        result = DivOp::create(b, loc, total, count);
-      }
+      if (ce.getReduction() == LossReduction::mean)
+        result = DivOp::create(b, loc, total, ce.buildCountedTargets(b));
       ce.replaceAllUsesWith(result);
       ce.erase();
     }

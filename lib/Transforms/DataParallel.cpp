@@ -54,23 +54,7 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
       b.setInsertionPointAfter(ce);
       auto sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
                                         ce.getIgnoreIndex(), LossReduction::sum);
-      auto targets = cast<RankedTensorType>(ce.getTargets().getType());
-      auto ignore = ConstantOp::create(
-          b, loc, DenseElementsAttr::get(
-                      RankedTensorType::get({}, targets.getElementType()),
-                      b.getIntegerAttr(targets.getElementType(),
-                                       int64_t(ce.getIgnoreIndex()))));
-      auto counted = CompareOp::create(b, loc, ComparisonDirection::ne,
-                                       ce.getTargets(), ignore);
-      auto ones = ConvertOp::create(
-          b, loc, RankedTensorType::get(targets.getShape(), type.getElementType()),
-          counted);
-      SmallVector<int64_t> all;
-      for (int64_t d = 0; d < targets.getRank(); ++d)
-        all.push_back(d);
-      Value count = ones;
-      if (!all.empty())
-        count = ReduceSumOp::create(b, loc, ones, all, /*keep_dims=*/false);
+      Value count = ce.buildCountedTargets(b);
       auto globalSum = AllReduceOp::create(b, loc, sum);
       auto globalCount = AllReduceOp::create(b, loc, count);
       return DivOp::create(b, loc, globalSum, globalCount);

@@ -7,14 +7,18 @@
 
 namespace dsc::rt::cpu {
 
-void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
-             float alpha, float beta) {
+void checkGemmShape(const GemmShape &s) {
   check(s.batch >= 0 && s.m >= 0 && s.n >= 0 && s.k >= 0,
         "gemm: negative size " + std::to_string(s.batch) + "x" +
             std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
             std::to_string(s.k));
   check(s.batch <= 1 || s.strideC != 0,
         "gemm: batched product with a zero output stride");
+}
+
+void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
+             float alpha, float beta) {
+  checkGemmShape(s);
   if (s.m == 0 || s.n == 0)
     return;
   // Leading dimensions of the row-major operands as stored.

@@ -197,14 +197,8 @@ void scaleOutput(const GemmShape &s, float *c, float beta, bool strided,
 
 void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
              float alpha, float beta, cudaStream_t stream) {
-  // The CPU version's checks and messages (CpuGemm.cpp), before any CUDA
-  // call.
-  check(s.batch >= 0 && s.m >= 0 && s.n >= 0 && s.k >= 0,
-        "gemm: negative size " + std::to_string(s.batch) + "x" +
-            std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
-            std::to_string(s.k));
-  check(s.batch <= 1 || s.strideC != 0,
-        "gemm: batched product with a zero output stride");
+  // The CPU version's checks and messages, before any CUDA call.
+  cpu::checkGemmShape(s);
   if (s.batch == 0 || s.m == 0 || s.n == 0)
     return;
 

@@ -5,6 +5,7 @@
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
 #include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
 
 #include <cmath>
 
@@ -285,4 +286,25 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   else
     inferred.push_back(RankedTensorType::get({}, element));
   return success();
+}
+
+Value CrossEntropyOp::buildCountedTargets(OpBuilder &b) {
+  Location loc = getLoc();
+  auto targets = cast<RankedTensorType>(getTargets().getType());
+  Type elem = cast<RankedTensorType>(getType()).getElementType();
+  auto ignore = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(
+                  RankedTensorType::get({}, targets.getElementType()),
+                  b.getIntegerAttr(targets.getElementType(),
+                                   int64_t(getIgnoreIndex()))));
+  auto counted = CompareOp::create(b, loc, ComparisonDirection::ne,
+                                   getTargets(), ignore);
+  Value count = ConvertOp::create(
+      b, loc, RankedTensorType::get(targets.getShape(), elem), counted);
+  if (targets.getRank() == 0)
+    return count;
+  SmallVector<int64_t> all;
+  for (int64_t d = 0; d < targets.getRank(); ++d)
+    all.push_back(d);
+  return ReduceSumOp::create(b, loc, count, all, /*keep_dims=*/false);
 }

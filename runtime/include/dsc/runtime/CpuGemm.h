@@ -24,6 +24,11 @@ struct GemmShape {
   int64_t strideA = 0, strideB = 0, strideC = 0;
 };
 
+/// Throws dsc::rt::Error for negative sizes, or a zero C stride with
+/// batch > 1 (the items would overwrite each other). Every backend's GEMM
+/// checks its shape with this, before touching memory.
+void checkGemmShape(const GemmShape &shape);
+
 /// C = alpha * op(A) @ op(B) + beta * C for every batch item. Throws
 /// dsc::rt::Error for negative sizes, or a zero C stride with batch > 1
 /// (the items would overwrite each other).

@@ -775,6 +775,11 @@ def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
                        DefaultValuedAttr<DSC_LossReduction,
                            "::mlir::dsc::LossReduction::mean">:$reduction);
   let results = (outs DSC_FloatTensor:$result);
+  let extraClassDeclaration = [{
+    /// Builds the number of targets that are not ignore_index, as a scalar
+    /// of the loss's element type: the divisor of reduction = mean.
+    ::mlir::Value buildCountedTargets(::mlir::OpBuilder &builder);
+  }];
   let assemblyFormat = [{
     $logits `,` $targets (`ignore_index` `=` $ignore_index^)?
     (`reduction` `=` $reduction^)? attr-dict `:` type($logits) `,`
