@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
+
 namespace dsc::rt::detail {
 
 void PosixFile::throwErrno(const std::string &path, const std::string &what) {
@@ -111,6 +114,34 @@ void PosixFile::close() {
   // No retry on EINTR: on Linux the descriptor is gone either way.
   if (::close(fd) != 0)
     throwErrno(path_, "cannot close");
+}
+
+void replaceFileAtomically(const std::string &path,
+                           const std::function<void(PosixFile &)> &write) {
+  // Unique per process and per call, so that threads and ranks writing
+  // beside each other never share a temporary file.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
+  PosixFile file = PosixFile::createNew(tmp);
+  try {
+    write(file);
+    file.sync();
+    file.close();
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      PosixFile::throwErrno(path, "cannot rename " + tmp + " over it");
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  // Makes the rename itself durable. Best effort: some file systems refuse
+  // fsync on a directory, and the data is already safe in the file.
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  try {
+    PosixFile::openDirectory(dir).sync();
+  } catch (const Error &) {
+  }
 }
 
 } // namespace dsc::rt::detail

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace dsc::rt::detail {
@@ -55,6 +56,13 @@ private:
   std::string path_;
   int fd_ = -1;
 };
+
+/// Replaces `path` atomically with what `write` puts in a new file: a
+/// temporary file beside it (unique per process and call), fsync, rename,
+/// then a best-effort fsync of the directory so the rename is durable. On
+/// failure the temporary file is removed and `path` is untouched.
+void replaceFileAtomically(const std::string &path,
+                           const std::function<void(PosixFile &)> &write);
 
 } // namespace dsc::rt::detail
 

@@ -16,7 +16,6 @@
 #include "dsc/runtime/Error.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -79,30 +78,6 @@ std::string headerText(const std::string &path,
   return text;
 }
 
-std::string temporaryPath(const std::string &path) {
-  // Unique per process and per call, so that threads and ranks writing
-  // beside each other never share a temporary file.
-  static std::atomic<unsigned> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." +
-         std::to_string(counter++);
-}
-
-std::string directoryOf(const std::string &path) {
-  auto slash = path.rfind('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Makes the rename itself durable. Best effort: some file systems refuse
-// fsync on a directory, and the data is already safe in the file.
-void syncDirectory(const std::string &dir) {
-  try {
-    PosixFile::openDirectory(dir).sync();
-  } catch (const Error &) {
-  }
-}
-
 } // namespace
 
 void writeSafeTensors(const std::string &path,
@@ -111,9 +86,7 @@ void writeSafeTensors(const std::string &path,
   std::vector<PlannedTensor> planned = plan(path, tensors);
   std::string header = headerText(path, planned, metadata);
 
-  std::string tmp = temporaryPath(path);
-  PosixFile file = PosixFile::createNew(tmp);
-  try {
+  detail::replaceFileAtomically(path, [&](PosixFile &file) {
     unsigned char length[8];
     for (int i = 0; i < 8; ++i)
       length[i] = static_cast<unsigned char>(
@@ -122,15 +95,7 @@ void writeSafeTensors(const std::string &path,
     file.writeAll(header.data(), header.size());
     for (const PlannedTensor &t : planned)
       file.writeAll(t.view->data, t.bytes);
-    file.sync();
-    file.close();
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      PosixFile::throwErrno(path, "cannot rename " + tmp + " over it");
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  syncDirectory(directoryOf(path));
+  });
 }
 
 } // namespace dsc::rt

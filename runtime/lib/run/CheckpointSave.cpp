@@ -78,23 +78,12 @@ void syncDirectory(const std::string &dir) {
   }
 }
 
-/// Replaces `path` by `text` atomically: a temporary file beside it, fsync,
-/// rename, fsync of the directory.
+/// Replaces `path` by `text` atomically (lib/io's temporary file, fsync,
+/// rename, directory fsync).
 void writeFileAtomically(const std::string &path, const std::string &text) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::remove(tmp.c_str()); // left by a crashed process of the same pid
-  PosixFile file = PosixFile::createNew(tmp);
-  try {
+  detail::replaceFileAtomically(path, [&](PosixFile &file) {
     file.writeAll(text.data(), text.size());
-    file.sync();
-    file.close();
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      PosixFile::throwErrno(path, "cannot rename " + tmp + " over it");
-  } catch (...) {
-    std::remove(tmp.c_str());
-    throw;
-  }
-  syncDirectory(fs::path(path).parent_path().string());
+  });
 }
 
 /// The metadata.json entry of every tensor the reports name, by name;
