@@ -114,7 +114,33 @@ struct LowerToRuntimePass
     }
   }
 
+  /// What the lowering assumes of the graph, checked so that bad input is a
+  /// diagnostic: one block, static tensors in and out.
+  LogicalResult checkGraph(func::FuncOp graph) {
+    if (!graph.getBody().hasOneBlock())
+      return graph.emitError() << "the graph must be one block to lower, it has "
+                               << graph.getBody().getBlocks().size();
+    auto isStaticTensor = [](Type t) {
+      auto tensor = dyn_cast<RankedTensorType>(t);
+      return tensor && tensor.hasStaticShape() &&
+             tensor.getElementType().isIntOrFloat();
+    };
+    for (BlockArgument arg : graph.getArguments())
+      if (!isStaticTensor(arg.getType()))
+        return graph.emitError() << "graph input #" << arg.getArgNumber()
+                                 << " must be a statically shaped tensor, got "
+                                 << arg.getType();
+    for (auto [i, type] : llvm::enumerate(graph.getResultTypes()))
+      if (!isStaticTensor(type))
+        return graph.emitError() << "graph output #" << i
+                                 << " must be a statically shaped tensor, got "
+                                 << type;
+    return success();
+  }
+
   LogicalResult lower(ModuleOp module, func::FuncOp graph) {
+    if (failed(checkGraph(graph)))
+      return failure();
     expandCrossEntropy(graph);
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfter(graph);

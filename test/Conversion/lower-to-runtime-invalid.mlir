@@ -13,3 +13,27 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
   // expected-error @-1 {{cannot lower 'arith.constant' to the runtime}}
   return %c : tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{graph input #0 must be a statically shaped tensor, got 'i32'}}
+func.func @forward(%x: i32) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{graph output #0 must be a statically shaped tensor, got 'i32'}}
+func.func @forward(%x: tensor<4xf32>) -> i32 {
+  %c = arith.constant 0 : i32
+  return %c : i32
+}
+
+// -----
+
+// expected-error @+1 {{the graph must be one block to lower, it has 2}}
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+^bb1:
+  return %x : tensor<4xf32>
+}
