@@ -34,6 +34,8 @@ def main():
     p.add_argument("--seq", type=int, default=128)
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--torch-threads", type=int, default=os.cpu_count(),
+                   help="PyTorch intra-op threads (default: every core, as dsc uses)")
     args = p.parse_args()
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
     work = tempfile.mkdtemp(prefix="dsc-bench-")
@@ -58,6 +60,7 @@ def main():
     dsc_times = [float(r["step_time_s"]) for r in rows[1:]]
     dsc_loss = float(rows[0]["loss"])
 
+    torch.set_num_threads(args.torch_threads)
     model, _ = build_model(args.model, {"size": args.size})
     load_weights(model, f"{work}/m/model.safetensors")
     model.train()  # dropout is 0; train() is the mode the graph was exported in
