@@ -27,3 +27,53 @@ if(DSC_HAVE_NCCL)
            COMMAND ${DSC_MPIRUN} -np 1 $<TARGET_FILE:RuntimeCudaNcclTest>)
   set_tests_properties(RuntimeCudaNcclTest.np1 PROPERTIES TIMEOUT 120)
 endif()
+
+# dsc-run on CUDA artifacts, under mpirun (RunCudaToolTest.cpp): without a
+# GPU it must fail at start-up with one line; with GPUs, compute the losses.
+# Its artifacts are built with nvcc as dsc-compile builds artifacts
+# (-shared, the runtime's headers, the runtime's symbols left undefined),
+# for H100/H200 (sm_90) and as PTX for any GPU from sm_75.
+if(NOT CUDAToolkit_NVCC_EXECUTABLE OR NOT DSC_HAVE_NCCL)
+  message(STATUS "dsc runtime: no nvcc or no NCCL; RunCudaToolTest not built")
+  return()
+endif()
+set(DSC_TEST_CUDA_ARTIFACTS "")
+function(dsc_test_cuda_artifact name source)
+  set(output ${DSC_TEST_ARTIFACT_DIR}/${name}.so)
+  set(defines "")
+  foreach(define ${ARGN})
+    list(APPEND defines -D${define})
+  endforeach()
+  file(GLOB headers ${PROJECT_SOURCE_DIR}/include/dsc/runtime/*.h)
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${DSC_TEST_ARTIFACT_DIR}
+    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -O2 -std=c++17
+      -gencode=arch=compute_90,code=sm_90
+      -gencode=arch=compute_75,code=compute_75
+      -Xcompiler -fPIC -shared -I${PROJECT_SOURCE_DIR}/include ${defines}
+      ${CMAKE_CURRENT_SOURCE_DIR}/${source} -o ${output}
+    DEPENDS ${source} ${headers}
+    COMMENT "Building CUDA test artifact ${name}.so with nvcc"
+    VERBATIM)
+  add_custom_target(dsc_test_artifact_${name} DEPENDS ${output})
+  set(DSC_TEST_CUDA_ARTIFACTS ${DSC_TEST_CUDA_ARTIFACTS}
+    dsc_test_artifact_${name} PARENT_SCOPE)
+endfunction()
+dsc_test_cuda_artifact(tiny_cuda_w1 Inputs/TinyCudaArtifact.cu)
+dsc_test_cuda_artifact(tiny_cuda_w2 Inputs/TinyCudaArtifact.cu
+  TINY_WORLD_SIZE=2 TINY_MICRO_BATCH=2)
+
+add_executable(RunCudaToolTest RunCudaToolTest.cpp)
+dsc_runtime_cuda_executable(RunCudaToolTest)
+target_link_libraries(RunCudaToolTest PRIVATE GTest::gmock GTest::gtest
+  GTest::gtest_main)
+target_compile_definitions(RunCudaToolTest PRIVATE
+  DSC_RUN_BINARY="$<TARGET_FILE:dsc-run>"
+  DSC_MPIRUN="${DSC_MPIRUN_LIST}"
+  DSC_TEST_ARTIFACT_DIR="${DSC_TEST_ARTIFACT_DIR}"
+  DSC_TEST_INPUTS_DIR="${CMAKE_CURRENT_SOURCE_DIR}/Inputs"
+  DSC_COMPILE_BINARY="${CMAKE_BINARY_DIR}/bin/dsc-compile")
+add_dependencies(RunCudaToolTest dsc-run ${DSC_TEST_ARTIFACTS}
+  ${DSC_TEST_CUDA_ARTIFACTS})
+gtest_discover_tests(RunCudaToolTest DISCOVERY_TIMEOUT 60
+  PROPERTIES TIMEOUT 300)

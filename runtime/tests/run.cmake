@@ -48,3 +48,31 @@ target_compile_definitions(RunToolTest PRIVATE
   DSC_ARTIFACT_FLAGS_FILE="${DSC_ARTIFACT_FLAGS_FILE}")
 add_dependencies(RunToolTest dsc-run ${DSC_TEST_ARTIFACTS})
 gtest_discover_tests(RunToolTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 180)
+
+# dsc-run's targets (RunTarget) in process. An artifact host without the
+# CUDA target, as a dsc-run built without CUDA support is: it must refuse
+# cuda_target_stub, a CUDA artifact built without the toolkit.
+dsc_test_artifact(cuda_target_stub Inputs/CudaTargetStub.cpp)
+add_executable(RunTargetTest RunTargetTest.cpp)
+dsc_runtime_artifact_host(RunTargetTest)
+target_link_libraries(RunTargetTest PRIVATE GTest::gmock GTest::gtest
+  GTest::gtest_main)
+target_compile_definitions(RunTargetTest PRIVATE
+  DSC_TEST_ARTIFACT_DIR="${DSC_TEST_ARTIFACT_DIR}")
+add_dependencies(RunTargetTest ${DSC_TEST_ARTIFACTS})
+gtest_discover_tests(RunTargetTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+# A dsc-run built without the CUDA backend refuses CUDA artifacts
+# (cuda.cmake tests the dsc-run built with it).
+if(NOT TARGET dsc_runtime_cuda)
+  add_executable(RunNoCudaToolTest RunNoCudaToolTest.cpp)
+  target_link_libraries(RunNoCudaToolTest PRIVATE dsc_runtime GTest::gmock
+    GTest::gtest GTest::gtest_main)
+  target_compile_definitions(RunNoCudaToolTest PRIVATE
+    DSC_RUN_BINARY="$<TARGET_FILE:dsc-run>"
+    DSC_MPIRUN="${DSC_MPIRUN_LIST}"
+    DSC_TEST_ARTIFACT_DIR="${DSC_TEST_ARTIFACT_DIR}")
+  add_dependencies(RunNoCudaToolTest dsc-run dsc_test_artifact_cuda_target_stub)
+  gtest_discover_tests(RunNoCudaToolTest DISCOVERY_TIMEOUT 60
+    PROPERTIES TIMEOUT 120)
+endif()

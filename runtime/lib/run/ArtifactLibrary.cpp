@@ -3,6 +3,7 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 
 #include "dsc/runtime/Error.h"
+#include "dsc/runtime/Run.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -42,6 +43,22 @@ std::string explainDlError(const std::string &message) {
   std::free(demangled);
   return result +
          "; an artifact may call only the dsc runtime that dsc-run exports";
+}
+
+/// The target named by an artifact that dlopen(RTLD_NOW) refused, read by
+/// loading it lazily: its undefined functions stay unbound until called,
+/// and only dsc_artifact_info is. "" when that fails too. The library stays
+/// loaded (see ~ArtifactLibrary).
+std::string lazyTarget(const std::string &loadPath) {
+  void *handle = ::dlopen(loadPath.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (!handle)
+    return "";
+  auto infoFunction = reinterpret_cast<const ArtifactInfo *(*)()>(
+      ::dlsym(handle, "dsc_artifact_info"));
+  const ArtifactInfo *info = infoFunction ? infoFunction() : nullptr;
+  return info && info->abiVersion == kArtifactAbiVersion && info->target
+             ? info->target
+             : "";
 }
 
 bool knownType(ElementType type) {
@@ -165,9 +182,18 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
   library->path_ = path;
   ::dlerror();
   library->handle_ = ::dlopen(loadPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library->handle_)
-    throw Error(path + ": cannot load artifact: " +
-                explainDlError(lastDlError()));
+  if (!library->handle_) {
+    std::string message = lastDlError();
+    // A CUDA artifact calls dsc::rt::cuda::gemmF32, which only a dsc-run
+    // built with CUDA exports: say that rather than "undefined symbol".
+    if (message.find("undefined symbol: _ZN3dsc2rt4cuda") !=
+        std::string::npos) {
+      std::string target = lazyTarget(loadPath);
+      if (!target.empty())
+        checkArtifactTarget(target, path, haveRunTarget("cuda"));
+    }
+    throw Error(path + ": cannot load artifact: " + explainDlError(message));
+  }
 
   auto symbol = [&](const char *name) {
     ::dlerror();

@@ -1,15 +1,18 @@
 //===- RunMain.cpp - dsc-run: set up every rank, run the steps, report ----===//
 //
-// Setup happens in two phases (the command line and the launcher's
-// environment; then the artifact, data, weights and buffers). Each ends in
-// an agreement over a private duplicate of MPI_COMM_WORLD: if any rank
-// failed, rank 0 gathers the messages, prints each distinct one once, and
-// every rank exits with the same non-zero status. So a mistake that every
-// rank makes alike (a wrong --batch) prints one line, not N, and a rank
-// that fails alone (a file missing on one node) cannot leave the others
-// waiting in a collective. Once the steps run, an error on a rank prints
-// that rank's message and ends the job with MPI_Abort, since the other ranks
-// may be inside a collective that will never complete.
+// Setup happens in three phases (the command line and the launcher's
+// environment; then the artifact, data, weights and buffers; then the
+// artifact's communicator). Each ends in an agreement over a private
+// duplicate of MPI_COMM_WORLD: if any rank failed, rank 0 gathers the
+// messages, prints each distinct one once, and every rank exits with the
+// same non-zero status. So a mistake that every rank makes alike (a wrong
+// --batch) prints one line, not N, and a rank that fails alone (a file
+// missing on one node) cannot leave the others waiting in a collective.
+// The artifact's target (RunTarget, Run.h) says where its buffers live and
+// which communicator sums: host memory and MPI for "cpu", GPU memory and
+// NCCL for "cuda" (CudaRun.cpp). Once the steps run, an error on a rank
+// prints that rank's message and ends the job with MPI_Abort, since the
+// other ranks may be inside a collective that will never complete.
 //
 // Checkpoints (Checkpoint.h) are saved between steps in three phases with
 // the same agreement after each, so that a rank that fails to write its
@@ -25,8 +28,8 @@
 
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/Comm.h"
 #include "dsc/runtime/MemoryPool.h"
-#include "dsc/runtime/MpiComm.h"
 #include "dsc/runtime/RankInfo.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -192,16 +195,19 @@ int settle(Control &control, const Outcome &outcome) {
 }
 
 /// This rank's summary, one line per figure, each prefixed "[rank R]".
-std::string summary(int rank, const MemoryPool &arena, const MemoryPool &state,
-                    const MemoryPool &io, const CommStats &stats) {
+/// The memory figures are the target's pools: host memory, or with
+/// "memory=device" GPU memory (and the pinned host staging beside it).
+std::string summary(int rank, const MemoryUse &memory, const CommStats &stats) {
   std::ostringstream out;
   std::string prefix = "[rank " + std::to_string(rank) + "] ";
-  size_t peak =
-      arena.highWaterMark() + state.highWaterMark() + io.highWaterMark();
+  size_t peak = memory.arena + memory.state + memory.io;
   out << prefix << "peak_memory_bytes=" << peak
-      << " arena_high_water_bytes=" << arena.highWaterMark()
-      << " state_bytes=" << state.highWaterMark()
-      << " io_bytes=" << io.highWaterMark() << "\n";
+      << " arena_high_water_bytes=" << memory.arena
+      << " state_bytes=" << memory.state << " io_bytes=" << memory.io;
+  if (!memory.where.empty())
+    out << " memory=" << memory.where
+        << " pinned_host_bytes=" << memory.pinnedHost;
+  out << "\n";
   for (size_t k = 0; k < kCollectiveKindCount; ++k) {
     auto kind = static_cast<CollectiveKind>(k);
     const CollectiveCounters &counters = stats[kind];
@@ -221,7 +227,7 @@ std::string summary(int rank, const MemoryPool &arena, const MemoryPool &state,
 /// Returns 0, or the exit status once the messages are printed.
 int saveCheckpoint(Control &control, const std::string &root,
                    const CheckpointJob &job, const ArtifactInfo &info,
-                   const std::vector<void *> &states) {
+                   RunTarget &target) {
   const int rank = control.rank();
   auto start = std::chrono::steady_clock::now();
   auto phase = [&](auto &&body) {
@@ -242,7 +248,10 @@ int saveCheckpoint(Control &control, const std::string &root,
   std::string report, directory;
   if (code == 0)
     code = phase([&] {
-      report = writeCheckpointShard(root, job, info, states, rank);
+      MemoryPool scratch("checkpoint");
+      report = writeCheckpointShard(
+          root, job, info,
+          target.hostStates(info, rank, job.worldSize, scratch), rank);
     });
   if (code == 0) {
     std::vector<std::string> reports = control.gather(report);
@@ -287,17 +296,12 @@ int runJob(const std::vector<std::string> &args) {
   if (int code = settle(control, outcome))
     return code;
 
-  // Collective over MPI_COMM_WORLD; cannot fail on one rank alone now that
-  // the launcher's rank and size agree with MPI's everywhere.
-  MpiCommunicator comm;
-
-  // Phase 2: the artifact, the data, the weights, every buffer.
-  MemoryPool arenaPool("arena"), statePool("state"), ioPool("io");
+  // Phase 2: the artifact, its target (a CUDA artifact's GPU first), the
+  // data, the weights, every buffer.
   std::unique_ptr<ArtifactLibrary> artifact;
+  std::unique_ptr<RunTarget> target;
   FeedPlan plan;
   std::optional<TokenData> data;
-  std::vector<void *> states, inputs, outputs;
-  void *arena = nullptr;
   std::vector<int64_t> unfed; // the tokens or targets no input takes
   int64_t *tokens = nullptr, *targets = nullptr;
   std::unique_ptr<MetricsCsv> metrics;
@@ -306,6 +310,8 @@ int runJob(const std::vector<std::string> &args) {
     artifact = ArtifactLibrary::open(options.artifact);
     const ArtifactInfo &info = artifact->info();
     plan = planFeeds(info, options, size);
+    target = makeRunTarget(info.target);
+    target->prepare(rank);
     data = TokenData::open(options.data);
     // Cheap checks first: the checkpoint's metadata and shard headers or
     // the weights file's header, the checkpoint root, the metrics file, and
@@ -321,29 +327,34 @@ int runJob(const std::vector<std::string> &args) {
       createCheckpointRoot(options.save);
     if (rank == 0 && !options.metrics.empty())
       metrics = std::make_unique<MetricsCsv>(options.metrics);
-    for (int32_t i = 0; i < info.numInputs; ++i)
-      inputs.push_back(ioPool.allocate(tensorBytes(info.inputs[i])));
-    for (int32_t i = 0; i < info.numOutputs; ++i)
-      outputs.push_back(ioPool.allocate(tensorBytes(info.outputs[i])));
+    target->allocate(info);
     unfed.resize(static_cast<size_t>(plan.microBatch * plan.seqLen));
     tokens = plan.tokensInput >= 0
-                 ? static_cast<int64_t *>(inputs[size_t(plan.tokensInput)])
+                 ? static_cast<int64_t *>(target->hostInput(plan.tokensInput))
                  : unfed.data();
-    targets = plan.targetsInput >= 0
-                  ? static_cast<int64_t *>(inputs[size_t(plan.targetsInput)])
-                  : unfed.data();
+    targets =
+        plan.targetsInput >= 0
+            ? static_cast<int64_t *>(target->hostInput(plan.targetsInput))
+            : unfed.data();
     data->batch(0, options.batch, options.seq, rank, size, tokens, targets);
-    states = resumed ? resumed->loadStates(info, statePool)
-                     : loadStates(info, *weights, statePool);
-    arena = arenaPool.allocate(static_cast<size_t>(info.arenaBytes));
+    if (resumed)
+      target->loadStates(info, *resumed);
+    else
+      target->loadStates(info, *weights);
   });
+  if (int code = settle(control, outcome))
+    return code;
+
+  // Phase 3: the communicator, collective over MPI_COMM_WORLD (MPI, or NCCL
+  // for a CUDA artifact, which fails on every rank alike).
+  RunStepContext *stepContext = nullptr;
+  outcome = attempt([&] { stepContext = &target->connect(); });
   if (int code = settle(control, outcome))
     return code;
 
   const ArtifactInfo &info = artifact->info();
   const ElementType lossType = info.outputs[plan.lossOutput].type;
-  const void *loss = outputs[static_cast<size_t>(plan.lossOutput)];
-  RunStepContext context(states, inputs, outputs, arena, comm);
+  RunStepContext &context = *stepContext;
   // A resumed run continues the numbering and the data where the saved one
   // stopped: step N + 1 feeds batch N.
   const int64_t firstStep = resumed ? resumed->job().step + 1 : 1;
@@ -383,11 +394,14 @@ int runJob(const std::vector<std::string> &args) {
       auto start = std::chrono::steady_clock::now();
       data->batch(step - 1, options.batch, options.seq, rank, size, tokens,
                   targets);
+      target->beforeStep();
       context.beginStep(step);
       artifact->step(context);
+      target->afterStep();
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
       if (rank == 0) {
+        const void *loss = target->hostOutput(plan.lossOutput);
         StepRecord record =
             makeStepRecord(step, readLoss(loss, lossType), lossType,
                            elapsed.count(), options.batch, options.seq);
@@ -413,13 +427,13 @@ int runJob(const std::vector<std::string> &args) {
       const char *model = info.model ? info.model : "";
       CheckpointJob job{step,        size,          model,
                         info.target, options.batch, options.seq};
-      if (int code = saveCheckpoint(control, options.save, job, info, states))
+      if (int code = saveCheckpoint(control, options.save, job, info, *target))
         return code;
     }
   }
 
   std::vector<std::string> summaries = control.gather(
-      summary(rank, arenaPool, statePool, ioPool, comm.stats()));
+      summary(rank, target->memoryUse(), context.communicator().stats()));
   for (const std::string &text : summaries)
     std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

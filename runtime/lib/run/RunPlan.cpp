@@ -5,7 +5,6 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 
-#include <cstring>
 
 namespace dsc::rt {
 
@@ -47,12 +46,23 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
             dtypeName(expectedDType) + " " + formatShape(expected));
 }
 
+void checkArtifactTarget(const std::string &target, const std::string &where,
+                         bool cudaSupported) {
+  if (target == "cpu" || (target == "cuda" && cudaSupported))
+    return;
+  check(target != "cuda",
+        where + ": artifact is for target 'cuda', but this dsc-run was built "
+                "without CUDA support (configure the runtime with the CUDA "
+                "toolkit and DSC_ENABLE_CUDA on; docs/cuda.md)");
+  throw Error(where + ": artifact is for target '" + target +
+              "', which dsc-run does not know (it runs 'cpu' and 'cuda' "
+              "artifacts)");
+}
+
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize) {
   const std::string where = options.artifact;
-  check(std::strcmp(info.target, "cpu") == 0,
-        where + ": artifact is for target '" + info.target +
-            "'; this dsc-run runs 'cpu' artifacts only");
+  checkArtifactTarget(info.target, where, haveRunTarget("cuda"));
   check(info.worldSize == worldSize,
         where + ": artifact was compiled for " +
             std::to_string(info.worldSize) + " rank(s), but the job has " +
@@ -114,23 +124,31 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   return plan;
 }
 
-std::vector<void *> loadStates(const ArtifactInfo &info,
-                               const SafeTensorsFile &weights,
-                               MemoryPool &pool) {
+void forEachState(
+    const ArtifactInfo &info, const SafeTensorsFile &weights,
+    const std::function<void(int32_t, const std::string &, size_t)> &read) {
   const std::string &file = weights.path();
-  std::vector<void *> buffers;
-  buffers.reserve(static_cast<size_t>(info.numStates));
   for (int32_t i = 0; i < info.numStates; ++i) {
     const TensorDesc &state = info.states[i].tensor;
     std::string name = state.name;
     checkStatePresent(weights.contains(name), file, state);
     const TensorInfo &stored = weights.info(name);
     checkStateMatches(file, state, stored.dtype, stored.shape);
-    size_t bytes = tensorBytes(state);
-    void *buffer = pool.allocate(bytes);
-    buffers.push_back(buffer);
-    weights.read(name, buffer, bytes);
+    read(i, name, tensorBytes(state));
   }
+}
+
+std::vector<void *> loadStates(const ArtifactInfo &info,
+                               const SafeTensorsFile &weights,
+                               MemoryPool &pool) {
+  std::vector<void *> buffers;
+  buffers.reserve(static_cast<size_t>(info.numStates));
+  forEachState(info, weights,
+               [&](int32_t, const std::string &name, size_t bytes) {
+                 void *buffer = pool.allocate(bytes);
+                 buffers.push_back(buffer);
+                 weights.read(name, buffer, bytes);
+               });
   return buffers;
 }
 

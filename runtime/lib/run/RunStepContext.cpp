@@ -36,9 +36,11 @@ T *at(std::vector<T *> &list, int32_t i, const char *what) {
 RunStepContext::RunStepContext(std::vector<void *> states,
                                std::vector<void *> inputs,
                                std::vector<void *> outputs, void *arena,
-                               Communicator &comm)
+                               Communicator &comm,
+                               std::function<void()> beforeCollective)
     : states_(std::move(states)), inputs_(std::move(inputs)),
-      outputs_(std::move(outputs)), arena_(arena), comm_(comm) {}
+      outputs_(std::move(outputs)), arena_(arena), comm_(comm),
+      beforeCollective_(std::move(beforeCollective)) {}
 
 void RunStepContext::beginStep(int64_t step) {
   step_ = step;
@@ -65,7 +67,10 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
   ++collectivesThisStep_;
   lastSequence_ = sequence;
   try {
-    comm_.allReduce(buffer, buffer, count, commType(type), ReduceOp::Sum);
+    CommDType dtype = commType(type);
+    if (beforeCollective_)
+      beforeCollective_();
+    comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
   } catch (const Error &error) {
     throw Error(where + ": " + error.what());
   }

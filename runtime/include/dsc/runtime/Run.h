@@ -2,8 +2,9 @@
 //
 // The pieces of dsc-run (docs/running.md), each testable on its own, and
 // runMain, which puts them together: the command line, the checks of an
-// artifact against the job (world size, batch, sequence length), loading
-// its state from safetensors, the StepContext that generated code talks to,
+// artifact against the job (target, world size, batch, sequence length),
+// loading its state from safetensors, the StepContext that generated code
+// talks to, the targets (where the buffers live, which communicator sums),
 // and the per-step log and metrics file.
 //
 //===----------------------------------------------------------------------===//
@@ -16,11 +17,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace dsc::rt {
 
+class Checkpoint;
 class Communicator;
 class MemoryPool;
 class SafeTensorsFile;
@@ -77,11 +81,18 @@ struct FeedPlan {
   int64_t seqLen = 0;
 };
 
-/// Throws Error unless the artifact fits the job: compiled for target
-/// "cpu" and `worldSize` ranks; inputs named "tokens" and/or "targets" only,
-/// int64 [micro batch, seq] and agreeing with each other;
-/// options.batch == micro batch * worldSize and options.seq == seq; an
-/// output "loss" of f32 or f64 holding one element.
+/// Throws Error "WHERE: ..." unless dsc-run can run artifacts of `target`:
+/// "cpu" always, "cuda" when `cudaSupported` ("WHERE: artifact is for
+/// target 'cuda', but this dsc-run was built without CUDA support ...").
+void checkArtifactTarget(const std::string &target, const std::string &where,
+                         bool cudaSupported);
+
+/// Throws Error unless the artifact fits the job: compiled for a target this
+/// dsc-run runs (checkArtifactTarget, CUDA support meaning that a RunTarget
+/// "cuda" is registered) and `worldSize` ranks; inputs named "tokens"
+/// and/or "targets" only, int64 [micro batch, seq] and agreeing with each
+/// other; options.batch == micro batch * worldSize and options.seq == seq;
+/// an output "loss" of f32 or f64 holding one element.
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize);
 
@@ -97,6 +108,14 @@ void checkStatePresent(bool present, const std::string &where,
 void checkStateMatches(const std::string &where, const TensorDesc &state,
                        DType dtype, const std::vector<int64_t> &shape);
 
+/// For every state of `info`, in ArtifactInfo::states order: checks that
+/// `weights` holds it with the artifact's dtype and shape (Errors as
+/// loadStates), then calls `read(index, name, bytes)`, which reads it
+/// (SafeTensorsFile::read) wherever the target keeps it.
+void forEachState(
+    const ArtifactInfo &info, const SafeTensorsFile &weights,
+    const std::function<void(int32_t, const std::string &, size_t)> &read);
+
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order. Throws Error naming the tensor when the file
 /// lacks it or holds it with another dtype or shape (both shapes in the
@@ -109,12 +128,17 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
 // What generated code calls
 //===----------------------------------------------------------------------===//
 
-/// dsc-run's StepContext: fixed buffers, and collectives on a Communicator.
+/// dsc-run's StepContext: fixed buffers (host memory for the CPU target,
+/// device memory for CUDA), and collectives on a Communicator.
 class RunStepContext final : public StepContext {
 public:
+  /// `beforeCollective`, when given, runs before each collective is handed
+  /// to `comm` (the CUDA target orders the artifact's kernels before the
+  /// communicator's stream there); what it throws is reported as the
+  /// communicator's errors are.
   RunStepContext(std::vector<void *> states, std::vector<void *> inputs,
-                 std::vector<void *> outputs, void *arena,
-                 Communicator &comm);
+                 std::vector<void *> outputs, void *arena, Communicator &comm,
+                 std::function<void()> beforeCollective = nullptr);
 
   /// Starts step `step` (1-based, as printed): sequence numbers start over.
   void beginStep(int64_t step);
@@ -135,14 +159,89 @@ public:
   int32_t rank() const override;
   int32_t worldSize() const override;
 
+  Communicator &communicator() const { return comm_; }
+
 private:
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_;
   Communicator &comm_;
+  std::function<void()> beforeCollective_;
   int64_t step_ = 0;
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
 };
+
+//===----------------------------------------------------------------------===//
+// Targets: where the buffers live, which communicator sums
+//===----------------------------------------------------------------------===//
+
+/// The high-water marks of a target's pools, for the per-rank summary.
+struct MemoryUse {
+  size_t arena = 0, state = 0, io = 0;
+  /// Where those pools are: "" for host memory (the CPU target), "device"
+  /// for GPU memory (CUDA; the summary then says memory=device).
+  std::string where;
+  /// Pinned host memory for staging inputs, outputs and state (CUDA).
+  size_t pinnedHost = 0;
+};
+
+/// dsc-run's per-target half: the memory of an artifact's state, inputs,
+/// outputs and arena, the copies between it and the host, and the
+/// communicator of its collectives. runMain calls, in order: prepare,
+/// allocate, one loadStates (setup, where any rank may fail alone), connect
+/// (collective over MPI_COMM_WORLD, once every rank's setup succeeded), then
+/// for each step beforeStep, the artifact's step on connect()'s context,
+/// afterStep. The CPU target (RunTarget.cpp) keeps everything in host
+/// MemoryPools and sums over MPI; the CUDA target (CudaRun.cpp, linked into
+/// dsc-run when the runtime is built with CUDA) keeps device pools, stages
+/// through pinned host memory and sums over NCCL.
+class RunTarget {
+public:
+  virtual ~RunTarget();
+  /// Before anything is read or allocated. CUDA: Device::select(rank).
+  virtual void prepare(int rank) = 0;
+  /// The inputs and outputs (pool "io") and the arena of
+  /// ArtifactInfo::arenaBytes (pool "arena").
+  virtual void allocate(const ArtifactInfo &info) = 0;
+  /// Every state of `info` (pool "state"), in ArtifactInfo::states order,
+  /// from a weights file (as loadStates above) or a checkpoint
+  /// (Checkpoint::loadStates), with their Errors.
+  virtual void loadStates(const ArtifactInfo &info,
+                          const SafeTensorsFile &weights) = 0;
+  virtual void loadStates(const ArtifactInfo &info,
+                          const Checkpoint &checkpoint) = 0;
+  /// Creates the communicator and the context the artifact's steps run on.
+  /// Collective over MPI_COMM_WORLD; throws on every rank alike.
+  virtual RunStepContext &connect() = 0;
+  /// Host memory of input `i` (i64 [micro batch, seq]): dsc-run cuts each
+  /// step's batch into it.
+  virtual void *hostInput(int32_t i) = 0;
+  /// Before a step: the host inputs to where the artifact reads them.
+  virtual void beforeStep() {}
+  /// After a step: the outputs to hostOutput.
+  virtual void afterStep() {}
+  /// Host memory holding output `i` after afterStep.
+  virtual const void *hostOutput(int32_t i) = 0;
+  /// The states in host memory, for writeCheckpointShard of `rank` in a job
+  /// of `worldSize`: state i where checkpointWriter(i, worldSize) == rank
+  /// (the others may be nullptr); copies go to `scratch`.
+  virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
+                                         int worldSize,
+                                         MemoryPool &scratch) = 0;
+  virtual MemoryUse memoryUse() const = 0;
+};
+
+using RunTargetFactory = std::unique_ptr<RunTarget> (*)();
+
+/// Makes `factory` the RunTarget of artifacts for `target`. "cpu" is built
+/// in; CudaRun.cpp registers "cuda" during static initialization, in the
+/// executables that link it (whole, as dsc-run does when the runtime is
+/// built with CUDA).
+void registerRunTarget(const std::string &target, RunTargetFactory factory);
+/// Whether a RunTarget is registered for `target`.
+bool haveRunTarget(const std::string &target);
+/// A new RunTarget for `target`; Error when none is registered.
+std::unique_ptr<RunTarget> makeRunTarget(const std::string &target);
 
 //===----------------------------------------------------------------------===//
 // Per-step log and metrics

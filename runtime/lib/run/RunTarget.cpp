@@ -1,0 +1,120 @@
+//===- RunTarget.cpp - the registry of targets, and the CPU target --------===//
+//
+// The CPU target keeps state, inputs, outputs and arena in host MemoryPools
+// (the artifact reads and writes them where dsc-run does) and sums over
+// MPI. The CUDA target is in CudaRun.cpp, which registers itself when it is
+// linked.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/MpiComm.h"
+#include "dsc/runtime/Run.h"
+
+#include <map>
+#include <mutex>
+
+namespace dsc::rt {
+
+namespace {
+
+class CpuRunTarget final : public RunTarget {
+public:
+  void prepare(int) override {}
+
+  void allocate(const ArtifactInfo &info) override {
+    for (int32_t i = 0; i < info.numInputs; ++i)
+      inputs_.push_back(ioPool_.allocate(tensorBytes(info.inputs[i])));
+    for (int32_t i = 0; i < info.numOutputs; ++i)
+      outputs_.push_back(ioPool_.allocate(tensorBytes(info.outputs[i])));
+    arena_ = arenaPool_.allocate(static_cast<size_t>(info.arenaBytes));
+  }
+
+  void loadStates(const ArtifactInfo &info,
+                  const SafeTensorsFile &weights) override {
+    states_ = dsc::rt::loadStates(info, weights, statePool_);
+  }
+  void loadStates(const ArtifactInfo &info,
+                  const Checkpoint &checkpoint) override {
+    states_ = checkpoint.loadStates(info, statePool_);
+  }
+
+  RunStepContext &connect() override {
+    comm_ = std::make_unique<MpiCommunicator>();
+    context_ = std::make_unique<RunStepContext>(states_, inputs_, outputs_,
+                                                arena_, *comm_);
+    return *context_;
+  }
+
+  void *hostInput(int32_t i) override { return inputs_.at(size_t(i)); }
+  const void *hostOutput(int32_t i) override { return outputs_.at(size_t(i)); }
+
+  std::vector<void *> hostStates(const ArtifactInfo &, int, int,
+                                 MemoryPool &) override {
+    return states_;
+  }
+
+  MemoryUse memoryUse() const override {
+    MemoryUse use;
+    use.arena = arenaPool_.highWaterMark();
+    use.state = statePool_.highWaterMark();
+    use.io = ioPool_.highWaterMark();
+    return use;
+  }
+
+private:
+  MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"};
+  std::vector<void *> states_, inputs_, outputs_;
+  void *arena_ = nullptr;
+  std::unique_ptr<MpiCommunicator> comm_;
+  std::unique_ptr<RunStepContext> context_;
+};
+
+std::unique_ptr<RunTarget> makeCpuRunTarget() {
+  return std::make_unique<CpuRunTarget>();
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, RunTargetFactory> factories{{"cpu", &makeCpuRunTarget}};
+};
+
+// Built on first use: CudaRun.cpp registers during static initialization,
+// in whatever order the objects' initializers run.
+Registry &registry() {
+  static Registry instance;
+  return instance;
+}
+
+} // namespace
+
+RunTarget::~RunTarget() = default;
+
+void registerRunTarget(const std::string &target, RunTargetFactory factory) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.factories[target] = factory;
+}
+
+bool haveRunTarget(const std::string &target) {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.factories.count(target) != 0;
+}
+
+std::unique_ptr<RunTarget> makeRunTarget(const std::string &target) {
+  RunTargetFactory factory = nullptr;
+  {
+    Registry &r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto found = r.factories.find(target);
+    check(found != r.factories.end(),
+          "no RunTarget for artifacts of target '" + target + "'");
+    factory = found->second;
+  }
+  return factory();
+}
+
+} // namespace dsc::rt

@@ -1,0 +1,269 @@
+//===- RunTargetTest.cpp - dsc-run's targets, in process ------------------===//
+//
+// Which targets dsc-run runs, the registry of RunTargets, the CPU target's
+// buffers and pools, and the hook the CUDA target uses to order its kernels
+// before each collective. This executable is an artifact host without the
+// CUDA target (dsc_run_cuda) and the CUDA backend, as a dsc-run built
+// without CUDA support is, so a CUDA artifact must be refused here whatever
+// the build.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Comm.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+
+#include "ScratchDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace dsc::rt;
+using dsc::rt::test::ScratchDir;
+using testing::HasSubstr;
+
+namespace {
+
+template <typename Body> std::string errorOf(Body &&body) {
+  try {
+    body();
+  } catch (const Error &error) {
+    return error.what();
+  }
+  return "";
+}
+
+/// One state w f32 [2, 3]; tokens and targets i64 [1, 4]; loss f32; one
+/// rank; an arena of 300 bytes.
+struct OneRankArtifact {
+  int64_t stateShape[2] = {2, 3};
+  int64_t inputShape[2] = {1, 4};
+  StateDesc states[1] = {
+      {{"w", ElementType::F32, 2, stateShape}, StateRole::Parameter}};
+  TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
+                          {"targets", ElementType::I64, 2, inputShape}};
+  TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
+  ArtifactInfo info{kArtifactAbiVersion, "cpu", "one.mlir", 1, 300, 1,
+                    states,              2,     inputs,     1, outputs};
+  RunOptions options;
+  OneRankArtifact() {
+    options.artifact = "one.so";
+    options.batch = 1;
+    options.seq = 4;
+  }
+};
+
+TEST(DscRunTargets, CudaNeedsCudaSupport) {
+  EXPECT_EQ(errorOf([] { checkArtifactTarget("cuda", "one.so", false); }),
+            "one.so: artifact is for target 'cuda', but this dsc-run was "
+            "built without CUDA support (configure the runtime with the CUDA "
+            "toolkit and DSC_ENABLE_CUDA on; docs/cuda.md)");
+  EXPECT_NO_THROW(checkArtifactTarget("cuda", "one.so", true));
+  EXPECT_NO_THROW(checkArtifactTarget("cpu", "one.so", false));
+  EXPECT_EQ(errorOf([] { checkArtifactTarget("tpu", "one.so", true); }),
+            "one.so: artifact is for target 'tpu', which dsc-run does not "
+            "know (it runs 'cpu' and 'cuda' artifacts)");
+  EXPECT_THAT(errorOf([] { checkArtifactTarget("CUDA", "one.so", true); }),
+              HasSubstr("target 'CUDA', which dsc-run does not know"));
+}
+
+TEST(DscRunTargets, ACudaArtifactIsRefusedWithoutTheCudaTarget) {
+  // No dsc_run_cuda in this executable: no "cuda" RunTarget.
+  EXPECT_TRUE(haveRunTarget("cpu"));
+  EXPECT_FALSE(haveRunTarget("cuda"));
+  OneRankArtifact fake;
+  EXPECT_NO_THROW(planFeeds(fake.info, fake.options, 1));
+  fake.info.target = "cuda";
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 1); }),
+            "one.so: artifact is for target 'cuda', but this dsc-run was "
+            "built without CUDA support (configure the runtime with the CUDA "
+            "toolkit and DSC_ENABLE_CUDA on; docs/cuda.md)");
+  EXPECT_EQ(errorOf([] { makeRunTarget("cuda"); }),
+            "no RunTarget for artifacts of target 'cuda'");
+}
+
+TEST(DscRunTargets, ACudaArtifactThatCannotLoadIsRefusedAsCuda) {
+  // A CUDA artifact calls dsc::rt::cuda::gemmF32, which this host does not
+  // export: dlopen fails on it, and the message says why.
+  std::string path =
+      std::string(DSC_TEST_ARTIFACT_DIR) + "/cuda_target_stub.so";
+  EXPECT_EQ(errorOf([&] { ArtifactLibrary::open(path); }),
+            path + ": artifact is for target 'cuda', but this dsc-run was "
+                   "built without CUDA support (configure the runtime with "
+                   "the CUDA toolkit and DSC_ENABLE_CUDA on; docs/cuda.md)");
+  // A CPU artifact with an undefined symbol keeps dlopen's message.
+  std::string missing =
+      std::string(DSC_TEST_ARTIFACT_DIR) + "/tiny_missing_symbol.so";
+  EXPECT_THAT(errorOf([&] { ArtifactLibrary::open(missing); }),
+              HasSubstr("undefined symbol"));
+}
+
+/// A target that only counts how often it was made.
+int targetsMade = 0;
+class CountingTarget final : public RunTarget {
+public:
+  void prepare(int) override {}
+  void allocate(const ArtifactInfo &) override {}
+  void loadStates(const ArtifactInfo &, const SafeTensorsFile &) override {}
+  void loadStates(const ArtifactInfo &, const Checkpoint &) override {}
+  RunStepContext &connect() override { throw Error("not here"); }
+  void *hostInput(int32_t) override { return nullptr; }
+  const void *hostOutput(int32_t) override { return nullptr; }
+  std::vector<void *> hostStates(const ArtifactInfo &, int, int,
+                                 MemoryPool &) override {
+    return {};
+  }
+  MemoryUse memoryUse() const override { return {}; }
+};
+
+TEST(DscRunTargets, RegisteredTargetsAreMadeByName) {
+  EXPECT_FALSE(haveRunTarget("counting"));
+  registerRunTarget("counting", []() -> std::unique_ptr<RunTarget> {
+    ++targetsMade;
+    return std::make_unique<CountingTarget>();
+  });
+  EXPECT_TRUE(haveRunTarget("counting"));
+  std::unique_ptr<RunTarget> made = makeRunTarget("counting");
+  EXPECT_NE(dynamic_cast<CountingTarget *>(made.get()), nullptr);
+  EXPECT_EQ(targetsMade, 1);
+  // The CPU target is built in.
+  EXPECT_NE(makeRunTarget("cpu"), nullptr);
+}
+
+TEST(DscRunTargets, TheCpuTargetKeepsHostPools) {
+  ScratchDir dir;
+  OneRankArtifact fake;
+  const float w[6] = {1, 2, 3, 4, 5, 6};
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"w", DType::F32, {2, 3}, w}});
+  std::unique_ptr<RunTarget> target = makeRunTarget("cpu");
+  target->prepare(0);
+  target->allocate(fake.info);
+  target->loadStates(fake.info,
+                     SafeTensorsFile::open(dir.file("w.safetensors")));
+  // The batch is cut where the artifact reads it; the loss read where it
+  // writes it: host memory, no copies.
+  auto *tokens = static_cast<int64_t *>(target->hostInput(0));
+  auto *targets = static_cast<int64_t *>(target->hostInput(1));
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_NE(targets, nullptr);
+  EXPECT_NE(tokens, targets);
+  tokens[3] = 7;
+  target->beforeStep();
+  target->afterStep();
+  EXPECT_EQ(tokens[3], 7);
+  EXPECT_NE(target->hostOutput(0), nullptr);
+  EXPECT_THROW(target->hostInput(2), std::out_of_range);
+
+  // Host pools, counted at 256 bytes a buffer: the arena (300 -> 512), the
+  // state (24 -> 256), two inputs and an output (3 x 256).
+  MemoryUse use = target->memoryUse();
+  EXPECT_EQ(use.arena, 512u);
+  EXPECT_EQ(use.state, 256u);
+  EXPECT_EQ(use.io, 768u);
+  EXPECT_EQ(use.where, "");
+  EXPECT_EQ(use.pinnedHost, 0u);
+
+  // A checkpoint shard reads the states where they are, no copy.
+  MemoryPool scratch("checkpoint");
+  std::vector<void *> states = target->hostStates(fake.info, 0, 1, scratch);
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(std::memcmp(states[0], w, sizeof w), 0);
+  EXPECT_EQ(scratch.highWaterMark(), 0u);
+}
+
+TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {
+  ScratchDir dir;
+  OneRankArtifact fake;
+  const float w[8] = {};
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"w", DType::F32, {2, 4}, w}});
+  int reads = 0;
+  EXPECT_EQ(
+      errorOf([&] {
+        forEachState(fake.info,
+                     SafeTensorsFile::open(dir.file("w.safetensors")),
+                     [&](int32_t, const std::string &, size_t) { ++reads; });
+      }),
+      dir.file("w.safetensors") +
+          ": tensor 'w' is F32 [2, 4], but the artifact expects F32 [2, 3]");
+  EXPECT_EQ(reads, 0);
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
+  std::vector<std::string> names;
+  std::vector<size_t> sizes;
+  forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
+               [&](int32_t index, const std::string &name, size_t bytes) {
+                 EXPECT_EQ(index, static_cast<int32_t>(names.size()));
+                 names.push_back(name);
+                 sizes.push_back(bytes);
+               });
+  EXPECT_EQ(names, std::vector<std::string>{"w"});
+  EXPECT_EQ(sizes, std::vector<size_t>{24});
+}
+
+/// A one-rank communicator that logs each allReduce it runs.
+class LoggingComm final : public Communicator {
+public:
+  explicit LoggingComm(std::vector<std::string> &log)
+      : Communicator(60), log_(log) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+
+private:
+  void runAllReduce(const void *, void *, std::size_t count, CommDType,
+                    ReduceOp) override {
+    log_.push_back("allReduce " + std::to_string(count));
+  }
+  void runAllGather(const void *, void *, std::size_t, CommDType) override {}
+  void runReduceScatter(const void *, void *, std::size_t, CommDType,
+                        ReduceOp) override {}
+  void runBroadcast(const void *, void *, std::size_t, CommDType,
+                    int) override {}
+  void runBarrier() override {}
+  void runAllToAll(const void *, void *, std::size_t, CommDType) override {}
+  [[noreturn]] void abortJob(int) override { std::abort(); }
+  std::vector<std::string> &log_;
+};
+
+TEST(DscRunTargets, TheHookRunsBeforeEachCollective) {
+  std::vector<std::string> log;
+  LoggingComm comm(log);
+  bool fail = false;
+  RunStepContext context({}, {}, {}, nullptr, comm, [&] {
+    log.push_back("hook");
+    if (fail)
+      throw Error("cudaEventRecord after the step's kernels: boom");
+  });
+  float values[2] = {1, 2};
+  context.beginStep(3);
+  context.allReduceSum(values, 2, ElementType::F32, 0);
+  context.allReduceSum(values, 1, ElementType::F32, 1);
+  EXPECT_EQ(log, (std::vector<std::string>{"hook", "allReduce 2", "hook",
+                                           "allReduce 1"}));
+  // What the hook throws names the step and the collective, and the
+  // collective is not issued.
+  fail = true;
+  EXPECT_EQ(errorOf([&] {
+              context.allReduceSum(values, 1, ElementType::F32, 2);
+            }),
+            "step 3, collective 2 (allReduceSum of 1 f32): cudaEventRecord "
+            "after the step's kernels: boom");
+  EXPECT_EQ(log.size(), 5u);
+  EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 2u);
+  // A type the communicator cannot sum is refused before the hook runs.
+  fail = false;
+  uint16_t half = 0;
+  EXPECT_THAT(errorOf([&] {
+                context.allReduceSum(&half, 1, ElementType::F16, 3);
+              }),
+              HasSubstr("cannot sum f16"));
+  EXPECT_EQ(log.size(), 5u);
+  EXPECT_EQ(&context.communicator(), &comm);
+}
+
+} // namespace
