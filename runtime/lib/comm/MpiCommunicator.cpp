@@ -13,19 +13,34 @@
 
 namespace dsc::rt {
 
-namespace {
-
-/// Throws Error with MPI's own message when `code` is not MPI_SUCCESS.
-void checkMpi(int code, const char *call) {
+void checkMpi(int code, const char *call, const char *prefix) {
   if (code == MPI_SUCCESS)
     return;
   char message[MPI_MAX_ERROR_STRING];
   int length = 0;
   if (MPI_Error_string(code, message, &length) != MPI_SUCCESS)
     length = 0;
-  throw Error(std::string(call) + " failed: " +
+  throw Error(std::string(prefix) + call + " failed: " +
               std::string(message, static_cast<std::size_t>(length)));
 }
+
+MPI_Comm duplicateForCommunicator(MPI_Comm parent, const char *who,
+                                  const char *errorPrefix, int &rank,
+                                  int &size) {
+  int initialized = 0;
+  checkMpi(MPI_Initialized(&initialized), "MPI_Initialized", errorPrefix);
+  check(initialized, std::string(who) + ": MPI_Init has not been called");
+  checkMpi(MPI_Comm_rank(parent, &rank), "MPI_Comm_rank", errorPrefix);
+  checkMpi(MPI_Comm_size(parent, &size), "MPI_Comm_size", errorPrefix);
+  if (parent == MPI_COMM_WORLD)
+    checkRankAgrees(detectRankFromEnvironment(), rank, size, "MPI_COMM_WORLD");
+  MPI_Comm dup;
+  checkMpi(MPI_Comm_dup(parent, &dup), "MPI_Comm_dup", errorPrefix);
+  MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+  return dup;
+}
+
+namespace {
 
 MPI_Datatype mpiType(CommDType dtype) {
   switch (dtype) {
@@ -65,17 +80,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent,
                                  std::optional<double> timeoutSeconds)
     : Communicator(timeoutSeconds ? *timeoutSeconds
                                   : collectiveTimeoutFromEnvironment()) {
-  int initialized = 0;
-  checkMpi(MPI_Initialized(&initialized), "MPI_Initialized");
-  check(initialized, "MpiCommunicator: MPI_Init has not been called");
-  checkMpi(MPI_Comm_rank(parent, &rank_), "MPI_Comm_rank");
-  checkMpi(MPI_Comm_size(parent, &size_), "MPI_Comm_size");
-  if (parent == MPI_COMM_WORLD)
-    checkRankAgrees(detectRankFromEnvironment(), rank_, size_,
-                    "MPI_COMM_WORLD");
   // Nothing below throws once the duplicate exists, so it cannot leak.
-  checkMpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  comm_ = duplicateForCommunicator(parent, "MpiCommunicator", "", rank_, size_);
   MPI_Op_create(bf16SumOp, /*commute=*/1, &bf16Sum_);
   MPI_Op_create(bf16MaxOp, /*commute=*/1, &bf16Max_);
 }

@@ -2,6 +2,8 @@
 
 #include "dsc/runtime/NcclComm.h"
 
+#include "dsc/runtime/MpiComm.h"
+
 #include "dsc/runtime/CudaDevice.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/RankInfo.h"
@@ -19,17 +21,7 @@ using cuda::checkCuda;
 
 namespace {
 
-/// Throws Error with MPI's own message when `code` is not MPI_SUCCESS.
-void checkMpiCall(int code, const char *call) {
-  if (code == MPI_SUCCESS)
-    return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
-    length = 0;
-  throw Error(std::string("NcclCommunicator: ") + call + " failed: " +
-              std::string(text, static_cast<std::size_t>(length)));
-}
+constexpr const char *kErrorPrefix = "NcclCommunicator: ";
 
 ncclDataType_t ncclType(CommDType dtype) {
   switch (dtype) {
@@ -86,16 +78,8 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, cudaStream_t stream,
                                    std::optional<double> timeoutSeconds)
     : Communicator(timeoutSeconds ? *timeoutSeconds
                                   : collectiveTimeoutFromEnvironment()) {
-  int initialized = 0;
-  checkMpiCall(MPI_Initialized(&initialized), "MPI_Initialized");
-  check(initialized, "NcclCommunicator: MPI_Init has not been called");
-  checkMpiCall(MPI_Comm_rank(parent, &rank_), "MPI_Comm_rank");
-  checkMpiCall(MPI_Comm_size(parent, &size_), "MPI_Comm_size");
-  if (parent == MPI_COMM_WORLD)
-    checkRankAgrees(detectRankFromEnvironment(), rank_, size_,
-                    "MPI_COMM_WORLD");
-  checkMpiCall(MPI_Comm_dup(parent, &mpiComm_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(mpiComm_, MPI_ERRORS_RETURN);
+  mpiComm_ = duplicateForCommunicator(parent, "NcclCommunicator", kErrorPrefix,
+                                      rank_, size_);
   try {
     // 1. GPU, stream, buffers; rank 0 also makes the unique id.
     ncclUniqueId id{};
@@ -111,8 +95,8 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, cudaStream_t stream,
     }
     agree(ok, error, "set up a GPU");
     // 2. The id to every rank, and the NCCL communicator.
-    checkMpiCall(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpiComm_),
-                 "MPI_Bcast of the ncclUniqueId");
+    checkMpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpiComm_),
+             "MPI_Bcast of the ncclUniqueId", kErrorPrefix);
     ok = true;
     error.clear();
     try {
@@ -177,9 +161,8 @@ void NcclCommunicator::agree(bool ok, const std::string &localError,
                              const char *what) {
   int mine = ok ? 1 : 0;
   std::vector<int> all(static_cast<std::size_t>(size_), 0);
-  checkMpiCall(
-      MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, mpiComm_),
-      "MPI_Allgather");
+  checkMpi(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, mpiComm_),
+           "MPI_Allgather", kErrorPrefix);
   if (!ok)
     throw Error(localError);
   std::string failed;

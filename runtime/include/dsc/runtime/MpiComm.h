@@ -25,6 +25,20 @@
 
 namespace dsc::rt {
 
+/// Throws Error("<prefix><call> failed: <MPI's message>") unless `code` is
+/// MPI_SUCCESS.
+void checkMpi(int code, const char *call, const char *prefix = "");
+
+/// How every communicator joins a job (MPI and NCCL alike): requires
+/// MPI_Init (else Error "<who>: MPI_Init has not been called"), reads the
+/// rank and size of `parent`, checks them against the launcher's environment
+/// (RankInfo.h) when `parent` is MPI_COMM_WORLD, and returns a duplicate of
+/// `parent` whose errors are returned, not fatal. MPI failures are Errors
+/// prefixed with `errorPrefix`. Collective over `parent`.
+MPI_Comm duplicateForCommunicator(MPI_Comm parent, const char *who,
+                                  const char *errorPrefix, int &rank,
+                                  int &size);
+
 class MpiCommunicator final : public Communicator {
 public:
   /// Requires MPI_Init. `timeoutSeconds` defaults to DSC_COLLECTIVE_TIMEOUT
