@@ -60,7 +60,7 @@ def _additive_causal_mask(low, node, mask):
     if not m.dtype.is_floating_point or m.dim() < 2:
         return None
     keep = m == 0
-    if not _causal_fill(low, node, None, keep):
+    if not _causal_fill(low, node, keep):
         return None
     future = m[~torch.broadcast_to(keep, m.shape)]
     if future.numel() == 0 or not bool((future == future[0]).all()):
@@ -76,9 +76,7 @@ def _add(low, node, a, b, alpha=1):
         fill = _additive_causal_mask(low, node, m) if alpha == 1 else None
         if fill is not None and isinstance(x, torch.fx.Node) and \
                 tuple(low.value(x).shape) == low.out_meta(node)[0]:
-            shape, dtype = low.out_meta(node)
-            attrs = {} if fill == float("-inf") else {"fill_value": ("f64", fill)}
-            return low.op("causal_mask", [low.operand(x, dtype)], shape, dtype, attrs)
+            return _causal_mask(low, node, x, fill)
     return _binary("add", low, node, a, b, alpha)
 
 
@@ -188,9 +186,9 @@ for _d in _COMPARE:
         lambda low, node, a, b, _d=_d: _compare(_d, low, node, a, b))
 
 
-def _causal_fill(low, node, scores, keep_mask):
-    """If `keep_mask` (a constant) keeps exactly the causal positions of
-    `scores` ([..., q, k]), returns True."""
+def _causal_fill(low, node, keep_mask):
+    """True when `keep_mask` (a constant) keeps exactly the causal positions
+    of `node`'s result ([..., q, k])."""
     shape, _ = low.out_meta(node)
     if len(shape) < 2:
         return False
@@ -203,6 +201,14 @@ def _causal_fill(low, node, scores, keep_mask):
     return bool((keep == causal).all())
 
 
+def _causal_mask(low, node, scores, fill):
+    """dsc.causal_mask of `scores` with `fill` (-inf, the default, is left
+    implicit)."""
+    shape, dtype = low.out_meta(node)
+    attrs = {} if fill == float("-inf") else {"fill_value": ("f64", fill)}
+    return low.op("causal_mask", [low.operand(scores, dtype)], shape, dtype, attrs)
+
+
 @handles("aten::masked_fill.Scalar", "aten::masked_fill.Tensor")
 def _masked_fill(low, node, x, mask, value):
     shape, dtype = low.out_meta(node)
@@ -210,11 +216,8 @@ def _masked_fill(low, node, x, mask, value):
         value = low.value(value).item()
     if (isinstance(mask, torch.fx.Node) and low.foldable[mask] and
             isinstance(value, (int, float)) and
-            _causal_fill(low, node, x, ~low.value(mask))):
-        attrs = {}
-        if value != float("-inf"):
-            attrs["fill_value"] = ("f64", value)
-        return low.op("causal_mask", [low.operand(x, dtype)], shape, dtype, attrs)
+            _causal_fill(low, node, ~low.value(mask))):
+        return _causal_mask(low, node, x, value)
     return low.op("select", [low.operand(mask, torch.bool),
                              low.operand(value, dtype), low.operand(x, dtype)],
                   shape, dtype)
@@ -226,9 +229,8 @@ def _where(low, node, cond, a, b):
     shape, dtype = low.out_meta(node)
     if (isinstance(cond, torch.fx.Node) and low.foldable[cond] and
             isinstance(b, (int, float)) and isinstance(a, torch.fx.Node) and
-            _causal_fill(low, node, a, low.value(cond))):
-        attrs = {} if b == float("-inf") else {"fill_value": ("f64", b)}
-        return low.op("causal_mask", [low.operand(a, dtype)], shape, dtype, attrs)
+            _causal_fill(low, node, low.value(cond))):
+        return _causal_mask(low, node, a, b)
     return low.op("select", [low.operand(cond, torch.bool), low.operand(a, dtype),
                              low.operand(b, dtype)], shape, dtype)
 
