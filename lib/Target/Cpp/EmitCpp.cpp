@@ -227,32 +227,25 @@ private:
     std::string ty = cpp::cType(elem);
     auto dense = dyn_cast<DenseElementsAttr>(cst.getValue());
     if (ty.empty() || !dense)
-      return cst.emitError() << "the CPU target cannot hold constant " << cst.getValue();
+      return cst.emitError() << "the CPU and CUDA targets cannot hold constant " << cst.getValue();
     os << "alignas(64) const " << ty << " " << name << "[] = {";
     int64_t n = cst.getType().getNumElements();
-    for (int64_t i = 0; i < n; ++i) {
-      if (i)
-        os << ", ";
-      int64_t at = dense.isSplat() ? 0 : i;
-      if (isa<FloatType>(elem)) {
-        APFloat v = dense.getValues<APFloat>()[at];
-        double d = v.convertToDouble();
-        if (std::isinf(d))
-          os << (d < 0 ? "-" : "") << "std::numeric_limits<" << ty << ">::infinity()";
-        else if (std::isnan(d))
-          os << "std::numeric_limits<" << ty << ">::quiet_NaN()";
-        else
-          os << llvm::formatv("{0:e17}", d).str() << (elem.isF32() ? "f" : "");
-      } else {
-        APInt v = dense.getValues<APInt>()[at];
+    auto write = [&](auto values, auto print) {
+      for (int64_t i = 0; i < n; ++i)
+        os << (i ? ", " : "") << print(values[dense.isSplat() ? 0 : i]);
+    };
+    if (isa<FloatType>(elem))
+      write(dense.getValues<APFloat>(), [&](const APFloat &v) {
+        return cpp::literal(v.convertToDouble(), elem);
+      });
+    else
+      write(dense.getValues<APInt>(), [&](const APInt &v) -> std::string {
         if (elem.isInteger(1))
-          os << v.getZExtValue();
-        else if (v.isMinSignedValue())
-          os << "(" << v.getSExtValue() + 1 << " - 1)"; // no literal for INT_MIN
-        else
-          os << v.getSExtValue();
-      }
-    }
+          return std::to_string(v.getZExtValue());
+        if (v.isMinSignedValue()) // there is no literal for INT64_MIN
+          return "(" + std::to_string(v.getSExtValue() + 1) + " - 1)";
+        return std::to_string(v.getSExtValue());
+      });
     os << "};\n\n";
     return success();
   }

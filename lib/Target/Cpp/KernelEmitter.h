@@ -25,6 +25,10 @@ enum class Target { Cpu, Cuda };
 /// The C type of an element type, or "" when the targets lack it.
 std::string cType(Type elementType);
 
+/// A C/CUDA literal of `value` as element type `t` (infinities and NaN
+/// through the preamble's DSC_INF / DSC_NAN).
+std::string literal(double value, Type t);
+
 /// Row-major strides of `shape`.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
 

@@ -51,8 +51,7 @@ static RankedTensorType tensorOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-/// A C literal of `value` in type `t`.
-static std::string literal(double value, Type t) {
+std::string mlir::dsc::cpp::literal(double value, Type t) {
   std::string ty = cType(t);
   if (std::isinf(value))
     return std::string(value < 0 ? "-" : "") + "DSC_INF(" + ty + ")";
