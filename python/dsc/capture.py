@@ -1,8 +1,16 @@
 """Captures a model's forward graph and loss at ATen level.
 
-One path serves torch 1.13 (Debian, CI) and torch 2.x: make_fx over a
-functional call of the model with its state passed in as arguments, so every
-parameter and buffer is a graph input and nothing is baked in as a constant.
+Two tracers produce the same functional ATen graph, every parameter and
+buffer a graph input and nothing baked in as a constant:
+
+- "make_fx" (torch 1.13, Debian and CI): make_fx over a functional call of
+  the model with its state passed in as arguments;
+- "torch.export" (torch >= 2.1): torch.export.export, then
+  run_decompositions({}), which functionalizes and applies the
+  CompositeImplicitAutograd decompositions that make_fx applies, and no
+  others (the core-ATen table would split ops dsc keeps whole).
+
+"auto" picks torch.export where it exists.
 """
 
 import contextlib
@@ -62,7 +70,7 @@ class _OneHotAsCompare(torch.overrides.TorchFunctionMode):
             t = args[0]
             n = args[1] if len(args) > 1 else kwargs.get("num_classes", -1)
             if n < 0:
-                raise ValueError("dsc.export: F.one_hot needs an explicit "
+                raise CaptureError("dsc.export: F.one_hot needs an explicit "
                                  "num_classes (a static shape)")
             return (t.unsqueeze(-1) == torch.arange(n, device=t.device)).long()
         return func(*args, **kwargs)
@@ -85,18 +93,43 @@ def _record_stack_traces():
         torch.fx.proxy.TracerBase.record_stack_traces = old
 
 
+METHODS = ("auto", "make_fx", "torch.export")
+
+
+class CaptureError(Exception):
+    """The model cannot be traced as asked."""
+
+
+def has_torch_export():
+    """torch.export with run_decompositions, i.e. torch >= 2.1."""
+    export = getattr(torch, "export", None)
+    return export is not None and hasattr(export, "ExportedProgram") and \
+        hasattr(export.ExportedProgram, "run_decompositions")
+
+
 class Capture:
     """The traced graph plus what the exporter needs to name its parts.
 
-    graph_module: the fx GraphModule; placeholders are, in order, one per
-      name of `state.all_names()`, then one per model input.
-    placeholder_role: placeholder node -> ("state", canonical name) or
-      ("input", input name).
+    graph_module: the fx GraphModule; its placeholders take, in order, the
+      values of `placeholder_role`.
+    placeholder_role: placeholder node -> ("state", canonical name),
+      ("input", input name) or ("constant", tensor) (a tensor the model
+      creates that torch.export lifts to an input).
     values: node -> the concrete value computed on the example inputs
       (tensors, tuples of tensors, or Python scalars).
+    method: the tracer used, "make_fx" or "torch.export".
     """
 
-    def __init__(self, model, example_inputs, input_names=None):
+    def __init__(self, model, example_inputs, input_names=None, method="auto"):
+        if method not in METHODS:
+            raise CaptureError(f"unknown capture method {method!r}; expected one of "
+                             f"{', '.join(METHODS)}")
+        if method == "auto":
+            method = "torch.export" if has_torch_export() else "make_fx"
+        if method == "torch.export" and not has_torch_export():
+            raise CaptureError(f"capture with torch.export needs torch >= 2.1; "
+                             f"this is torch {torch.__version__}")
+        self.method = method
         self.model = model
         self.state = NamedState(model)
         self.example_inputs = tuple(example_inputs)
@@ -104,9 +137,17 @@ class Capture:
             params = list(inspect.signature(model.forward).parameters)
             input_names = params[:len(self.example_inputs)]
         self.input_names = list(input_names)
+        if method == "make_fx":
+            self._trace_make_fx()
+        else:
+            self._trace_torch_export()
+        self.values = _evaluate(self.graph_module, self._flat_args(self.state.tensors))
+
+    def _trace_make_fx(self):
         names = self.state.all_names()
         canonical = [self.state.aliases[n] for n in names]
         flat_state = [self.state.tensors[c] for c in canonical]
+        model = self.model
 
         def forward(state_list, *inputs):
             with _OneHotAsCompare():
@@ -114,29 +155,85 @@ class Capture:
 
         with _record_stack_traces(), torch.no_grad():
             self.graph_module = make_fx(forward)(flat_state, *self.example_inputs)
-
-        placeholders = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
-        if len(placeholders) != len(names) + len(self.example_inputs):
-            raise RuntimeError(f"traced graph has {len(placeholders)} inputs, "
-                               f"expected {len(names)} state + "
-                               f"{len(self.example_inputs)} model inputs")
+        placeholders = self._placeholders(len(names) + len(self.example_inputs))
         self.placeholder_role = {}
         for node, c in zip(placeholders, canonical):
             self.placeholder_role[node] = ("state", c)
         for node, name in zip(placeholders[len(names):], self.input_names):
             self.placeholder_role[node] = ("input", name)
-        self._canonical = canonical
-        self.values = _evaluate(self.graph_module, flat_state, self.example_inputs)
+
+    def _trace_torch_export(self):
+        from torch.export.graph_signature import InputKind, OutputKind
+        with _OneHotAsCompare():
+            program = torch.export.export(self.model, self.example_inputs, strict=False)
+        program = program.run_decompositions(_implicit_decompositions())
+        self.graph_module = program.graph_module
+        signature = program.graph_signature
+        specs = signature.input_specs
+        placeholders = self._placeholders(len(specs))
+        user_inputs = iter(self.input_names)
+        self.placeholder_role = {}
+        for node, spec in zip(placeholders, specs):
+            if spec.kind == InputKind.USER_INPUT:
+                self.placeholder_role[node] = ("input", next(user_inputs))
+            elif spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+                if spec.target not in self.state.aliases:
+                    raise CaptureError(f"torch.export names state {spec.target!r} "
+                                       "that the model does not have")
+                self.placeholder_role[node] = ("state", self.state.aliases[spec.target])
+            elif spec.kind == InputKind.CONSTANT_TENSOR:
+                self.placeholder_role[node] = ("constant", program.constants[spec.target])
+            else:
+                raise CaptureError(f"torch.export input {spec.arg.name} of kind "
+                                   f"{spec.kind.name} is not supported")
+        mutated = [s.target for s in signature.output_specs
+                   if s.kind != OutputKind.USER_OUTPUT]
+        if mutated:
+            raise CaptureError(f"the model mutates {', '.join(mutated)} in forward; "
+                               "dsc graphs are functional")
+
+    def _placeholders(self, expected):
+        nodes = [n for n in self.graph_module.graph.nodes if n.op == "placeholder"]
+        if len(nodes) != expected:
+            raise CaptureError(f"traced graph has {len(nodes)} inputs, expected "
+                               f"{expected}")
+        return nodes
+
+    def _flat_args(self, tensors):
+        inputs = dict(zip(self.input_names, self.example_inputs))
+        flat = []
+        for kind, what in self.placeholder_role.values():
+            flat.append(tensors[what] if kind == "state" else
+                        inputs[what] if kind == "input" else what)
+        return flat
 
     def run(self, tensors):
         """The traced graph's output with the canonical state `tensors`."""
-        flat = [tensors[c] for c in self._canonical]
+        flat = self._flat_args(tensors)
         with torch.no_grad():
-            out = self.graph_module(flat, *self.example_inputs)
+            if self.method == "make_fx":
+                n = sum(1 for k, _ in self.placeholder_role.values() if k == "state")
+                out = self.graph_module(flat[:n], *flat[n:])
+            else:
+                out = self.graph_module(*flat)
         return out[0] if isinstance(out, (list, tuple)) else out
 
 
-def _evaluate(gm, flat_state, inputs):
+def _implicit_decompositions():
+    """The CompositeImplicitAutograd decompositions, the ones make_fx applies
+    (cross_entropy -> log_softmax + nll_loss, linear -> t + addmm, ...).
+    From torch 2.6, run_decompositions keeps every op the table leaves out,
+    CIA ops included, so the table names them; before, an empty table
+    applied them already."""
+    try:
+        from torch._export.utils import (_collect_all_valid_cia_ops_for_aten_namespace,
+                                         _get_decomp_for_cia)
+    except ImportError:
+        return {}
+    return {op: _get_decomp_for_cia(op) for op in _collect_all_valid_cia_ops_for_aten_namespace()}
+
+
+def _evaluate(gm, flat_args):
     values = {}
 
     class Recorder(torch.fx.Interpreter):
@@ -146,7 +243,7 @@ def _evaluate(gm, flat_state, inputs):
             return result
 
     with torch.no_grad():
-        Recorder(gm).run(*flat_state, *inputs)
+        Recorder(gm).run(*flat_args)
     return values
 
 

@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from . import mlir, reference, safetensors
+from . import capture, mlir, reference, safetensors
 from .capture import Capture
 from . import lower
 from .lower import ExportError, Lowering
@@ -129,10 +129,10 @@ def check_against_pytorch(low, cap, rtol=1e-5, atol=1e-6):
     return losses[0]
 
 
-def export(model, example_inputs, model_file=None, check=True):
+def export(model, example_inputs, model_file=None, check=True, method="auto"):
     """Returns (mlir text, {name: tensor} state, signature dict)."""
     model.train()
-    cap = Capture(model, example_inputs)
+    cap = Capture(model, example_inputs, method=method)
     low = Lowering(cap, model_file)
     text, out = low.run()
     has_dropout = any(o.name == "dropout" for o in low.ops)
@@ -143,7 +143,7 @@ def export(model, example_inputs, model_file=None, check=True):
     signature = {
         "format": "dsc-signature-1",
         "torch_version": torch.__version__,
-        "capture": "make_fx",
+        "capture": cap.method,
         "example_loss": checked,
         "inputs": [{"name": n, "shape": list(t.shape), "dtype": mlir.element_type(t.dtype)}
                    for n, t in zip(cap.input_names, cap.example_inputs)],
@@ -170,6 +170,9 @@ def main(argv=None):
                    help="print the ATen ops that map to dsc ops and exit")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override passed to build()")
+    p.add_argument("--capture", choices=capture.METHODS, default="auto",
+                   help="tracer: make_fx (torch 1.13), torch.export (torch >= 2.1) "
+                        "or auto, torch.export where it exists (default)")
     p.add_argument("--no-check", action="store_true",
                    help="skip evaluating the exported graph against PyTorch")
     args = p.parse_args(argv)
@@ -182,7 +185,11 @@ def main(argv=None):
         if not os.path.isfile(args.model):
             raise ExportError(f"{args.model}: error: no such file")
         model, inputs = build_model(args.model, parse_overrides(args.set))
-        text, state, signature = export(model, inputs, args.model, check=not args.no_check)
+        text, state, signature = export(model, inputs, args.model,
+                                        check=not args.no_check, method=args.capture)
+    except capture.CaptureError as e:
+        print(f"{args.model}: error: {e}", file=sys.stderr)
+        return 1
     except (ExportError, mlir.UnsupportedDtype) as e:
         print(e, file=sys.stderr)
         return 1

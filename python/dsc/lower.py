@@ -89,8 +89,8 @@ class Lowering:
         for n in self.cap.graph_module.graph.nodes:
             if n.op == "placeholder":
                 kind, name = self.cap.placeholder_role[n]
-                self.foldable[n] = (kind == "state" and
-                                    self.cap.state.role[name] == "buffer")
+                self.foldable[n] = kind == "constant" or (
+                    kind == "state" and self.cap.state.role[name] == "buffer")
             elif n.op == "call_function":
                 self.foldable[n] = all(self.foldable.get(a, True)
                                        for a in n.all_input_nodes)
@@ -174,6 +174,8 @@ class Lowering:
             kind, name = self.cap.placeholder_role[node]
             if kind == "input":
                 return self.inputs[name]
+            if kind == "constant":
+                return self.constant(name)
             self.used_state.add(name)
             t = self.cap.state.tensors[name]
             return self.op("load", [], tuple(t.shape), t.dtype,
@@ -201,6 +203,30 @@ class Lowering:
             raise self.error(node, f"{schema_name(node)} is not a tuple")
         return result
 
+    def check_coverage(self, output):
+        """Every ATen op the output needs that has no mapping, each once with
+        its first source line, as one ExportError: a user sees them all."""
+        missing, seen, stack = {}, set(), [output]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.op != "call_function":
+                continue
+            value = self.cap.values.get(node)
+            if (self.foldable[node] and isinstance(value, torch.Tensor)
+                    and (value.numel() <= FOLD_LIMIT or _is_splat(value))):
+                continue  # computed at export time
+            name = schema_name(node)
+            if name not in HANDLERS and getattr(node.target, "__name__", "") != "getitem":
+                missing.setdefault(name, node)
+            stack.extend(node.all_input_nodes)
+        if missing:
+            raise ExportError("\n".join(
+                self.error(n, f"ATen op '{name}' has no dsc mapping").args[0]
+                for name, n in sorted(missing.items())))
+
     def run(self):
         gm = self.cap.graph_module
         output = next(n for n in gm.graph.nodes if n.op == "output")
@@ -209,6 +235,7 @@ class Lowering:
             result = result[0]  # make_fx returns a flat list of outputs
         if not isinstance(result, torch.fx.Node):
             raise ExportError("the model must return a single tensor (the loss)")
+        self.check_coverage(result)
         shape, dtype = self.out_meta(result)
         args = []
         self.inputs = {}

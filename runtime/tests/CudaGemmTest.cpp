@@ -50,8 +50,11 @@ class DeviceVector {
 public:
   explicit DeviceVector(const std::vector<float> &host) : size_(host.size()) {
     EXPECT_EQ(cudaMalloc(&data_, bytes()), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice),
-              cudaSuccess);
+    // An empty vector has no host data to copy (its data() may be null).
+    if (size_ != 0)
+      EXPECT_EQ(cudaMemcpy(data_, host.data(), size_ * sizeof(float),
+                           cudaMemcpyHostToDevice),
+                cudaSuccess);
   }
   ~DeviceVector() { cudaFree(data_); }
   DeviceVector(const DeviceVector &) = delete;
@@ -59,12 +62,15 @@ public:
   float *data() const { return static_cast<float *>(data_); }
   std::vector<float> toHost() const {
     std::vector<float> host(size_);
-    EXPECT_EQ(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    if (size_ != 0)
+      EXPECT_EQ(cudaMemcpy(host.data(), data_, size_ * sizeof(float),
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
     return host;
   }
 
 private:
+  /// At least one element, so that empty operands still get an address.
   std::size_t bytes() const {
     return std::max<std::size_t>(size_, 1) * sizeof(float);
   }
