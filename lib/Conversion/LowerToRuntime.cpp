@@ -9,6 +9,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::dsc {
@@ -169,18 +170,53 @@ struct LowerToRuntimePass
     DenseMap<Operation *, SmallVector<Operation *>> members;
     for (Operation &op : body)
       members[root.lookup(&op)].push_back(&op);
+    if (failed(checkStoreOrder(body, root)))
+      return failure();
+
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    auto emitOutputs = [&](Location loc) {
+      for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+        auto name = graph.getResultAttrOfType<StringAttr>(
+            i, DSCDialect::kOutputAttrName);
+        dscrt::OutputOp::create(builder, loc, i,
+                                name ? name.getValue() : StringRef(""),
+                                buffers.lookup(value));
+      }
+    };
+    // A training step writes its outputs as soon as they are computed and
+    // may end there (dscrt.eval_exit): evaluation is the same step, cut
+    // before the backward pass and the optimizer.
+    bool training = !body.getOps<StoreOp>().empty();
+    Operation *outputsReady = training ? lastOutputProducer(ret, root) : nullptr;
+    if (training && !outputsReady) {
+      emitOutputs(graph.getLoc());
+      dscrt::EvalExitOp::create(builder, graph.getLoc());
+    }
 
     int64_t sequence = 0;
     for (Operation &op : body) {
       Location loc = op.getLoc();
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-          auto name = graph.getResultAttrOfType<StringAttr>(
-              i, DSCDialect::kOutputAttrName);
-          dscrt::OutputOp::create(builder, loc, i,
-                                  name ? name.getValue() : StringRef(""),
-                                  buffers.lookup(value));
+      if (isa<func::ReturnOp>(op)) {
+        if (!training)
+          emitOutputs(loc);
+        continue;
+      }
+      auto afterOp = llvm::make_scope_exit([&] {
+        if (&op == outputsReady) {
+          emitOutputs(loc);
+          dscrt::EvalExitOp::create(builder, loc);
         }
+      });
+      if (auto store = dyn_cast<StoreOp>(op)) {
+        // Copied into the state's memory, after every read of the old value
+        // (checkStoreOrder).
+        Value target = dscrt::StateOp::create(
+            builder, loc, bufferType(store.getValue().getType()),
+            stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
+        auto copy = dscrt::KernelOp::create(
+            builder, loc, buffers.lookup(store.getValue()), target);
+        OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
+        dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
@@ -226,6 +262,66 @@ struct LowerToRuntimePass
     }
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
+    return success();
+  }
+
+  /// The op (a group's root) after which every output of the graph has its
+  /// final value; null when the outputs need no op (a state returned as is).
+  Operation *lastOutputProducer(func::ReturnOp ret,
+                                const DenseMap<Operation *, Operation *> &root) {
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : *ret->getBlock())
+      position[&op] = position.size();
+    Operation *last = nullptr;
+    SmallVector<Operation *> stack;
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    for (Value v : ret.getOperands())
+      if (Operation *def = v.getDefiningOp())
+        stack.push_back(def);
+    while (!stack.empty()) {
+      Operation *op = stack.pop_back_val();
+      if (!seen.insert(op).second)
+        continue;
+      Operation *emitted = root.lookup(op) ? root.lookup(op) : op;
+      if (!last || position[emitted] > position[last])
+        last = emitted;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          stack.push_back(def);
+    }
+    return last;
+  }
+
+  /// A store writes the state's memory in place, so every read of the old
+  /// value (a use of a dsc.load of the state, at the position its kernel is
+  /// emitted) must come before it, and no load may follow it.
+  LogicalResult checkStoreOrder(Block &body,
+                                const DenseMap<Operation *, Operation *> &root) {
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : body)
+      position[&op] = position.size();
+    DenseMap<StringAttr, StoreOp> stores;
+    for (auto store : body.getOps<StoreOp>())
+      stores[store.getStateAttr().getAttr()] = store;
+    if (stores.empty())
+      return success();
+    for (auto load : body.getOps<LoadOp>()) {
+      StoreOp store = stores.lookup(load.getStateAttr().getAttr());
+      if (!store)
+        continue;
+      unsigned at = position[store];
+      if (position[load] > at)
+        return load.emitError() << "reads " << load.getStateAttr()
+                                << " after it is stored; move the load before "
+                                   "the dsc.store";
+      for (Operation *user : load->getUsers()) {
+        Operation *emitted = root.lookup(user) ? root.lookup(user) : user;
+        if (user != store && position[emitted] > at)
+          return user->emitError()
+                 << "reads the old value of " << load.getStateAttr()
+                 << " after the dsc.store that overwrites it";
+      }
+    }
     return success();
   }
 

@@ -188,7 +188,7 @@ TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {
       errorOf([&] {
         forEachState(fake.info,
                      SafeTensorsFile::open(dir.file("w.safetensors")),
-                     [&](int32_t, const std::string &, size_t) { ++reads; });
+                     [&](int32_t, const std::string &, size_t, bool) { ++reads; });
       }),
       dir.file("w.safetensors") +
           ": tensor 'w' is F32 [2, 4], but the artifact expects F32 [2, 3]");
@@ -197,13 +197,47 @@ TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {
   std::vector<std::string> names;
   std::vector<size_t> sizes;
   forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
-               [&](int32_t index, const std::string &name, size_t bytes) {
+               [&](int32_t index, const std::string &name, size_t bytes,
+                   bool present) {
+                 EXPECT_TRUE(present);
                  EXPECT_EQ(index, static_cast<int32_t>(names.size()));
                  names.push_back(name);
                  sizes.push_back(bytes);
                });
   EXPECT_EQ(names, std::vector<std::string>{"w"});
   EXPECT_EQ(sizes, std::vector<size_t>{24});
+}
+
+TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
+  ScratchDir dir;
+  OneRankArtifact fake;
+  int64_t scalar[1] = {1};
+  StateDesc states[2] = {
+      fake.states[0],
+      {{"w.exp_avg", ElementType::F32, 1, scalar}, StateRole::Optimizer}};
+  fake.info.numStates = 2;
+  fake.info.states = states;
+  EXPECT_TRUE(artifactTrains(fake.info));
+  const float w[6] = {};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
+  std::vector<std::pair<std::string, bool>> seen;
+  forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
+               [&](int32_t, const std::string &name, size_t, bool present) {
+                 seen.push_back({name, present});
+               });
+  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
+                      {"w", true}, {"w.exp_avg", false}}));
+  // A parameter is never made up: its absence is the usual error.
+  states[0].role = StateRole::Parameter;
+  std::swap(states[0], states[1]);
+  states[0].role = StateRole::Parameter;
+  EXPECT_NE(errorOf([&] {
+              forEachState(fake.info,
+                           SafeTensorsFile::open(dir.file("w.safetensors")),
+                           [](int32_t, const std::string &, size_t, bool) {});
+            }).find("no tensor 'w.exp_avg'"),
+            std::string::npos);
+  EXPECT_FALSE(artifactTrains(OneRankArtifact().info));
 }
 
 /// A one-rank communicator that logs each allReduce it runs.

@@ -116,7 +116,7 @@ TEST_F(DscRunTool, OneRankPrintsTheExpectedLosses) {
   EXPECT_THAT(result.out,
               HasSubstr("[rank 0] collective=allReduce calls=6 bytes_sent=0\n"
                         "[rank 0] collective=total calls=6 bytes_sent=0\n"));
-  EXPECT_THAT(result.err, HasSubstr("without --eval the step is the same"));
+  EXPECT_THAT(result.err, HasSubstr("was compiled without a training step (dsc-compile --eval): every step is forward and loss only"));
 }
 
 TEST_F(DscRunTool, TwoRanksPrintTheGlobalLossOnce) {

@@ -37,3 +37,26 @@ func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
 ^bb1:
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A store writes the state in place: reading the old value after it is an
+// error, not a silent read of the new one.
+dsc.state parameter @w : tensor<4xf32>
+func.func @read_after_store(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.output = "y"}) {
+  %w = dsc.load @w : tensor<4xf32>
+  dsc.store %x to @w : tensor<4xf32>
+  // expected-error @+1 {{reads the old value of @w after the dsc.store that overwrites it}}
+  %y = dsc.relu %w : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+dsc.state parameter @w : tensor<4xf32>
+func.func @load_after_store(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.output = "y"}) {
+  dsc.store %x to @w : tensor<4xf32>
+  // expected-error @+1 {{reads @w after it is stored; move the load before the dsc.store}}
+  %w = dsc.load @w : tensor<4xf32>
+  return %w : tensor<4xf32>
+}

@@ -46,6 +46,49 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
+  let summary = "updates the parameters from their gradients in the graph";
+  let description = [{
+    Consumes the gradient results that `--dsc-autodiff` adds (result
+    attribute `dsc.gradient_of = @param`) and replaces them by the optimizer
+    step, with PyTorch's semantics, written back with `dsc.store`:
+
+    * `sgd`: `g += weight_decay * p`; with `momentum` μ > 0,
+      `buf = μ * buf + g` and `g = buf` (dampening 0, no Nesterov);
+      `p -= lr * g`;
+    * `adam`: `g += weight_decay * p` (L2); `m = β1 m + (1-β1) g`,
+      `v = β2 v + (1-β2) g²`; `p -= lr / (1-β1^t) * m / (sqrt(v) /
+      sqrt(1-β2^t) + eps)`;
+    * `adamw`: as adam without the L2 term, after the decoupled decay
+      `p *= 1 - lr * weight_decay` (PyTorch's default 0.01).
+
+    `grad-clip` > 0 first scales every gradient by
+    `min(grad-clip / (‖g‖ + 1e-6), 1)`, ‖g‖ the 2-norm over all parameters
+    (`torch.nn.utils.clip_grad_norm_`). Optimizer state is declared as
+    `dsc.state optimizer`, named after its parameter so that checkpoints
+    carry it: `<param>.exp_avg`, `<param>.exp_avg_sq`,
+    `<param>.momentum_buffer`, and the step count `optimizer.step` (f32,
+    exact to 2^24 steps). It starts at zero.
+
+    Example: `dsc-opt m.mlir --dsc-autodiff --dsc-optimizer="optimizer=sgd
+    lr=0.1 momentum=0.9"`.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw, adam or sgd">,
+    Option<"lr", "lr", "double", /*default=*/"1e-3", "learning rate">,
+    ListOption<"betas", "betas", "double",
+               "Adam's (beta1, beta2); default 0.9,0.999">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "Adam's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1",
+           "weight decay; default 0.01 for adamw (PyTorch's), 0 otherwise">,
+    Option<"momentum", "momentum", "double", /*default=*/"0",
+           "SGD momentum">,
+    Option<"gradClip", "grad-clip", "double", /*default=*/"0",
+           "clip gradients to this global 2-norm; 0 turns clipping off">,
+  ];
+}
+
 def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "places every runtime buffer at a static arena offset";
   let description = [{

@@ -164,12 +164,23 @@ private:
            ", " + std::to_string(type.getRank()) + ", " + shape + "}";
   }
 
+  static std::string runtimeRole(StateRole role) {
+    switch (role) {
+    case StateRole::parameter:
+      return "Parameter";
+    case StateRole::buffer:
+      return "Buffer";
+    case StateRole::optimizer:
+      return "Optimizer";
+    }
+    llvm_unreachable("unknown state role");
+  }
+
   LogicalResult emitTables(func::FuncOp step, int64_t arenaBytes) {
     SmallVector<std::string> states, inputs, outputs;
     for (auto state : module.getOps<StateOp>())
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
-                       ", dsc::rt::StateRole::" +
-                       (state.getRole() == StateRole::parameter ? "Parameter" : "Buffer") +
+                       ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
                        "}");
     SmallVector<std::pair<int64_t, std::string>> in, out;
     for (auto input : step.getOps<dscrt::InputOp>())
@@ -314,6 +325,12 @@ private:
            << ", " << t.getNumElements() << " * sizeof(*" << var(out.getSource())
            << ")" << (cuda() ? ", cudaMemcpyDeviceToDevice), \"output copy\")" : ")")
            << ";\n";
+      } else if (isa<dscrt::EvalExitOp>(op)) {
+        os << "  if (!ctx->training()) {\n";
+        if (cuda())
+          os << "    dsc_check(cudaGetLastError(), \"a kernel launch\");\n"
+             << "    dsc_check(cudaDeviceSynchronize(), \"the step\");\n";
+        os << "    return;\n  }\n";
       } else if (isa<dscrt::AllocOp>(op)) {
         return op.emitError("unplanned buffer: run --dsc-plan-memory first");
       } else if (!isa<func::ReturnOp>(op)) {

@@ -158,7 +158,8 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
   for (int32_t i = 0; i < info.numStates; ++i) {
     auto role = static_cast<int32_t>(info.states[i].role);
     check(role == static_cast<int32_t>(StateRole::Parameter) ||
-              role == static_cast<int32_t>(StateRole::Buffer),
+              role == static_cast<int32_t>(StateRole::Buffer) ||
+              role == static_cast<int32_t>(StateRole::Optimizer),
           where + ": state '" + info.states[i].tensor.name +
               "' has unknown role " + std::to_string(role));
   }

@@ -94,9 +94,15 @@ public:
       largest = std::max(largest, tensorBytes(info.states[i].tensor));
     Staging staging(*stagingPool_, largest);
     forEachState(info, weights,
-                 [&](int32_t, const std::string &name, size_t bytes) {
+                 [&](int32_t, const std::string &name, size_t bytes,
+                     bool present) {
                    void *device = statePool_->allocate(bytes);
                    states_.push_back(device);
+                   if (!present) { // optimizer state: starts at zero
+                     checkCuda(cudaMemset(device, 0, bytes),
+                               "zeroing state '" + name + "' on the GPU");
+                     return;
+                   }
                    weights.read(name, staging.buffer, bytes);
                    copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
                         "state '" + name + "' to the GPU");

@@ -348,7 +348,10 @@ int runJob(const std::vector<std::string> &args) {
   // Phase 3: the communicator, collective over MPI_COMM_WORLD (MPI, or NCCL
   // for a CUDA artifact, which fails on every rank alike).
   RunStepContext *stepContext = nullptr;
-  outcome = attempt([&] { stepContext = &target->connect(); });
+  outcome = attempt([&] {
+    stepContext = &target->connect();
+    stepContext->setTraining(!options.eval);
+  });
   if (int code = settle(control, outcome))
     return code;
 
@@ -370,11 +373,12 @@ int runJob(const std::vector<std::string> &args) {
                  static_cast<long long>(options.batch),
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));
-    if (!options.eval)
+    if (!options.eval && !artifactTrains(info))
       std::fprintf(stderr,
-                   "dsc-run: note: artifacts compute the forward pass and "
-                   "loss only, so without --eval the step is the same; "
-                   "training steps arrive with the training-step compiler\n");
+                   "dsc-run: note: %s was compiled without a training step "
+                   "(dsc-compile --eval): every step is forward and loss "
+                   "only\n",
+                   options.artifact.c_str());
     if (resumed)
       std::fprintf(stderr,
                    "dsc-run: resuming from %s (saved by %d rank(s)): steps "

@@ -5,6 +5,8 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 
+#include <cstring>
+
 
 namespace dsc::rt {
 
@@ -124,17 +126,29 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   return plan;
 }
 
-void forEachState(
-    const ArtifactInfo &info, const SafeTensorsFile &weights,
-    const std::function<void(int32_t, const std::string &, size_t)> &read) {
+bool artifactTrains(const ArtifactInfo &info) {
+  for (int32_t i = 0; i < info.numStates; ++i)
+    if (info.states[i].role == StateRole::Optimizer)
+      return true;
+  return false;
+}
+
+void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
+                  const std::function<void(int32_t, const std::string &,
+                                           size_t, bool)> &read) {
   const std::string &file = weights.path();
   for (int32_t i = 0; i < info.numStates; ++i) {
     const TensorDesc &state = info.states[i].tensor;
     std::string name = state.name;
-    checkStatePresent(weights.contains(name), file, state);
+    bool present = weights.contains(name);
+    if (!present && info.states[i].role == StateRole::Optimizer) {
+      read(i, name, tensorBytes(state), false);
+      continue;
+    }
+    checkStatePresent(present, file, state);
     const TensorInfo &stored = weights.info(name);
     checkStateMatches(file, state, stored.dtype, stored.shape);
-    read(i, name, tensorBytes(state));
+    read(i, name, tensorBytes(state), true);
   }
 }
 
@@ -144,10 +158,13 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
-               [&](int32_t, const std::string &name, size_t bytes) {
+               [&](int32_t, const std::string &name, size_t bytes, bool present) {
                  void *buffer = pool.allocate(bytes);
                  buffers.push_back(buffer);
-                 weights.read(name, buffer, bytes);
+                 if (present)
+                   weights.read(name, buffer, bytes);
+                 else
+                   std::memset(buffer, 0, bytes);
                });
   return buffers;
 }

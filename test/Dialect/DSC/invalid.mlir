@@ -107,6 +107,41 @@ func.func @load_wrong_type() {
   return
 }
 
+// -----
+
+func.func @store_undeclared(%v: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.store' op writes @missing, which is not declared}}
+  dsc.store %v to @missing : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @store_not_state(%v: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.store' op writes @store_not_state, which is a 'func.func', not a 'dsc.state'}}
+  dsc.store %v to @store_not_state : tensor<4xf32>
+  return
+}
+
+// -----
+
+dsc.state parameter @w : tensor<4x8xf32>
+func.func @store_wrong_type(%v: tensor<8x4xf32>) {
+  // expected-error @+1 {{'dsc.store' op value type 'tensor<8x4xf32>' differs from the declared type 'tensor<4x8xf32>' of @w}}
+  dsc.store %v to @w : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+dsc.state optimizer @m : tensor<4xf32>
+func.func @store_twice(%v: tensor<4xf32>) {
+  dsc.store %v to @m : tensor<4xf32>
+  // expected-error @+1 {{'dsc.store' op writes @m a second time; a state is written at most once per graph}}
+  dsc.store %v to @m : tensor<4xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Sizes and element types shared by every op
 //===----------------------------------------------------------------------===//

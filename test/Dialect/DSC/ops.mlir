@@ -9,6 +9,8 @@ dsc.state parameter @"h.0.attn.c_attn.weight" : tensor<96x32xf32>
 dsc.state buffer @"h.0.attn.bias" : tensor<1x1x8x8xf32>
 // CHECK: dsc.state parameter @scalar : tensor<bf16>
 dsc.state parameter @scalar : tensor<bf16>
+// CHECK: dsc.state optimizer @h.0.attn.c_attn.weight.exp_avg : tensor<96x32xf32>
+dsc.state optimizer @"h.0.attn.c_attn.weight.exp_avg" : tensor<96x32xf32>
 
 // CHECK-LABEL: func.func @state
 // CHECK-SAME: (%{{.*}}: tensor<2x8xi64> {dsc.input = "tokens"}) -> (tensor<96x32xf32> {dsc.output = "w"})
@@ -16,6 +18,8 @@ func.func @state(%tokens: tensor<2x8xi64> {dsc.input = "tokens"})
     -> (tensor<96x32xf32> {dsc.output = "w"}) {
   // CHECK: dsc.load @h.0.attn.c_attn.weight : tensor<96x32xf32>
   %w = dsc.load @"h.0.attn.c_attn.weight" : tensor<96x32xf32>
+  // CHECK: dsc.store %{{.*}} to @h.0.attn.c_attn.weight.exp_avg : tensor<96x32xf32>
+  dsc.store %w to @"h.0.attn.c_attn.weight.exp_avg" : tensor<96x32xf32>
   // CHECK: dsc.load @scalar : tensor<bf16>
   %s = dsc.load @scalar : tensor<bf16>
   return %w : tensor<96x32xf32>

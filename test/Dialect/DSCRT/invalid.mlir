@@ -90,3 +90,21 @@ func.func @dynamic(%x: memref<?xf32>) {
   %v = dscrt.view %x : memref<?xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+func.func @exit_before_output(%l: memref<f32>) {
+  // expected-error @+1 {{'dscrt.eval_exit' op must follow every dscrt.output: an evaluation step would return before writing it}}
+  dscrt.eval_exit
+  dscrt.output 0 "loss", %l : memref<f32>
+  return
+}
+
+// -----
+
+func.func @exit_twice() {
+  // expected-error @+1 {{'dscrt.eval_exit' op appears twice in the step}}
+  dscrt.eval_exit
+  dscrt.eval_exit
+  return
+}

@@ -24,5 +24,7 @@ func.func @step() attributes {dscrt.arena_bytes = 1024 : i64} {
   dscrt.all_reduce %v {sequence = 0 : i64} : memref<64xf32>
   // CHECK: dscrt.output 0 "loss", %{{.*}} : memref<f32>
   dscrt.output 0 "loss", %c : memref<f32>
+  // CHECK: dscrt.eval_exit
+  dscrt.eval_exit
   return
 }

@@ -73,6 +73,13 @@ LogicalResult DSCDialect::verifyRegionResultAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kOutputAttrName)
     return verifyIONameAttr(op, resultIndex, attr, /*isInput=*/false);
+  if (attr.getName() == kGradientOfAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << kGradientOfAttrName.str()
+                             << "' must name a dsc.state, got "
+                             << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown dsc result attribute '"
                          << attr.getName().getValue() << "'";
 }

@@ -17,20 +17,47 @@ LogicalResult StateOp::verify() {
   return success();
 }
 
-LogicalResult LoadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  Operation *symbol =
-      symbolTable.lookupNearestSymbolFrom(*this, getStateAttr());
+/// The dsc.state `name` that `op` reads or writes (`verb`), or an error.
+static FailureOr<StateOp> lookupState(Operation *op, SymbolTableCollection &table,
+                                      FlatSymbolRefAttr name, StringRef verb) {
+  Operation *symbol = table.lookupNearestSymbolFrom(op, name);
   if (!symbol)
-    return emitOpError() << "reads " << getStateAttr()
-                         << ", which is not declared";
+    return op->emitOpError() << verb << " " << name << ", which is not declared";
   auto state = dyn_cast<StateOp>(symbol);
   if (!state)
-    return emitOpError() << "reads " << getStateAttr() << ", which is a '"
-                         << symbol->getName() << "', not a 'dsc.state'";
-  if (state.getType() != getType())
+    return op->emitOpError() << verb << " " << name << ", which is a '"
+                             << symbol->getName() << "', not a 'dsc.state'";
+  return state;
+}
+
+LogicalResult LoadOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<StateOp> state =
+      lookupState(*this, symbolTable, getStateAttr(), "reads");
+  if (failed(state))
+    return failure();
+  if (state->getType() != getType())
     return emitOpError() << "result type " << getType()
                          << " differs from the declared type "
-                         << state.getType() << " of " << getStateAttr();
+                         << state->getType() << " of " << getStateAttr();
+  return success();
+}
+
+LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<StateOp> state =
+      lookupState(*this, symbolTable, getStateAttr(), "writes");
+  if (failed(state))
+    return failure();
+  if (state->getType() != getValue().getType())
+    return emitOpError() << "value type " << getValue().getType()
+                         << " differs from the declared type "
+                         << state->getType() << " of " << getStateAttr();
+  // At most one store per state in this block.
+  for (Operation *op = getOperation()->getPrevNode(); op; op = op->getPrevNode())
+    if (auto other = dyn_cast<StoreOp>(op);
+        other && other.getStateAttr() == getStateAttr())
+      return emitOpError() << "writes " << getStateAttr()
+                           << " a second time; a state is written at most "
+                              "once per graph";
   return success();
 }
 

@@ -111,3 +111,14 @@ LogicalResult KernelOp::verify() {
   }
   return success();
 }
+
+LogicalResult EvalExitOp::verify() {
+  for (Operation *op = getOperation()->getNextNode(); op; op = op->getNextNode()) {
+    if (isa<OutputOp>(op))
+      return emitOpError("must follow every dscrt.output: an evaluation "
+                         "step would return before writing it");
+    if (isa<EvalExitOp>(op))
+      return emitOpError("appears twice in the step");
+  }
+  return success();
+}

@@ -20,7 +20,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 1;
+constexpr int32_t kArtifactAbiVersion = 2;
 
 /// Element types as stored in memory and in safetensors files. I1 takes one
 /// byte per element (0 or 1), as torch.bool does.
@@ -36,7 +36,9 @@ struct TensorDesc {
   const int64_t *shape; // `rank` dimensions
 };
 
-enum class StateRole : int32_t { Parameter, Buffer };
+/// Optimizer state (exp_avg, momentum, step count) starts at zero when the
+/// weights file does not hold it; checkpoints do.
+enum class StateRole : int32_t { Parameter, Buffer, Optimizer };
 
 struct StateDesc {
   TensorDesc tensor;
@@ -78,6 +80,9 @@ public:
                             int64_t sequence) = 0;
   virtual int32_t rank() const = 0;
   virtual int32_t worldSize() const = 0;
+  /// False for `dsc-run --eval`: a training step returns once its outputs
+  /// (the loss) are written, before the backward pass and the optimizer.
+  virtual bool training() const = 0;
 };
 
 } // namespace dsc::rt

@@ -111,10 +111,16 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
 /// For every state of `info`, in ArtifactInfo::states order: checks that
 /// `weights` holds it with the artifact's dtype and shape (Errors as
 /// loadStates), then calls `read(index, name, bytes)`, which reads it
-/// (SafeTensorsFile::read) wherever the target keeps it.
-void forEachState(
-    const ArtifactInfo &info, const SafeTensorsFile &weights,
-    const std::function<void(int32_t, const std::string &, size_t)> &read);
+/// (SafeTensorsFile::read) wherever the target keeps it. Optimizer state the
+/// file does not hold (a weights file, not a checkpoint) starts at zero:
+/// `read` is then called with `present` false and must zero it.
+/// Whether the artifact has a training step: training artifacts carry
+/// optimizer state (at least the step count).
+bool artifactTrains(const ArtifactInfo &info);
+
+void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
+                  const std::function<void(int32_t, const std::string &,
+                                           size_t, bool present)> &read);
 
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order. Throws Error naming the tensor when the file
@@ -158,6 +164,9 @@ public:
                     int64_t sequence) override;
   int32_t rank() const override;
   int32_t worldSize() const override;
+  bool training() const override { return training_; }
+  /// `dsc-run --eval` sets false: training steps stop after the loss.
+  void setTraining(bool training) { training_ = training; }
 
   Communicator &communicator() const { return comm_; }
 
@@ -169,6 +178,7 @@ private:
   int64_t step_ = 0;
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
+  bool training_ = true;
 };
 
 //===----------------------------------------------------------------------===//

@@ -8,6 +8,9 @@ include "mlir/IR/EnumAttr.td"
 def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
     I32EnumAttrCase<"parameter", 0>,
     I32EnumAttrCase<"buffer", 1>,
+    // Optimizer state (exp_avg, momentum, the step count): starts at zero
+    // when a weights file does not carry it; checkpoints do.
+    I32EnumAttrCase<"optimizer", 2>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

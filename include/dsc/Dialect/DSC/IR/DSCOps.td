@@ -40,7 +40,11 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```mlir
     dsc.state parameter @"h.0.attn.c_attn.weight" : tensor<768x2304xf32>
     dsc.state buffer @"h.0.attn.bias" : tensor<1x1x1024x1024xf32>
+    dsc.state optimizer @"h.0.attn.c_attn.weight.exp_avg" : tensor<768x2304xf32>
     ```
+
+    `optimizer` state is created by the optimizer pass, named after its
+    parameter so that checkpoints carry it; it starts at zero.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<DSC_Tensor>:$type,
@@ -71,6 +75,28 @@ def DSC_LoadOp : DSC_Op<"load", [
   let arguments = (ins FlatSymbolRefAttr:$state);
   let results = (outs DSC_Tensor:$result);
   let assemblyFormat = "$state attr-dict `:` type($result)";
+}
+
+def DSC_StoreOp : DSC_Op<"store", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "writes a new value of a named state";
+  let description = [{
+    Replaces the value of the `dsc.state` named by `state` with `value`, for
+    the next step: how the optimizer updates parameters and its own state.
+    The value type must equal the declared type, and a state is written at
+    most once per graph. Every read of the old value (every use of a
+    `dsc.load` of the state) must come before the store in the block; the
+    lowering checks it, since the store writes the state's memory in place.
+
+    Example:
+
+    ```mlir
+    dsc.store %new_w to @"wte.weight" : tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$value, FlatSymbolRefAttr:$state);
+  let assemblyFormat = "$value `to` $state attr-dict `:` type($value)";
 }
 
 //===----------------------------------------------------------------------===//

@@ -204,4 +204,22 @@ def DSCRT_OutputOp : DSCRT_Op<"output"> {
   let assemblyFormat = "$index $name `,` $source attr-dict `:` type($source)";
 }
 
+def DSCRT_EvalExitOp : DSCRT_Op<"eval_exit"> {
+  let summary = "ends an evaluation step: what follows is training only";
+  let description = [{
+    Placed by the lowering of a training step right after the graph's outputs
+    (the loss) are written: when the runtime evaluates (`dsc-run --eval`,
+    `StepContext::training()` false) the step returns here, before the
+    backward pass and the optimizer, so evaluation changes no state. At most
+    one per step, after every `dscrt.output`.
+
+    ```mlir
+    dscrt.output 0 "loss", %l : memref<f32>
+    dscrt.eval_exit
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // DSC_DIALECT_DSCRT_IR_DSCRTOPS_TD
