@@ -75,14 +75,19 @@ def train(args):
     model.train()
     losses, grads = [], None
     for step in range(args.steps):
-        x, y = data.batch(tokens_all, step, args.batch, args.seq)
         opt.zero_grad(set_to_none=True)
-        loss = model(torch.from_numpy(x), torch.from_numpy(y))
+        # With --ranks N, DeepSpeed's data parallelism: each rank's loss on
+        # its own micro-batch, averaged (an MoE routes per micro-batch).
+        loss = sum(model(*map(torch.from_numpy,
+                              data.batch(tokens_all, step, args.batch, args.seq, r, args.ranks)))
+                   for r in range(args.ranks)) / args.ranks
         loss.backward()
         losses.append(float(loss.detach()))
         if step == 0:
             grads = {n: t.grad.detach().clone() for n, t in state.tensors.items()
                      if state.role[n] == "parameter" and t.grad is not None}
+        if args.grad_clip:
+            torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
     final = {n: t.detach() for n, t in state.tensors.items()}
     return losses, grads, final
@@ -104,11 +109,18 @@ def main(argv=None):
     p.add_argument("--weight-decay", type=float, default=None,
                    help="default: 0.01 for adamw (PyTorch's), 0 otherwise")
     p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--ranks", type=int, default=1,
+                   help="average the losses of this many data-parallel micro-batches "
+                        "(DeepSpeed's semantics; the default 1 is the global batch)")
+    p.add_argument("--grad-clip", type=float, default=0.0,
+                   help="clip_grad_norm_ to this global 2-norm before each step (0: off)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="the same build() overrides as the export")
     p.add_argument("-o", "--output", required=True)
     args = p.parse_args(argv)
+    if args.ranks < 1 or args.batch % args.ranks:
+        p.error(f"--ranks {args.ranks} must be positive and divide --batch {args.batch}")
     try:
         for path in (args.model, args.weights, args.data):
             if not os.path.isfile(path):

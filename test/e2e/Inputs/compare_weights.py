@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Compares the parameters a dsc-run checkpoint holds with reference weights.
+
+Usage: compare_weights.py REFERENCE.safetensors CHECKPOINT_DIR [--rtol R] [--atol A]
+
+REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT_DIR is a
+`dsc-run --save` directory (its `latest` step). Every reference tensor must
+be in one of the checkpoint's shards, with the same shape, and within
+rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
+tensor and the largest error; exits 1 on any mismatch.
+"""
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "python"))
+from dsc import safetensors  # noqa: E402
+
+p = argparse.ArgumentParser()
+p.add_argument("reference")
+p.add_argument("checkpoint")
+p.add_argument("--rtol", type=float, default=1e-5)
+p.add_argument("--atol", type=float, default=1e-6)
+args = p.parse_args()
+
+step = open(os.path.join(args.checkpoint, "latest")).read().strip()
+ours = {}
+for shard in sorted(glob.glob(os.path.join(args.checkpoint, step, "shard-*.safetensors"))):
+    ours.update(safetensors.load_numpy(shard))
+ref = safetensors.load_numpy(args.reference)
+failed, worst = False, 0.0
+for name, want in sorted(ref.items()):
+    got = ours.get(name)
+    if got is None or got.shape != want.shape:
+        print(f"{name}: MISSING or misshapen in {args.checkpoint}/{step}")
+        failed = True
+        continue
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    bound = args.atol + args.rtol * np.abs(want.astype(np.float64))
+    ok = bool(np.all(err <= bound))
+    worst = max(worst, float(np.max(err / bound)) if err.size else 0.0)
+    print(f"{name}: {'ok' if ok else 'MISMATCH'}")
+    failed |= not ok
+print(f"largest error / tolerance: {worst:.3f}")
+sys.exit(1 if failed else 0)
