@@ -2,6 +2,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "Gradients/GradientRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -19,6 +20,15 @@ void DSCDialect::initialize() {
 #define GET_OP_LIST
 #include "dsc/Dialect/DSC/IR/DSCOps.cpp.inc"
       >();
+  // Every differentiable op's GradientOpInterface (Gradients/).
+  MLIRContext *context = getContext();
+  grad::registerElementwiseGradients(context);
+  grad::registerLinalgGradients(context);
+  grad::registerNormalizationGradients(context);
+  grad::registerShapeGradients(context);
+  grad::registerReductionGradients(context);
+  grad::registerIndexingGradients(context);
+  grad::registerLossGradients(context);
 }
 
 Operation *DSCDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -73,6 +83,12 @@ LogicalResult DSCDialect::verifyRegionResultAttribute(Operation *op,
                                                       NamedAttribute attr) {
   if (attr.getName() == kOutputAttrName)
     return verifyIONameAttr(op, resultIndex, attr, /*isInput=*/false);
+  if (attr.getName() == kGradientOfAttrName) {
+    if (!isa<FlatSymbolRefAttr>(attr.getValue()))
+      return op->emitError() << "'" << kGradientOfAttrName.str()
+                             << "' must name a dsc.state, got " << attr.getValue();
+    return success();
+  }
   return op->emitError() << "unknown dsc result attribute '"
                          << attr.getName().getValue() << "'";
 }
