@@ -23,7 +23,7 @@ using namespace mlir::dsc;
 bool mlir::dsc::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
              ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-             GeluOp, ConvertOp, CompareOp, SelectOp>(op);
+             GeluOp, GeluGradOp, ConvertOp, CompareOp, SelectOp>(op);
 }
 
 static MemRefType bufferType(Type tensorType) {

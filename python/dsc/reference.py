@@ -54,6 +54,10 @@ def evaluate_op(op, args, state):
         return [_UNARY[n](args[0])]
     if n == "gelu":
         return [F.gelu(args[0], approximate="tanh" if _attr(op, "approximation") == 1 else "none")]
+    if n == "gelu_grad":
+        x = args[0].detach().requires_grad_(True)
+        form = "tanh" if _attr(op, "approximation") == 1 else "none"
+        return [torch.autograd.grad(F.gelu(x, approximate=form).sum(), x)[0]]
     if n == "convert":
         return [args[0].to(r[0].dtype)]
     if n == "compare":

@@ -46,6 +46,38 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
+  let summary = "appends the gradient of the loss with respect to every parameter";
+  let description = [{
+    Reverse-mode differentiation of each graph whose single result is the
+    scalar float loss (`dsc.output = "loss"`), with respect to every
+    `dsc.state` of role `parameter`. Only values that depend on a parameter
+    (through `dsc.load`) get cotangents; the seed is `d loss = 1`; each op on
+    the way back builds its operands' cotangents through its
+    `GradientOpInterface`, and cotangents of a value used several times (a
+    tied parameter loaded twice) are summed. An op on that path without the
+    interface, or whose rule cannot apply (a strided slice), is an error
+    naming it.
+
+    The graph gets one result per parameter, in `dsc.state` order, after the
+    loss: the gradient, of the state's type, with the result attributes
+    `dsc.output = "grad.<name>"` and `dsc.gradient_of = @<name>`. A parameter
+    that does not reach the loss gets zeros. When the module's
+    `dsc.world_size` is N > 1 (set by `--dsc-data-parallel`, which runs
+    first), parameters are replicated, so each rank's gradient is partial:
+    every gradient is summed over the ranks with `dsc.all_reduce`. The
+    data-parallel loss is already the global mean, so the sum is the
+    gradient of the global loss. Unused forward and backward values are
+    removed at the end.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-data-parallel=world-size=2 --dsc-autodiff
+    ```
+  }];
+}
+
 def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
   let summary = "updates the parameters from their gradients in the graph";
   let description = [{

@@ -260,6 +260,21 @@ private:
         e = literal(0.5, elem) + " * " + x + " * (" + one + " + tanh(" +
             literal(std::sqrt(2.0 / M_PI), elem) + " * (" + x + " + " +
             literal(0.044715, elem) + " * " + x + " * " + x + " * " + x + ")))";
+    } else if (auto gg = dyn_cast<GeluGradOp>(op)) {
+      // PyTorch's GeluBackward formulas.
+      std::string x = a(0), half = literal(0.5, elem);
+      if (gg.getApproximation() == GeluApproximation::erf) {
+        e = half + " * (" + one + " + erf(" + x + " * " + literal(M_SQRT1_2, elem) +
+            ")) + " + x + " * " + literal(M_2_SQRTPI * M_SQRT1_2 * 0.5, elem) +
+            " * exp(-" + half + " * " + x + " * " + x + ")";
+      } else {
+        std::string k = literal(M_SQRT2 * M_2_SQRTPI * 0.5, elem);
+        std::string t = "tanh(" + k + " * (" + x + " + " + literal(0.044715, elem) +
+                        " * " + x + " * " + x + " * " + x + "))";
+        e = half + " * (" + one + " + " + t + ") + " + half + " * " + x + " * (" +
+            one + " - " + t + " * " + t + ") * " + k + " * (" + one + " + " +
+            literal(3 * 0.044715, elem) + " * " + x + " * " + x + ")";
+      }
     } else if (isa<ConvertOp>(op)) {
       e = elem.isInteger(1) ? "uint8_t(" + a(0) + " != 0)"
                             : "static_cast<" + ty + ">(" + a(0) + ")";

@@ -415,6 +415,8 @@ int runJob(const std::vector<std::string> &args) {
           metrics->append(record);
         if (metrics && step == lastStep)
           metrics->close();
+        if (!options.dumpOutputs.empty() && step == firstStep)
+          dumpOutputs(options.dumpOutputs, info, *target);
       }
     } catch (...) {
       std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,

@@ -28,6 +28,7 @@ std::string runUsage() {
          "               --batch B --seq T --steps S [--eval] "
          "[--metrics FILE.csv]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
+         "               [--dump-outputs FILE.safetensors]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -55,6 +56,10 @@ std::string runUsage() {
          "                   DIR itself, a step_<N> directory) instead of "
          "--weights, and\n"
          "                   run steps N+1..N+S, from data batch N\n"
+         "  --dump-outputs FILE  write every output of the first step (loss, "
+         "and gradients\n"
+         "                   of an artifact compiled with --gradients) to "
+         "FILE (rank 0)\n"
          "  -h, --help       this text\n";
 }
 
@@ -113,7 +118,11 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       options.seq = parsePositive(name, takeValue()), seenSeq = true;
     else if (name == "--steps")
       options.steps = parsePositive(name, takeValue()), seenSteps = true;
-    else if (name == "--save" || name == "--resume") {
+    else if (name == "--dump-outputs") {
+      options.dumpOutputs = takeValue();
+      if (options.dumpOutputs.empty())
+        throw UsageError("--dump-outputs needs a file name");
+    } else if (name == "--save" || name == "--resume") {
       std::string &dir = name == "--save" ? options.save : options.resume;
       dir = takeValue();
       if (dir.empty())

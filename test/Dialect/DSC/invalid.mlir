@@ -288,6 +288,22 @@ func.func @gelu_form(%a: tensor<3xf32>) {
 
 // -----
 
+func.func @gelu_grad_int(%a: tensor<3xi32>) {
+  // expected-error @+1 {{'dsc.gelu_grad' op operand #0 must be statically shaped tensor of 64-bit float}}
+  %0 = dsc.gelu_grad tanh %a : tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @gelu_grad_type(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.gelu_grad' op requires the same type for all operands and results}}
+  %0 = "dsc.gelu_grad"(%a) <{approximation = 0 : i32}> : (tensor<3xf32>) -> tensor<3xf64>
+  return
+}
+
+// -----
+
 func.func @neg_bool(%a: tensor<3xi1>) {
   // expected-error @+1 {{'dsc.neg' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type or 64-bit signless integer or 32-bit signless integer values}}
   %0 = dsc.neg %a : tensor<3xi1>

@@ -104,6 +104,10 @@ func.func @elementwise(%a: tensor<2x8x32xf32>, %b: tensor<32xf32>,
   %16 = dsc.gelu erf %a : tensor<2x8x32xf32>
   // CHECK: dsc.gelu tanh %{{.*}} : tensor<2x8x32xf32>
   %17 = dsc.gelu tanh %a : tensor<2x8x32xf32>
+  // CHECK: dsc.gelu_grad erf %{{.*}} : tensor<2x8x32xf32>
+  %g0 = dsc.gelu_grad erf %a : tensor<2x8x32xf32>
+  // CHECK: dsc.gelu_grad tanh %{{.*}} : tensor<2x8x32xf32>
+  %g1 = dsc.gelu_grad tanh %a : tensor<2x8x32xf32>
   // CHECK: dsc.convert %{{.*}} : tensor<2x8x32xf32> to tensor<2x8x32xbf16>
   %18 = dsc.convert %a : tensor<2x8x32xf32> to tensor<2x8x32xbf16>
   // CHECK: dsc.convert %{{.*}} : tensor<4xi64> to tensor<4xf16>

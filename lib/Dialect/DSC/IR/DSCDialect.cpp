@@ -2,6 +2,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "Gradients/GradientRules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -19,6 +20,15 @@ void DSCDialect::initialize() {
 #define GET_OP_LIST
 #include "dsc/Dialect/DSC/IR/DSCOps.cpp.inc"
       >();
+  // Every differentiable op's GradientOpInterface (Gradients/).
+  MLIRContext *context = getContext();
+  grad::registerElementwiseGradients(context);
+  grad::registerLinalgGradients(context);
+  grad::registerNormalizationGradients(context);
+  grad::registerShapeGradients(context);
+  grad::registerReductionGradients(context);
+  grad::registerIndexingGradients(context);
+  grad::registerLossGradients(context);
 }
 
 Operation *DSCDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -76,8 +86,7 @@ LogicalResult DSCDialect::verifyRegionResultAttribute(Operation *op,
   if (attr.getName() == kGradientOfAttrName) {
     if (!isa<FlatSymbolRefAttr>(attr.getValue()))
       return op->emitError() << "'" << kGradientOfAttrName.str()
-                             << "' must name a dsc.state, got "
-                             << attr.getValue();
+                             << "' must name a dsc.state, got " << attr.getValue();
     return success();
   }
   return op->emitError() << "unknown dsc result attribute '"

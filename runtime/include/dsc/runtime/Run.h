@@ -54,6 +54,7 @@ struct RunOptions {
   std::string save;    // checkpoint root to save into; empty: no saving
   int64_t saveInterval = 0; // also save every K steps; 0: at the end only
   std::string resume;  // checkpoint root or step directory; empty: none
+  std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
   bool help = false;
 };
 
@@ -300,6 +301,12 @@ private:
 //===----------------------------------------------------------------------===//
 // The whole tool
 //===----------------------------------------------------------------------===//
+
+/// --dump-outputs: writes every output of the step that just ran (the loss
+/// and, for a --gradients artifact, each parameter's gradient) to the
+/// safetensors file `path`, under the outputs' names (atomically).
+void dumpOutputs(const std::string &path, const ArtifactInfo &info,
+                 RunTarget &target);
 
 /// dsc-run's main: MPI_Init, the checks and loading on every rank (a
 /// failure anywhere is reported once, by rank 0, and every rank exits

@@ -56,8 +56,8 @@ def DSC_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "dsc.input";
     /// Result attribute naming a graph output, e.g. "loss".
     static constexpr ::llvm::StringLiteral kOutputAttrName = "dsc.output";
-    /// On a graph result: the parameter whose gradient it is (a symbol
-    /// reference to its dsc.state), set by --dsc-autodiff.
+    /// Result attribute naming the parameter a gradient output belongs to
+    /// (`--dsc-autodiff`), e.g. @"fc.weight".
     static constexpr ::llvm::StringLiteral kGradientOfAttrName =
         "dsc.gradient_of";
   }];

@@ -305,6 +305,27 @@ def DSC_GeluOp : DSC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
 }
 
+def DSC_GeluGradOp : DSC_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "derivative of gelu, exact or tanh-approximated";
+  let description = [{
+    `d gelu(x) / dx` in the given form, elementwise: the backward of
+    `dsc.gelu` multiplies the cotangent by it. `erf`:
+    `0.5 * (1 + erf(x / sqrt(2))) + x * exp(-x^2 / 2) / sqrt(2 pi)`; `tanh`,
+    with `u = sqrt(2/pi) * (x + 0.044715 x^3)`:
+    `0.5 * (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 0.134145 x^2)`.
+
+    Example:
+
+    ```mlir
+    %d = dsc.gelu_grad erf %x : tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins DSC_GeluApproximation:$approximation,
+                       DSC_FloatTensor:$input);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
+}
+
 def DSC_ConvertOp : DSC_Op<"convert", [Pure]> {
   let summary = "elementwise conversion to another element type";
   let description = [{

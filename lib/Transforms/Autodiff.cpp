@@ -1,0 +1,221 @@
+//===- Autodiff.cpp - --dsc-autodiff ---------------------------------------===//
+//
+// Reverse-mode differentiation of a loss graph with respect to the model's
+// parameters. The graph is one block of value-semantic ops, so the backward
+// pass is a single sweep over it in reverse: each op on a path from a
+// parameter to the loss turns its results' cotangents into its operands'
+// through GradientOpInterface (the rules live with the dialect, in
+// lib/Dialect/DSC/IR/Gradients/). Cotangents of a value with several uses
+// are summed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Dialect/DSC/IR/DSCInterfaces.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_AUTODIFF
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+/// A graph the pass differentiates: one result, named "loss".
+static bool isLossGraph(func::FuncOp func) {
+  if (func.isExternal() || func.getNumResults() != 1)
+    return false;
+  auto name = func.getResultAttrOfType<StringAttr>(0, DSCDialect::kOutputAttrName);
+  return name && name.getValue() == "loss";
+}
+
+namespace {
+class Differentiator {
+public:
+  Differentiator(func::FuncOp func, ArrayRef<StateOp> parameters,
+                 int64_t worldSize)
+      : func(func), parameters(parameters.begin(), parameters.end()),
+        worldSize(worldSize) {
+    for (auto [i, state] : llvm::enumerate(this->parameters))
+      parameterIndex[state.getSymNameAttr()] = i;
+  }
+
+  LogicalResult run() {
+    if (!func.getBody().hasOneBlock())
+      return func.emitError() << "cannot differentiate a graph of "
+                              << func.getBody().getBlocks().size() << " blocks";
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value loss = ret.getOperand(0);
+    auto lossType = dyn_cast<RankedTensorType>(loss.getType());
+    if (!lossType || lossType.getRank() != 0 || !isFloatTensor(lossType))
+      return func.emitError() << "the loss must be a scalar float tensor to "
+                                 "differentiate, got "
+                              << loss.getType();
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    if (failed(findActive(forward)))
+      return failure();
+
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    if (active.contains(loss))
+      cotangent[loss] = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(lossType, b.getFloatAttr(
+                                                       lossType.getElementType(), 1.0)));
+    gradients.assign(parameters.size(), Value());
+    for (Operation *op : llvm::reverse(forward))
+      if (failed(backward(b, op)))
+        return failure();
+
+    SmallVector<Value> results{loss};
+    SmallVector<Type> types{loss.getType()};
+    SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)};
+    for (auto [i, state] : llvm::enumerate(this->parameters)) {
+      RankedTensorType type = state.getTensorType();
+      Value gradient = gradients[i];
+      if (!gradient)
+        gradient = zeros(b, state.getLoc(), type);
+      else if (worldSize > 1)
+        // Megatron's "f": a parameter is replicated on every rank, so the
+        // adjoint of that replication sums the ranks' partial gradients.
+        gradient = AllReduceOp::create(b, state.getLoc(), gradient);
+      if (gradient.getType() != type)
+        return func.emitError() << "the gradient of @" << state.getSymName()
+                                << " has type " << gradient.getType()
+                                << ", expected " << type;
+      results.push_back(gradient);
+      types.push_back(type);
+      NamedAttribute entries[] = {
+          b.getNamedAttr(DSCDialect::kOutputAttrName,
+                         b.getStringAttr("grad." + state.getSymName())),
+          b.getNamedAttr(DSCDialect::kGradientOfAttrName,
+                         FlatSymbolRefAttr::get(state.getSymNameAttr()))};
+      attrs.push_back(b.getDictionaryAttr(entries));
+    }
+    ret->setOperands(results);
+    func.setType(FunctionType::get(func.getContext(),
+                                   func.getArgumentTypes(), types));
+    func.setAllResultAttrs(attrs);
+
+    // Forward values only the loss needed, and backward values no gradient
+    // needed (cotangents of inactive branches), are dead now.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    return success();
+  }
+
+private:
+  /// Activity analysis: the float values that depend on a parameter.
+  LogicalResult findActive(ArrayRef<Operation *> ops) {
+    for (Operation *op : ops) {
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        if (parameterIndex.contains(load.getStateAttr().getAttr()) &&
+            isFloatTensor(load.getType()))
+          active.insert(load.getResult());
+        continue;
+      }
+      if (llvm::none_of(op->getOperands(),
+                        [&](Value v) { return active.contains(v); }))
+        continue;
+      if (op->getNumRegions() != 0)
+        return op->emitOpError("has regions and depends on a parameter: "
+                               "--dsc-autodiff cannot differentiate it");
+      for (Value result : op->getResults())
+        if (isFloatTensor(result.getType()))
+          active.insert(result);
+    }
+    return success();
+  }
+
+  /// Adds `op`'s contribution to its operands' cotangents.
+  LogicalResult backward(OpBuilder &b, Operation *op) {
+    SmallVector<Value> resultCotangents;
+    for (Value result : op->getResults())
+      resultCotangents.push_back(cotangent.lookup(result));
+    if (llvm::all_of(resultCotangents, [](Value v) { return !v; }))
+      return success(); // does not reach the loss
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      // Several loads of one parameter (tied weights) sum their cotangents.
+      Value &gradient = gradients[parameterIndex.at(load.getStateAttr().getAttr())];
+      gradient = add(b, gradient, resultCotangents[0]);
+      return success();
+    }
+    auto rule = dyn_cast<GradientOpInterface>(op);
+    if (!rule)
+      return op->emitOpError("has no gradient, but lies between a parameter "
+                             "and the loss");
+    SmallVector<bool> activeOperands;
+    for (Value operand : op->getOperands())
+      activeOperands.push_back(active.contains(operand));
+    SmallVector<Value> operandCotangents(op->getNumOperands(), Value());
+    if (failed(rule.buildOperandCotangents(b, resultCotangents, activeOperands,
+                                           operandCotangents)))
+      return failure();
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      Value d = operandCotangents[i];
+      if (!d || !activeOperands[i])
+        continue;
+      if (d.getType() != operand.getType())
+        return op->emitOpError("gradient rule built a cotangent of type ")
+               << d.getType() << " for operand #" << i << " of type "
+               << operand.getType();
+      Value &sum = cotangent[operand];
+      sum = add(b, sum, d);
+    }
+    return success();
+  }
+
+  static Value add(OpBuilder &b, Value sum, Value term) {
+    return sum ? AddOp::create(b, term.getLoc(), sum, term).getResult() : term;
+  }
+
+  static Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
+    Type elem = type.getElementType();
+    Attribute zero = isa<FloatType>(elem) ? Attribute(b.getFloatAttr(elem, 0.0))
+                                          : Attribute(b.getIntegerAttr(elem, 0));
+    Value scalar = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(RankedTensorType::get({}, elem), zero));
+    return type.getRank() == 0 ? scalar
+                               : BroadcastOp::create(b, loc, type, scalar).getResult();
+  }
+
+  func::FuncOp func;
+  SmallVector<StateOp> parameters;
+  int64_t worldSize;
+  DenseMap<StringAttr, size_t> parameterIndex;
+  DenseSet<Value> active;
+  DenseMap<Value, Value> cotangent;
+  SmallVector<Value> gradients; // per parameter, summed over its loads
+};
+
+struct AutodiffPass : public dsc::impl::AutodiffBase<AutodiffPass> {
+  using AutodiffBase::AutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<StateOp> parameters;
+    for (auto state : module.getOps<StateOp>())
+      if (state.getRole() == StateRole::parameter)
+        parameters.push_back(state);
+    int64_t worldSize = 1;
+    if (auto attr = module->getAttrOfType<IntegerAttr>("dsc.world_size"))
+      worldSize = attr.getInt();
+    for (auto func : module.getOps<func::FuncOp>())
+      if (isLossGraph(func) &&
+          failed(Differentiator(func, parameters, worldSize).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace
