@@ -165,6 +165,23 @@ module attributes {dsc.world_size = 2 : i64} {
 
 // -----
 
+// Dropout's cotangent goes through a dropout with the same p and seed (the
+// same mask); a causal mask's through a causal mask filling zeros.
+// CHECK-LABEL: func.func @dropout
+// CHECK: %[[D:.*]] = dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 7
+// CHECK: %[[DD:.*]] = dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 7
+// CHECK: dsc.causal_mask %[[DD]] {fill_value = 0.000000e+00 : f64}
+dsc.state parameter @s : tensor<4x4xf32>
+func.func @dropout() -> (tensor<f32> {dsc.output = "loss"}) {
+  %s = dsc.load @s : tensor<4x4xf32>
+  %m = dsc.causal_mask %s : tensor<4x4xf32>
+  %d = dsc.dropout %m, p = 0.1, seed = 7 : tensor<4x4xf32>
+  %loss = dsc.reduce_max %d, dims = [0, 1] : tensor<4x4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // Graphs whose result is not a single "loss" are left alone.
 // CHECK-LABEL: func.func @eval
 // CHECK-SAME: -> (tensor<4xf32> {dsc.output = "y"})
