@@ -30,8 +30,8 @@ args = p.parse_args()
 step = open(os.path.join(args.checkpoint, "latest")).read().strip()
 ours = {}
 for shard in sorted(glob.glob(os.path.join(args.checkpoint, step, "shard-*.safetensors"))):
-    ours.update(safetensors.load_numpy(shard))
-ref = safetensors.load_numpy(args.reference)
+    ours.update(safetensors.load_numpy(shard)[0])
+ref = safetensors.load_numpy(args.reference)[0]
 failed, worst = False, 0.0
 for name, want in sorted(ref.items()):
     got = ours.get(name)
