@@ -265,13 +265,17 @@ struct LowerToRuntimePass
     return success();
   }
 
+  /// Where `op`'s kernel is emitted: at the last op of its fused group.
+  static Operation *emittedAt(const DenseMap<Operation *, Operation *> &root,
+                              Operation *op) {
+    Operation *last = root.lookup(op);
+    return last ? last : op;
+  }
+
   /// The op (a group's root) after which every output of the graph has its
   /// final value; null when the outputs need no op (a state returned as is).
   Operation *lastOutputProducer(func::ReturnOp ret,
                                 const DenseMap<Operation *, Operation *> &root) {
-    DenseMap<Operation *, unsigned> position;
-    for (Operation &op : *ret->getBlock())
-      position[&op] = position.size();
     Operation *last = nullptr;
     SmallVector<Operation *> stack;
     llvm::SmallPtrSet<Operation *, 32> seen;
@@ -282,8 +286,8 @@ struct LowerToRuntimePass
       Operation *op = stack.pop_back_val();
       if (!seen.insert(op).second)
         continue;
-      Operation *emitted = root.lookup(op) ? root.lookup(op) : op;
-      if (!last || position[emitted] > position[last])
+      Operation *emitted = emittedAt(root, op);
+      if (!last || last->isBeforeInBlock(emitted))
         last = emitted;
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp())
@@ -297,9 +301,6 @@ struct LowerToRuntimePass
   /// emitted) must come before it, and no load may follow it.
   LogicalResult checkStoreOrder(Block &body,
                                 const DenseMap<Operation *, Operation *> &root) {
-    DenseMap<Operation *, unsigned> position;
-    for (Operation &op : body)
-      position[&op] = position.size();
     DenseMap<StringAttr, StoreOp> stores;
     for (auto store : body.getOps<StoreOp>())
       stores[store.getStateAttr().getAttr()] = store;
@@ -309,14 +310,12 @@ struct LowerToRuntimePass
       StoreOp store = stores.lookup(load.getStateAttr().getAttr());
       if (!store)
         continue;
-      unsigned at = position[store];
-      if (position[load] > at)
+      if (store->isBeforeInBlock(load))
         return load.emitError() << "reads " << load.getStateAttr()
                                 << " after it is stored; move the load before "
                                    "the dsc.store";
       for (Operation *user : load->getUsers()) {
-        Operation *emitted = root.lookup(user) ? root.lookup(user) : user;
-        if (user != store && position[emitted] > at)
+        if (user != store && store->isBeforeInBlock(emittedAt(root, user)))
           return user->emitError()
                  << "reads the old value of " << load.getStateAttr()
                  << " after the dsc.store that overwrites it";
