@@ -164,8 +164,8 @@ public:
       return use;
     use.arena = arenaPool_->highWaterMark();
     use.state = statePool_->highWaterMark();
-    use.io = ioPool_->highWaterMark(); // pinned host memory
-    use.pinnedHost = stagingPool_->highWaterMark() + use.io;
+    // Inputs and outputs are pinned host memory: no device io.
+    use.pinnedHost = stagingPool_->highWaterMark() + ioPool_->highWaterMark();
     return use;
   }
 
