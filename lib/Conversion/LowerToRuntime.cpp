@@ -31,6 +31,51 @@ static MemRefType bufferType(Type tensorType) {
   return MemRefType::get(t.getShape(), t.getElementType());
 }
 
+static MemRefType hostBufferType(Type tensorType) {
+  auto t = cast<RankedTensorType>(tensorType);
+  return MemRefType::get(t.getShape(), t.getElementType(), MemRefLayoutAttrInterface(),
+                         dscrt::HostMemoryAttr::get(t.getContext()));
+}
+
+namespace {
+/// The streams of the step: kernels and copies on "compute"; collectives on
+/// "comm" (created with the first one), which waits for an event recorded on
+/// compute after the collective's operand was written. The sum's readers on
+/// compute wait for an event recorded on comm after it: `pending` holds, for
+/// each such tensor (and the views of it), the event compute has not waited
+/// for yet, numbered in comm's order.
+struct Streams {
+  Value compute, comm;
+  DenseMap<Value, std::pair<unsigned, Value>> pending; // tensor -> (#, event)
+  unsigned recorded = 0;
+
+  void recordOnComm(OpBuilder &builder, Location loc, Value tensor) {
+    pending[tensor] = {recorded++, dscrt::RecordOp::create(builder, loc, comm)};
+  }
+
+  /// Makes compute wait for the collectives that produced `operands` (all
+  /// of them pending when `operands` is empty): one wait for the latest
+  /// event covers every collective recorded before it.
+  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
+               bool all = false) {
+    std::optional<std::pair<unsigned, Value>> latest;
+    for (auto &[tensor, event] : pending)
+      if ((all || llvm::is_contained(operands, tensor)) &&
+          (!latest || event.first > latest->first))
+        latest = event;
+    if (!latest)
+      return;
+    dscrt::WaitOp::create(builder, loc, compute, latest->second);
+    SmallVector<Value> covered;
+    for (auto &[tensor, event] : pending)
+      if (event.first <= latest->first)
+        covered.push_back(tensor);
+    for (Value tensor : covered)
+      pending.erase(tensor);
+  }
+};
+} // namespace
+
 namespace {
 struct LowerToRuntimePass
     : public dsc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
@@ -149,6 +194,8 @@ struct LowerToRuntimePass
                                      builder.getFunctionType({}, {}));
     Block *entry = step.addEntryBlock();
     builder.setInsertionPointToStart(entry);
+    Streams streams;
+    streams.compute = dscrt::StreamOp::create(builder, graph.getLoc(), "compute");
 
     DenseMap<StringAttr, int64_t> stateIndex;
     for (auto state : module.getOps<StateOp>())
@@ -159,10 +206,14 @@ struct LowerToRuntimePass
     for (BlockArgument arg : body.getArguments()) {
       auto name = graph.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      DSCDialect::kInputAttrName);
-      buffers.map(arg, dscrt::InputOp::create(
-                           builder, arg.getLoc(), bufferType(arg.getType()),
-                           arg.getArgNumber(),
-                           name ? name.getValue() : StringRef("")));
+      Value host = dscrt::InputOp::create(builder, arg.getLoc(),
+                                          hostBufferType(arg.getType()),
+                                          arg.getArgNumber(),
+                                          name ? name.getValue() : StringRef(""));
+      Value device =
+          dscrt::AllocOp::create(builder, arg.getLoc(), bufferType(arg.getType()));
+      dscrt::CopyOp::create(builder, arg.getLoc(), host, device, streams.compute);
+      buffers.map(arg, device);
     }
 
     DenseMap<Operation *, Operation *> root = groupOps(body);
@@ -174,13 +225,18 @@ struct LowerToRuntimePass
       return failure();
 
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+    // Each output is a host buffer filled by a copy on compute, once the
+    // collectives that produced it have run.
     auto emitOutputs = [&](Location loc) {
+      streams.waitFor(builder, loc, ret.getOperands());
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
         auto name = graph.getResultAttrOfType<StringAttr>(
             i, DSCDialect::kOutputAttrName);
-        dscrt::OutputOp::create(builder, loc, i,
-                                name ? name.getValue() : StringRef(""),
-                                buffers.lookup(value));
+        Value host = dscrt::OutputOp::create(
+            builder, loc, hostBufferType(value.getType()), i,
+            name ? name.getValue() : StringRef(""));
+        dscrt::CopyOp::create(builder, loc, buffers.lookup(value), host,
+                              streams.compute);
       }
     };
     // A training step writes its outputs as soon as they are computed and
@@ -199,6 +255,11 @@ struct LowerToRuntimePass
       if (isa<func::ReturnOp>(op)) {
         if (!training)
           emitOutputs(loc);
+        // A collective nobody read has run, too, before compute is done.
+        streams.waitFor(builder, loc, {}, /*all=*/true);
+        for (Value stream : {streams.compute, streams.comm})
+          if (stream)
+            dscrt::SynchronizeOp::create(builder, loc, stream);
         continue;
       }
       auto afterOp = llvm::make_scope_exit([&] {
@@ -210,11 +271,13 @@ struct LowerToRuntimePass
       if (auto store = dyn_cast<StoreOp>(op)) {
         // Copied into the state's memory, after every read of the old value
         // (checkStoreOrder).
+        streams.waitFor(builder, loc, store.getValue());
         Value target = dscrt::StateOp::create(
             builder, loc, bufferType(store.getValue().getType()),
             stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
-        auto copy = dscrt::KernelOp::create(
-            builder, loc, buffers.lookup(store.getValue()), target);
+        auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
+                                            buffers.lookup(store.getValue()),
+                                            target);
         OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
         dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
         continue;
@@ -235,6 +298,11 @@ struct LowerToRuntimePass
         continue;
       }
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+        // A view touches no memory: its readers wait, not the view.
+        if (auto event = streams.pending.lookup_or(reshape.getInput(),
+                                                    {0, Value()});
+            event.second)
+          streams.pending[reshape.getResult()] = event;
         buffers.map(reshape.getResult(),
                     dscrt::ViewOp::create(builder, loc,
                                           bufferType(reshape.getType()),
@@ -243,13 +311,23 @@ struct LowerToRuntimePass
       }
       if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
         // Copy, then reduce in place: the input buffer may have other users.
+        streams.waitFor(builder, loc, allReduce.getInput());
         Value source = buffers.lookup(allReduce.getInput());
         Value out = dscrt::AllocOp::create(builder, loc,
                                            bufferType(allReduce.getType()));
-        auto copy = dscrt::KernelOp::create(builder, loc, source, out);
+        auto copy =
+            dscrt::KernelOp::create(builder, loc, streams.compute, source, out);
         OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
         dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
-        dscrt::AllReduceOp::create(builder, loc, out, sequence++);
+        if (!streams.comm) {
+          OpBuilder atStart = OpBuilder::atBlockBegin(entry);
+          atStart.setInsertionPointAfter(streams.compute.getDefiningOp());
+          streams.comm = dscrt::StreamOp::create(atStart, loc, "comm");
+        }
+        Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
+        dscrt::WaitOp::create(builder, loc, streams.comm, written);
+        dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++);
+        streams.recordOnComm(builder, loc, allReduce.getResult());
         buffers.map(allReduce.getResult(), out);
         continue;
       }
@@ -258,7 +336,9 @@ struct LowerToRuntimePass
       if (!op.getDialect() || !isa<DSCDialect>(op.getDialect()))
         return op.emitError() << "cannot lower '" << op.getName()
                               << "' to the runtime";
-      emitKernel(builder, members[&op], buffers);
+      for (Operation *member : members[&op])
+        streams.waitFor(builder, loc, member->getOperands());
+      emitKernel(builder, streams.compute, members[&op], buffers);
     }
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
@@ -326,7 +406,7 @@ struct LowerToRuntimePass
 
   /// One dscrt.kernel computing `group` (in program order; the last op's
   /// results are the kernel's outputs).
-  void emitKernel(OpBuilder &builder, ArrayRef<Operation *> group,
+  void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
                   IRMapping &buffers) {
     Operation *last = group.back();
     llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
@@ -341,7 +421,8 @@ struct LowerToRuntimePass
     for (Value result : last->getResults())
       outs.push_back(dscrt::AllocOp::create(builder, last->getLoc(),
                                             bufferType(result.getType())));
-    auto kernel = dscrt::KernelOp::create(builder, last->getLoc(), ins, outs);
+    auto kernel =
+        dscrt::KernelOp::create(builder, last->getLoc(), stream, ins, outs);
     Block &block = kernel.getBody().front();
     OpBuilder inner = OpBuilder::atBlockEnd(&block);
     IRMapping values;

@@ -13,7 +13,26 @@ namespace mlir::dsc {
 
 using namespace mlir;
 
+/// Where a buffer a collective uses may be reused. Buffers are first written
+/// on the compute stream (by a kernel or a copy), and the collective runs on
+/// another one: its buffer stays live until the first wait for an event
+/// recorded on the collective's stream after it (or to the end of the step).
+static int64_t releasedAt(dscrt::AllReduceOp collective,
+                          const DenseMap<Operation *, int64_t> &position) {
+  Operation *op = collective;
+  while ((op = op->getNextNode())) {
+    auto wait = dyn_cast<dscrt::WaitOp>(op);
+    auto record = wait ? wait.getEvent().getDefiningOp<dscrt::RecordOp>()
+                       : dscrt::RecordOp();
+    if (record && record.getStream() == collective.getStream() &&
+        position.lookup(record) > position.lookup(collective))
+      return position.lookup(wait);
+  }
+  return position.size();
+}
+
 namespace {
+
 struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
   using PlanMemoryBase::PlanMemoryBase;
 
@@ -46,6 +65,9 @@ struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
         for (Operation *user : value.getUsers()) {
           Operation *top = body.findAncestorOpInBlock(*user);
           request.lastUse = std::max(request.lastUse, position[top]);
+          if (auto collective = dyn_cast<dscrt::AllReduceOp>(top))
+            request.lastUse =
+                std::max(request.lastUse, releasedAt(collective, position));
           if (auto view = dyn_cast<dscrt::ViewOp>(user))
             worklist.push_back(view.getResult());
         }

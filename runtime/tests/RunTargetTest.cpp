@@ -1,8 +1,8 @@
 //===- RunTargetTest.cpp - dsc-run's targets, in process ------------------===//
 //
 // Which targets dsc-run runs, the registry of RunTargets, the CPU target's
-// buffers and pools, and the hook the CUDA target uses to order its kernels
-// before each collective. This executable is an artifact host without the
+// buffers and pools, and collectives as tasks of the artifact's collectives
+// stream. This executable is an artifact host without the
 // CUDA target (dsc_run_cuda) and the CUDA backend, as a dsc-run built
 // without CUDA support is, so a CUDA artifact must be refused here whatever
 // the build.
@@ -14,6 +14,7 @@
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/Stream.h"
 
 #include "ScratchDir.h"
 
@@ -22,6 +23,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <future>
 
 using namespace dsc::rt;
 using dsc::rt::test::ScratchDir;
@@ -147,16 +149,12 @@ TEST(DscRunTargets, TheCpuTargetKeepsHostPools) {
   target->loadStates(fake.info,
                      SafeTensorsFile::open(dir.file("w.safetensors")));
   // The batch is cut where the artifact reads it; the loss read where it
-  // writes it: host memory, no copies.
+  // writes it: host memory.
   auto *tokens = static_cast<int64_t *>(target->hostInput(0));
   auto *targets = static_cast<int64_t *>(target->hostInput(1));
   ASSERT_NE(tokens, nullptr);
   ASSERT_NE(targets, nullptr);
   EXPECT_NE(tokens, targets);
-  tokens[3] = 7;
-  target->beforeStep();
-  target->afterStep();
-  EXPECT_EQ(tokens[3], 7);
   EXPECT_NE(target->hostOutput(0), nullptr);
   EXPECT_THROW(target->hostInput(2), std::out_of_range);
 
@@ -264,40 +262,49 @@ private:
   std::vector<std::string> &log_;
 };
 
-TEST(DscRunTargets, TheHookRunsBeforeEachCollective) {
+TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
   std::vector<std::string> log;
   LoggingComm comm(log);
-  bool fail = false;
-  RunStepContext context({}, {}, {}, nullptr, comm, [&] {
-    log.push_back("hook");
-    if (fail)
-      throw Error("cudaEventRecord after the step's kernels: boom");
-  });
+  CpuStream compute("compute", CpuStream::Mode::Inline), commStream("comm");
+  RunStepContext context({}, {}, {}, nullptr, comm, {&compute, &commStream}, 1);
+  EXPECT_EQ(&context.stream(1), &commStream);
+  // A task ahead of the collectives holds them back: they are enqueued on
+  // the stream's worker thread, not run by the caller.
+  std::promise<void> go;
+  std::shared_future<void> started = go.get_future().share();
+  commStream.enqueue([started] { started.wait(); }, "gate");
   float values[2] = {1, 2};
   context.beginStep(3);
-  context.allReduceSum(values, 2, ElementType::F32, 0);
-  context.allReduceSum(values, 1, ElementType::F32, 1);
-  EXPECT_EQ(log, (std::vector<std::string>{"hook", "allReduce 2", "hook",
-                                           "allReduce 1"}));
-  // What the hook throws names the step and the collective, and the
-  // collective is not issued.
-  fail = true;
+  context.allReduceSum(values, 2, ElementType::F32, 0, commStream);
+  context.allReduceSum(values, 1, ElementType::F32, 1, commStream);
+  EXPECT_EQ(context.collectivesThisStep(), 2);
+  EXPECT_TRUE(log.empty());
+  go.set_value();
+  commStream.synchronize();
+  EXPECT_EQ(log, (std::vector<std::string>{"allReduce 2", "allReduce 1"}));
+  // Another stream than the collectives stream, or a type the communicator
+  // cannot sum, is refused when issued, naming the step and the collective.
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(values, 1, ElementType::F32, 2);
+              context.allReduceSum(values, 1, ElementType::F32, 2, compute);
             }),
-            "step 3, collective 2 (allReduceSum of 1 f32): cudaEventRecord "
-            "after the step's kernels: boom");
-  EXPECT_EQ(log.size(), 5u);
-  EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 2u);
-  // A type the communicator cannot sum is refused before the hook runs.
-  fail = false;
+            "step 3, collective 2 (allReduceSum of 1 f32): it was issued on "
+            "stream 'compute', but the artifact's collectives stream is "
+            "'comm'");
   uint16_t half = 0;
   EXPECT_THAT(errorOf([&] {
-                context.allReduceSum(&half, 1, ElementType::F16, 3);
+                context.allReduceSum(&half, 1, ElementType::F16, 3, commStream);
               }),
               HasSubstr("cannot sum f16"));
-  EXPECT_EQ(log.size(), 5u);
+  commStream.synchronize();
+  EXPECT_EQ(log.size(), 2u);
   EXPECT_EQ(&context.communicator(), &comm);
+  // Without a collectives stream, no collective at all.
+  RunStepContext none({}, {}, {}, nullptr, comm, {&compute}, -1);
+  none.beginStep(1);
+  EXPECT_THAT(errorOf([&] {
+                none.allReduceSum(values, 1, ElementType::F32, 0, compute);
+              }),
+              HasSubstr("the artifact's collectives stream is none"));
 }
 
 } // namespace

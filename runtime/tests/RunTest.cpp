@@ -13,6 +13,7 @@
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/Stream.h"
 
 #include "Inputs/TinyModel.h"
 #include "ScratchDir.h"
@@ -406,8 +407,11 @@ TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
     }
   float loss = 0;
   LoopbackComm comm;
+  ASSERT_EQ(info.numStreams, 1);
+  CpuStream stream(info.streams[0].name);
   RunStepContext context(states, {tokens.data(), targets.data()}, {&loss},
-                         pool.allocate(size_t(info.arenaBytes)), comm);
+                         pool.allocate(size_t(info.arenaBytes)), comm,
+                         {&stream}, 0);
   context.beginStep(1);
   artifact->step(context);
   EXPECT_NEAR(loss, model.expectedLoss(data, 0, 4, 4), 1e-5);
@@ -425,35 +429,37 @@ TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
 TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
   LoopbackComm comm;
   float value = 1;
-  RunStepContext context({}, {}, {}, nullptr, comm);
+  CpuStream s("comm", CpuStream::Mode::Inline);
+  RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(7);
-  context.allReduceSum(&value, 1, ElementType::F32, 1);
-  context.allReduceSum(&value, 1, ElementType::F32, 3);
+  context.allReduceSum(&value, 1, ElementType::F32, 1, s);
+  context.allReduceSum(&value, 1, ElementType::F32, 3, s);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&value, 1, ElementType::F32, 3);
+              context.allReduceSum(&value, 1, ElementType::F32, 3, s);
             }),
             "step 7, collective 3 (allReduceSum of 1 f32): sequence numbers "
             "must grow within a step; the previous collective of this step "
             "was 3");
   context.beginStep(8); // numbering starts over
-  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1));
+  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s));
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
 }
 
 TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
   LoopbackComm comm;
   uint16_t half = 0;
-  RunStepContext context({}, {}, {}, nullptr, comm);
+  CpuStream s("comm", CpuStream::Mode::Inline);
+  RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(1);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&half, 1, ElementType::F16, 1);
+              context.allReduceSum(&half, 1, ElementType::F16, 1, s);
             }),
             "step 1, collective 1 (allReduceSum of 1 f16): the communicator "
             "cannot sum f16 elements");
   EXPECT_THAT(errorOf([&] { context.state(0); }),
               HasSubstr("artifact asked for state 0 of 0"));
   double d = 2;
-  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 2));
+  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 2, s));
   EXPECT_EQ(d, 2);
 }
 

@@ -6,13 +6,21 @@ dsc.state buffer @"mask" : tensor<4xf32>
 
 // CHECK-LABEL: func.func @step()
 // CHECK-NOT: func.func @forward
-// Inputs and state by index and name.
-// CHECK: %[[X:.*]] = dscrt.input 0 "x" : memref<2x8xf32>
-// CHECK: %[[Y:.*]] = dscrt.input 1 "y" : memref<2xi64>
+// One stream, compute, for kernels and copies: no collectives, no comm.
+// CHECK: %[[S:.*]] = dscrt.stream "compute"
+// CHECK-NOT: dscrt.stream
+// Inputs by index and name, in host memory, copied to device buffers.
+// CHECK: %[[XH:.*]] = dscrt.input 0 "x" : memref<2x8xf32, #dscrt.host>
+// CHECK-NEXT: %[[X:.*]] = dscrt.alloc : memref<2x8xf32>
+// CHECK-NEXT: dscrt.copy %[[XH]] to %[[X]] on %[[S]] : memref<2x8xf32, #dscrt.host> to memref<2x8xf32>
+// CHECK: %[[YH:.*]] = dscrt.input 1 "y" : memref<2xi64, #dscrt.host>
+// CHECK-NEXT: %[[Y:.*]] = dscrt.alloc : memref<2xi64>
+// CHECK-NEXT: dscrt.copy %[[YH]] to %[[Y]] on %[[S]]
+// State by index and name.
 // CHECK: %[[W:.*]] = dscrt.state 0 "fc.weight" : memref<4x8xf32>
 // One kernel per non-elementwise op, writing a fresh buffer.
 // CHECK: %[[H:.*]] = dscrt.alloc : memref<2x4xf32>
-// CHECK: dscrt.kernel ins(%[[X]], %[[W]] : memref<2x8xf32>, memref<4x8xf32>) outs(%[[H]] : memref<2x4xf32>) {
+// CHECK: dscrt.kernel on %[[S]] ins(%[[X]], %[[W]] : memref<2x8xf32>, memref<4x8xf32>) outs(%[[H]] : memref<2x4xf32>) {
 // CHECK: dsc.linear
 // CHECK: dscrt.yield
 // The elementwise chain mul -> tanh -> add is one kernel; the scale constant
@@ -20,7 +28,7 @@ dsc.state buffer @"mask" : tensor<4xf32>
 // CHECK: %[[C:.*]] = dscrt.constant dense<5.000000e-01> : tensor<f32> : memref<f32>
 // CHECK: %[[M:.*]] = dscrt.state 1 "mask" : memref<4xf32>
 // CHECK: %[[E:.*]] = dscrt.alloc : memref<2x4xf32>
-// CHECK: dscrt.kernel ins(%[[H]], %[[C]], %[[M]] : memref<2x4xf32>, memref<f32>, memref<4xf32>) outs(%[[E]] : memref<2x4xf32>) {
+// CHECK: dscrt.kernel on %[[S]] ins(%[[H]], %[[C]], %[[M]] : memref<2x4xf32>, memref<f32>, memref<4xf32>) outs(%[[E]] : memref<2x4xf32>) {
 // CHECK-NEXT: ^bb0(%{{.*}}: tensor<2x4xf32>, %{{.*}}: tensor<f32>, %{{.*}}: tensor<4xf32>):
 // CHECK-NEXT: dsc.mul
 // CHECK-NEXT: dsc.tanh
@@ -28,13 +36,18 @@ dsc.state buffer @"mask" : tensor<4xf32>
 // CHECK-NEXT: dscrt.yield
 // A reshape is a view of the same buffer.
 // CHECK: %[[V:.*]] = dscrt.view %[[E]] : memref<2x4xf32> to memref<8xf32>
-// CHECK: dscrt.kernel ins(%[[V]] : memref<8xf32>)
+// CHECK: dscrt.kernel on %[[S]] ins(%[[V]] : memref<8xf32>)
 // CHECK: dsc.reduce_sum
 // CHECK: dsc.cross_entropy
-// CHECK: dscrt.output 0 "loss", %{{.*}} : memref<f32>
+// The output: a host buffer the result is copied into; the host waits for
+// the stream before the step returns.
+// CHECK: dsc.add
+// CHECK: %[[LH:.*]] = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+// CHECK-NEXT: dscrt.copy %{{.*}} to %[[LH]] on %[[S]] : memref<f32> to memref<f32, #dscrt.host>
+// CHECK-NEXT: dscrt.synchronize %[[S]]
 // CHECK-NEXT: return
 
-// NOFUSE-COUNT-3: dscrt.kernel ins(%{{.*}}) outs(%{{.*}} : memref<2x4xf32>)
+// NOFUSE-COUNT-3: dscrt.kernel on %{{.*}} ins(%{{.*}}) outs(%{{.*}} : memref<2x4xf32>)
 func.func @forward(%x: tensor<2x8xf32> {dsc.input = "x"}, %y: tensor<2xi64> {dsc.input = "y"})
     -> (tensor<f32> {dsc.output = "loss"}) {
   %w = dsc.load @"fc.weight" : tensor<4x8xf32>
@@ -73,16 +86,83 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.o
 
 // -----
 
-// Collectives: a copy, then an in-place all-reduce numbered in program order.
+// Collectives: a copy on compute, then an in-place all-reduce on comm,
+// numbered in program order. Comm waits for compute's event recorded after
+// the copy; compute waits for comm's event before it reads the sum.
 // CHECK-LABEL: func.func @step()
-// CHECK: %[[A:.*]] = dscrt.alloc : memref<f32>
-// CHECK: dscrt.kernel ins(%{{.*}} : memref<f32>) outs(%[[A]] : memref<f32>) {
+// CHECK: %[[S:.*]] = dscrt.stream "compute"
+// CHECK-NEXT: %[[M:.*]] = dscrt.stream "comm"
+// CHECK: dscrt.copy
+// CHECK-NEXT: %[[A:.*]] = dscrt.alloc : memref<f32>
+// CHECK: dscrt.kernel on %[[S]] ins(%{{.*}} : memref<f32>) outs(%[[A]] : memref<f32>) {
 // CHECK-NEXT: ^bb0(%[[ARG:.*]]: tensor<f32>):
 // CHECK-NEXT: dscrt.yield %[[ARG]] : tensor<f32>
-// CHECK: dscrt.all_reduce %[[A]] {sequence = 0 : i64} : memref<f32>
-// CHECK: dscrt.all_reduce %{{.*}} {sequence = 1 : i64} : memref<f32>
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[E0:.*]] = dscrt.record %[[S]]
+// CHECK-NEXT: dscrt.wait %[[M]] for %[[E0]]
+// CHECK-NEXT: dscrt.all_reduce %[[A]] on %[[M]] {sequence = 0 : i64} : memref<f32>
+// CHECK-NEXT: %[[E1:.*]] = dscrt.record %[[M]]
+// CHECK-NEXT: dscrt.wait %[[S]] for %[[E1]]
+// CHECK-NEXT: %[[B:.*]] = dscrt.alloc : memref<f32>
+// CHECK-NEXT: dscrt.kernel on %[[S]] ins(%[[A]] : memref<f32>) outs(%[[B]] : memref<f32>)
+// CHECK: %[[E2:.*]] = dscrt.record %[[S]]
+// CHECK-NEXT: dscrt.wait %[[M]] for %[[E2]]
+// CHECK-NEXT: dscrt.all_reduce %[[B]] on %[[M]] {sequence = 1 : i64} : memref<f32>
+// CHECK-NEXT: %[[E3:.*]] = dscrt.record %[[M]]
+// CHECK-NEXT: dscrt.wait %[[S]] for %[[E3]]
+// CHECK-NEXT: %[[Y:.*]] = dscrt.output 0 "y"
+// CHECK-NEXT: dscrt.copy %[[B]] to %[[Y]] on %[[S]]
+// CHECK-NEXT: dscrt.synchronize %[[S]]
+// CHECK-NEXT: dscrt.synchronize %[[M]]
+// CHECK-NEXT: return
 func.func @forward(%x: tensor<f32> {dsc.input = "x"}) -> (tensor<f32> {dsc.output = "y"}) {
   %a = dsc.all_reduce %x : tensor<f32>
   %b = dsc.all_reduce %a : tensor<f32>
   return %b : tensor<f32>
+}
+
+// -----
+
+// Compute overlaps the collectives: work that does not read a sum runs before
+// the wait, and one wait for the latest event covers both sums. A reshape of
+// a sum is a view: its reader waits, not the view.
+// CHECK-LABEL: func.func @step()
+// CHECK: %[[S:.*]] = dscrt.stream "compute"
+// CHECK: %[[M:.*]] = dscrt.stream "comm"
+// CHECK: dscrt.all_reduce %{{.*}} on %[[M]] {sequence = 0 : i64}
+// CHECK-NEXT: dscrt.record %[[M]]
+// CHECK-NEXT: dscrt.alloc
+// CHECK-NEXT: dscrt.kernel on %[[S]]
+// CHECK: dsc.exp
+// CHECK: dscrt.all_reduce %{{.*}} on %[[M]] {sequence = 1 : i64}
+// CHECK-NEXT: %[[E:.*]] = dscrt.record %[[M]]
+// CHECK-NEXT: dscrt.view
+// CHECK-NEXT: dscrt.view
+// CHECK-NEXT: dscrt.wait %[[S]] for %[[E]]
+// CHECK-NOT: dscrt.wait %[[S]]
+// CHECK: dsc.add
+// CHECK: dscrt.synchronize
+func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<2x2xf32> {dsc.output = "y"}) {
+  %a = dsc.all_reduce %x : tensor<4xf32>
+  %e = dsc.exp %x : tensor<4xf32>
+  %b = dsc.all_reduce %e : tensor<4xf32>
+  %v = dsc.reshape %a : tensor<4xf32> -> tensor<2x2xf32>
+  %w = dsc.reshape %b : tensor<4xf32> -> tensor<2x2xf32>
+  %s = dsc.add %v, %w : tensor<2x2xf32>, tensor<2x2xf32>
+  return %s : tensor<2x2xf32>
+}
+
+// -----
+
+// A sum nobody reads is waited for before the step ends.
+// CHECK-LABEL: func.func @step()
+// CHECK: dscrt.all_reduce
+// CHECK-NEXT: %[[E:.*]] = dscrt.record
+// CHECK: dscrt.copy
+// CHECK-NEXT: dscrt.wait %{{.*}} for %[[E]]
+// CHECK-NEXT: dscrt.synchronize
+func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.output = "y"}) {
+  %a = dsc.all_reduce %x : tensor<4xf32>
+  %e = dsc.exp %x : tensor<4xf32>
+  return %e : tensor<4xf32>
 }

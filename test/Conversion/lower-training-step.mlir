@@ -18,25 +18,30 @@ func.func @train(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.outpu
   return %l : tensor<f32>
 }
 // CHECK-LABEL: func.func @step
+// CHECK: %[[C:.*]] = dscrt.stream "compute"
 // CHECK: %[[W:.*]] = dscrt.state 0 "w" : memref<4xf32>
-// CHECK: dscrt.kernel ins(%[[W]], %{{.*}} : memref<4xf32>, memref<4xf32>) outs(%[[P:.*]] : memref<4xf32>)
-// CHECK: dscrt.kernel ins(%[[P]] : memref<4xf32>) outs(%[[L:.*]] : memref<f32>)
+// CHECK: dscrt.kernel on %[[C]] ins(%[[W]], %{{.*}} : memref<4xf32>, memref<4xf32>) outs(%[[P:.*]] : memref<4xf32>)
+// CHECK: dscrt.kernel on %[[C]] ins(%[[P]] : memref<4xf32>) outs(%[[L:.*]] : memref<f32>)
 // CHECK: dsc.reduce_sum
 // CHECK-NEXT: dscrt.yield
 // CHECK-NEXT: }
-// CHECK-NEXT: dscrt.output 0 "loss", %[[L]] : memref<f32>
+// CHECK-NEXT: %[[O:.*]] = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+// CHECK-NEXT: dscrt.copy %[[L]] to %[[O]] on %[[C]] : memref<f32> to memref<f32, #dscrt.host>
 // CHECK-NEXT: dscrt.eval_exit
-// CHECK: dscrt.kernel {{.*}} outs(%[[N:.*]] : memref<4xf32>)
+// CHECK: dscrt.kernel on %[[C]] {{.*}} outs(%[[N:.*]] : memref<4xf32>)
 // CHECK: dsc.sub
 // CHECK: %[[TARGET:.*]] = dscrt.state 0 "w" : memref<4xf32>
-// CHECK-NEXT: dscrt.kernel ins(%[[N]] : memref<4xf32>) outs(%[[TARGET]] : memref<4xf32>)
+// CHECK-NEXT: dscrt.kernel on %[[C]] ins(%[[N]] : memref<4xf32>) outs(%[[TARGET]] : memref<4xf32>)
 // CHECK-NOT: dscrt.output
-// CHECK: return
+// CHECK: dscrt.synchronize %[[C]]
+// CHECK-NEXT: return
 
+// The evaluation exit drains the streams after the loss's copy is enqueued.
 // CPP: dsc::rt::StateRole::Parameter
 // CPP: dsc::rt::StateRole::Optimizer
-// CPP: std::memcpy(ctx->output(0)
+// CPP: "device to host copy");
 // CPP-NEXT: if (!ctx->training()) {
+// CPP-NEXT: .synchronize();
 // CPP-NEXT: return;
 // CPP-NEXT: }
 
@@ -46,6 +51,8 @@ func.func @train(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.outpu
 // CHECK-LABEL: func.func @step
 // CHECK-NOT: dscrt.eval_exit
 // CHECK: dscrt.output 0 "loss"
+// CHECK-NEXT: dscrt.copy
+// CHECK-NEXT: dscrt.synchronize
 // CHECK-NEXT: return
 func.func @eval(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.output = "loss"}) {
   %l = dsc.reduce_sum %x, dims = [0] : tensor<4xf32>

@@ -44,6 +44,8 @@ static const char *kCpuPreamble = R"cpp(
 
 namespace {
 using dsc::rt::ElementType;
+// A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
+struct dsc_stream_t {};
 // Unqualified math calls pick the float overloads for float arguments.
 using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
 using std::tanh;
@@ -60,9 +62,9 @@ static const char *kCudaPreamble = R"cpp(
 #define DSC_GLOBAL static __global__
 #define DSC_FOR(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 #define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
-#define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256>>>(__VA_ARGS__)
-#define DSC_LAUNCH_SERIAL(f, ...) f<<<1, 1>>>(__VA_ARGS__)
-#define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, nullptr)
+#define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
+#define DSC_LAUNCH_SERIAL(f, ...) f<<<1, 1, 0, stream>>>(__VA_ARGS__)
+#define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream)
 #define DSC_INF(T) static_cast<T>(INFINITY)
 #define DSC_NAN(T) static_cast<T>(NAN)
 #define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
@@ -70,11 +72,14 @@ static const char *kCudaPreamble = R"cpp(
   do { printf("%s: index %lld is outside [0, %lld)\n", op, (long long)(index), (long long)(size)); __trap(); } while (0)
 #define DSC_HD __host__ __device__
 
-// The runtime's cuBLASLt GEMM, resolved when dsc-run loads the artifact.
+// The runtime's cuBLASLt GEMM and CUDA streams, resolved when dsc-run loads
+// the artifact.
 #include "dsc/runtime/CudaGemm.h"
+#include "dsc/runtime/CudaStream.h"
 
 namespace {
 using dsc::rt::ElementType;
+using dsc_stream_t = cudaStream_t;
 
 inline unsigned dsc_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
@@ -83,6 +88,12 @@ inline unsigned dsc_blocks(int64_t n) {
 inline void dsc_check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+// The CUDA stream behind a stream the runtime hands a CUDA artifact.
+inline cudaStream_t dsc_handle(dsc::rt::Stream &stream) {
+  if (std::strcmp(stream.backend(), "cuda") != 0)
+    throw std::runtime_error("stream '" + stream.name() + "' is not a CUDA stream");
+  return static_cast<dsc::rt::cuda::CudaStream &>(stream).handle();
 }
 template <typename T> const T *dsc_upload(const T *host, size_t bytes) {
   void *device = nullptr;
@@ -138,6 +149,7 @@ public:
        << (cuda() ? "cuda" : "cpp") << ". Do not edit.\n"
        << "#include \"dsc/runtime/Artifact.h\"\n"
        << "#include \"dsc/runtime/CpuGemm.h\"\n"
+       << "#include \"dsc/runtime/Stream.h\"\n"
        << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
     if (failed(emitTables(step, arena.getInt())) || failed(emitKernels(step)))
       return failure();
@@ -186,9 +198,7 @@ private:
     for (auto input : step.getOps<dscrt::InputOp>())
       in.push_back({input.getIndex(), tensorDesc(input.getName(), input.getType())});
     for (auto output : step.getOps<dscrt::OutputOp>())
-      out.push_back({output.getIndex(),
-                     tensorDesc(output.getName(),
-                                cast<MemRefType>(output.getSource().getType()))});
+      out.push_back({output.getIndex(), tensorDesc(output.getName(), output.getType())});
     llvm::sort(in);
     llvm::sort(out);
     auto table = [&](StringRef type, StringRef name, ArrayRef<std::string> rows) {
@@ -204,6 +214,8 @@ private:
           llvm::to_vector(llvm::map_range(in, [](auto &p) { return p.second; })));
     table("dsc::rt::TensorDesc", "kOutputs",
           llvm::to_vector(llvm::map_range(out, [](auto &p) { return p.second; })));
+    SmallVector<std::string> streams = streamTable(step);
+    table("dsc::rt::StreamDesc", "kStreams", streams);
     auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
     os << "const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, \""
@@ -211,8 +223,34 @@ private:
        << cString(model ? model.getValue() : "") << ", "
        << (world ? world.getInt() : 1) << ", " << arenaBytes << ", "
        << states.size() << ", kStates, " << in.size() << ", kInputs, "
-       << out.size() << ", kOutputs};\n\n";
+       << out.size() << ", kOutputs, " << streams.size() << ", kStreams};\n\n";
     return success();
+  }
+
+  /// Rows of the stream table, in dscrt.stream order. On the CPU a stream
+  /// that runs only collectives gets its own thread, so that they overlap
+  /// the kernels; kernels and copies run on the step's thread (Inline): a
+  /// worker thread would add a hand-off and nothing else, since the step
+  /// thread has no other work to do meanwhile.
+  SmallVector<std::string> streamTable(func::FuncOp step) {
+    llvm::DenseSet<Value> collectives, others;
+    step.walk([&](Operation *op) {
+      if (auto ar = dyn_cast<dscrt::AllReduceOp>(op))
+        collectives.insert(ar.getStream());
+      else if (auto kernel = dyn_cast<dscrt::KernelOp>(op))
+        others.insert(kernel.getStream());
+      else if (auto copy = dyn_cast<dscrt::CopyOp>(op))
+        others.insert(copy.getStream());
+    });
+    SmallVector<std::string> rows;
+    for (auto stream : step.getOps<dscrt::StreamOp>()) {
+      bool coll = collectives.contains(stream.getResult());
+      bool ownThread = !cuda() && coll && !others.contains(stream.getResult());
+      rows.push_back("{" + cString(stream.getName()) + ", " +
+                     (ownThread ? "true" : "false") + ", " +
+                     (coll ? "true" : "false") + "}");
+    }
+    return rows;
   }
 
   LogicalResult emitKernels(func::FuncOp step) {
@@ -265,7 +303,10 @@ private:
     auto it = names.find(v);
     if (it != names.end())
       return it->second;
-    std::string name = "v" + std::to_string(names.size());
+    std::string prefix = isa<dscrt::StreamType>(v.getType())  ? "s"
+                         : isa<dscrt::EventType>(v.getType()) ? "e"
+                                                              : "v";
+    std::string name = prefix + std::to_string(names.size());
     names[v] = name;
     return name;
   }
@@ -279,10 +320,13 @@ private:
   LogicalResult emitStep(func::FuncOp step) {
     os << "extern \"C\" void dsc_artifact_step(dsc::rt::StepContext *ctx) {\n"
        << "  char *arena = static_cast<char *>(ctx->arena()); (void)arena;\n";
+    llvm::SetVector<Value> unsynchronized;
     for (Operation &op : step.getBody().front()) {
       auto typeOf = [](Value v) {
         return cpp::cType(cast<MemRefType>(v.getType()).getElementType());
       };
+      if (succeeded(emitStreamOp(op, unsynchronized)))
+        continue;
       if (auto input = dyn_cast<dscrt::InputOp>(op)) {
         Value r = input.getResult();
         declare(r, "static_cast<const " + typeOf(r) + " *>(ctx->input(" +
@@ -306,30 +350,19 @@ private:
         declare(op.getResult(0), cuda() ? c + "_device" : c);
       } else if (auto view = dyn_cast<dscrt::ViewOp>(op)) {
         declare(view.getResult(), var(view.getSource()));
-      } else if (auto kernel = dyn_cast<dscrt::KernelOp>(op)) {
-        SmallVector<std::string> args;
-        for (Value v : kernel.getIns())
-          args.push_back(var(v));
-        for (Value v : kernel.getOuts())
-          args.push_back(var(v));
-        os << "  " << kernelNames[&op] << "(" << llvm::join(args, ", ") << ");\n";
-      } else if (auto ar = dyn_cast<dscrt::AllReduceOp>(op)) {
-        MemRefType t = ar.getBuffer().getType();
-        os << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements()
-           << ", " << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence()
-           << ");\n";
       } else if (auto out = dyn_cast<dscrt::OutputOp>(op)) {
-        MemRefType t = cast<MemRefType>(out.getSource().getType());
-        os << "  " << (cuda() ? "dsc_check(cudaMemcpy(" : "std::memcpy(")
-           << "ctx->output(" << out.getIndex() << "), " << var(out.getSource())
-           << ", " << t.getNumElements() << " * sizeof(*" << var(out.getSource())
-           << ")" << (cuda() ? ", cudaMemcpyDeviceToDevice), \"output copy\")" : ")")
-           << ";\n";
+        Value r = out.getResult();
+        declare(r, "static_cast<" + typeOf(r) + " *>(ctx->output(" +
+                       std::to_string(out.getIndex()) + "))");
       } else if (isa<dscrt::EvalExitOp>(op)) {
+        // An evaluation step returns here: its outputs' copies are enqueued
+        // (the verifier keeps them before the exit); every stream with work
+        // pending is drained first, the training path goes on unsynchronized.
         os << "  if (!ctx->training()) {\n";
-        if (cuda())
-          os << "    dsc_check(cudaGetLastError(), \"a kernel launch\");\n"
-             << "    dsc_check(cudaDeviceSynchronize(), \"the step\");\n";
+        if (cuda() && !unsynchronized.empty())
+          os << "    dsc_check(cudaGetLastError(), \"a kernel launch\");\n";
+        for (Value stream : unsynchronized)
+          os << "    " << var(stream) << ".synchronize();\n";
         os << "    return;\n  }\n";
       } else if (isa<dscrt::AllocOp>(op)) {
         return op.emitError("unplanned buffer: run --dsc-plan-memory first");
@@ -337,10 +370,86 @@ private:
         return op.emitError() << "the C++ emitter does not handle '" << op.getName() << "'";
       }
     }
-    if (cuda())
-      os << "  dsc_check(cudaGetLastError(), \"a kernel launch\");\n"
-         << "  dsc_check(cudaDeviceSynchronize(), \"the step\");\n";
+    for (Value stream : unsynchronized)
+      return step.emitError()
+             << "stream '" << stream.getDefiningOp<dscrt::StreamOp>().getName()
+             << "' has work after its last dscrt.synchronize: the step would "
+                "return before it ran";
     os << "}\n";
+    return success();
+  }
+
+  /// The stream, event, kernel, copy and collective ops of the step; failure
+  /// for any other op. `unsynchronized` holds the streams with work enqueued
+  /// since their last dscrt.synchronize.
+  LogicalResult emitStreamOp(Operation &op, llvm::SetVector<Value> &unsynchronized) {
+    auto enqueue = [&](Value stream, const std::string &cpuTask,
+                       const std::string &cudaCall, const std::string &label) {
+      unsynchronized.insert(stream);
+      if (cuda())
+        os << "  " << cudaCall << ";\n";
+      else
+        os << "  " << var(stream) << ".enqueue([=] { " << cpuTask << "; }, "
+           << cString(label) << ");\n";
+    };
+    if (auto stream = dyn_cast<dscrt::StreamOp>(op)) {
+      os << "  dsc::rt::Stream &" << var(stream) << " = ctx->stream("
+         << streamIndex.size() << ");\n";
+      streamIndex[stream.getResult()] = streamIndex.size();
+      if (cuda())
+        os << "  cudaStream_t " << var(stream) << "_h = dsc_handle(" << var(stream)
+           << ");\n";
+    } else if (auto record = dyn_cast<dscrt::RecordOp>(op)) {
+      os << "  auto " << var(record) << " = " << var(record.getStream())
+         << ".recordEvent();\n";
+    } else if (auto wait = dyn_cast<dscrt::WaitOp>(op)) {
+      os << "  " << var(wait.getStream()) << ".wait(*" << var(wait.getEvent())
+         << ");\n";
+    } else if (auto sync = dyn_cast<dscrt::SynchronizeOp>(op)) {
+      if (cuda())
+        os << "  dsc_check(cudaGetLastError(), \"a kernel launch\");\n";
+      os << "  " << var(sync.getStream()) << ".synchronize();\n";
+      unsynchronized.remove(sync.getStream());
+    } else if (auto kernel = dyn_cast<dscrt::KernelOp>(op)) {
+      SmallVector<std::string> args;
+      for (Value v : kernel.getIns())
+        args.push_back(var(v));
+      for (Value v : kernel.getOuts())
+        args.push_back(var(v));
+      const std::string &name = kernelNames[&op];
+      std::string list = llvm::join(args, ", ");
+      Operation &first = kernel.getBody().front().front();
+      enqueue(kernel.getStream(), name + "(dsc_stream_t{}, " + list + ")",
+              name + "(" + var(kernel.getStream()) + "_h, " + list + ")",
+              name + " (" +
+                  (isa<dscrt::YieldOp>(first) ? std::string("copy")
+                                              : first.getName().getStringRef().str()) +
+                  ")");
+    } else if (auto copy = dyn_cast<dscrt::CopyOp>(op)) {
+      MemRefType from = copy.getSource().getType(), to = copy.getTarget().getType();
+      std::string src = var(copy.getSource()), dst = var(copy.getTarget());
+      std::string bytes =
+          std::to_string(to.getNumElements()) + " * sizeof(*" + dst + ")";
+      bool hostFrom = dscrt::DSCRTDialect::isHostMemory(from),
+           hostTo = dscrt::DSCRTDialect::isHostMemory(to);
+      std::string kind = std::string("cudaMemcpy") + (hostFrom ? "Host" : "Device") +
+                         "To" + (hostTo ? "Host" : "Device");
+      std::string what = std::string(hostFrom ? "host" : "device") + " to " +
+                         (hostTo ? "host" : "device") + " copy";
+      enqueue(copy.getStream(), "std::memcpy(" + dst + ", " + src + ", " + bytes + ")",
+              "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
+                  kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",
+              what);
+    } else if (auto ar = dyn_cast<dscrt::AllReduceOp>(op)) {
+      // The runtime enqueues the collective on the stream (Artifact.h).
+      MemRefType t = ar.getBuffer().getType();
+      unsynchronized.insert(ar.getStream());
+      os << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements()
+         << ", " << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence()
+         << ", " << var(ar.getStream()) << ");\n";
+    } else {
+      return failure();
+    }
     return success();
   }
 
@@ -351,6 +460,7 @@ private:
   cpp::Target target;
   int shapes = 0;
   llvm::DenseMap<Value, std::string> names;
+  llvm::DenseMap<Value, int64_t> streamIndex;
   llvm::DenseMap<Operation *, std::string> kernelNames, constNames;
 };
 } // namespace

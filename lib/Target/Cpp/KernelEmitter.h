@@ -5,7 +5,10 @@
 // target through the macros of the emitted preamble: DSC_GLOBAL/DSC_FOR are
 // an OpenMP loop on the CPU and a grid-stride loop in a __global__ function
 // on CUDA; DSC_LAUNCH calls or launches it; DSC_GEMM is the runtime's GEMM
-// for the target (OpenBLAS or cuBLASLt).
+// for the target (OpenBLAS or cuBLASLt). The host function's first parameter
+// is the stream the kernel runs on (`dsc_stream_t`: a cudaStream_t on CUDA,
+// where launches and GEMMs go on it; unused on the CPU, where the whole call
+// is a task of the stream).
 //
 //===----------------------------------------------------------------------===//
 

@@ -140,8 +140,9 @@ public:
     if (failed(emitBody(block, yield)))
       return failure();
     flushLoop();
-    os << loops << "static void " << name << "(" << paramList << ") {\n"
-       << host << "}\n\n";
+    // The stream is the launches' and GEMMs' on CUDA (DSC_LAUNCH, DSC_GEMM).
+    os << loops << "static void " << name << "(dsc_stream_t stream, "
+       << paramList << ") {\n  (void)stream;\n" << host << "}\n\n";
     return success();
   }
 

@@ -166,6 +166,21 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
   auto self = [](const TensorDesc &t) -> const TensorDesc & { return t; };
   validateList(info.inputs, info.numInputs, where, "input", self);
   validateList(info.outputs, info.numOutputs, where, "output", self);
+  check(info.numStreams >= 0 && (info.numStreams == 0 || info.streams),
+        where + ": bad stream table (" + std::to_string(info.numStreams) +
+            " streams)");
+  std::set<std::string> streams;
+  int32_t collectives = 0;
+  for (int32_t i = 0; i < info.numStreams; ++i) {
+    const StreamDesc &stream = info.streams[i];
+    check(stream.name && *stream.name,
+          where + ": stream " + std::to_string(i) + " has no name");
+    check(streams.insert(stream.name).second,
+          where + ": two streams named '" + stream.name + "'");
+    collectives += stream.collectives ? 1 : 0;
+  }
+  check(collectives <= 1, where + ": " + std::to_string(collectives) +
+                              " streams of collectives; at most one may be");
 }
 
 std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) {

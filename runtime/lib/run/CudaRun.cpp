@@ -1,27 +1,28 @@
 //===- CudaRun.cpp - dsc-run's CUDA target --------------------------------===//
 //
 // A CUDA artifact (ArtifactInfo::target "cuda", from dsc-compile
-// --target=cuda) gets device memory for everything StepContext hands out:
-// state, inputs, outputs, arena. It uploads its own constants, copies its
-// outputs device to device into output(i), synchronizes the device at the
-// end of its step and throws on CUDA errors; allReduceSum gets device
-// buffers. This target, compiled only with the CUDA backend (dsc_run_cuda,
-// linked whole into dsc-run: it registers itself at start-up):
+// --target=cuda) gets device memory for its state and arena, pinned host
+// memory for its inputs and outputs, and CudaStreams for its streams. It
+// uploads its own constants, copies its inputs and outputs between host and
+// device on its streams (cudaMemcpyAsync), orders its collectives with
+// events, synchronizes its streams at the end of its step and throws on CUDA
+// errors; allReduceSum gets device buffers. This target, compiled only with
+// the CUDA backend (dsc_run_cuda, linked whole into dsc-run: it registers
+// itself at start-up):
 //
 //   - selects this rank's GPU by local rank (Device::select) before anything
 //     is read, so that a machine without one fails at once, with one line;
-//   - keeps state, inputs and outputs, and the arena in CudaMemoryPools of
-//     device memory ("state", "io", "arena"), and stages through pinned host
-//     memory ("staging"): each state tensor is read into a pinned buffer of
-//     the largest tensor's size and copied to the GPU, the batch is cut on
-//     the host and copied to the device inputs before each step, the
-//     outputs are copied back after it;
-//   - sums over NCCL (NcclCommunicator). The artifact's kernels run on the
-//     legacy default stream and the communicator on its own non-blocking
-//     stream, so before each collective an event recorded on the former is
-//     made a dependency of the latter: the collective reads what the kernels
-//     wrote, and a kernel that never finishes is a collective that times
-//     out under the watchdog rather than a silent hang.
+//   - keeps state and the arena in CudaMemoryPools of device memory
+//     ("state", "arena"), inputs and outputs in pinned host memory ("io"),
+//     and stages state through pinned host memory ("staging"): each state
+//     tensor is read into a pinned buffer of the largest tensor's size and
+//     copied to the GPU;
+//   - creates the artifact's streams (CudaStream) and sums over NCCL
+//     (NcclCommunicator) on the artifact's collectives stream. The order of
+//     kernels and collectives is the artifact's: its events make the
+//     collectives stream wait for the kernels that wrote a collective's
+//     buffer, so a kernel that never finishes is a collective that times out
+//     under the watchdog rather than a silent hang.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +30,7 @@
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/CudaDevice.h"
 #include "dsc/runtime/CudaMemoryPool.h"
+#include "dsc/runtime/CudaStream.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -63,28 +65,29 @@ void requireNccl() {
 
 class CudaRunTarget final : public RunTarget {
 public:
-  ~CudaRunTarget() override {
-    if (ready_)
-      (void)cudaEventDestroy(ready_);
-  }
-
   void prepare(int rank) override {
     requireNccl();
     cuda::Device::select(rank);
     // Device pools allocate on the device current when they are built.
     arenaPool_ = std::make_unique<CudaMemoryPool>("arena", MemoryKind::Device);
     statePool_ = std::make_unique<CudaMemoryPool>("state", MemoryKind::Device);
-    ioPool_ = std::make_unique<CudaMemoryPool>("io", MemoryKind::Device);
+    ioPool_ = std::make_unique<CudaMemoryPool>("io", MemoryKind::PinnedHost);
     stagingPool_ =
         std::make_unique<CudaMemoryPool>("staging", MemoryKind::PinnedHost);
   }
 
   void allocate(const ArtifactInfo &info) override {
     for (int32_t i = 0; i < info.numInputs; ++i)
-      inputs_.push_back(makeBuffer(info.inputs[i]));
+      inputs_.push_back(ioPool_->allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
-      outputs_.push_back(makeBuffer(info.outputs[i]));
+      outputs_.push_back(ioPool_->allocate(tensorBytes(info.outputs[i])));
     arena_ = arenaPool_->allocate(static_cast<size_t>(info.arenaBytes));
+    for (int32_t i = 0; i < info.numStreams; ++i) {
+      streams_.push_back(
+          std::make_unique<cuda::CudaStream>(info.streams[i].name));
+      if (info.streams[i].collectives)
+        collectiveStream_ = i;
+    }
   }
 
   void loadStates(const ArtifactInfo &info,
@@ -128,30 +131,16 @@ public:
 
   RunStepContext &connect() override {
     connectNccl();
-    checkCuda(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming),
-              "cudaEventCreateWithFlags");
+    std::vector<Stream *> streams;
+    for (auto &stream : streams_)
+      streams.push_back(stream.get());
     context_ = std::make_unique<RunStepContext>(
-        states_, devicePointers(inputs_), devicePointers(outputs_), arena_,
-        *comm_, [this] { orderBeforeCollective(); });
+        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_);
     return *context_;
   }
 
-  void *hostInput(int32_t i) override { return inputs_.at(size_t(i)).host; }
-  const void *hostOutput(int32_t i) override {
-    return outputs_.at(size_t(i)).host;
-  }
-
-  void beforeStep() override {
-    for (const Buffer &input : inputs_)
-      copy(input.device, input.host, input.bytes, cudaMemcpyHostToDevice,
-           "input '" + input.name + "' to the GPU");
-  }
-
-  void afterStep() override {
-    for (const Buffer &output : outputs_)
-      copy(output.host, output.device, output.bytes, cudaMemcpyDeviceToHost,
-           "output '" + output.name + "' from the GPU");
-  }
+  void *hostInput(int32_t i) override { return inputs_.at(size_t(i)); }
+  const void *hostOutput(int32_t i) override { return outputs_.at(size_t(i)); }
 
   std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                  int worldSize, MemoryPool &scratch) override {
@@ -175,20 +164,12 @@ public:
       return use;
     use.arena = arenaPool_->highWaterMark();
     use.state = statePool_->highWaterMark();
-    use.io = ioPool_->highWaterMark();
-    use.pinnedHost = stagingPool_->highWaterMark();
+    // Inputs and outputs are pinned host memory: no device io.
+    use.pinnedHost = stagingPool_->highWaterMark() + ioPool_->highWaterMark();
     return use;
   }
 
 private:
-  /// An input or output: device memory, and its pinned host copy.
-  struct Buffer {
-    std::string name;
-    size_t bytes = 0;
-    void *device = nullptr;
-    void *host = nullptr;
-  };
-
   /// A pinned staging buffer, released when the scope ends.
   struct Staging {
     Staging(CudaMemoryPool &pool, size_t bytes)
@@ -206,22 +187,6 @@ private:
     void *buffer;
   };
 
-  Buffer makeBuffer(const TensorDesc &tensor) {
-    Buffer buffer;
-    buffer.name = tensor.name;
-    buffer.bytes = tensorBytes(tensor);
-    buffer.device = ioPool_->allocate(buffer.bytes);
-    buffer.host = stagingPool_->allocate(buffer.bytes);
-    return buffer;
-  }
-
-  static std::vector<void *> devicePointers(const std::vector<Buffer> &list) {
-    std::vector<void *> pointers;
-    for (const Buffer &buffer : list)
-      pointers.push_back(buffer.device);
-    return pointers;
-  }
-
   /// A synchronous copy on the legacy default stream (after the work queued
   /// there, before the work queued after it).
   static void copy(void *to, const void *from, size_t bytes,
@@ -232,26 +197,24 @@ private:
   void connectNccl() {
     requireNccl();
 #ifdef DSC_HAVE_NCCL
-    auto nccl = std::make_unique<NcclCommunicator>();
-    commStream_ = nccl->stream();
-    comm_ = std::move(nccl);
+    // Bound to the artifact's collectives stream (its own without one).
+    cudaStream_t stream =
+        collectiveStream_ >= 0
+            ? static_cast<cuda::CudaStream &>(*streams_[size_t(collectiveStream_)])
+                  .handle()
+            : nullptr;
+    comm_ = std::make_unique<NcclCommunicator>(MPI_COMM_WORLD, stream);
 #endif
-  }
-
-  void orderBeforeCollective() {
-    checkCuda(cudaEventRecord(ready_, cudaStreamLegacy),
-              "cudaEventRecord after the step's kernels");
-    checkCuda(cudaStreamWaitEvent(commStream_, ready_, 0),
-              "cudaStreamWaitEvent of the communicator's stream");
   }
 
   std::unique_ptr<CudaMemoryPool> arenaPool_, statePool_, ioPool_, stagingPool_;
   std::vector<void *> states_;
-  std::vector<Buffer> inputs_, outputs_;
+  std::vector<void *> inputs_, outputs_;
   void *arena_ = nullptr;
+  // The communicator, bound to a stream, goes before the streams.
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int32_t collectiveStream_ = -1;
   std::unique_ptr<Communicator> comm_;
-  cudaStream_t commStream_ = nullptr;
-  cudaEvent_t ready_ = nullptr;
   std::unique_ptr<RunStepContext> context_;
 };
 

@@ -398,10 +398,8 @@ int runJob(const std::vector<std::string> &args) {
       auto start = std::chrono::steady_clock::now();
       data->batch(step - 1, options.batch, options.seq, rank, size, tokens,
                   targets);
-      target->beforeStep();
       context.beginStep(step);
       artifact->step(context);
-      target->afterStep();
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
       if (rank == 0) {
@@ -456,10 +454,15 @@ int runMain(int argc, char **argv) {
       return 0;
     }
 
+  // Serialized: a CPU artifact's collectives run on its collectives
+  // stream's worker thread (never two MPI calls at once). The CPU target
+  // checks the level MPI provides when an artifact needs it.
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized && MPI_Init(&argc, &argv) != MPI_SUCCESS) {
-    std::fprintf(stderr, "dsc-run: error: MPI_Init failed\n");
+  int provided = 0;
+  if (!initialized && MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED,
+                                      &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "dsc-run: error: MPI_Init_thread failed\n");
     return kErrorExitCode;
   }
   int size = 1;

@@ -2,6 +2,9 @@
 
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/Run.h"
+#include "dsc/runtime/Stream.h"
+
+#include <cstring>
 
 namespace dsc::rt {
 
@@ -37,10 +40,11 @@ RunStepContext::RunStepContext(std::vector<void *> states,
                                std::vector<void *> inputs,
                                std::vector<void *> outputs, void *arena,
                                Communicator &comm,
-                               std::function<void()> beforeCollective)
+                               std::vector<Stream *> streams,
+                               int32_t collectiveStream)
     : states_(std::move(states)), inputs_(std::move(inputs)),
       outputs_(std::move(outputs)), arena_(arena), comm_(comm),
-      beforeCollective_(std::move(beforeCollective)) {}
+      streams_(std::move(streams)), collectiveStream_(collectiveStream) {}
 
 void RunStepContext::beginStep(int64_t step) {
   step_ = step;
@@ -53,9 +57,10 @@ void *RunStepContext::output(int32_t i) { return at(outputs_, i, "output"); }
 const void *RunStepContext::input(int32_t i) {
   return at(inputs_, i, "input");
 }
+Stream &RunStepContext::stream(int32_t i) { return *at(streams_, i, "stream"); }
 
 void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
-                                  int64_t sequence) {
+                                  int64_t sequence, Stream &stream) {
   std::string where = "step " + std::to_string(step_) + ", collective " +
                       std::to_string(sequence) + " (allReduceSum of " +
                       std::to_string(count) + " " + elementTypeName(type) +
@@ -66,14 +71,33 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
             std::to_string(lastSequence_));
   ++collectivesThisStep_;
   lastSequence_ = sequence;
+  auto run = [this, buffer, count, where](CommDType dtype) {
+    try {
+      comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
+    } catch (const Error &error) {
+      throw Error(where + ": " + error.what());
+    }
+  };
+  CommDType dtype;
   try {
-    CommDType dtype = commType(type);
-    if (beforeCollective_)
-      beforeCollective_();
-    comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
+    dtype = commType(type);
+    check(collectiveStream_ >= 0 &&
+              &stream == streams_.at(size_t(collectiveStream_)),
+          "it was issued on stream '" + stream.name() +
+              "', but the artifact's collectives stream is " +
+              (collectiveStream_ >= 0
+                   ? "'" + streams_.at(size_t(collectiveStream_))->name() + "'"
+                   : std::string("none")));
   } catch (const Error &error) {
     throw Error(where + ": " + error.what());
   }
+  // A host task of a CUDA stream must make no CUDA call (Stream.h): NCCL
+  // enqueues on the stream itself.
+  if (std::strcmp(stream.backend(), "cpu") == 0)
+    stream.enqueue([run, dtype] { run(dtype); },
+                   "allReduceSum, collective " + std::to_string(sequence));
+  else
+    run(dtype);
 }
 
 int32_t RunStepContext::rank() const { return comm_.rank(); }

@@ -1,8 +1,9 @@
 //===- RunTarget.cpp - the registry of targets, and the CPU target --------===//
 //
 // The CPU target keeps state, inputs, outputs and arena in host MemoryPools
-// (the artifact reads and writes them where dsc-run does) and sums over
-// MPI. The CUDA target is in CudaRun.cpp, which registers itself when it is
+// (the artifact reads and writes them where dsc-run does), runs the
+// artifact's streams as CpuStreams (a worker thread for those the artifact
+// asks one for, Inline otherwise) and sums over MPI. The CUDA target is in CudaRun.cpp, which registers itself when it is
 // linked.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,9 @@
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/MpiComm.h"
 #include "dsc/runtime/Run.h"
+#include "dsc/runtime/Stream.h"
+
+#include <mpi.h>
 
 #include <map>
 #include <mutex>
@@ -30,6 +34,16 @@ public:
     for (int32_t i = 0; i < info.numOutputs; ++i)
       outputs_.push_back(ioPool_.allocate(tensorBytes(info.outputs[i])));
     arena_ = arenaPool_.allocate(static_cast<size_t>(info.arenaBytes));
+    for (int32_t i = 0; i < info.numStreams; ++i) {
+      const StreamDesc &desc = info.streams[i];
+      streams_.push_back(std::make_unique<CpuStream>(
+          desc.name, desc.ownThread ? CpuStream::Mode::Threaded
+                                    : CpuStream::Mode::Inline));
+      if (desc.collectives) {
+        collectiveStream_ = i;
+        collectivesOnThread_ = desc.ownThread;
+      }
+    }
   }
 
   void loadStates(const ArtifactInfo &info,
@@ -42,9 +56,24 @@ public:
   }
 
   RunStepContext &connect() override {
+    if (collectivesOnThread_) {
+      int provided = MPI_THREAD_SINGLE;
+      MPI_Query_thread(&provided);
+      check(provided >= MPI_THREAD_SERIALIZED,
+            "the artifact runs its collectives on stream '" +
+                streams_[size_t(collectiveStream_)]->name() +
+                "''s own thread, which needs MPI_THREAD_SERIALIZED, but MPI "
+                "was initialized with thread level " +
+                std::to_string(provided) +
+                " (dsc-run asks MPI_Init_thread for it; an MPI library "
+                "built without thread support cannot run this artifact)");
+    }
     comm_ = std::make_unique<MpiCommunicator>();
-    context_ = std::make_unique<RunStepContext>(states_, inputs_, outputs_,
-                                                arena_, *comm_);
+    std::vector<Stream *> streams;
+    for (auto &stream : streams_)
+      streams.push_back(stream.get());
+    context_ = std::make_unique<RunStepContext>(
+        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_);
     return *context_;
   }
 
@@ -68,7 +97,11 @@ private:
   MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"};
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_ = nullptr;
+  // Streams are drained before the communicator their tasks use goes.
   std::unique_ptr<MpiCommunicator> comm_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int32_t collectiveStream_ = -1;
+  bool collectivesOnThread_ = false;
   std::unique_ptr<RunStepContext> context_;
 };
 

@@ -11,7 +11,8 @@
 // arena, the dot products as one runtime GEMM (dsc::rt::cpu::gemmF32,
 // resolved against dsc-run at load time), and the global sum and token
 // count as two allReduceSum collectives (f32, i64) with sequence numbers 1
-// and 2 of the step.
+// and 2 of the step, on stream 0 ("comm", collectives on a worker thread of
+// its own), which the step synchronizes before it reads them.
 //
 // Compile-time knobs make the variants the tests need: TINY_WORLD_SIZE,
 // TINY_MICRO_BATCH, TINY_SEQ, TINY_ABI_VERSION, TINY_SECOND_INPUT (the
@@ -25,6 +26,7 @@
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CpuGemm.h"
 #include "dsc/runtime/Error.h"
+#include "dsc/runtime/Stream.h"
 
 #include <chrono>
 #include <cstdint>
@@ -78,11 +80,13 @@ const TensorDesc kInputs[] = {
     {TINY_SECOND_INPUT, ElementType::I64, 2, kInputShape},
 };
 const TensorDesc kOutputs[] = {{"loss", ElementType::F32, 0, nullptr}};
+const StreamDesc kStreams[] = {{"comm", true, true}};
 
 const ArtifactInfo kInfo = {
     TINY_ABI_VERSION, "cpu",   "TinyArtifact.cpp", TINY_WORLD_SIZE,
     kArenaBytes,      3,       kStates,            2,
-    kInputs,          1,       kOutputs};
+    kInputs,          1,       kOutputs,           1,
+    kStreams};
 
 int64_t stepsRun = 0;
 
@@ -134,9 +138,11 @@ extern "C" void dsc_artifact_step(StepContext *context) {
     sum += q[t] + bias[targets[t]];
   if (context->rank() == TINY_STALL_RANK && stepsRun == 2)
     std::this_thread::sleep_for(std::chrono::seconds(600));
-  context->allReduceSum(&sum, 1, ElementType::F32, 1);
+  Stream &comm = context->stream(0);
+  context->allReduceSum(&sum, 1, ElementType::F32, 1, comm);
   int64_t count = kTokens;
-  context->allReduceSum(&count, 1, ElementType::I64, 2);
+  context->allReduceSum(&count, 1, ElementType::I64, 2, comm);
+  comm.synchronize();
   *static_cast<float *>(context->output(0)) =
       sum / static_cast<float>(count);
 }

@@ -3,14 +3,17 @@
 // The model of TinyArtifact.cpp (same states, inputs, output and loss, so
 // that TinyModel.h's expected losses hold), written as dsc-compile
 // --target=cuda writes artifacts (lib/Target/Cpp/EmitCpp.cpp's CUDA
-// preamble) and built as it builds them, with nvcc: every pointer the
-// StepContext hands out is device memory, and the artifact checks that it
-// is; the embedding rows are gathered by a kernel, the dot products are one
-// runtime GEMM (dsc::rt::cuda::gemmF32, resolved against dsc-run at load
-// time), the global sum and token count are two allReduceSum collectives on
-// device buffers (sequence numbers 1 and 2), the loss is computed in the
-// arena and copied device to device into output(0), and the step ends in
-// cudaDeviceSynchronize, throwing std::runtime_error on CUDA errors.
+// preamble) and built as it builds them, with nvcc: state and arena are
+// device memory, inputs and outputs pinned host memory, and the artifact
+// checks that they are; on stream "compute" the inputs are copied to the
+// arena (cudaMemcpyAsync), the embedding rows are gathered by a kernel, the
+// dot products are one runtime GEMM (dsc::rt::cuda::gemmF32, resolved
+// against dsc-run at load time); the global sum and token count are two
+// allReduceSum collectives on device buffers (sequence numbers 1 and 2) on
+// stream "comm", which waits for an event of compute, and compute waits for
+// an event of comm before it computes the loss in the arena and copies it
+// to output(0); the step ends synchronizing both streams, throwing
+// std::runtime_error on CUDA errors.
 //
 // Knobs: TINY_WORLD_SIZE, TINY_MICRO_BATCH.
 //
@@ -18,6 +21,7 @@
 
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CudaGemm.h"
+#include "dsc/runtime/CudaStream.h"
 
 #include <cuda_runtime.h>
 
@@ -47,7 +51,9 @@ constexpr int64_t kQOffset = align256(kTokens * kDim * 4);
 constexpr int64_t kSumOffset = align256(kQOffset + kTokens * 4);
 constexpr int64_t kCountOffset = kSumOffset + 256;
 constexpr int64_t kLossOffset = kCountOffset + 256;
-constexpr int64_t kArenaBytes = kLossOffset + 4;
+constexpr int64_t kTokensOffset = kLossOffset + 256;
+constexpr int64_t kTargetsOffset = align256(kTokensOffset + kTokens * 8);
+constexpr int64_t kArenaBytes = kTargetsOffset + kTokens * 8;
 
 const int64_t kWteShape[] = {kVocab, kDim};
 const int64_t kHeadShape[] = {1, kDim};
@@ -64,11 +70,13 @@ const TensorDesc kInputs[] = {
     {"targets", ElementType::I64, 2, kInputShape},
 };
 const TensorDesc kOutputs[] = {{"loss", ElementType::F32, 0, nullptr}};
+const StreamDesc kStreams[] = {{"compute", false, false}, {"comm", false, true}};
 
 const ArtifactInfo kInfo = {
     kArtifactAbiVersion, "cuda",   "TinyCudaArtifact.cu", TINY_WORLD_SIZE,
     kArenaBytes,         3,        kStates,               2,
-    kInputs,             1,        kOutputs};
+    kInputs,             1,        kOutputs,              2,
+    kStreams};
 
 void checkCuda(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
@@ -76,13 +84,19 @@ void checkCuda(cudaError_t status, const char *what) {
                              cudaGetErrorString(status));
 }
 
-/// Throws unless `pointer` is device memory: what a CUDA artifact is owed.
-void checkDevice(const void *pointer, const char *what) {
+/// Throws unless `pointer` is memory of `type`: what a CUDA artifact is
+/// owed (device memory, or pinned host memory for inputs and outputs).
+void checkMemory(const void *pointer, cudaMemoryType type, const char *what) {
   cudaPointerAttributes attributes{};
   checkCuda(cudaPointerGetAttributes(&attributes, pointer), what);
-  if (attributes.type != cudaMemoryTypeDevice)
+  if (attributes.type != type)
     throw std::runtime_error(std::string("TinyCudaArtifact: ") + what +
-                             " is not device memory");
+                             (type == cudaMemoryTypeDevice
+                                  ? " is not device memory"
+                                  : " is not pinned host memory"));
+}
+void checkDevice(const void *pointer, const char *what) {
+  checkMemory(pointer, cudaMemoryTypeDevice, what);
 }
 
 __global__ void gather(const float *wte, const int64_t *tokens, float *rows) {
@@ -124,15 +138,23 @@ extern "C" void dsc_artifact_step(StepContext *context) {
   const auto *wte = static_cast<const float *>(context->state(0));
   const auto *head = static_cast<const float *>(context->state(1));
   const auto *bias = static_cast<const float *>(context->state(2));
-  const auto *tokens = static_cast<const int64_t *>(context->input(0));
-  const auto *targets = static_cast<const int64_t *>(context->input(1));
+  const void *hostTokens = context->input(0);
+  const void *hostTargets = context->input(1);
   void *output = context->output(0);
   checkDevice(wte, "state 0");
   checkDevice(head, "state 1");
   checkDevice(bias, "state 2");
-  checkDevice(tokens, "input 0");
-  checkDevice(targets, "input 1");
-  checkDevice(output, "output 0");
+  checkMemory(hostTokens, cudaMemoryTypeHost, "input 0");
+  checkMemory(hostTargets, cudaMemoryTypeHost, "input 1");
+  checkMemory(output, cudaMemoryTypeHost, "output 0");
+  Stream &compute = context->stream(0), &comm = context->stream(1);
+  cudaStream_t stream = static_cast<cuda::CudaStream &>(compute).handle();
+  auto *tokens = reinterpret_cast<int64_t *>(arena + kTokensOffset);
+  auto *targets = reinterpret_cast<int64_t *>(arena + kTargetsOffset);
+  checkCuda(cudaMemcpyAsync(tokens, hostTokens, kTokens * 8,
+                            cudaMemcpyHostToDevice, stream), "input copy");
+  checkCuda(cudaMemcpyAsync(targets, hostTargets, kTokens * 8,
+                            cudaMemcpyHostToDevice, stream), "input copy");
 
   auto *rows = reinterpret_cast<float *>(arena);
   auto *q = reinterpret_cast<float *>(arena + kQOffset);
@@ -140,21 +162,26 @@ extern "C" void dsc_artifact_step(StepContext *context) {
   auto *count = reinterpret_cast<int64_t *>(arena + kCountOffset);
   auto *loss = reinterpret_cast<float *>(arena + kLossOffset);
 
-  gather<<<1, 256>>>(wte, tokens, rows);
+  gather<<<1, 256, 0, stream>>>(wte, tokens, rows);
   // q = rows @ head^T: [kTokens, kDim] x [kDim, 1].
   cuda::GemmShape shape;
   shape.m = kTokens;
   shape.n = 1;
   shape.k = kDim;
   shape.transB = true;
-  cuda::gemmF32(shape, rows, head, q, 1.0f, 0.0f, nullptr);
-  sumTokens<<<1, 1>>>(q, bias, targets, sum, count);
+  cuda::gemmF32(shape, rows, head, q, 1.0f, 0.0f, stream);
+  sumTokens<<<1, 1, 0, stream>>>(q, bias, targets, sum, count);
   checkCuda(cudaGetLastError(), "a kernel launch");
-  context->allReduceSum(sum, 1, ElementType::F32, 1);
-  context->allReduceSum(count, 1, ElementType::I64, 2);
-  divide<<<1, 1>>>(sum, count, loss);
-  checkCuda(cudaMemcpy(output, loss, sizeof(float), cudaMemcpyDeviceToDevice),
-            "output copy");
+  auto written = compute.recordEvent();
+  comm.wait(*written);
+  context->allReduceSum(sum, 1, ElementType::F32, 1, comm);
+  context->allReduceSum(count, 1, ElementType::I64, 2, comm);
+  auto reduced = comm.recordEvent();
+  compute.wait(*reduced);
+  divide<<<1, 1, 0, stream>>>(sum, count, loss);
+  checkCuda(cudaMemcpyAsync(output, loss, sizeof(float), cudaMemcpyDeviceToHost,
+                            stream), "output copy");
   checkCuda(cudaGetLastError(), "a kernel launch");
-  checkCuda(cudaDeviceSynchronize(), "the step");
+  compute.synchronize();
+  comm.synchronize();
 }

@@ -40,9 +40,9 @@ func.func @view_count(%x: memref<4xf32>) {
 
 // -----
 
-func.func @kernel_args(%x: memref<4xf32>, %y: memref<4xf32>) {
+func.func @kernel_args(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xf32>) {
   // expected-error @+1 {{'dscrt.kernel' op body argument 'tensor<8xf32>' does not match input 'memref<4xf32>'}}
-  dscrt.kernel ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
   ^bb0(%a: tensor<8xf32>):
     dscrt.yield %a : tensor<8xf32>
   }
@@ -51,9 +51,9 @@ func.func @kernel_args(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-func.func @kernel_arity(%x: memref<4xf32>, %y: memref<4xf32>) {
+func.func @kernel_arity(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xf32>) {
   // expected-error @+1 {{'dscrt.kernel' op body has 0 arguments for 1 inputs}}
-  dscrt.kernel ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
   ^bb0:
     %c = dsc.constant dense<1.0> : tensor<4xf32>
     dscrt.yield %c : tensor<4xf32>
@@ -63,9 +63,9 @@ func.func @kernel_arity(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-func.func @kernel_yield_count(%x: memref<4xf32>, %y: memref<4xf32>) {
+func.func @kernel_yield_count(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xf32>) {
   // expected-error @+1 {{'dscrt.kernel' op yields 2 values for 1 outputs}}
-  dscrt.kernel ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
   ^bb0(%a: tensor<4xf32>):
     dscrt.yield %a, %a : tensor<4xf32>, tensor<4xf32>
   }
@@ -74,9 +74,9 @@ func.func @kernel_yield_count(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-func.func @kernel_yield_type(%x: memref<4xf32>, %y: memref<4xi64>) {
+func.func @kernel_yield_type(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xi64>) {
   // expected-error @+1 {{'dscrt.kernel' op yields 'tensor<4xf32>' into output 'memref<4xi64>'}}
-  dscrt.kernel ins(%x : memref<4xf32>) outs(%y : memref<4xi64>) {
+  dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xi64>) {
   ^bb0(%a: tensor<4xf32>):
     dscrt.yield %a : tensor<4xf32>
   }
@@ -86,17 +86,36 @@ func.func @kernel_yield_type(%x: memref<4xf32>, %y: memref<4xi64>) {
 // -----
 
 func.func @dynamic(%x: memref<?xf32>) {
-  // expected-error @+1 {{'dscrt.view' op operand #0 must be statically shaped memref}}
+  // expected-error @+1 {{'dscrt.view' op operand #0 must be statically shaped memref in device memory}}
   %v = dscrt.view %x : memref<?xf32> to memref<4xf32>
   return
 }
 
 // -----
 
-func.func @exit_before_output(%l: memref<f32>) {
+func.func @exit_before_output() {
   // expected-error @+1 {{'dscrt.eval_exit' op must follow every dscrt.output: an evaluation step would return before writing it}}
   dscrt.eval_exit
-  dscrt.output 0 "loss", %l : memref<f32>
+  %l = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+  return
+}
+
+// -----
+
+func.func @exit_before_output_copy(%c: memref<f32>) {
+  %s = dscrt.stream "compute"
+  %l = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+  // expected-error @+1 {{'dscrt.eval_exit' op must follow the dscrt.copy filling every dscrt.output: an evaluation step would return before writing it}}
+  dscrt.eval_exit
+  dscrt.copy %c to %l on %s : memref<f32> to memref<f32, #dscrt.host>
+  return
+}
+
+// -----
+
+func.func @input_in_device_memory() {
+  // expected-error @+1 {{'dscrt.input' op result #0 must be statically shaped memref in host memory (#dscrt.host)}}
+  %t = dscrt.input 0 "tokens" : memref<2x8xi64>
   return
 }
 
@@ -106,5 +125,125 @@ func.func @exit_twice() {
   // expected-error @+1 {{'dscrt.eval_exit' op appears twice in the step}}
   dscrt.eval_exit
   dscrt.eval_exit
+  return
+}
+
+// -----
+
+func.func @kernel_on_host_memory(%s: !dscrt.stream, %x: memref<4xf32, #dscrt.host>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'dscrt.kernel' op operand #1 must be variadic of statically shaped memref in device memory}}
+  dscrt.kernel on %s ins(%x : memref<4xf32, #dscrt.host>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    dscrt.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @copy_shape(%s: !dscrt.stream, %x: memref<2x8xi64, #dscrt.host>, %y: memref<16xi64>) {
+  // expected-error @+1 {{'dscrt.copy' op cannot copy 'memref<2x8xi64, #dscrt.host>' to 'memref<16xi64>' (shape and element type must match)}}
+  dscrt.copy %x to %y on %s : memref<2x8xi64, #dscrt.host> to memref<16xi64>
+  return
+}
+
+// -----
+
+func.func @copy_type(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xf64, #dscrt.host>) {
+  // expected-error @+1 {{'dscrt.copy' op cannot copy 'memref<4xf32>' to 'memref<4xf64, #dscrt.host>' (shape and element type must match)}}
+  dscrt.copy %x to %y on %s : memref<4xf32> to memref<4xf64, #dscrt.host>
+  return
+}
+
+// -----
+
+func.func @copy_onto_itself(%s: !dscrt.stream, %x: memref<4xf32>) {
+  // expected-error @+1 {{'dscrt.copy' op copies a buffer onto itself}}
+  dscrt.copy %x to %x on %s : memref<4xf32> to memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @stream_twice() {
+  %a = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.stream' op 'compute' names a stream already created in this block}}
+  %b = dscrt.stream "compute"
+  return
+}
+
+// -----
+
+func.func @stream_unnamed() {
+  // expected-error @+1 {{'dscrt.stream' op needs a name}}
+  %a = dscrt.stream ""
+  return
+}
+
+// -----
+
+func.func @wait_own_event() {
+  %a = dscrt.stream "compute"
+  %e = dscrt.record %a
+  // expected-error @+1 {{'dscrt.wait' op stream 'compute' waits for an event of its own}}
+  dscrt.wait %a for %e
+  return
+}
+
+// -----
+
+func.func @wait_unrecorded(%e: !dscrt.event) {
+  %a = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.wait' op waits for an event not recorded earlier in the same block}}
+  dscrt.wait %a for %e
+  return
+}
+
+// -----
+
+func.func @wait_other_block(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %a = dscrt.stream "compute"
+  %b = dscrt.stream "comm"
+  %e = dscrt.record %a
+  dscrt.kernel on %a ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%v: tensor<4xf32>):
+    // expected-error @+1 {{'dscrt.wait' op waits for an event not recorded earlier in the same block}}
+    dscrt.wait %b for %e
+    dscrt.yield %v : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @collectives_on_two_streams(%x: memref<4xf32>) {
+  %a = dscrt.stream "comm"
+  %b = dscrt.stream "comm2"
+  // expected-note @+1 {{the first all_reduce}}
+  dscrt.all_reduce %x on %a {sequence = 0 : i64} : memref<4xf32>
+  // expected-error @+1 {{'dscrt.all_reduce' op runs on stream 'comm2', but the first all_reduce of the block runs on 'comm': collectives run on one stream}}
+  dscrt.all_reduce %x on %b {sequence = 1 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @collective_beside_kernels(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %a = dscrt.stream "compute"
+  // expected-note @+1 {{the 'dscrt.kernel'}}
+  dscrt.kernel on %a ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%v: tensor<4xf32>):
+    dscrt.yield %v : tensor<4xf32>
+  }
+  // expected-error @+1 {{'dscrt.all_reduce' op runs on stream 'compute', which also runs a 'dscrt.kernel': collectives have a stream of their own}}
+  dscrt.all_reduce %y on %a {sequence = 0 : i64} : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_memory_space() {
+  // expected-error @+1 {{unknown attribute `device` in dialect `dscrt`}}
+  %t = dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.device>
   return
 }

@@ -1,17 +1,25 @@
 // RUN: dsc-opt %s | dsc-opt | FileCheck %s
 
-// CHECK-LABEL: func.func @step() attributes {dscrt.arena_bytes = 1024 : i64}
-func.func @step() attributes {dscrt.arena_bytes = 1024 : i64} {
-  // CHECK: dscrt.input 0 "tokens" : memref<2x8xi64>
-  %t = dscrt.input 0 "tokens" : memref<2x8xi64>
+// CHECK-LABEL: func.func @step() attributes {dscrt.arena_bytes = 1536 : i64}
+func.func @step() attributes {dscrt.arena_bytes = 1536 : i64} {
+  // CHECK: %[[C:.*]] = dscrt.stream "compute"
+  %compute = dscrt.stream "compute"
+  // CHECK: %[[M:.*]] = dscrt.stream "comm"
+  %comm = dscrt.stream "comm"
+  // CHECK: dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.host>
+  %h = dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.host>
+  // CHECK: dscrt.buffer 1024 : memref<2x8xi64>
+  %t = dscrt.buffer 1024 : memref<2x8xi64>
+  // CHECK: dscrt.copy %{{.*}} to %{{.*}} on %[[C]] : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>
+  dscrt.copy %h to %t on %compute : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>
   // CHECK: dscrt.state 3 "wte.weight" : memref<16x4xf32>
   %w = dscrt.state 3 "wte.weight" : memref<16x4xf32>
   // CHECK: dscrt.constant dense<5.000000e-01> : tensor<f32> : memref<f32>
   %c = dscrt.constant dense<0.5> : tensor<f32> : memref<f32>
   // CHECK: dscrt.buffer 256 : memref<2x8x4xf32>
   %b = dscrt.buffer 256 : memref<2x8x4xf32>
-  // CHECK: dscrt.kernel ins(%{{.*}}, %{{.*}} : memref<16x4xf32>, memref<2x8xi64>) outs(%{{.*}} : memref<2x8x4xf32>)
-  dscrt.kernel ins(%w, %t : memref<16x4xf32>, memref<2x8xi64>) outs(%b : memref<2x8x4xf32>) {
+  // CHECK: dscrt.kernel on %[[C]] ins(%{{.*}}, %{{.*}} : memref<16x4xf32>, memref<2x8xi64>) outs(%{{.*}} : memref<2x8x4xf32>)
+  dscrt.kernel on %compute ins(%w, %t : memref<16x4xf32>, memref<2x8xi64>) outs(%b : memref<2x8x4xf32>) {
   ^bb0(%a0: tensor<16x4xf32>, %a1: tensor<2x8xi64>):
     %e = dsc.embedding %a0, %a1 : tensor<16x4xf32>, tensor<2x8xi64>
     dscrt.yield %e : tensor<2x8x4xf32>
@@ -20,11 +28,22 @@ func.func @step() attributes {dscrt.arena_bytes = 1024 : i64} {
   %v = dscrt.view %b : memref<2x8x4xf32> to memref<64xf32>
   // CHECK: dscrt.alloc : memref<f32>
   %s = dscrt.alloc : memref<f32>
-  // CHECK: dscrt.all_reduce %{{.*}} {sequence = 0 : i64} : memref<64xf32>
-  dscrt.all_reduce %v {sequence = 0 : i64} : memref<64xf32>
-  // CHECK: dscrt.output 0 "loss", %{{.*}} : memref<f32>
-  dscrt.output 0 "loss", %c : memref<f32>
+  // CHECK: %[[E:.*]] = dscrt.record %[[C]]
+  %written = dscrt.record %compute
+  // CHECK: dscrt.wait %[[M]] for %[[E]]
+  dscrt.wait %comm for %written
+  // CHECK: dscrt.all_reduce %{{.*}} on %[[M]] {sequence = 0 : i64} : memref<64xf32>
+  dscrt.all_reduce %v on %comm {sequence = 0 : i64} : memref<64xf32>
+  %reduced = dscrt.record %comm
+  dscrt.wait %compute for %reduced
+  // CHECK: dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+  %l = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+  // CHECK: dscrt.copy %{{.*}} to %{{.*}} on %[[C]] : memref<f32> to memref<f32, #dscrt.host>
+  dscrt.copy %c to %l on %compute : memref<f32> to memref<f32, #dscrt.host>
   // CHECK: dscrt.eval_exit
   dscrt.eval_exit
+  // CHECK: dscrt.synchronize %[[C]]
+  dscrt.synchronize %compute
+  dscrt.synchronize %comm
   return
 }

@@ -27,14 +27,29 @@ module {
 
 module {
   func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
-    %x = dscrt.input 0 "x" : memref<4xbf16>
+    %s = dscrt.stream "compute"
+    %x = dscrt.state 0 "x" : memref<4xbf16>
     %b = dscrt.buffer 0 : memref<4xbf16>
     // expected-error @+1 {{the CPU and CUDA targets do not support 'bf16' yet}}
-    dscrt.kernel ins(%x : memref<4xbf16>) outs(%b : memref<4xbf16>) {
+    dscrt.kernel on %s ins(%x : memref<4xbf16>) outs(%b : memref<4xbf16>) {
     ^bb0(%t: tensor<4xbf16>):
       %r = dsc.exp %t : tensor<4xbf16>
       dscrt.yield %r : tensor<4xbf16>
     }
+    return
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{stream 'compute' has work after its last dscrt.synchronize: the step would return before it ran}}
+  func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
+    %s = dscrt.stream "compute"
+    %x = dscrt.input 0 "x" : memref<4xf32, #dscrt.host>
+    %b = dscrt.buffer 0 : memref<4xf32>
+    dscrt.synchronize %s
+    dscrt.copy %x to %b on %s : memref<4xf32, #dscrt.host> to memref<4xf32>
     return
   }
 }

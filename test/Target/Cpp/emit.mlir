@@ -11,14 +11,20 @@
 // CHECK-NEXT: {"y", ElementType::I64, 1, kShape{{[0-9]+}}},
 // CHECK: const dsc::rt::TensorDesc kOutputs[] = {
 // CHECK-NEXT: {"loss", ElementType::F32, 0, kShape{{[0-9]+}}},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs};
+// Streams: compute runs kernels and copies on the step's thread (Inline);
+// comm runs the collectives on a thread of its own.
+// CHECK: const dsc::rt::StreamDesc kStreams[] = {
+// CHECK-NEXT: {"compute", false, false},
+// CHECK-NEXT: {"comm", true, true},
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams};
 
 // dsc.linear: the bias broadcast into the output, then a GEMM against the
 // [out, in] weight accumulating into it (beta = 1).
 // CHECK-LABEL: DSC_GLOBAL void kernel0_0(const float *__restrict in0, const float *__restrict in1, const float *__restrict in2, float *__restrict out0) {
 // CHECK-NEXT: DSC_FOR(i, 8) {
 // CHECK-NEXT: out0[i] = in2[i % 4];
-// CHECK-LABEL: static void kernel0(
+// CHECK-LABEL: static void kernel0(dsc_stream_t stream, const float *__restrict in0,
+// CHECK-NEXT: (void)stream;
 // CHECK-NEXT: DSC_LAUNCH(kernel0_0, 8, in0, in1, in2, out0);
 // CHECK-NEXT: s.m = 2; s.n = 4; s.k = 8; s.transB = true;
 // CHECK-NEXT: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
@@ -41,30 +47,60 @@
 // CHECK: a += v;
 // CHECK-NOT: / static_cast<double>(count)
 
-// The step: state and inputs from the context, buffers at arena offsets,
-// the data-parallel all-reduces numbered in order, the output copied out.
+// The step: the streams, state and inputs from the context, buffers at
+// arena offsets; inputs copied in and kernels run as tasks of compute; the
+// data-parallel all-reduces numbered in order on comm, which waits for
+// compute's event, and compute waits for comm's before it reads a sum; the
+// output copied out, both streams synchronized.
 // CHECK-LABEL: extern "C" void dsc_artifact_step(dsc::rt::StepContext *ctx) {
-// CHECK: static_cast<const float *>(ctx->input(0));
+// CHECK: dsc::rt::Stream &[[S:s[0-9]+]] = ctx->stream(0);
+// CHECK-NEXT: dsc::rt::Stream &[[M:s[0-9]+]] = ctx->stream(1);
+// CHECK-NEXT: auto *[[XH:v[0-9]+]] = static_cast<const float *>(ctx->input(0));
+// CHECK-NEXT: auto *[[X:v[0-9]+]] = reinterpret_cast<float *>(arena + {{[0-9]+}});
+// CHECK-NEXT: [[S]].enqueue([=] { std::memcpy([[X]], [[XH]], 16 * sizeof(*[[X]])); }, "host to device copy");
 // CHECK: static_cast<float *>(ctx->state(0));
-// CHECK: reinterpret_cast<float *>(arena + {{[0-9]+}});
-// CHECK: kernel0(
-// CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 0);
-// CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 1);
-// CHECK: std::memcpy(ctx->output(0), v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}));
+// CHECK: [[S]].enqueue([=] { kernel0(dsc_stream_t{}, [[X]], v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}); }, "kernel0 (dsc.linear)");
+// CHECK: [[S]].enqueue([=] { kernel{{[0-9]+}}(dsc_stream_t{}, v{{[0-9]+}}, [[A:v[0-9]+]]); }, "kernel{{[0-9]+}} (copy)");
+// CHECK-NEXT: auto [[E0:e[0-9]+]] = [[S]].recordEvent();
+// CHECK-NEXT: [[M]].wait(*[[E0]]);
+// CHECK-NEXT: ctx->allReduceSum([[A]], 1, ElementType::F32, 0, [[M]]);
+// CHECK-NEXT: auto [[E1:e[0-9]+]] = [[M]].recordEvent();
+// CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 1, [[M]]);
+// CHECK-NEXT: auto [[E3:e[0-9]+]] = [[M]].recordEvent();
+// CHECK-NEXT: [[S]].wait(*[[E3]]);
+// CHECK: auto *[[L:v[0-9]+]] = static_cast<float *>(ctx->output(0));
+// CHECK-NEXT: [[S]].enqueue([=] { std::memcpy([[L]], v{{[0-9]+}}, 1 * sizeof(*[[L]])); }, "device to host copy");
+// CHECK-NEXT: [[S]].synchronize();
+// CHECK-NEXT: [[M]].synchronize();
+// CHECK-NEXT: }
 
-// The CUDA flavour: the same loops as __global__ grid-stride kernels,
-// constants uploaded once, device-to-device output copy, a synchronizing
-// error check at the end of the step.
-// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
+// The CUDA flavour: the same loops as __global__ grid-stride kernels
+// launched on the kernel's stream, GEMMs on it too, constants uploaded once,
+// host/device copies with cudaMemcpyAsync on the compute stream, no thread
+// of its own for any stream, and the step ends synchronizing its streams
+// after an error check.
+// RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
 // CUDA: #define DSC_GLOBAL static __global__
-// CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256>>>(__VA_ARGS__)
-// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, nullptr)
+// CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
+// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream)
+// CUDA: #include "dsc/runtime/CudaStream.h"
+// CUDA: using dsc_stream_t = cudaStream_t;
+// CUDA: const dsc::rt::StreamDesc kStreams[] = {
+// CUDA-NEXT: {"compute", false, false},
+// CUDA-NEXT: {"comm", false, true},
 // CUDA: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cuda",
 // CUDA: DSC_GLOBAL void kernel0_0(
 // CUDA-LABEL: extern "C" void dsc_artifact_step(
+// CUDA: dsc::rt::Stream &[[S:s[0-9]+]] = ctx->stream(0);
+// CUDA-NEXT: cudaStream_t [[S]]_h = dsc_handle([[S]]);
+// CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}}, 16 * sizeof(*v{{[0-9]+}}), cudaMemcpyHostToDevice, [[S]]_h), "host to device copy");
+// CUDA: kernel0([[S]]_h, v{{[0-9]+}},
 // CUDA: static const auto *kConst0_device = dsc_upload(kConst0, sizeof(kConst0));
-// CUDA: dsc_check(cudaMemcpy(ctx->output(0), v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToDevice), "output copy");
-// CUDA: dsc_check(cudaDeviceSynchronize(), "the step");
+// CUDA: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 0, s{{[0-9]+}});
+// CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToHost, [[S]]_h), "device to host copy");
+// CUDA-NEXT: dsc_check(cudaGetLastError(), "a kernel launch");
+// CUDA-NEXT: [[S]].synchronize();
+// CUDA-NOT: cudaDeviceSynchronize
 
 dsc.state parameter @"fc.weight" : tensor<4x8xf32>
 dsc.state parameter @"fc.bias" : tensor<4xf32>

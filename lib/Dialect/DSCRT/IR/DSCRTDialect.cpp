@@ -4,12 +4,21 @@
 #include "dsc/Support/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dscrt;
 
 #include "dsc/Dialect/DSCRT/IR/DSCRTOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsTypes.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "dsc/Dialect/DSCRT/IR/DSCRTOps.cpp.inc"
@@ -19,6 +28,18 @@ void DSCRTDialect::initialize() {
 #define GET_OP_LIST
 #include "dsc/Dialect/DSCRT/IR/DSCRTOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsTypes.cpp.inc"
+      >();
+}
+
+bool DSCRTDialect::isHostMemory(MemRefType type) {
+  return isa_and_nonnull<HostMemoryAttr>(type.getMemorySpace());
 }
 
 static std::optional<int64_t> bufferBytes(MemRefType type) {
@@ -67,13 +88,15 @@ LogicalResult ViewOp::verify() {
   return success();
 }
 
-void KernelOp::build(OpBuilder &builder, OperationState &state, ValueRange ins,
-                     ValueRange outs) {
+void KernelOp::build(OpBuilder &builder, OperationState &state, Value stream,
+                     ValueRange ins, ValueRange outs) {
+  state.addOperands(stream);
   state.addOperands(ins);
   state.addOperands(outs);
   state.addAttribute(
       getOperandSegmentSizesAttrName(state.name),
-      builder.getDenseI32ArrayAttr({int32_t(ins.size()), int32_t(outs.size())}));
+      builder.getDenseI32ArrayAttr(
+          {1, int32_t(ins.size()), int32_t(outs.size())}));
   Region *body = state.addRegion();
   Block *block = new Block();
   body->push_back(block);
@@ -117,8 +140,97 @@ LogicalResult EvalExitOp::verify() {
     if (isa<OutputOp>(op))
       return emitOpError("must follow every dscrt.output: an evaluation "
                          "step would return before writing it");
+    // The copy filling an output (its host buffer) must precede the exit as
+    // well: the emitter synchronizes the streams and returns there.
+    if (auto copy = dyn_cast<CopyOp>(op))
+      if (copy.getTarget().getDefiningOp<OutputOp>())
+        return emitOpError("must follow the dscrt.copy filling every "
+                           "dscrt.output: an evaluation step would return "
+                           "before writing it");
     if (isa<EvalExitOp>(op))
       return emitOpError("appears twice in the step");
+  }
+  return success();
+}
+
+LogicalResult CopyOp::verify() {
+  MemRefType from = getSource().getType(), to = getTarget().getType();
+  if (from.getShape() != to.getShape() ||
+      from.getElementType() != to.getElementType())
+    return emitOpError() << "cannot copy " << from << " to " << to
+                         << " (shape and element type must match)";
+  if (getSource() == getTarget())
+    return emitOpError() << "copies a buffer onto itself";
+  return success();
+}
+
+LogicalResult StreamOp::verify() {
+  if (getName().empty())
+    return emitOpError() << "needs a name";
+  for (Operation &op : *(*this)->getBlock()) {
+    if (&op == getOperation())
+      break;
+    auto other = dyn_cast<StreamOp>(op);
+    if (other && other.getName() == getName())
+      return emitOpError() << "'" << getName()
+                           << "' names a stream already created in this block";
+  }
+  return success();
+}
+
+/// The stream op behind `stream`, or null when it is not one (a block
+/// argument).
+static StreamOp streamOf(Value stream) {
+  return stream.getDefiningOp<StreamOp>();
+}
+
+static std::string streamName(Value stream) {
+  StreamOp op = streamOf(stream);
+  return op ? "'" + op.getName().str() + "'" : std::string("<argument>");
+}
+
+LogicalResult WaitOp::verify() {
+  auto record = getEvent().getDefiningOp<RecordOp>();
+  if (!record || record->getBlock() != (*this)->getBlock())
+    return emitOpError()
+           << "waits for an event not recorded earlier in the same block";
+  if (record.getStream() == getStream())
+    return emitOpError() << "stream " << streamName(getStream())
+                         << " waits for an event of its own";
+  return success();
+}
+
+LogicalResult AllReduceOp::verify() {
+  // The runtime binds its communicator to one stream, and collectives on a
+  // stream of kernels could not overlap them.
+  AllReduceOp first;
+  for (Operation &op : *(*this)->getBlock()) {
+    if (auto ar = dyn_cast<AllReduceOp>(op)) {
+      first = first ? first : ar;
+      continue;
+    }
+    Value other;
+    if (auto kernel = dyn_cast<KernelOp>(op))
+      other = kernel.getStream();
+    else if (auto copy = dyn_cast<CopyOp>(op))
+      other = copy.getStream();
+    if (other == getStream()) {
+      InFlightDiagnostic diag = emitOpError()
+                                << "runs on stream " << streamName(getStream())
+                                << ", which also runs a '" << op.getName()
+                                << "': collectives have a stream of their own";
+      diag.attachNote(op.getLoc()) << "the '" << op.getName() << "'";
+      return diag;
+    }
+  }
+  if (first.getStream() != getStream()) {
+    InFlightDiagnostic diag =
+        emitOpError() << "runs on stream " << streamName(getStream())
+                      << ", but the first all_reduce of the block runs on "
+                      << streamName(first.getStream())
+                      << ": collectives run on one stream";
+    diag.attachNote(first.getLoc()) << "the first all_reduce";
+    return diag;
   }
   return success();
 }

@@ -6,7 +6,9 @@
 // function once per step with a StepContext that owns the memory and the
 // communicator. Generated code never allocates and never invents
 // communication: every buffer is an offset in the arena the compiler
-// planned, and every collective is a call the compiler emitted.
+// planned, every collective is a call the compiler emitted, and every
+// kernel, copy and collective goes on a stream the artifact names, ordered
+// across streams by the events it records and waits for.
 //
 // Bump kArtifactAbiVersion on any change to these declarations.
 //
@@ -20,7 +22,9 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 2;
+constexpr int32_t kArtifactAbiVersion = 3;
+
+class Stream;
 
 /// Element types as stored in memory and in safetensors files. I1 takes one
 /// byte per element (0 or 1), as torch.bool does.
@@ -45,6 +49,19 @@ struct StateDesc {
   StateRole role;
 };
 
+/// A stream the artifact's steps enqueue work on (dscrt.stream). The runtime
+/// creates one per entry, of its target's backend, before the first step.
+struct StreamDesc {
+  const char *name; // "compute", "comm"; unique
+  /// CPU target: the stream has a worker thread of its own (CpuStream
+  /// Threaded), so that its work overlaps the step's thread; otherwise its
+  /// work runs on the thread that enqueues it (Inline). CUDA ignores it.
+  bool ownThread;
+  /// The artifact's collectives run on this stream (at most one has it: the
+  /// runtime binds its communicator to it).
+  bool collectives;
+};
+
 struct ArtifactInfo {
   int32_t abiVersion;   // kArtifactAbiVersion of the generated code
   const char *target;   // "cpu" or "cuda"
@@ -60,6 +77,8 @@ struct ArtifactInfo {
   const TensorDesc *inputs;
   int32_t numOutputs;
   const TensorDesc *outputs; // e.g. "loss", a scalar
+  int32_t numStreams;
+  const StreamDesc *streams;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run
@@ -67,17 +86,28 @@ struct ArtifactInfo {
 class StepContext {
 public:
   virtual ~StepContext() = default;
-  /// Storage of state `i` (ArtifactInfo::states order), input `i`, output `i`.
+  /// Storage of state `i` (ArtifactInfo::states order), in device memory
+  /// (host memory on the CPU target).
   virtual void *state(int32_t i) = 0;
+  /// Input `i`, output `i`: host memory on every target (pinned on CUDA).
+  /// The artifact copies them to and from device memory on its streams; the
+  /// runtime reads the outputs once the step has returned.
   virtual const void *input(int32_t i) = 0;
   virtual void *output(int32_t i) = 0;
-  /// The activation arena, ArtifactInfo::arenaBytes long, 256-byte aligned.
+  /// The activation arena, ArtifactInfo::arenaBytes long, 256-byte aligned,
+  /// in device memory.
   virtual void *arena() = 0;
-  /// In-place sum over all ranks of `count` elements at `buffer`. `sequence`
-  /// numbers the collectives of a step in program order, identical on every
-  /// rank; the runtime's watchdog reports it when a collective hangs.
+  /// Stream `i` (ArtifactInfo::streams order): a CpuStream on the CPU target,
+  /// a cuda::CudaStream on CUDA. The same streams on every step.
+  virtual Stream &stream(int32_t i) = 0;
+  /// Enqueues on `stream`, the artifact's collectives stream, the in-place
+  /// sum over all ranks of `count` elements at `buffer`: it runs after the
+  /// work enqueued on `stream` before the call, and work enqueued there
+  /// after it runs after it. `sequence` numbers the collectives of a step in
+  /// program order, identical on every rank; the runtime's watchdog reports
+  /// it when a collective hangs.
   virtual void allReduceSum(void *buffer, size_t count, ElementType type,
-                            int64_t sequence) = 0;
+                            int64_t sequence, Stream &stream) = 0;
   virtual int32_t rank() const = 0;
   virtual int32_t worldSize() const = 0;
   /// False for `dsc-run --eval`: a training step returns once its outputs

@@ -26,6 +26,7 @@ namespace dsc::rt {
 
 class Checkpoint;
 class Communicator;
+class Stream;
 class MemoryPool;
 class SafeTensorsFile;
 enum class DType;
@@ -136,16 +137,16 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
 //===----------------------------------------------------------------------===//
 
 /// dsc-run's StepContext: fixed buffers (host memory for the CPU target,
-/// device memory for CUDA), and collectives on a Communicator.
+/// device memory for CUDA, inputs and outputs in host memory on both), the
+/// target's streams, and collectives on a Communicator.
 class RunStepContext final : public StepContext {
 public:
-  /// `beforeCollective`, when given, runs before each collective is handed
-  /// to `comm` (the CUDA target orders the artifact's kernels before the
-  /// communicator's stream there); what it throws is reported as the
-  /// communicator's errors are.
+  /// `streams` in ArtifactInfo::streams order (not owned); `comm` runs the
+  /// collectives of stream `collectiveStream` (-1: none).
   RunStepContext(std::vector<void *> states, std::vector<void *> inputs,
                  std::vector<void *> outputs, void *arena, Communicator &comm,
-                 std::function<void()> beforeCollective = nullptr);
+                 std::vector<Stream *> streams = {},
+                 int32_t collectiveStream = -1);
 
   /// Starts step `step` (1-based, as printed): sequence numbers start over.
   void beginStep(int64_t step);
@@ -156,13 +157,19 @@ public:
   const void *input(int32_t i) override;
   void *output(int32_t i) override;
   void *arena() override { return arena_; }
+  Stream &stream(int32_t i) override;
   /// Goes to Communicator::allReduce (in place, sum), which numbers,
-  /// counts and watches it. `sequence` must grow within a step (it
-  /// numbers the step's collectives in program order); a sequence that
-  /// does not, or a type MPI cannot reduce (f16, i1), is an Error naming
-  /// the step and the sequence, as is any error of the communicator.
+  /// counts and watches it: on a CPU stream as a task of `stream` (a worker
+  /// thread's, or the caller's for an Inline stream), on a CUDA stream at
+  /// once (NCCL enqueues on the stream the communicator is bound to, and
+  /// waits for it). `sequence` must grow within a step (it numbers the
+  /// step's collectives in program order); a sequence that does not, a
+  /// stream other than the collectives stream, or a type MPI cannot reduce
+  /// (f16, i1), is an Error naming the step and the sequence, thrown here;
+  /// an error of the communicator is one too, thrown here or reported by
+  /// the stream (Stream.h).
   void allReduceSum(void *buffer, size_t count, ElementType type,
-                    int64_t sequence) override;
+                    int64_t sequence, Stream &stream) override;
   int32_t rank() const override;
   int32_t worldSize() const override;
   bool training() const override { return training_; }
@@ -175,7 +182,8 @@ private:
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_;
   Communicator &comm_;
-  std::function<void()> beforeCollective_;
+  std::vector<Stream *> streams_;
+  int32_t collectiveStream_;
   int64_t step_ = 0;
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
@@ -201,8 +209,7 @@ struct MemoryUse {
 /// communicator of its collectives. runMain calls, in order: prepare,
 /// allocate, one loadStates (setup, where any rank may fail alone), connect
 /// (collective over MPI_COMM_WORLD, once every rank's setup succeeded), then
-/// for each step beforeStep, the artifact's step on connect()'s context,
-/// afterStep. The CPU target (RunTarget.cpp) keeps everything in host
+/// for each step the artifact's step on connect()'s context. The CPU target (RunTarget.cpp) keeps everything in host
 /// MemoryPools and sums over MPI; the CUDA target (CudaRun.cpp, linked into
 /// dsc-run when the runtime is built with CUDA) keeps device pools, stages
 /// through pinned host memory and sums over NCCL.
@@ -211,8 +218,8 @@ public:
   virtual ~RunTarget();
   /// Before anything is read or allocated. CUDA: Device::select(rank).
   virtual void prepare(int rank) = 0;
-  /// The inputs and outputs (pool "io") and the arena of
-  /// ArtifactInfo::arenaBytes (pool "arena").
+  /// The inputs and outputs (pool "io", host memory), the arena of
+  /// ArtifactInfo::arenaBytes (pool "arena") and the artifact's streams.
   virtual void allocate(const ArtifactInfo &info) = 0;
   /// Every state of `info` (pool "state"), in ArtifactInfo::states order,
   /// from a weights file (as loadStates above) or a checkpoint
@@ -225,13 +232,9 @@ public:
   /// Collective over MPI_COMM_WORLD; throws on every rank alike.
   virtual RunStepContext &connect() = 0;
   /// Host memory of input `i` (i64 [micro batch, seq]): dsc-run cuts each
-  /// step's batch into it.
+  /// step's batch into it, and the artifact copies it where it needs it.
   virtual void *hostInput(int32_t i) = 0;
-  /// Before a step: the host inputs to where the artifact reads them.
-  virtual void beforeStep() {}
-  /// After a step: the outputs to hostOutput.
-  virtual void afterStep() {}
-  /// Host memory holding output `i` after afterStep.
+  /// Host memory holding output `i` after a step.
   virtual const void *hostOutput(int32_t i) = 0;
   /// The states in host memory, for writeCheckpointShard of `rank` in a job
   /// of `worldSize`: state i where checkpointWriter(i, worldSize) == rank

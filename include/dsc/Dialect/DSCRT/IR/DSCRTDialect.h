@@ -13,6 +13,12 @@
 
 #include "dsc/Dialect/DSCRT/IR/DSCRTOpsDialect.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsAttrs.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dsc/Dialect/DSCRT/IR/DSCRTOpsTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "dsc/Dialect/DSCRT/IR/DSCRTOps.h.inc"
 

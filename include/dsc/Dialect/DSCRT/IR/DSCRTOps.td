@@ -9,6 +9,7 @@
 #ifndef DSC_DIALECT_DSCRT_IR_DSCRTOPS_TD
 #define DSC_DIALECT_DSCRT_IR_DSCRTOPS_TD
 
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -16,32 +17,50 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 def DSCRT_Dialect : Dialect {
   let name = "dscrt";
   let cppNamespace = "::mlir::dscrt";
-  let summary = "dsc's runtime-call level: buffers, kernels, collectives";
+  let summary = "dsc's runtime-call level: buffers, kernels, collectives, "
+                "copies, streams and events";
   let description = [{
     The lowering of a dsc graph (`--dsc-lower-to-runtime`) produces this
     level; `--dsc-plan-memory` assigns arena offsets; the emitter prints it as
     C++ against the runtime's artifact interface (runtime/include/dsc/runtime/
-    Artifact.h). Buffers are builtin memrefs with the identity layout. Every
-    buffer, launch, collective and copy is an op, in execution order: the
-    runtime invents nothing.
+    Artifact.h). Buffers are builtin memrefs with the identity layout, in
+    device memory (no memory space: where kernels run) or in host memory
+    (memory space `#dscrt.host`: the graph's inputs and outputs, which the
+    runtime fills and reads on the host). Every buffer, launch, collective,
+    copy, stream, event and wait is an op, in the order the host issues
+    them: the runtime invents nothing.
+
+    Work runs on named streams (`dscrt.stream`), in order within a stream;
+    `dscrt.record` and `dscrt.wait` order one stream after a point of
+    another, and `dscrt.synchronize` makes the host wait for a stream.
 
     ```mlir
     func.func @step() attributes {dscrt.arena_bytes = 4096 : i64} {
+      %s = dscrt.stream "compute"
       %w = dscrt.state 0 "fc.weight" : memref<4x8xf32>
-      %x = dscrt.input 0 "x" : memref<2x8xf32>
-      %y = dscrt.buffer 0 : memref<2x4xf32>
-      dscrt.kernel ins(%x, %w : memref<2x8xf32>, memref<4x8xf32>)
+      %hx = dscrt.input 0 "x" : memref<2x8xf32, #dscrt.host>
+      %x = dscrt.buffer 0 : memref<2x8xf32>
+      dscrt.copy %hx to %x on %s : memref<2x8xf32, #dscrt.host> to memref<2x8xf32>
+      %y = dscrt.buffer 256 : memref<2x4xf32>
+      dscrt.kernel on %s ins(%x, %w : memref<2x8xf32>, memref<4x8xf32>)
                    outs(%y : memref<2x4xf32>) {
       ^bb0(%a: tensor<2x8xf32>, %b: tensor<4x8xf32>):
         %r = dsc.linear %a, %b : tensor<2x8xf32>, tensor<4x8xf32>
         dscrt.yield %r : tensor<2x4xf32>
       }
-      dscrt.output 0 "y", %y : memref<2x4xf32>
+      %hy = dscrt.output 0 "y" : memref<2x4xf32, #dscrt.host>
+      dscrt.copy %y to %hy on %s : memref<2x4xf32> to memref<2x4xf32, #dscrt.host>
+      dscrt.synchronize %s
       return
     }
     ```
   }];
+  let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
+    /// Whether `type` is in host memory (memory space #dscrt.host).
+    static bool isHostMemory(::mlir::MemRefType type);
+
     /// Function attribute: bytes of the per-rank arena (set by planning).
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName = "dscrt.arena_bytes";
   }];
@@ -50,7 +69,48 @@ def DSCRT_Dialect : Dialect {
 class DSCRT_Op<string mnemonic, list<Trait> traits = []>
     : Op<DSCRT_Dialect, mnemonic, traits>;
 
-def DSCRT_Buffer : StaticShapeMemRefOf<[F64, F32, F16, BF16, I64, I32, I1]>;
+//===----------------------------------------------------------------------===//
+// Memory spaces, streams and events
+//===----------------------------------------------------------------------===//
+
+def DSCRT_HostMemoryAttr : AttrDef<DSCRT_Dialect, "HostMemory"> {
+  let mnemonic = "host";
+  let summary = "memory space of buffers in host memory";
+  let description = [{
+    A memref in memory space `#dscrt.host` is in host memory: the graph's
+    inputs and outputs, which the runtime fills and reads on the host. A
+    memref without a memory space is in device memory, where kernels and
+    collectives run (the same host memory on the CPU target). Only
+    `dscrt.copy` moves data between the two.
+
+    ```mlir
+    %t = dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.host>
+    ```
+  }];
+}
+
+def DSCRT_StreamType : TypeDef<DSCRT_Dialect, "Stream"> {
+  let mnemonic = "stream";
+  let summary = "an in-order queue of work (runtime Stream)";
+}
+
+def DSCRT_EventType : TypeDef<DSCRT_Dialect, "Event"> {
+  let mnemonic = "event";
+  let summary = "a point in one stream's queue (runtime Event)";
+}
+
+def DSCRT_AnyBuffer : StaticShapeMemRefOf<[F64, F32, F16, BF16, I64, I32, I1]>;
+
+def DSCRT_Buffer : Type<And<[DSCRT_AnyBuffer.predicate,
+    CPred<"!::llvm::cast<::mlir::MemRefType>($_self).getMemorySpace()">]>,
+    "statically shaped memref in device memory",
+    "::mlir::MemRefType">;
+
+def DSCRT_HostBuffer : Type<And<[DSCRT_AnyBuffer.predicate,
+    CPred<"::mlir::dscrt::DSCRTDialect::isHostMemory("
+          "::llvm::cast<::mlir::MemRefType>($_self))">]>,
+    "statically shaped memref in host memory (#dscrt.host)",
+    "::mlir::MemRefType">;
 
 def DSCRT_StateOp : DSCRT_Op<"state", [Pure]> {
   let summary = "the storage of a named parameter or buffer";
@@ -68,14 +128,18 @@ def DSCRT_StateOp : DSCRT_Op<"state", [Pure]> {
 }
 
 def DSCRT_InputOp : DSCRT_Op<"input", [Pure]> {
-  let summary = "a graph input the runtime feeds each step";
+  let summary = "a graph input the runtime feeds each step, in host memory";
   let description = [{
+    Input `index` of the artifact's input table: a host buffer the runtime
+    fills before each step. Kernels read a `dscrt.copy` of it in device
+    memory.
+
     ```mlir
-    %t = dscrt.input 0 "tokens" : memref<2x8xi64>
+    %t = dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.host>
     ```
   }];
   let arguments = (ins I64Attr:$index, StrAttr:$name);
-  let results = (outs DSCRT_Buffer:$result);
+  let results = (outs DSCRT_HostBuffer:$result);
   let assemblyFormat = "$index $name attr-dict `:` type($result)";
 }
 
@@ -148,8 +212,10 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
     have the tensor types of `ins`; yielded values the tensor types of
     `outs`.
 
+    The launch is enqueued on `stream`.
+
     ```mlir
-    dscrt.kernel ins(%a, %b : memref<8xf32>, memref<8xf32>)
+    dscrt.kernel on %compute ins(%a, %b : memref<8xf32>, memref<8xf32>)
                  outs(%c : memref<8xf32>) {
     ^bb0(%x: tensor<8xf32>, %y: tensor<8xf32>):
       %s = dsc.add %x, %y : tensor<8xf32>, tensor<8xf32>
@@ -158,15 +224,17 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
     }
     ```
   }];
-  let arguments = (ins Variadic<DSCRT_Buffer>:$ins, Variadic<DSCRT_Buffer>:$outs);
+  let arguments = (ins DSCRT_StreamType:$stream, Variadic<DSCRT_Buffer>:$ins,
+                       Variadic<DSCRT_Buffer>:$outs);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` $outs `:` type($outs) `)`
+    `on` $stream `ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` $outs `:` type($outs) `)`
     $body attr-dict
   }];
   let hasVerifier = 1;
   let skipDefaultBuilders = 1;
-  let builders = [OpBuilder<(ins "::mlir::ValueRange":$ins,
+  let builders = [OpBuilder<(ins "::mlir::Value":$stream,
+                                 "::mlir::ValueRange":$ins,
                                  "::mlir::ValueRange":$outs)>];
 }
 
@@ -180,28 +248,126 @@ def DSCRT_YieldOp : DSCRT_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]>
 }
 
 def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
-  let summary = "in-place sum of a buffer over all ranks";
+  let summary = "in-place sum of a buffer over all ranks, on a stream";
   let description = [{
     Every rank issues the same all-reduces in the same order; `sequence`
-    numbers them within the step (the runtime's watchdog reports it).
+    numbers them within the step (the runtime's watchdog reports it). The
+    collective is enqueued on `stream`; all collectives of a function run
+    on one stream (the runtime binds its communicator to it), which is not
+    the stream of any kernel or copy, so that they can overlap compute. The
+    stream must wait for the event of the work that wrote `buffer`, and
+    whoever reads the sum must wait for an event recorded after it.
 
     ```mlir
-    dscrt.all_reduce %b {sequence = 0 : i64} : memref<2xf32>
+    dscrt.all_reduce %b on %comm {sequence = 0 : i64} : memref<2xf32>
     ```
   }];
-  let arguments = (ins DSCRT_Buffer:$buffer, I64Attr:$sequence);
-  let assemblyFormat = "$buffer attr-dict `:` type($buffer)";
+  let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
+                       I64Attr:$sequence);
+  let assemblyFormat = "$buffer `on` $stream attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
 }
 
-def DSCRT_OutputOp : DSCRT_Op<"output"> {
-  let summary = "copies a buffer to a graph output";
+def DSCRT_OutputOp : DSCRT_Op<"output", [Pure]> {
+  let summary = "a graph output the runtime reads after each step, in host memory";
   let description = [{
+    Output `index` of the artifact's output table: a host buffer the runtime
+    reads after the step. The step writes it with a `dscrt.copy` and
+    synchronizes the copy's stream before it returns.
+
     ```mlir
-    dscrt.output 0 "loss", %l : memref<f32>
+    %l = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
     ```
   }];
-  let arguments = (ins I64Attr:$index, StrAttr:$name, DSCRT_Buffer:$source);
-  let assemblyFormat = "$index $name `,` $source attr-dict `:` type($source)";
+  let arguments = (ins I64Attr:$index, StrAttr:$name);
+  let results = (outs DSCRT_HostBuffer:$result);
+  let assemblyFormat = "$index $name attr-dict `:` type($result)";
+}
+
+def DSCRT_CopyOp : DSCRT_Op<"copy"> {
+  let summary = "copies a buffer into another of the same type, on a stream";
+  let description = [{
+    Enqueued on `stream`: the bytes of `source` into `target`, host to
+    device, device to host or device to device (the memory spaces say
+    which). Shapes and element types must be equal; the buffers are not the
+    same value.
+
+    ```mlir
+    dscrt.copy %t to %d on %compute : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>
+    ```
+  }];
+  let arguments = (ins DSCRT_AnyBuffer:$source, DSCRT_AnyBuffer:$target,
+                       DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSCRT_StreamOp : DSCRT_Op<"stream"> {
+  let summary = "a named stream the step enqueues work on";
+  let description = [{
+    The runtime creates one stream per `dscrt.stream` of the step (the
+    artifact's stream table, in program order) and hands it to every step.
+    Names are unique within a function.
+
+    ```mlir
+    %compute = dscrt.stream "compute"
+    %comm = dscrt.stream "comm"
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs DSCRT_StreamType:$result);
+  let assemblyFormat = "$name attr-dict";
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name), [{
+    build($_builder, $_state, $_builder.getType<StreamType>(), name);
+  }]>];
+  let hasVerifier = 1;
+}
+
+def DSCRT_RecordOp : DSCRT_Op<"record"> {
+  let summary = "an event standing for the work enqueued on a stream so far";
+  let description = [{
+    ```mlir
+    %ready = dscrt.record %compute
+    ```
+  }];
+  let arguments = (ins DSCRT_StreamType:$stream);
+  let results = (outs DSCRT_EventType:$event);
+  let assemblyFormat = "$stream attr-dict";
+  let builders = [OpBuilder<(ins "::mlir::Value":$stream), [{
+    build($_builder, $_state, $_builder.getType<EventType>(), stream);
+  }]>];
+}
+
+def DSCRT_WaitOp : DSCRT_Op<"wait"> {
+  let summary = "makes a stream's later work wait for an event";
+  let description = [{
+    Work enqueued on `stream` after the wait starts once the work `event`
+    stands for has run; the host does not block. The event is a
+    `dscrt.record` of another stream, earlier in the same block.
+
+    ```mlir
+    dscrt.wait %comm for %ready
+    ```
+  }];
+  let arguments = (ins DSCRT_StreamType:$stream, DSCRT_EventType:$event);
+  let assemblyFormat = "$stream `for` $event attr-dict";
+  let hasVerifier = 1;
+}
+
+def DSCRT_SynchronizeOp : DSCRT_Op<"synchronize"> {
+  let summary = "the host waits until a stream's work has run";
+  let description = [{
+    The step ends by synchronizing its streams: the runtime reads the host
+    outputs once the step returns.
+
+    ```mlir
+    dscrt.synchronize %compute
+    ```
+  }];
+  let arguments = (ins DSCRT_StreamType:$stream);
+  let assemblyFormat = "$stream attr-dict";
 }
 
 def DSCRT_EvalExitOp : DSCRT_Op<"eval_exit"> {
@@ -211,10 +377,13 @@ def DSCRT_EvalExitOp : DSCRT_Op<"eval_exit"> {
     (the loss) are written: when the runtime evaluates (`dsc-run --eval`,
     `StepContext::training()` false) the step returns here, before the
     backward pass and the optimizer, so evaluation changes no state. At most
-    one per step, after every `dscrt.output`.
+    one per step, after every `dscrt.output` and every `dscrt.copy` into an
+    output's host buffer. The emitted step synchronizes every stream before
+    it returns there, so no work is left pending.
 
     ```mlir
-    dscrt.output 0 "loss", %l : memref<f32>
+    %l = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
+    dscrt.copy %loss to %l on %compute : memref<f32> to memref<f32, #dscrt.host>
     dscrt.eval_exit
     ```
   }];
