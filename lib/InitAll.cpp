@@ -5,6 +5,7 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+#include "dsc/Pipeline/TrainingPipeline.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,5 +21,6 @@ void mlir::dsc::registerAllDialects(mlir::DialectRegistry &registry) {
 void mlir::dsc::registerAllPasses() {
   registerDSCPasses();
   registerDSCConversionPasses();
+  registerTrainingPipeline();
   mlir::registerTransformsPasses();
 }

@@ -1,6 +1,7 @@
 """GPT-2 in plain PyTorch, in nanoGPT's layout and parameter names.
 
-    build(size="tiny"|"small", batch=2, seq=None, vocab=None, dropout=0.0)
+    build(size="tiny"|"small"|"medium", batch=2, seq=None, vocab=None, dropout=0.0,
+          layers=None, width=None, heads=None)
 
 `small` is GPT-2 124M (12 layers, 12 heads, width 768, vocab 50257, context
 1024). `tiny` (2 layers, 2 heads, width 32, byte-level vocab 256, context 16)
@@ -109,12 +110,17 @@ class GPT(nn.Module):
                                ignore_index=-1)
 
 
-def build(size="tiny", batch=2, seq=None, vocab=None, dropout=0.0, layers=None):
+def build(size="tiny", batch=2, seq=None, vocab=None, dropout=0.0, layers=None,
+          width=None, heads=None):
     cfg = dict(SIZES[size])
     if vocab is not None:
         cfg["vocab_size"] = vocab
     if layers is not None:
         cfg["n_layer"] = layers
+    if width is not None:
+        cfg["n_embd"] = width
+    if heads is not None:
+        cfg["n_head"] = heads
     seq = seq or min(cfg["block_size"], 8 if size == "tiny" else 64)
     model = GPT(dropout=dropout, **cfg)
     g = torch.Generator().manual_seed(1234)

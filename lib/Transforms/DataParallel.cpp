@@ -24,6 +24,12 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
       module.emitError() << "world-size must be >= 1, got " << int64_t(worldSize);
       return signalPassFailure();
     }
+    if (microBatch < 0) {
+      module.emitError() << "micro-batch must be >= 0, got " << int64_t(microBatch);
+      return signalPassFailure();
+    }
+    if (microBatch > 0 && failed(checkMicroBatch(module)))
+      return signalPassFailure();
     OpBuilder builder(module.getContext());
     module->setAttr("dsc.world_size", builder.getI64IntegerAttr(int64_t(worldSize)));
     if (worldSize == 1)
@@ -42,6 +48,24 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
         if (isOpTriviallyDead(&op))
           op.erase();
     }
+  }
+
+  /// Every graph input's leading dimension is the micro-batch.
+  LogicalResult checkMicroBatch(ModuleOp module) {
+    for (auto func : module.getOps<func::FuncOp>()) {
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        auto name = func.getArgAttrOfType<StringAttr>(i, "dsc.input");
+        auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+        if (!name || !type)
+          continue;
+        if (type.getRank() == 0 || type.getDimSize(0) != microBatch)
+          return func.emitError()
+                 << "input '" << name.getValue() << "' is " << type
+                 << ", but the micro-batch per rank is " << int64_t(microBatch)
+                 << "; export the model with that batch size";
+      }
+    }
+    return success();
   }
 
   /// `value` (one rank's) made global over the data-parallel ranks.

@@ -2,14 +2,20 @@
 //
 // mlir-opt with the dsc dialect and passes. Besides MLIR's standard flags it
 // bounds the nesting depth of textual input before parsing, because MLIR's
-// recursive-descent parser overflows the stack on deeply nested input.
+// recursive-descent parser overflows the stack on deeply nested input, and
+// it takes the users' training flags (--world-size, --optimizer, --config
+// ds_config.json, ...), which run --dsc-pipeline before the passes named on
+// the command line.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Config/TrainingFlags.h"
 #include "dsc/InitAll.h"
+#include "dsc/Pipeline/TrainingPipeline.h"
 #include "dsc/Support/InputLimits.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -27,10 +33,29 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::dsc::registerAllDialects(registry);
   mlir::dsc::registerAllPasses();
+  mlir::dsc::registerTrainingFlags();
 
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "dsc optimizer driver\n", registry);
   mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+
+  mlir::FailureOr<std::optional<std::string>> training =
+      mlir::dsc::trainingPipelineFromFlags();
+  if (mlir::failed(training))
+    return 1;
+  if (*training) {
+    std::shared_ptr<mlir::dsc::TrainingPipelineOptions> options =
+        mlir::dsc::TrainingPipelineOptions::createFromString(**training);
+    if (!options)
+      return 1;
+    // The training pipeline first, then the passes the command line names
+    // (dsc-compile adds the lowering that way).
+    config.setPassPipelineSetupFn(
+        [commandLine = config, options](mlir::PassManager &pm) {
+          mlir::dsc::buildTrainingPipeline(pm, *options);
+          return commandLine.setupPassPipeline(pm);
+        });
+  }
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =

@@ -39,10 +39,17 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
       mixture-of-experts balance loss, is averaged as DeepSpeed averages it).
 
     With `world-size=1` only the attribute is set.
+
+    `micro-batch=B` > 0 checks that every graph input (`dsc.input`) has
+    the leading dimension B, the per-rank micro-batch a DeepSpeed config
+    asks for (`train_micro_batch_size_per_gpu`): the exported shapes fix
+    it, so a config that disagrees is an error naming the input.
   }];
   let options = [
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "number of data-parallel ranks">,
+    Option<"microBatch", "micro-batch", "int64_t", /*default=*/"0",
+           "per-rank micro-batch the inputs must have (0: not checked)">,
   ];
 }
 

@@ -1,0 +1,41 @@
+//===- DeepSpeedConfig.h - ds_config.json as --dsc-pipeline options -*- C++ -*-===//
+//
+// `dsc-opt --config ds_config.json` reads a DeepSpeed configuration with
+// DeepSpeed's rules (../shared/deepspeed-semantics.md, "Configuration") and
+// turns it into options of the training pipeline (TrainingPipeline.h), which
+// command-line flags then override.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_CONFIG_DEEPSPEEDCONFIG_H
+#define DSC_CONFIG_DEEPSPEEDCONFIG_H
+
+#include "mlir/Support/LLVM.h"
+
+#include <map>
+#include <string>
+
+namespace llvm {
+class SourceMgr;
+} // namespace llvm
+
+namespace mlir::dsc {
+
+/// `--dsc-pipeline` options by name (`lr` → `0.0001`).
+using PipelineSettings = std::map<std::string, std::string>;
+
+/// `value` as option text that reads back as the same double.
+std::string formatPipelineNumber(double value);
+
+/// Reads the DeepSpeed config in buffer `bufferId` of `sourceMgr` for a job
+/// of `worldSize` data-parallel ranks. Every error (bad JSON, a duplicate or
+/// unknown key, a value of the wrong type or out of range, an inconsistent
+/// batch triple, a DeepSpeed feature dsc does not implement) is reported
+/// through `sourceMgr` at the key it is about, and gives failure.
+FailureOr<PipelineSettings> readDeepSpeedConfig(llvm::SourceMgr &sourceMgr,
+                                                unsigned bufferId,
+                                                int64_t worldSize);
+
+} // namespace mlir::dsc
+
+#endif // DSC_CONFIG_DEEPSPEEDCONFIG_H

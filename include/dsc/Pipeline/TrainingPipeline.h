@@ -1,0 +1,73 @@
+//===- TrainingPipeline.h - the standard order of dsc passes ----*- C++ -*-===//
+//
+// `--dsc-pipeline="world-size=2 optimizer=sgd lr=0.1"` assembles the passes
+// that turn an exported forward graph into a training step, in the one order
+// that is correct (DESIGN.md §2, decision 4). The users' spellings,
+// `dsc-opt --world-size=2 --optimizer=sgd` and `dsc-opt --config
+// ds_config.json`, fill these options and run the same pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_PIPELINE_TRAININGPIPELINE_H
+#define DSC_PIPELINE_TRAININGPIPELINE_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::dsc {
+
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  enum class Step { Train, Gradients, Eval };
+  Option<Step> step{
+      *this, "step", llvm::cl::desc("what the compiled step computes"),
+      llvm::cl::init(Step::Train),
+      llvm::cl::values(
+          clEnumValN(Step::Train, "train",
+                     "forward, backward and the optimizer update"),
+          clEnumValN(Step::Gradients, "gradients",
+                     "loss and every parameter's gradient, no update"),
+          clEnumValN(Step::Eval, "eval", "forward and loss only"))};
+  Option<int64_t> worldSize{*this, "world-size",
+                            llvm::cl::desc("data-parallel ranks"),
+                            llvm::cl::init(1)};
+  Option<int64_t> microBatch{
+      *this, "micro-batch",
+      llvm::cl::desc("per-rank micro-batch the exported inputs must have "
+                     "(0: not checked)"),
+      llvm::cl::init(0)};
+  Option<std::string> optimizer{*this, "optimizer",
+                                llvm::cl::desc("adamw, adam or sgd"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate"),
+                    llvm::cl::init(1e-3)};
+  ListOption<double> betas{*this, "betas",
+                           llvm::cl::desc("Adam's beta1,beta2")};
+  Option<double> eps{*this, "eps", llvm::cl::desc("Adam's epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("weight decay; negative: the optimizer's default "
+                     "(0.01 for adamw, 0 otherwise)"),
+      llvm::cl::init(-1)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0)};
+  Option<double> gradClip{
+      *this, "grad-clip",
+      llvm::cl::desc("clip gradients to this global 2-norm (0: off)"),
+      llvm::cl::init(0)};
+};
+
+/// Appends the training-step passes to `pm`, which runs on builtin.module.
+void buildTrainingPipeline(OpPassManager &pm,
+                           const TrainingPipelineOptions &options);
+
+/// Registers `--dsc-pipeline`.
+void registerTrainingPipeline();
+
+} // namespace mlir::dsc
+
+#endif // DSC_PIPELINE_TRAININGPIPELINE_H

@@ -1,0 +1,410 @@
+//===- DeepSpeedConfig.cpp - ds_config.json as --dsc-pipeline options -----===//
+//
+// Follows DeepSpeed v0.19's reading of its config: "auto" values count as
+// absent, integers may be written 5e8, the batch triple is completed and
+// checked as DeepSpeed's `_set_batch_related_parameters` and
+// `_batch_assertion` do, and an optimizer named "Adam" is AdamW unless
+// `adam_w_mode` is false (its FusedAdam default). Keys dsc does not know are
+// errors rather than silently ignored, because a misspelt key in a config
+// otherwise trains a different model than the user asked for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Config/DeepSpeedConfig.h"
+
+#include "dsc/Config/LocatedJson.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::dsc;
+using llvm::json::Object;
+using llvm::json::Value;
+
+namespace {
+
+std::string formatNumber(double value) { return formatPipelineNumber(value); }
+
+class ConfigReader {
+public:
+  ConfigReader(llvm::SourceMgr &sourceMgr, const LocatedJson &json)
+      : sourceMgr(sourceMgr), json(json) {}
+
+  LogicalResult error(StringRef path, const Twine &message) {
+    sourceMgr.PrintMessage(json.locate(path), llvm::SourceMgr::DK_Error,
+                           path.empty() ? message : "'" + path + "': " + message);
+    return failure();
+  }
+
+  /// Keys of `object` (at `path`) outside `known` are errors.
+  LogicalResult onlyKeys(const Object &object, StringRef path,
+                         ArrayRef<StringRef> known, StringRef what) {
+    for (const auto &[key, value] : object)
+      if (!llvm::is_contained(known, StringRef(key)))
+        return error(join(path, key), "unknown key in " + what);
+    return success();
+  }
+
+  static std::string join(StringRef path, StringRef key) {
+    return path.empty() ? key.str() : (path + "." + key).str();
+  }
+
+  /// The value of `key`, absent when missing, null or "auto".
+  static const Value *get(const Object &object, StringRef key) {
+    const Value *value = object.get(key);
+    if (!value || value->kind() == Value::Null)
+      return nullptr;
+    if (auto text = value->getAsString(); text && *text == "auto")
+      return nullptr;
+    return value;
+  }
+
+  FailureOr<std::optional<double>> number(const Object &object, StringRef path,
+                                          StringRef key) {
+    const Value *value = get(object, key);
+    if (!value)
+      return std::optional<double>();
+    std::optional<double> number = value->getAsNumber();
+    if (!number || !std::isfinite(*number))
+      return error(join(path, key), "expected a number");
+    return std::optional<double>(*number);
+  }
+
+  /// An integer, also written as 5e8 (DeepSpeed accepts it).
+  FailureOr<std::optional<int64_t>> integer(const Object &object, StringRef path,
+                                            StringRef key) {
+    FailureOr<std::optional<double>> value = number(object, path, key);
+    if (failed(value))
+      return failure();
+    if (!*value)
+      return std::optional<int64_t>();
+    double v = **value;
+    if (v != std::floor(v) || std::fabs(v) > 9.0e15)
+      return error(join(path, key), "expected an integer, got " + formatNumber(v));
+    return std::optional<int64_t>(int64_t(v));
+  }
+
+  FailureOr<std::optional<bool>> boolean(const Object &object, StringRef path,
+                                         StringRef key) {
+    const Value *value = get(object, key);
+    if (!value)
+      return std::optional<bool>();
+    if (std::optional<bool> b = value->getAsBoolean())
+      return std::optional<bool>(*b);
+    return error(join(path, key), "expected true or false");
+  }
+
+  FailureOr<const Object *> section(const Object &object, StringRef key) {
+    const Value *value = get(object, key);
+    if (!value)
+      return static_cast<const Object *>(nullptr);
+    if (const Object *o = value->getAsObject())
+      return o;
+    return error(key, "expected an object");
+  }
+
+  LogicalResult read(const Object &root, int64_t worldSize);
+  LogicalResult readBatch(const Object &root, int64_t worldSize);
+  LogicalResult readOptimizer(const Object &optimizer);
+  LogicalResult readPrecision(const Object &root);
+  LogicalResult readZero(const Object &zero);
+
+  PipelineSettings settings;
+
+private:
+  llvm::SourceMgr &sourceMgr;
+  const LocatedJson &json;
+};
+
+// Top-level keys that only change logging or monitoring: dsc-run prints
+// every step and writes its own metrics, so they have no effect here.
+constexpr StringRef kLoggingKeys[] = {
+    "steps_per_print", "wall_clock_breakdown", "dump_state", "tensorboard",
+    "wandb", "csv_monitor", "comet", "flops_profiler", "comms_logger",
+    "memory_breakdown", "checkpoint"};
+
+// DeepSpeed features dsc recognises but does not implement.
+constexpr StringRef kUnsupportedKeys[] = {
+    "amp", "activation_checkpointing", "data_efficiency", "curriculum_learning",
+    "sparse_attention", "elasticity", "pipeline", "aio", "compression_training",
+    "communication_data_type", "prescale_gradients", "gradient_predivide_factor",
+    "sparse_gradients", "zero_allow_untested_optimizer", "autotuning",
+    "data_types", "seq_parallel_communication_data_type", "nebula",
+    "eigenvalue", "progressive_layer_drop", "quantize_training"};
+
+constexpr StringRef kHandledKeys[] = {
+    "train_batch_size", "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps", "optimizer", "scheduler", "fp16", "bf16",
+    "gradient_clipping", "zero_optimization"};
+
+LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
+  for (const auto &[key, value] : root) {
+    StringRef k = key;
+    if (llvm::is_contained(kHandledKeys, k) || llvm::is_contained(kLoggingKeys, k))
+      continue;
+    if (llvm::is_contained(kUnsupportedKeys, k))
+      return error(k, "this DeepSpeed feature is not supported by dsc");
+    return error(k, "unknown key");
+  }
+  if (failed(readBatch(root, worldSize)))
+    return failure();
+
+  FailureOr<const Object *> optimizer = section(root, "optimizer");
+  if (failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer))))
+    return failure();
+  if (get(root, "scheduler"))
+    return error("scheduler", "learning-rate schedules are not supported yet");
+  if (failed(readPrecision(root)))
+    return failure();
+
+  FailureOr<std::optional<double>> clip = number(root, "", "gradient_clipping");
+  if (failed(clip))
+    return failure();
+  if (*clip) {
+    if (**clip < 0)
+      return error("gradient_clipping", "must be >= 0, got " + formatNumber(**clip));
+    settings["grad-clip"] = formatNumber(**clip);
+  }
+
+  FailureOr<const Object *> zero = section(root, "zero_optimization");
+  if (failed(zero) || (*zero && failed(readZero(**zero))))
+    return failure();
+  return success();
+}
+
+LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
+  FailureOr<std::optional<int64_t>> train = integer(root, "", "train_batch_size");
+  FailureOr<std::optional<int64_t>> micro =
+      integer(root, "", "train_micro_batch_size_per_gpu");
+  FailureOr<std::optional<int64_t>> accum =
+      integer(root, "", "gradient_accumulation_steps");
+  if (failed(train) || failed(micro) || failed(accum))
+    return failure();
+  std::optional<int64_t> t = *train, m = *micro, g = *accum;
+  if (!t && !m && !g)
+    return success(); // the exported inputs fix the micro-batch
+  // DeepSpeed's completion of the triple, with its integer divisions.
+  if (t && m && !g)
+    g = *m > 0 ? *t / *m / worldSize : 0;
+  else if (t && g && !m)
+    m = *g > 0 ? *t / worldSize / *g : 0;
+  else if (m && g && !t)
+    t = *m * *g * worldSize;
+  else if (t && !m && !g)
+    g = 1, m = *t / worldSize;
+  else if (m && !t && !g)
+    g = 1, t = *m * worldSize;
+  else if (g && !t && !m)
+    return error("gradient_accumulation_steps",
+                 "train_batch_size or train_micro_batch_size_per_gpu must be "
+                 "given with it");
+  StringRef where = train->has_value() ? "train_batch_size"
+                    : micro->has_value() ? "train_micro_batch_size_per_gpu"
+                                         : "gradient_accumulation_steps";
+  if (*t <= 0 || *m <= 0 || *g <= 0)
+    return error(where, "batch sizes must be positive (train_batch_size " +
+                            Twine(*t) + ", micro-batch " + Twine(*m) +
+                            ", gradient accumulation " + Twine(*g) + ")");
+  if (*t != *m * *g * worldSize)
+    return error(where, "train_batch_size is not equal to micro_batch_per_gpu * "
+                        "gradient_acc_step * world_size: " +
+                            Twine(*t) + " != " + Twine(*m) + " * " + Twine(*g) +
+                            " * " + Twine(worldSize));
+  if (*g != 1)
+    return error(where, "gradient accumulation (" + Twine(*g) +
+                            " micro-batches per step) is not supported yet");
+  settings["micro-batch"] = std::to_string(*m);
+  return success();
+}
+
+LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
+  if (failed(onlyKeys(optimizer, "optimizer", {"type", "params"}, "optimizer")))
+    return failure();
+  const Value *typeValue = get(optimizer, "type");
+  std::optional<StringRef> type = typeValue ? typeValue->getAsString() : std::nullopt;
+  if (!type)
+    return error("optimizer.type", "expected a string (Adam, AdamW or SGD)");
+  std::string name = type->lower();
+  bool adam = name == "adam" || name == "adamw";
+  if (!adam && name != "sgd")
+    return error("optimizer.type", "optimizer '" + *type +
+                                       "' is not supported by dsc (Adam, AdamW, SGD)");
+  const Object empty;
+  FailureOr<const Object *> paramsOr = section(optimizer, "params");
+  if (failed(paramsOr))
+    return failure();
+  const Object &params = *paramsOr ? **paramsOr : empty;
+  StringRef path = "optimizer.params";
+  if (adam) {
+    if (failed(onlyKeys(params, path,
+                        {"lr", "betas", "eps", "weight_decay", "adam_w_mode",
+                         "torch_adam", "bias_correction", "amsgrad"},
+                        "Adam's parameters")))
+      return failure();
+    FailureOr<std::optional<bool>> wMode = boolean(params, path, "adam_w_mode");
+    FailureOr<std::optional<bool>> torchAdam = boolean(params, path, "torch_adam");
+    FailureOr<std::optional<bool>> bias = boolean(params, path, "bias_correction");
+    FailureOr<std::optional<bool>> amsgrad = boolean(params, path, "amsgrad");
+    if (failed(wMode) || failed(torchAdam) || failed(bias) || failed(amsgrad))
+      return failure();
+    if (bias->value_or(true) == false)
+      return error(join(path, "bias_correction"), "only true is supported");
+    if (amsgrad->value_or(false))
+      return error(join(path, "amsgrad"), "AMSGrad is not supported");
+    // "Adam" forces AdamW's decoupled decay unless adam_w_mode is false.
+    bool decoupled = name == "adamw" || wMode->value_or(true);
+    settings["optimizer"] = decoupled ? "adamw" : "adam";
+    // FusedAdam's default decay is 0; torch.optim.AdamW's is 0.01.
+    settings["weight-decay"] =
+        torchAdam->value_or(false) && decoupled ? "0.01" : "0";
+    if (const Value *betas = get(params, "betas")) {
+      const llvm::json::Array *array = betas->getAsArray();
+      if (!array || array->size() != 2 || !(*array)[0].getAsNumber() ||
+          !(*array)[1].getAsNumber())
+        return error(join(path, "betas"), "expected two numbers [beta1, beta2]");
+      settings["betas"] = formatNumber(*(*array)[0].getAsNumber()) + "," +
+                          formatNumber(*(*array)[1].getAsNumber());
+    }
+    FailureOr<std::optional<double>> eps = number(params, path, "eps");
+    if (failed(eps))
+      return failure();
+    if (*eps)
+      settings["eps"] = formatNumber(**eps);
+  } else {
+    if (failed(onlyKeys(params, path,
+                        {"lr", "momentum", "weight_decay", "dampening", "nesterov"},
+                        "SGD's parameters")))
+      return failure();
+    FailureOr<std::optional<double>> dampening = number(params, path, "dampening");
+    FailureOr<std::optional<bool>> nesterov = boolean(params, path, "nesterov");
+    FailureOr<std::optional<double>> momentum = number(params, path, "momentum");
+    if (failed(dampening) || failed(nesterov) || failed(momentum))
+      return failure();
+    if (dampening->value_or(0) != 0)
+      return error(join(path, "dampening"), "only 0 is supported");
+    if (nesterov->value_or(false))
+      return error(join(path, "nesterov"), "Nesterov momentum is not supported");
+    if (!get(params, "lr"))
+      return error("optimizer", "SGD needs params.lr (torch.optim.SGD has no default)");
+    settings["optimizer"] = "sgd";
+    settings["weight-decay"] = "0";
+    settings["momentum"] = formatNumber(momentum->value_or(0));
+  }
+  FailureOr<std::optional<double>> lr = number(params, path, "lr");
+  FailureOr<std::optional<double>> decay = number(params, path, "weight_decay");
+  if (failed(lr) || failed(decay))
+    return failure();
+  if (*lr)
+    settings["lr"] = formatNumber(**lr);
+  if (*decay)
+    settings["weight-decay"] = formatNumber(**decay);
+  return success();
+}
+
+LogicalResult ConfigReader::readPrecision(const Object &root) {
+  FailureOr<const Object *> fp16 = section(root, "fp16");
+  FailureOr<const Object *> bf16 = section(root, "bf16");
+  if (failed(fp16) || failed(bf16))
+    return failure();
+  bool fp16On = false, bf16On = false;
+  if (*fp16) {
+    if (failed(onlyKeys(**fp16, "fp16",
+                        {"enabled", "auto_cast", "loss_scale", "initial_scale_power",
+                         "loss_scale_window", "hysteresis", "consecutive_hysteresis",
+                         "min_loss_scale", "fp16_master_weights_and_grads"},
+                        "fp16")))
+      return failure();
+    FailureOr<std::optional<bool>> on = boolean(**fp16, "fp16", "enabled");
+    if (failed(on))
+      return failure();
+    fp16On = on->value_or(false);
+  }
+  if (*bf16) {
+    if (failed(onlyKeys(**bf16, "bf16", {"enabled", "immediate_grad_update"}, "bf16")))
+      return failure();
+    FailureOr<std::optional<bool>> on = boolean(**bf16, "bf16", "enabled");
+    if (failed(on))
+      return failure();
+    bf16On = on->value_or(false);
+  }
+  if (fp16On && bf16On)
+    return error("bf16", "bf16 and fp16 modes cannot be simultaneously enabled");
+  if (fp16On)
+    return error("fp16", "fp16 training is not supported yet");
+  if (bf16On)
+    return error("bf16", "bf16 training is not supported yet");
+  return success();
+}
+
+LogicalResult ConfigReader::readZero(const Object &zero) {
+  StringRef path = "zero_optimization";
+  if (failed(onlyKeys(
+          zero, path,
+          {"stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
+           "allgather_partitions", "allgather_bucket_size", "overlap_comm",
+           "load_from_fp32_weights", "elastic_checkpoint", "offload_param",
+           "offload_optimizer", "sub_group_size", "stage3_prefetch_bucket_size",
+           "stage3_param_persistence_threshold", "stage3_max_live_parameters",
+           "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
+           "stage3_gather_fp16_weights_on_model_save", "round_robin_gradients",
+           "ignore_unused_parameters", "cpu_offload", "zero_hpz_partition_size",
+           "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
+           "mics_hierarchical_params_gather", "memory_efficient_linear",
+           "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings"},
+          "zero_optimization")))
+    return failure();
+  FailureOr<std::optional<int64_t>> stage = integer(zero, path, "stage");
+  if (failed(stage))
+    return failure();
+  int64_t s = stage->value_or(0);
+  if (s < 0 || s > 3)
+    return error(join(path, "stage"), "ZeRO stage must be 0, 1, 2 or 3, got " + Twine(s));
+  for (StringRef offload : {"offload_param", "offload_optimizer"}) {
+    const Value *value = get(zero, offload);
+    if (!value)
+      continue;
+    const Object *o = value->getAsObject();
+    if (!o)
+      return error(join(path, offload), "expected an object");
+    const Value *device = get(*o, "device");
+    std::optional<StringRef> name = device ? device->getAsString() : std::nullopt;
+    if (name && *name == "none")
+      continue;
+    if (offload == "offload_param" && s != 3)
+      return error(join(path, offload), "parameter offload needs ZeRO stage 3");
+    return error(join(path, offload), "offload is not supported yet");
+  }
+  if (s != 0)
+    return error(join(path, "stage"), "ZeRO stage " + Twine(s) + " is not supported yet");
+  return success();
+}
+
+} // namespace
+
+std::string mlir::dsc::formatPipelineNumber(double value) {
+  // %.17g reads back as the same double.
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+FailureOr<PipelineSettings>
+mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
+                               int64_t worldSize) {
+  FailureOr<LocatedJson> json = parseLocatedJson(sourceMgr, bufferId);
+  if (failed(json))
+    return failure();
+  ConfigReader reader(sourceMgr, *json);
+  const Object *root = json->value.getAsObject();
+  if (!root)
+    return reader.error("", "a DeepSpeed config is a JSON object");
+  if (failed(reader.read(*root, worldSize)))
+    return failure();
+  return std::move(reader.settings);
+}

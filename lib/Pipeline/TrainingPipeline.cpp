@@ -1,0 +1,48 @@
+//===- TrainingPipeline.cpp - --dsc-pipeline -------------------------------===//
+
+#include "dsc/Pipeline/TrainingPipeline.h"
+
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
+                                      const TrainingPipelineOptions &options) {
+  // Exported graphs repeat constants per use; merge them before the
+  // rewrites multiply them.
+  pm.addPass(createCSEPass());
+  DataParallelOptions dataParallel;
+  dataParallel.worldSize = options.worldSize;
+  dataParallel.microBatch = options.microBatch;
+  pm.addPass(createDataParallel(dataParallel));
+  if (options.step != TrainingPipelineOptions::Step::Eval)
+    pm.addPass(createAutodiff());
+  if (options.step == TrainingPipelineOptions::Step::Train) {
+    OptimizerOptions optimizer;
+    optimizer.optimizer = options.optimizer;
+    optimizer.lr = options.lr;
+    optimizer.betas.assign(options.betas.begin(), options.betas.end());
+    optimizer.eps = options.eps;
+    optimizer.weightDecay = options.weightDecay;
+    optimizer.momentum = options.momentum;
+    optimizer.gradClip = options.gradClip;
+    pm.addPass(createOptimizer(optimizer));
+  }
+  pm.addPass(createCSEPass());
+}
+
+void mlir::dsc::registerTrainingPipeline() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "dsc-pipeline",
+      "the training step in the standard pass order: data parallelism, "
+      "autodiff, the optimizer (dsc-opt --world-size/--optimizer/... and "
+      "--config ds_config.json fill these options)",
+      [](OpPassManager &pm, const TrainingPipelineOptions &options) {
+        buildTrainingPipeline(pm, options);
+      });
+}

@@ -1,0 +1,42 @@
+// --dsc-pipeline runs the training step's passes in their standard order;
+// dsc-opt's --world-size/--optimizer/--step flags are the same pipeline.
+// RUN: dsc-opt %s --dsc-pipeline="world-size=2 optimizer=sgd lr=0.1" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: dsc-opt %s --world-size=2 --optimizer=sgd --lr=0.1 --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: cse
+// ORDER-NEXT: dsc-data-parallel{micro-batch=0 world-size=2}
+// ORDER-NEXT: dsc-autodiff
+// ORDER-NEXT: dsc-optimizer{{.*}}lr=1.000000e-01{{.*}}optimizer=sgd
+// ORDER-NEXT: cse
+
+// The pipeline runs before the passes the command line names.
+// RUN: dsc-opt %s --step=eval --dsc-lower-to-runtime --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=THEN
+// THEN: dsc-data-parallel
+// THEN-NOT: dsc-autodiff
+// THEN: cse
+// THEN-NEXT: dsc-lower-to-runtime
+
+// step=gradients: loss and gradients, no update.
+// RUN: dsc-opt %s --step=gradients | FileCheck %s --check-prefix=GRAD
+// GRAD-NOT: dsc.state optimizer
+// GRAD: -> (tensor<f32> {dsc.output = "loss"}, tensor<4xf32> {dsc.gradient_of = @w, dsc.output = "grad.w"})
+// GRAD-NOT: dsc.store
+
+// step=train (the default): the update is in the graph.
+// RUN: dsc-opt %s --dsc-pipeline | FileCheck %s --check-prefix=TRAIN
+// TRAIN: dsc.state optimizer @w.exp_avg
+// TRAIN: dsc.store %{{.*}} to @w
+
+// Bad values are errors.
+// RUN: not dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: Cannot find option named 'bogus'
+// RUN: not dsc-opt %s --world-size=0 2>&1 | FileCheck %s --check-prefix=WORLD
+// WORLD: error: world-size must be >= 1, got 0
+
+dsc.state parameter @w : tensor<4xf32>
+func.func @step(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @w : tensor<4xf32>
+  %p = dsc.mul %w, %x : tensor<4xf32>, tensor<4xf32>
+  %l = dsc.reduce_sum %p, dims = [0] : tensor<4xf32>
+  return %l : tensor<f32>
+}
