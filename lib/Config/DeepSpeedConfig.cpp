@@ -112,6 +112,7 @@ public:
   LogicalResult read(const Object &root, int64_t worldSize);
   LogicalResult readBatch(const Object &root, int64_t worldSize);
   LogicalResult readOptimizer(const Object &optimizer);
+  LogicalResult readScheduler(const Object &scheduler);
   LogicalResult readPrecision(const Object &root);
   LogicalResult readZero(const Object &zero);
 
@@ -158,8 +159,9 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   FailureOr<const Object *> optimizer = section(root, "optimizer");
   if (failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer))))
     return failure();
-  if (get(root, "scheduler"))
-    return error("scheduler", "learning-rate schedules are not supported yet");
+  FailureOr<const Object *> scheduler = section(root, "scheduler");
+  if (failed(scheduler) || (*scheduler && failed(readScheduler(**scheduler))))
+    return failure();
   if (failed(readPrecision(root)))
     return failure();
 
@@ -304,6 +306,89 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     settings["lr"] = formatNumber(**lr);
   if (*decay)
     settings["weight-decay"] = formatNumber(**decay);
+  return success();
+}
+
+LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
+  if (failed(onlyKeys(scheduler, "scheduler", {"type", "params"}, "scheduler")))
+    return failure();
+  const Value *typeValue = get(scheduler, "type");
+  std::optional<StringRef> type = typeValue ? typeValue->getAsString() : std::nullopt;
+  if (!type)
+    return error("scheduler.type",
+                 "expected a string (WarmupLR, WarmupDecayLR or WarmupCosineLR)");
+  // DeepSpeed's parameter names and the pipeline options they set; each
+  // schedule's constructor takes only its own.
+  struct Param {
+    StringRef key, option;
+    bool integer;
+  };
+  const Param warmupLR[] = {{"warmup_min_lr", "warmup-min-lr", false},
+                            {"warmup_max_lr", "warmup-max-lr", false},
+                            {"warmup_num_steps", "warmup-num-steps", true}};
+  const Param totalSteps[] = {{"total_num_steps", "total-num-steps", true}};
+  const Param cosine[] = {{"warmup_min_ratio", "warmup-min-ratio", false},
+                          {"cos_min_ratio", "cos-min-ratio", false},
+                          {"warmup_num_steps", "warmup-num-steps", true}};
+  SmallVector<Param> params;
+  StringRef name;
+  if (*type == "WarmupLR") {
+    name = "warmup-lr";
+    params.append(std::begin(warmupLR), std::end(warmupLR));
+  } else if (*type == "WarmupDecayLR") {
+    name = "warmup-decay-lr";
+    params.append(std::begin(warmupLR), std::end(warmupLR));
+    params.append(std::begin(totalSteps), std::end(totalSteps));
+  } else if (*type == "WarmupCosineLR") {
+    name = "warmup-cosine-lr";
+    params.append(std::begin(cosine), std::end(cosine));
+    params.append(std::begin(totalSteps), std::end(totalSteps));
+  } else {
+    return error("scheduler.type",
+                 "scheduler '" + *type +
+                     "' is not supported by dsc (WarmupLR, WarmupDecayLR, "
+                     "WarmupCosineLR)");
+  }
+  settings["scheduler"] = name.str();
+  const Object empty;
+  FailureOr<const Object *> paramsOr = section(scheduler, "params");
+  if (failed(paramsOr))
+    return failure();
+  const Object &values = *paramsOr ? **paramsOr : empty;
+  StringRef path = "scheduler.params";
+  SmallVector<StringRef> known = {"warmup_type", "last_batch_iteration"};
+  for (const Param &param : params)
+    known.push_back(param.key);
+  if (failed(onlyKeys(values, path, known, (*type + "'s parameters").str())))
+    return failure();
+  for (const Param &param : params) {
+    if (param.integer) {
+      FailureOr<std::optional<int64_t>> v = integer(values, path, param.key);
+      if (failed(v))
+        return failure();
+      if (*v)
+        settings[param.option.str()] = std::to_string(**v);
+      continue;
+    }
+    FailureOr<std::optional<double>> v = number(values, path, param.key);
+    if (failed(v))
+      return failure();
+    if (*v)
+      settings[param.option.str()] = formatNumber(**v);
+  }
+  if (const Value *warmupType = get(values, "warmup_type")) {
+    std::optional<StringRef> t = warmupType->getAsString();
+    if (!t || (*t != "log" && *t != "linear"))
+      return error(join(path, "warmup_type"), "expected \"log\" or \"linear\"");
+    settings["warmup-type"] = t->str();
+  }
+  FailureOr<std::optional<int64_t>> last = integer(values, path, "last_batch_iteration");
+  if (failed(last))
+    return failure();
+  if (last->value_or(-1) != -1)
+    return error(join(path, "last_batch_iteration"),
+                 "only -1 (a fresh schedule) is supported; resume from a "
+                 "checkpoint instead, which carries optimizer.step");
   return success();
 }
 

@@ -1,4 +1,10 @@
 //===- TrainingFlags.cpp - dsc-opt's top-level training flags -------------===//
+//
+// Each flag is a --dsc-pipeline option of the same name, passed on as text:
+// the pipeline's option parser checks the values, so the types and defaults
+// live in one place (TrainingPipeline.h).
+//
+//===----------------------------------------------------------------------===//
 
 #include "dsc/Config/TrainingFlags.h"
 
@@ -6,45 +12,64 @@
 
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <deque>
 
 using namespace mlir;
 using namespace mlir::dsc;
 namespace cl = llvm::cl;
 
 namespace {
-cl::OptionCategory category("dsc training step (run as --dsc-pipeline)");
+cl::OptionCategory category("dsc training step (run as --dsc-pipeline, "
+                            "docs/configuration.md)");
+
+struct Flag {
+  const char *name;
+  const char *help;
+};
+
+// The --dsc-pipeline options users set directly, as DeepSpeed users do.
+constexpr Flag kFlags[] = {
+    {"world-size", "data-parallel ranks (default 1)"},
+    {"step", "train (default), gradients (no update) or eval (forward and loss)"},
+    {"optimizer", "adamw (default), adam or sgd"},
+    {"lr", "learning rate (default 1e-3)"},
+    {"betas", "Adam's beta1,beta2 (default 0.9,0.999)"},
+    {"eps", "Adam's epsilon (default 1e-8)"},
+    {"weight-decay", "weight decay (default 0.01 for adamw as in PyTorch, 0 otherwise)"},
+    {"momentum", "SGD momentum (default 0)"},
+    {"grad-clip", "clip gradients to this global 2-norm (default 0: off)"},
+    {"scheduler", "learning-rate schedule: none (default), warmup-lr, "
+                  "warmup-decay-lr or warmup-cosine-lr (DeepSpeed's)"},
+    {"warmup-min-lr", "WarmupLR/WarmupDecayLR start lr (default 0)"},
+    {"warmup-max-lr", "WarmupLR/WarmupDecayLR peak lr"},
+    {"warmup-num-steps", "warmup steps (default 1000)"},
+    {"warmup-type", "warmup shape: log (default) or linear"},
+    {"total-num-steps", "WarmupDecayLR/WarmupCosineLR total steps"},
+    {"warmup-min-ratio", "WarmupCosineLR start ratio of lr (default 0)"},
+    {"cos-min-ratio", "WarmupCosineLR end ratio of lr (default 0.0001)"},
+};
 
 struct TrainingFlags {
   cl::opt<std::string> config{
       "config", cl::cat(category), cl::value_desc("ds_config.json"),
       cl::desc("read a DeepSpeed config; the flags below override it")};
-  cl::opt<int64_t> worldSize{"world-size", cl::cat(category), cl::init(1),
-                             cl::desc("data-parallel ranks")};
-  cl::opt<std::string> step{
-      "step", cl::cat(category), cl::init("train"),
-      cl::desc("train (default), gradients (no update) or eval (forward and loss)")};
-  cl::opt<std::string> optimizer{"optimizer", cl::cat(category),
-                                 cl::desc("adamw (default), adam or sgd")};
-  cl::opt<double> lr{"lr", cl::cat(category), cl::desc("learning rate (default 1e-3)")};
-  cl::opt<std::string> betas{"betas", cl::cat(category), cl::value_desc("b1,b2"),
-                             cl::desc("Adam's betas (default 0.9,0.999)")};
-  cl::opt<double> eps{"eps", cl::cat(category), cl::desc("Adam's epsilon (default 1e-8)")};
-  cl::opt<double> weightDecay{
-      "weight-decay", cl::cat(category),
-      cl::desc("weight decay (default 0.01 for adamw as in PyTorch, 0 otherwise)")};
-  cl::opt<double> momentum{"momentum", cl::cat(category),
-                           cl::desc("SGD momentum (default 0)")};
-  cl::opt<double> gradClip{"grad-clip", cl::cat(category),
-                           cl::desc("clip gradients to this global 2-norm (0: off)")};
+  // cl::opt registers itself and cannot move: a deque keeps them in place.
+  std::deque<cl::opt<std::string>> options;
+
+  TrainingFlags() {
+    for (const Flag &flag : kFlags)
+      options.emplace_back(llvm::StringRef(flag.name), cl::cat(category),
+                           cl::desc(flag.help));
+  }
 };
 
 TrainingFlags *flags = nullptr;
-
-std::string formatNumber(double value) { return formatPipelineNumber(value); }
 } // namespace
 
 void mlir::dsc::registerTrainingFlags() {
@@ -54,14 +79,19 @@ void mlir::dsc::registerTrainingFlags() {
 
 FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   TrainingFlags &f = *flags;
-  bool any = f.config.getNumOccurrences() || f.worldSize.getNumOccurrences() ||
-             f.step.getNumOccurrences() || f.optimizer.getNumOccurrences() ||
-             f.lr.getNumOccurrences() || f.betas.getNumOccurrences() ||
-             f.eps.getNumOccurrences() || f.weightDecay.getNumOccurrences() ||
-             f.momentum.getNumOccurrences() || f.gradClip.getNumOccurrences();
-  if (!any)
+  PipelineSettings given;
+  for (cl::opt<std::string> &option : f.options)
+    if (option.getNumOccurrences())
+      given[option.ArgStr.str()] = option.getValue();
+  if (given.empty() && f.config.empty())
     return std::optional<std::string>();
 
+  int64_t worldSize = 1;
+  if (auto it = given.find("world-size"); it != given.end() &&
+                                          !llvm::to_integer(it->second, worldSize)) {
+    llvm::errs() << "error: --world-size: '" << it->second << "' is not an integer\n";
+    return failure();
+  }
   PipelineSettings settings;
   if (!f.config.empty()) {
     std::string error;
@@ -73,25 +103,14 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
     llvm::SourceMgr sourceMgr;
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
     FailureOr<PipelineSettings> fromConfig =
-        readDeepSpeedConfig(sourceMgr, id, f.worldSize);
+        readDeepSpeedConfig(sourceMgr, id, worldSize);
     if (failed(fromConfig))
       return failure();
     settings = std::move(*fromConfig);
   }
   // Flags given on the command line win over the config.
-  auto set = [&](cl::Option &flag, std::string value) {
-    if (flag.getNumOccurrences())
-      settings[flag.ArgStr.str()] = std::move(value);
-  };
-  settings["world-size"] = std::to_string(f.worldSize);
-  set(f.step, f.step);
-  set(f.optimizer, f.optimizer);
-  set(f.lr, formatNumber(f.lr));
-  set(f.betas, f.betas);
-  set(f.eps, formatNumber(f.eps));
-  set(f.weightDecay, formatNumber(f.weightDecay));
-  set(f.momentum, formatNumber(f.momentum));
-  set(f.gradClip, formatNumber(f.gradClip));
+  for (auto &[name, value] : given)
+    settings[name] = value;
 
   std::string options;
   for (const auto &[name, value] : settings)

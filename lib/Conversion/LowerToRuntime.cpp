@@ -22,8 +22,9 @@ using namespace mlir::dsc;
 
 bool mlir::dsc::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
-             ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
-             GeluOp, GeluGradOp, ConvertOp, CompareOp, SelectOp>(op);
+             ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, CosOp, SinOp, LogOp,
+             SqrtOp, RsqrtOp, GeluOp, GeluGradOp, ConvertOp, CompareOp,
+             SelectOp>(op);
 }
 
 static MemRefType bufferType(Type tensorType) {

@@ -31,6 +31,14 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     optimizer.weightDecay = options.weightDecay;
     optimizer.momentum = options.momentum;
     optimizer.gradClip = options.gradClip;
+    optimizer.scheduler = options.scheduler;
+    optimizer.warmupMinLr = options.warmupMinLr;
+    optimizer.warmupMaxLr = options.warmupMaxLr;
+    optimizer.warmupNumSteps = options.warmupNumSteps;
+    optimizer.warmupType = options.warmupType;
+    optimizer.totalNumSteps = options.totalNumSteps;
+    optimizer.warmupMinRatio = options.warmupMinRatio;
+    optimizer.cosMinRatio = options.cosMinRatio;
     pm.addPass(createOptimizer(optimizer));
   }
   pm.addPass(createCSEPass());

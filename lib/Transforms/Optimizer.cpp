@@ -7,6 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LearningRate.h"
+#include "StepBuilder.h"
+
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Transforms/Passes.h"
@@ -37,6 +40,7 @@ struct Gradient {
 struct Settings {
   enum Kind { SGD, Adam, AdamW } kind;
   double lr, beta1, beta2, eps, weightDecay, momentum, gradClip;
+  LRSchedule schedule;
 };
 
 struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
@@ -87,7 +91,79 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         failed(check(s.momentum >= 0, "momentum", s.momentum)) ||
         failed(check(s.gradClip >= 0, "grad-clip", s.gradClip)))
       return failure();
+    if (failed(validateSchedule(module, s)))
+      return failure();
     return s;
+  }
+
+  /// DeepSpeed's schedule parameters, each accepted only by the schedules
+  /// whose constructor takes it (an unexpected keyword is a TypeError
+  /// there); -1 means "not given".
+  LogicalResult validateSchedule(ModuleOp module, Settings &s) {
+    LRSchedule &l = s.schedule;
+    l.lr = s.lr;
+    if (scheduler == "none")
+      l.kind = LRSchedule::None;
+    else if (scheduler == "warmup-lr")
+      l.kind = LRSchedule::WarmupLR;
+    else if (scheduler == "warmup-decay-lr")
+      l.kind = LRSchedule::WarmupDecayLR;
+    else if (scheduler == "warmup-cosine-lr")
+      l.kind = LRSchedule::WarmupCosineLR;
+    else
+      return module.emitError() << "unknown scheduler '" << scheduler
+                                << "'; expected none, warmup-lr, "
+                                   "warmup-decay-lr or warmup-cosine-lr";
+    bool warmup = l.kind == LRSchedule::WarmupLR ||
+                  l.kind == LRSchedule::WarmupDecayLR;
+    bool cosine = l.kind == LRSchedule::WarmupCosineLR;
+    struct Given {
+      const char *name;
+      bool given, accepted;
+    } given[] = {
+        {"warmup-min-lr", warmupMinLr != -1, warmup},
+        {"warmup-max-lr", warmupMaxLr != -1, warmup},
+        {"warmup-num-steps", warmupNumSteps != -1, warmup || cosine},
+        {"warmup-type", !warmupType.empty(), warmup || cosine},
+        {"total-num-steps", totalNumSteps != -1,
+         l.kind == LRSchedule::WarmupDecayLR || cosine},
+        {"warmup-min-ratio", warmupMinRatio != -1, cosine},
+        {"cos-min-ratio", cosMinRatio != -1, cosine},
+    };
+    for (const Given &option : given)
+      if (option.given && !option.accepted)
+        return module.emitError()
+               << option.name << " does not apply to scheduler=" << scheduler;
+    if (l.kind == LRSchedule::None)
+      return success();
+    if (!warmupType.empty() && warmupType != "log" && warmupType != "linear")
+      return module.emitError() << "unknown warmup-type '" << warmupType
+                                << "'; expected log or linear";
+    l.logWarmup = warmupType != "linear";
+    l.warmupSteps = warmupNumSteps == -1 ? 1000 : int64_t(warmupNumSteps);
+    if (l.warmupSteps <= 0)
+      return module.emitError() << "warmup-num-steps must be a positive "
+                                   "integer, got "
+                                << l.warmupSteps;
+    if ((l.kind == LRSchedule::WarmupDecayLR || cosine) && totalNumSteps <= 0)
+      return module.emitError() << "scheduler=" << scheduler
+                                << " needs total-num-steps > 0";
+    l.totalSteps = totalNumSteps;
+    l.minLr = warmupMinLr == -1 ? 0.0 : double(warmupMinLr);
+    l.maxLr = warmupMaxLr != -1 ? double(warmupMaxLr)
+              : l.kind == LRSchedule::WarmupLR ? s.lr
+                                               : 1e-3;
+    l.warmupMinRatio = warmupMinRatio == -1 ? 0.0 : double(warmupMinRatio);
+    l.cosMinRatio = cosMinRatio == -1 ? 1e-4 : double(cosMinRatio);
+    auto nonNegative = [&](const char *what, double v) -> LogicalResult {
+      if (v >= 0)
+        return success();
+      return module.emitError() << what << " " << v << " is out of range";
+    };
+    return success(succeeded(nonNegative("warmup-min-lr", l.minLr)) &&
+                   succeeded(nonNegative("warmup-max-lr", l.maxLr)) &&
+                   succeeded(nonNegative("warmup-min-ratio", l.warmupMinRatio)) &&
+                   succeeded(nonNegative("cos-min-ratio", l.cosMinRatio)));
   }
 
   LogicalResult rewrite(ModuleOp module, func::FuncOp func, const Settings &s) {
@@ -112,14 +188,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       return success();
 
     SymbolTable symbols(module);
-    OpBuilder b(ret);
     Location loc = func.getLoc();
     Type elem = grads.front().param.getTensorType().getElementType();
-    auto scalar = [&](double v) -> Value {
-      auto type = RankedTensorType::get({}, elem);
-      return ConstantOp::create(
-          b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elem, v)));
-    };
     auto declare = [&](StateOp after, StringRef name,
                        RankedTensorType type) -> FailureOr<StateOp> {
       if (symbols.lookup(name))
@@ -132,13 +202,11 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       symbols.insert(state);
       return state;
     };
-    auto load = [&](StateOp state) -> Value {
-      return LoadOp::create(b, loc, state.getTensorType(), state.getSymName());
-    };
-    auto mul = [&](Value x, Value y) -> Value { return MulOp::create(b, loc, x, y); };
-    auto add = [&](Value x, Value y) -> Value { return AddOp::create(b, loc, x, y); };
-    auto sub = [&](Value x, Value y) -> Value { return SubOp::create(b, loc, x, y); };
-    auto div = [&](Value x, Value y) -> Value { return DivOp::create(b, loc, x, y); };
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      if (auto name = func.getResultAttrOfType<StringAttr>(
+              i, DSCDialect::kOutputAttrName);
+          name && name.getValue() == "lr")
+        return func.emitError("the graph already has an output named 'lr'");
 
     // The step count, one for the whole optimizer, as PyTorch's per-param
     // `step` (all equal). Written last, after every use.
@@ -147,7 +215,20 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         declare(grads.back().param, "optimizer.step", scalarType);
     if (failed(stepState))
       return failure();
-    Value step = add(load(*stepState), scalar(1));
+
+    // The learning rate depends on the step count only: it is computed
+    // first, so that the lr output is ready with the loss (the lowering
+    // ends an evaluation step once every output is written).
+    Block &body = func.getBody().front();
+    OpBuilder head = OpBuilder::atBlockBegin(&body);
+    StepBuilder h{head, loc, elem};
+    Value applied = h.load(*stepState);
+    Value lr = buildLearningRate(h, s.schedule, applied);
+    const bool constantLr = s.schedule.kind == LRSchedule::None;
+
+    OpBuilder builder(ret);
+    StepBuilder b{builder, loc, elem};
+    Value step = b.add(applied, b.c(1));
 
     SmallVector<Value> g;
     for (Gradient &grad : grads)
@@ -157,23 +238,23 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       for (Value gk : g) {
         auto rank = cast<RankedTensorType>(gk.getType()).getRank();
         SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-        Value sq = ReduceSumOp::create(b, loc, mul(gk, gk), dims, false);
-        sumSquares = sumSquares ? add(sumSquares, sq) : sq;
+        Value sq = ReduceSumOp::create(builder, loc, b.mul(gk, gk), dims, false);
+        sumSquares = sumSquares ? b.add(sumSquares, sq) : sq;
       }
-      Value norm = SqrtOp::create(b, loc, sumSquares);
-      Value coef = div(scalar(s.gradClip), add(norm, scalar(1e-6)));
-      coef = MinimumOp::create(b, loc, coef, scalar(1));
+      Value norm = SqrtOp::create(builder, loc, sumSquares);
+      Value coef = b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6)));
+      coef = b.min(coef, b.c(1));
       for (Value &gk : g)
-        gk = mul(gk, coef);
+        gk = b.mul(gk, coef);
     }
 
     // Adam's bias corrections, once per step.
     Value stepSize, correction2Sqrt;
     if (s.kind != Settings::SGD) {
-      Value c1 = sub(scalar(1), PowOp::create(b, loc, scalar(s.beta1), step));
-      Value c2 = sub(scalar(1), PowOp::create(b, loc, scalar(s.beta2), step));
-      stepSize = div(scalar(s.lr), c1);
-      correction2Sqrt = SqrtOp::create(b, loc, c2);
+      Value c1 = b.sub(b.c(1), PowOp::create(builder, loc, b.c(s.beta1), step));
+      Value c2 = b.sub(b.c(1), PowOp::create(builder, loc, b.c(s.beta2), step));
+      stepSize = b.div(constantLr ? b.c(s.lr) : lr, c1);
+      correction2Sqrt = SqrtOp::create(builder, loc, c2);
     }
 
     // Each parameter's new state is stored right after it is computed, so
@@ -182,27 +263,28 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     SmallVector<std::pair<Value, StateOp>> stores;
     auto flush = [&] {
       for (auto [value, state] : stores)
-        StoreOp::create(b, loc, value, state.getSymName());
+        b.store(value, state);
       stores.clear();
     };
     for (auto [grad, gk] : llvm::zip(grads, g)) {
       StateOp param = grad.param;
       RankedTensorType type = param.getTensorType();
       StringRef name = param.getSymName();
-      Value p = load(param);
+      Value p = b.load(param);
       if (s.kind == Settings::AdamW && s.weightDecay != 0)
-        p = mul(p, scalar(1 - s.lr * s.weightDecay));
+        p = b.mul(p, constantLr ? b.c(1 - s.lr * s.weightDecay)
+                                : b.sub(b.c(1), b.mul(lr, b.c(s.weightDecay))));
       else if (s.weightDecay != 0)
-        gk = add(gk, mul(p, scalar(s.weightDecay)));
+        gk = b.add(gk, b.mul(p, b.c(s.weightDecay)));
       if (s.kind == Settings::SGD) {
         if (s.momentum != 0) {
           FailureOr<StateOp> buf = declare(param, (name + ".momentum_buffer").str(), type);
           if (failed(buf))
             return failure();
-          gk = add(mul(load(*buf), scalar(s.momentum)), gk);
+          gk = b.add(b.mul(b.load(*buf), b.c(s.momentum)), gk);
           stores.push_back({gk, *buf});
         }
-        stores.push_back({sub(p, mul(gk, scalar(s.lr))), param});
+        stores.push_back({b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)), param});
         flush();
         continue;
       }
@@ -213,17 +295,19 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
           declare(*expAvg, (name + ".exp_avg_sq").str(), type);
       if (failed(expAvgSq))
         return failure();
-      Value m = add(mul(load(*expAvg), scalar(s.beta1)), mul(gk, scalar(1 - s.beta1)));
-      Value v = add(mul(load(*expAvgSq), scalar(s.beta2)),
-                    mul(mul(gk, gk), scalar(1 - s.beta2)));
-      Value denom = add(div(SqrtOp::create(b, loc, v), correction2Sqrt), scalar(s.eps));
-      Value update = mul(div(m, denom), stepSize);
+      Value m = b.add(b.mul(b.load(*expAvg), b.c(s.beta1)),
+                      b.mul(gk, b.c(1 - s.beta1)));
+      Value v = b.add(b.mul(b.load(*expAvgSq), b.c(s.beta2)),
+                      b.mul(b.mul(gk, gk), b.c(1 - s.beta2)));
+      Value denom = b.add(b.div(SqrtOp::create(builder, loc, v), correction2Sqrt),
+                          b.c(s.eps));
+      Value update = b.mul(b.div(m, denom), stepSize);
       stores.push_back({m, *expAvg});
       stores.push_back({v, *expAvgSq});
-      stores.push_back({sub(p, update), param});
+      stores.push_back({b.sub(p, update), param});
       flush();
     }
-    StoreOp::create(b, loc, step, stepState->getSymName());
+    b.store(step, *stepState);
 
     llvm::BitVector erase(func.getNumResults());
     for (Gradient &grad : grads)
@@ -231,6 +315,20 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     ret->eraseOperands(erase);
     if (failed(func.eraseResults(erase)))
       return func.emitError("cannot remove the gradient results");
+    return addOutput(func, ret, lr, "lr");
+  }
+
+  /// Appends `value` to the graph's results as output `name`.
+  static LogicalResult addOutput(func::FuncOp func, func::ReturnOp ret,
+                                 Value value, StringRef name) {
+    MLIRContext *context = func.getContext();
+    unsigned index = func.getNumResults();
+    NamedAttribute attr(StringAttr::get(context, DSCDialect::kOutputAttrName),
+                        StringAttr::get(context, name));
+    if (failed(func.insertResult(index, value.getType(),
+                                 DictionaryAttr::get(context, attr))))
+      return func.emitError() << "cannot add the output '" << name << "'";
+    ret->insertOperands(index, value);
     return success();
   }
 };

@@ -134,8 +134,8 @@ def _unary(name, low, node, x):
     return low.op(name, [low.operand(x, dtype)], shape, dtype)
 
 
-for _aten in ("neg", "relu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt",
-              "rsqrt"):
+for _aten in ("neg", "relu", "silu", "sigmoid", "tanh", "exp", "cos", "sin",
+              "log", "sqrt", "rsqrt"):
     handles(f"aten::{_aten}")(
         lambda low, node, x, _n=_aten: _unary(_n, low, node, x))
 

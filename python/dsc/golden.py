@@ -15,6 +15,7 @@ fixed seeds; two runs write bit-identical files.
 
 import argparse
 import json
+import math
 import os
 import struct
 import sys
@@ -58,6 +59,54 @@ def make_optimizer(args, params):
                weight_decay=wd)
 
 
+class Schedule:
+    """DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR
+    (deepspeed/runtime/lr_schedules.py), written out again: `lr(it)` is the
+    learning rate at scheduler iteration `it` (last_batch_iteration).
+    DeepSpeed applies lr(-1) when it builds the scheduler and steps it once
+    after every applied optimizer step, so the step after n applied steps
+    uses lr(n - 1)."""
+
+    def __init__(self, args):
+        self.kind = args.scheduler
+        self.base = args.lr
+        self.w = max(2, args.warmup_num_steps)
+        self.t = args.total_num_steps
+        self.log = args.warmup_type == "log"
+        self.min_lr = args.warmup_min_lr
+        self.max_lr = args.warmup_max_lr
+        if self.max_lr is None:  # WarmupLR: the optimizer's lr; WarmupDecayLR: 0.001
+            self.max_lr = args.lr if self.kind == "warmup-lr" else 0.001
+        self.warmup_min_ratio = args.warmup_min_ratio
+        self.cos_min_ratio = args.cos_min_ratio
+
+    def _warmup(self, it):
+        return math.log(it + 1) / math.log(self.w) if self.log else it / self.w
+
+    def lr(self, it):
+        if self.kind == "none":
+            return self.base
+        if self.kind == "warmup-cosine-lr":
+            if it < 0:
+                return 0.0
+            if it < self.w:
+                ratio = self.warmup_min_ratio + self._warmup(it) * (1 - self.warmup_min_ratio)
+            else:
+                progress = min(1.0, (it - self.w + 1) / max(1, self.t - self.w))
+                ratio = max(0.0, self.cos_min_ratio + (1 - self.cos_min_ratio)
+                            * (1 + math.cos(math.pi * progress)) / 2)
+            return self.base * ratio
+        if it < 0:
+            return self.min_lr
+        if it < self.w:
+            gamma = self._warmup(it)
+        elif self.kind == "warmup-lr":
+            gamma = 1.0
+        else:
+            gamma = max(0.0, (self.t - it) / max(1.0, self.t - self.w))
+        return self.min_lr + (self.max_lr - self.min_lr) * gamma
+
+
 def float_bits(x):
     return "0x%08X" % struct.unpack("<I", struct.pack("<f", x))[0]
 
@@ -72,9 +121,14 @@ def train(args):
     params = [t for n, t in state.tensors.items()
               if state.role[n] == "parameter" and t.requires_grad]
     opt = make_optimizer(args, params)
+    schedule = Schedule(args)
     model.train()
-    losses, grads = [], None
+    losses, grads, lrs = [], None, []
     for step in range(args.steps):
+        lr = schedule.lr(step - 1)
+        for group in opt.param_groups:
+            group["lr"] = lr
+        lrs.append(lr)
         opt.zero_grad(set_to_none=True)
         # With --ranks N, DeepSpeed's data parallelism: each rank's loss on
         # its own micro-batch, averaged (an MoE routes per micro-batch).
@@ -90,7 +144,7 @@ def train(args):
             torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
     final = {n: t.detach() for n, t in state.tensors.items()}
-    return losses, grads, final
+    return losses, grads, final, lrs
 
 
 def main(argv=None):
@@ -114,6 +168,17 @@ def main(argv=None):
                         "(DeepSpeed's semantics; the default 1 is the global batch)")
     p.add_argument("--grad-clip", type=float, default=0.0,
                    help="clip_grad_norm_ to this global 2-norm before each step (0: off)")
+    sched = p.add_argument_group("learning-rate schedule (DeepSpeed's; --lr is "
+                                 "warmup-lr's default peak and warmup-cosine-lr's base)")
+    sched.add_argument("--scheduler", default="none",
+                       choices=["none", "warmup-lr", "warmup-decay-lr", "warmup-cosine-lr"])
+    sched.add_argument("--warmup-min-lr", type=float, default=0.0)
+    sched.add_argument("--warmup-max-lr", type=float, default=None)
+    sched.add_argument("--warmup-num-steps", type=int, default=1000)
+    sched.add_argument("--warmup-type", choices=["log", "linear"], default="log")
+    sched.add_argument("--total-num-steps", type=int, default=None)
+    sched.add_argument("--warmup-min-ratio", type=float, default=0.0)
+    sched.add_argument("--cos-min-ratio", type=float, default=0.0001)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="the same build() overrides as the export")
@@ -121,11 +186,15 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.ranks < 1 or args.batch % args.ranks:
         p.error(f"--ranks {args.ranks} must be positive and divide --batch {args.batch}")
+    if args.warmup_num_steps <= 0:
+        p.error(f"--warmup-num-steps must be positive, got {args.warmup_num_steps}")
+    if args.scheduler in ("warmup-decay-lr", "warmup-cosine-lr") and not args.total_num_steps:
+        p.error(f"--scheduler {args.scheduler} needs --total-num-steps")
     try:
         for path in (args.model, args.weights, args.data):
             if not os.path.isfile(path):
                 raise ExportError(f"{path}: error: no such file")
-        losses, grads, final = train(args)
+        losses, grads, final, lrs = train(args)
     except (ExportError, safetensors.SafetensorsError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
@@ -133,13 +202,15 @@ def main(argv=None):
     config = {k: v for k, v in vars(args).items() if k not in ("output",)}
     with open(os.path.join(args.output, "losses.json.tmp"), "w") as f:
         json.dump({"losses": losses, "loss_bits": [float_bits(x) for x in losses],
+                   "lrs": lrs,
                    "torch_version": torch.__version__, "config": config}, f, indent=1)
         f.write("\n")
     os.replace(os.path.join(args.output, "losses.json.tmp"),
                os.path.join(args.output, "losses.json"))
     safetensors.save(grads, os.path.join(args.output, "grads_step1.safetensors"))
     safetensors.save(final, os.path.join(args.output, "weights_final.safetensors"))
-    print("\n".join(f"step={i} loss={x:.6f}" for i, x in enumerate(losses)))
+    print("\n".join(f"step={i} loss={x:.6f} lr={lr:.9g}"
+                    for i, (x, lr) in enumerate(zip(losses, lrs))))
     return 0
 
 

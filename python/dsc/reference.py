@@ -37,7 +37,7 @@ _BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": _div,
            "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum}
 _UNARY = {"neg": torch.neg, "relu": torch.relu, "silu": F.silu,
           "sigmoid": torch.sigmoid, "tanh": torch.tanh, "exp": torch.exp,
-          "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt}
+          "cos": torch.cos, "sin": torch.sin, "log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt}
 _COMPARE = [torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge]
 
 

@@ -185,6 +185,22 @@ TEST(DscRunPlan, FeedsTokensAndTargets) {
   EXPECT_EQ(plan.seqLen, 4);
 }
 
+TEST(DscRunPlan, FindsTheLearningRateOutput) {
+  FakeArtifact fake;
+  TensorDesc outputs[2] = {{"loss", ElementType::F32, 0, nullptr},
+                           {"lr", ElementType::F32, 0, nullptr}};
+  fake.info.numOutputs = 2;
+  fake.info.outputs = outputs;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).lrOutput, 1);
+  int64_t two[1] = {2};
+  outputs[1] = {"lr", ElementType::F32, 1, two};
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+            "fake.so: artifact output 'lr' is f32 [2], expected one f32 or "
+            "f64 element");
+  fake.info.numOutputs = 1;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).lrOutput, -1);
+}
+
 TEST(DscRunPlan, AcceptsTokensAlone) {
   FakeArtifact fake; // BERT's graph has no use for targets
   fake.info.numInputs = 1;
@@ -474,6 +490,15 @@ TEST(DscRunMetrics, StepLineStartsWithStepAndLoss) {
   EXPECT_EQ(record.tokensPerSecond, 256);
   EXPECT_EQ(formatStepLine(record),
             "step=3 loss=2.77258873 samples/s=16 tokens/s=256 step_time_s=0.5");
+}
+
+TEST(DscRunMetrics, StepLineEndsWithTheLearningRate) {
+  StepRecord record =
+      makeStepRecord(3, 2.7725887f, ElementType::F32, 0.5, 8, 16);
+  record.lr = 0.00025f;
+  EXPECT_EQ(formatStepLine(record),
+            "step=3 loss=2.77258873 samples/s=16 tokens/s=256 step_time_s=0.5 "
+            "lr=0.000250000012");
 }
 
 TEST(DscRunMetrics, LossRoundTrips) {

@@ -194,3 +194,26 @@ func.func @eval(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.outp
   %y = dsc.mul %x, %p : tensor<4xf32>, tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// cos and sin: d cos(x) = -sin(x) dy, d sin(x) = cos(x) dy.
+// CHECK-LABEL: func.func @trig
+// CHECK: %[[W:.*]] = dsc.load @t
+// CHECK: %[[DY:.*]] = dsc.broadcast
+// CHECK-NEXT: %[[COS:.*]] = dsc.cos %[[W]] : tensor<4xf32>
+// CHECK-NEXT: %[[DSIN:.*]] = dsc.mul %[[DY]], %[[COS]]
+// CHECK-NEXT: %[[NEG:.*]] = dsc.neg %[[DY]] : tensor<4xf32>
+// CHECK-NEXT: %[[SIN:.*]] = dsc.sin %[[W]] : tensor<4xf32>
+// CHECK-NEXT: %[[DCOS:.*]] = dsc.mul %[[NEG]], %[[SIN]]
+// CHECK-NEXT: %[[SUM:.*]] = dsc.add %[[DSIN]], %[[DCOS]]
+// CHECK: return %{{.*}}, %[[SUM]]
+dsc.state parameter @t : tensor<4xf32>
+func.func @trig() -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @t : tensor<4xf32>
+  %c = dsc.cos %w : tensor<4xf32>
+  %s = dsc.sin %w : tensor<4xf32>
+  %a = dsc.add %c, %s : tensor<4xf32>, tensor<4xf32>
+  %loss = dsc.reduce_sum %a, dims = [0] : tensor<4xf32>
+  return %loss : tensor<f32>
+}

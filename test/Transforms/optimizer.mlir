@@ -24,7 +24,7 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // ADAMW-NEXT: dsc.state optimizer @w.exp_avg_sq : tensor<4xf32>
 // ADAMW-NEXT: dsc.state optimizer @optimizer.step : tensor<f32>
 // ADAMW-LABEL: func.func @step
-// ADAMW-SAME: -> (tensor<f32> {dsc.output = "loss"})
+// ADAMW-SAME: -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "lr"})
 // ADAMW: %[[STEP:.*]] = dsc.load @optimizer.step
 // ADAMW: %[[T:.*]] = dsc.add %[[STEP]]
 // ADAMW: dsc.pow %{{.*}}, %[[T]]
@@ -43,6 +43,7 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // Adam: L2 weight decay in the gradient, the given betas and eps.
 // ADAM-LABEL: func.func @step
 // ADAM: dsc.load @optimizer.step
+// ADAM: dsc.pow
 // ADAM: %[[W:.*]] = dsc.load @w :
 // ADAM: %[[L2:.*]] = dsc.constant dense<5.000000e-01>
 // ADAM: %[[P:.*]] = dsc.mul %[[W]], %[[L2]]
@@ -54,7 +55,8 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // SGD with momentum: buf = 0.9 * buf + g; p -= lr * buf. No Adam state.
 // SGD-NOT: exp_avg
 // SGD: dsc.state optimizer @w.momentum_buffer : tensor<4xf32>
-// SGD: dsc.load @optimizer.step
+// SGD: %[[N:.*]] = dsc.load @optimizer.step
+// SGD: dsc.add %[[N]]
 // SGD: %[[W:.*]] = dsc.load @w :
 // SGD: %[[BUF:.*]] = dsc.load @w.momentum_buffer
 // SGD: %[[M:.*]] = dsc.mul %[[BUF]], %{{.*}}

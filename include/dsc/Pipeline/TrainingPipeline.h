@@ -59,6 +59,33 @@ struct TrainingPipelineOptions
       *this, "grad-clip",
       llvm::cl::desc("clip gradients to this global 2-norm (0: off)"),
       llvm::cl::init(0)};
+  // The learning-rate schedule: --dsc-optimizer's options of the same names
+  // (negative or empty: the schedule's default).
+  Option<std::string> scheduler{
+      *this, "scheduler",
+      llvm::cl::desc("none, warmup-lr, warmup-decay-lr or warmup-cosine-lr"),
+      llvm::cl::init("none")};
+  Option<double> warmupMinLr{*this, "warmup-min-lr",
+                             llvm::cl::desc("schedule start lr"),
+                             llvm::cl::init(-1)};
+  Option<double> warmupMaxLr{*this, "warmup-max-lr",
+                             llvm::cl::desc("schedule peak lr"),
+                             llvm::cl::init(-1)};
+  Option<int64_t> warmupNumSteps{*this, "warmup-num-steps",
+                                 llvm::cl::desc("warmup steps"),
+                                 llvm::cl::init(-1)};
+  Option<std::string> warmupType{*this, "warmup-type",
+                                 llvm::cl::desc("log or linear"),
+                                 llvm::cl::init("")};
+  Option<int64_t> totalNumSteps{*this, "total-num-steps",
+                                llvm::cl::desc("schedule total steps"),
+                                llvm::cl::init(-1)};
+  Option<double> warmupMinRatio{*this, "warmup-min-ratio",
+                                llvm::cl::desc("cosine start ratio"),
+                                llvm::cl::init(-1)};
+  Option<double> cosMinRatio{*this, "cos-min-ratio",
+                             llvm::cl::desc("cosine end ratio"),
+                             llvm::cl::init(-1)};
 };
 
 /// Appends the training-step passes to `pm`, which runs on builtin.module.

@@ -109,6 +109,27 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
     `<param>.momentum_buffer`, and the step count `optimizer.step` (f32,
     exact to 2^24 steps). It starts at zero.
 
+    `scheduler` computes the learning rate in the graph from
+    `optimizer.step` with DeepSpeed's definitions
+    (deepspeed/runtime/lr_schedules.py), W = max(2, warmup-num-steps), T =
+    total-num-steps, `it` = steps applied before this one - 1 (DeepSpeed
+    sets the lr of iteration -1 when the scheduler is built and steps it
+    after each applied optimizer step):
+    `warmup(it)` = `log(it+1)/log(W)` (`warmup-type=log`) or `it/W`
+    (`linear`);
+    * `warmup-lr`: `min + (max-min) * (it < W ? warmup(it) : 1)`;
+    * `warmup-decay-lr`: as warmup-lr, then
+      `max(0, (T-it) / max(1, T-W))` instead of 1;
+    * `warmup-cosine-lr`: `lr * ratio`, ratio `r0 + (1-r0) warmup(it)`
+      during warmup, then `max(0, rc + (1-rc) (1 + cos(pi p)) / 2)`,
+      `p = min(1, (it-W+1) / max(1, T-W))`; 0 for the first step.
+    With a schedule the lr is the schedule's, as in DeepSpeed (`lr` is
+    warmup-lr's default peak and warmup-cosine-lr's base). A schedule's
+    options without it, or another schedule's, are errors.
+
+    The step returns the learning rate it used as an extra scalar output
+    `dsc.output = "lr"`, which `dsc-run` prints.
+
     Example: `dsc-opt m.mlir --dsc-autodiff --dsc-optimizer="optimizer=sgd
     lr=0.1 momentum=0.9"`.
   }];
@@ -125,6 +146,24 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
            "SGD momentum">,
     Option<"gradClip", "grad-clip", "double", /*default=*/"0",
            "clip gradients to this global 2-norm; 0 turns clipping off">,
+    Option<"scheduler", "scheduler", "std::string", /*default=*/"\"none\"",
+           "learning-rate schedule: none, warmup-lr, warmup-decay-lr or "
+           "warmup-cosine-lr (DeepSpeed's)">,
+    Option<"warmupMinLr", "warmup-min-lr", "double", /*default=*/"-1",
+           "WarmupLR/WarmupDecayLR start lr; default 0">,
+    Option<"warmupMaxLr", "warmup-max-lr", "double", /*default=*/"-1",
+           "WarmupLR/WarmupDecayLR peak lr; default lr for warmup-lr, "
+           "0.001 for warmup-decay-lr (DeepSpeed's)">,
+    Option<"warmupNumSteps", "warmup-num-steps", "int64_t", /*default=*/"-1",
+           "warmup steps (at least 2 are used); default 1000">,
+    Option<"warmupType", "warmup-type", "std::string", /*default=*/"\"\"",
+           "warmup shape: log (default) or linear">,
+    Option<"totalNumSteps", "total-num-steps", "int64_t", /*default=*/"-1",
+           "WarmupDecayLR/WarmupCosineLR: total training steps (required)">,
+    Option<"warmupMinRatio", "warmup-min-ratio", "double", /*default=*/"-1",
+           "WarmupCosineLR: start ratio of lr; default 0">,
+    Option<"cosMinRatio", "cos-min-ratio", "double", /*default=*/"-1",
+           "WarmupCosineLR: end ratio of lr; default 0.0001">,
   ];
 }
 

@@ -48,7 +48,7 @@ using dsc::rt::ElementType;
 struct dsc_stream_t {};
 // Unqualified math calls pick the float overloads for float arguments.
 using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
-using std::tanh;
+using std::tanh; using std::cos; using std::sin;
 
 [[noreturn]] void dsc_index_error(const char *op, int64_t index, int64_t size) {
   throw std::out_of_range(std::string(op) + ": index " + std::to_string(index) +

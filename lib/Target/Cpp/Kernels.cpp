@@ -249,6 +249,8 @@ private:
     else if (isa<SigmoidOp>(op)) e = one + " / (" + one + " + exp(-" + a(0) + "))";
     else if (isa<TanhOp>(op)) e = "tanh(" + a(0) + ")";
     else if (isa<ExpOp>(op)) e = "exp(" + a(0) + ")";
+    else if (isa<CosOp>(op)) e = "cos(" + a(0) + ")";
+    else if (isa<SinOp>(op)) e = "sin(" + a(0) + ")";
     else if (isa<LogOp>(op)) e = "log(" + a(0) + ")";
     else if (isa<SqrtOp>(op)) e = "sqrt(" + a(0) + ")";
     else if (isa<RsqrtOp>(op)) e = one + " / sqrt(" + a(0) + ")";

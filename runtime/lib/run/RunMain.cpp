@@ -275,7 +275,7 @@ int saveCheckpoint(Control &control, const std::string &root,
   return 0;
 }
 
-double readLoss(const void *buffer, ElementType type) {
+double readScalar(const void *buffer, ElementType type) {
   if (type == ElementType::F64)
     return *static_cast<const double *>(buffer);
   return *static_cast<const float *>(buffer);
@@ -405,8 +405,11 @@ int runJob(const std::vector<std::string> &args) {
       if (rank == 0) {
         const void *loss = target->hostOutput(plan.lossOutput);
         StepRecord record =
-            makeStepRecord(step, readLoss(loss, lossType), lossType,
+            makeStepRecord(step, readScalar(loss, lossType), lossType,
                            elapsed.count(), options.batch, options.seq);
+        if (plan.lrOutput >= 0)
+          record.lr = readScalar(target->hostOutput(plan.lrOutput),
+                                 info.outputs[plan.lrOutput].type);
         std::printf("%s\n", formatStepLine(record).c_str());
         std::fflush(stdout);
         if (metrics)

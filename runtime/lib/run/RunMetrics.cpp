@@ -47,7 +47,8 @@ std::string formatStepLine(const StepRecord &record) {
          " loss=" + formatLoss(record.loss, record.lossType) +
          " samples/s=" + figure(record.samplesPerSecond) +
          " tokens/s=" + figure(record.tokensPerSecond) +
-         " step_time_s=" + figure(record.seconds);
+         " step_time_s=" + figure(record.seconds) +
+         (record.lr ? " lr=" + format("%.9g", *record.lr) : std::string());
 }
 
 MetricsCsv::MetricsCsv(const std::string &path) : path_(path) {

@@ -123,6 +123,14 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
             numElements(loss) == 1,
         where + ": artifact output 'loss' is " + describeType(loss) +
             ", expected one f32 or f64 element");
+  plan.lrOutput = findTensor(info.outputs, info.numOutputs, "lr");
+  if (plan.lrOutput >= 0) {
+    const TensorDesc &lr = info.outputs[plan.lrOutput];
+    check((lr.type == ElementType::F32 || lr.type == ElementType::F64) &&
+              numElements(lr) == 1,
+          where + ": artifact output 'lr' is " + describeType(lr) +
+              ", expected one f32 or f64 element");
+  }
   return plan;
 }
 

@@ -945,3 +945,19 @@ func.func @all_reduce_type(%x: tensor<2xf32>) {
   %0 = "dsc.all_reduce"(%x) : (tensor<2xf32>) -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @cos_int(%a: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.cos' op operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values}}
+  %0 = dsc.cos %a : tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @sin_type(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'dsc.sin' op requires the same type for all operands and results}}
+  %0 = "dsc.sin"(%a) : (tensor<3xf32>) -> tensor<3xf64>
+  return
+}

@@ -96,6 +96,10 @@ func.func @elementwise(%a: tensor<2x8x32xf32>, %b: tensor<32xf32>,
   %12 = dsc.exp %a : tensor<2x8x32xf32>
   // CHECK: dsc.log
   %13 = dsc.log %a : tensor<2x8x32xf32>
+  // CHECK: dsc.cos
+  %cos = dsc.cos %a : tensor<2x8x32xf32>
+  // CHECK: dsc.sin
+  %sin = dsc.sin %a : tensor<2x8x32xf32>
   // CHECK: dsc.sqrt
   %14 = dsc.sqrt %a : tensor<2x8x32xf32>
   // CHECK: dsc.rsqrt

@@ -34,7 +34,9 @@
 // CHECK: DSC_FOR(i, 8) {
 // CHECK: const float t0 = (in0[i]) * (in1[0]);
 // CHECK-NEXT: const float t1 = tanh((t0));
-// CHECK-NEXT: out0[i] = t1;
+// CHECK-NEXT: const float t2 = cos((t1));
+// CHECK-NEXT: const float t3 = sin((t2));
+// CHECK-NEXT: out0[i] = t3;
 
 // The loss is per-token losses, one parallel iteration per token, then a
 // reduction; the data-parallel pass removed the rank-local mean.
@@ -111,7 +113,9 @@ func.func @forward(%x: tensor<2x8xf32> {dsc.input = "x"}, %y: tensor<2xi64> {dsc
   %h = dsc.linear %x, %w, %b : tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>
   %c = dsc.constant dense<0.5> : tensor<f32>
   %s = dsc.mul %h, %c : tensor<2x4xf32>, tensor<f32>
-  %t = dsc.tanh %s : tensor<2x4xf32>
+  %th = dsc.tanh %s : tensor<2x4xf32>
+  %co = dsc.cos %th : tensor<2x4xf32>
+  %t = dsc.sin %co : tensor<2x4xf32>
   %l = dsc.cross_entropy %t, %y : tensor<2x4xf32>, tensor<2xi64>
   return %l : tensor<f32>
 }

@@ -35,6 +35,7 @@ class Elementwise(nn.Module):
         sq = a * a
         u = torch.exp(-sq) / (1.0 + a.pow(2)) - torch.sqrt(sq + 1.0)
         u = u + torch.rsqrt(sq + 2.0) + torch.log(sq + 1.0) - (-a)
+        u = u + torch.cos(a) * torch.sin(self.c * a)
         t = torch.tanh(a) - torch.sigmoid(a) + F.relu(a) + F.silu(a)
         t = t + F.gelu(a) + F.gelu(a, approximate="tanh")
         m = torch.maximum(a, self.c) + torch.minimum(a, -self.c)

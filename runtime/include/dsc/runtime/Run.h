@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ struct FeedPlan {
   int32_t tokensInput = -1;  // index in ArtifactInfo::inputs, -1 if absent
   int32_t targetsInput = -1;
   int32_t lossOutput = -1;
+  /// Optional scalar outputs of a training step, -1 if absent: the learning
+  /// rate the step used (`lr`).
+  int32_t lrOutput = -1;
   int64_t microBatch = 0; // per rank
   int64_t seqLen = 0;
 };
@@ -94,7 +98,8 @@ void checkArtifactTarget(const std::string &target, const std::string &where,
 /// "cuda" is registered) and `worldSize` ranks; inputs named "tokens"
 /// and/or "targets" only, int64 [micro batch, seq] and agreeing with each
 /// other; options.batch == micro batch * worldSize and options.seq == seq;
-/// an output "loss" of f32 or f64 holding one element.
+/// an output "loss" of f32 or f64 holding one element, and "lr", when the
+/// artifact has it, the same.
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize);
 
@@ -268,6 +273,8 @@ struct StepRecord {
   double seconds = 0;    // wall time of the step on rank 0
   double samplesPerSecond = 0;
   double tokensPerSecond = 0;
+  /// The learning rate the step used, when the artifact outputs it.
+  std::optional<double> lr;
 };
 
 /// A record of step `step` from its loss, time and the global batch.
@@ -279,7 +286,7 @@ StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
 std::string formatLoss(double loss, ElementType type);
 
 /// "step=1 loss=2.7725887 samples/s=1234.5 tokens/s=5.05e+06
-/// step_time_s=0.00324".
+/// step_time_s=0.00324", then " lr=0.001" when the record has it.
 std::string formatStepLine(const StepRecord &record);
 
 /// The --metrics CSV, written on rank 0 and flushed after every row, so

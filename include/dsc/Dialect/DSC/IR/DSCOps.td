@@ -282,6 +282,9 @@ def DSC_SigmoidOp : DSC_UnaryOp<"sigmoid", "1 / (1 + exp(-x))",
                                 DSC_FloatTensor>;
 def DSC_TanhOp : DSC_UnaryOp<"tanh", "tanh(x)", DSC_FloatTensor>;
 def DSC_ExpOp : DSC_UnaryOp<"exp", "exp(x)", DSC_FloatTensor>;
+// cos and sin: WarmupCosineLR's schedule, computed in the graph.
+def DSC_CosOp : DSC_UnaryOp<"cos", "cos(x)", DSC_FloatTensor>;
+def DSC_SinOp : DSC_UnaryOp<"sin", "sin(x)", DSC_FloatTensor>;
 def DSC_LogOp : DSC_UnaryOp<"log", "log(x)", DSC_FloatTensor>;
 def DSC_SqrtOp : DSC_UnaryOp<"sqrt", "sqrt(x)", DSC_FloatTensor>;
 def DSC_RsqrtOp : DSC_UnaryOp<"rsqrt", "1 / sqrt(x)", DSC_FloatTensor>;

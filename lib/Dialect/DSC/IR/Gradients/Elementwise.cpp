@@ -153,6 +153,19 @@ static LogicalResult expGrad(ExpOp op, Gradient &g) {
   return success();
 }
 
+static LogicalResult cosGrad(CosOp op, Gradient &g) {
+  // -dy * sin(x)
+  Ops o = opsFor(g, op);
+  g.set(0, o.mul(NegOp::create(g.b, g.loc, g.dy()),
+                 SinOp::create(g.b, g.loc, op.getInput())));
+  return success();
+}
+
+static LogicalResult sinGrad(SinOp op, Gradient &g) {
+  g.set(0, opsFor(g, op).mul(g.dy(), CosOp::create(g.b, g.loc, op.getInput())));
+  return success();
+}
+
 static LogicalResult logGrad(LogOp op, Gradient &g) {
   g.set(0, opsFor(g, op).div(g.dy(), op.getInput()));
   return success();
@@ -232,6 +245,8 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<SiluOp, siluGrad>(context);
   attach<TanhOp, tanhGrad>(context);
   attach<ExpOp, expGrad>(context);
+  attach<CosOp, cosGrad>(context);
+  attach<SinOp, sinGrad>(context);
   attach<LogOp, logGrad>(context);
   attach<SqrtOp, sqrtGrad>(context);
   attach<RsqrtOp, rsqrtGrad>(context);

@@ -1,0 +1,55 @@
+//===- StepBuilder.h - building the training step's arithmetic --*- C++ -*-===//
+//
+// The optimizer step, the learning-rate schedule, gradient accumulation and
+// loss scaling are built as dsc ops at one insertion point, mostly on
+// scalars of the parameters' float type. StepBuilder spells them briefly.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_LIB_TRANSFORMS_STEPBUILDER_H
+#define DSC_LIB_TRANSFORMS_STEPBUILDER_H
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::dsc {
+
+struct StepBuilder {
+  OpBuilder &b;
+  Location loc;
+  Type elem; // the float type of scalars built by c()
+
+  RankedTensorType scalarType() const { return RankedTensorType::get({}, elem); }
+  Value c(double v) {
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(scalarType(), b.getFloatAttr(elem, v)));
+  }
+  Value load(StateOp state) {
+    return LoadOp::create(b, loc, state.getTensorType(), state.getSymName());
+  }
+  void store(Value value, StateOp state) {
+    StoreOp::create(b, loc, value, state.getSymName());
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return MinimumOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return MaximumOp::create(b, loc, x, y); }
+  Value log(Value x) { return LogOp::create(b, loc, x); }
+  Value cos(Value x) { return CosOp::create(b, loc, x); }
+  Value cmp(ComparisonDirection d, Value x, Value y) {
+    return CompareOp::create(b, loc, d, x, y);
+  }
+  Value select(Value cond, Value onTrue, Value onFalse) {
+    return SelectOp::create(b, loc, cond, onTrue, onFalse);
+  }
+  /// Logical and / or / not of i1 tensors, as selects.
+  Value logicalAnd(Value x, Value y) { return select(x, y, x); }
+  Value logicalOr(Value x, Value y) { return select(x, x, y); }
+};
+
+} // namespace mlir::dsc
+
+#endif // DSC_LIB_TRANSFORMS_STEPBUILDER_H
