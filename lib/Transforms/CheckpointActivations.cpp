@@ -203,7 +203,10 @@ private:
     if (!def || !isRecomputable(def))
       return false;
     for (Operation *user : value.getUsers()) {
-      int64_t p = position.lookup(user);
+      auto it = position.find(user);
+      if (it == position.end())
+        return false; // the return: an output of the graph
+      int64_t p = it->second;
       if (p < forwardEnd && (p < segment.begin || p >= segment.end))
         return false;
     }

@@ -152,10 +152,11 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
     `p > 0`, whose mask the backward must see as the forward drew it.
 
     `budget` (bytes, per rank) recomputes only as many blocks as needed,
-    earliest first, for the estimated activation bytes kept for the backward
-    (the forward values the backward reads, plus the largest recomputed
-    segment) to fit; a budget that every block recomputed cannot meet is a
-    warning. 0 recomputes every block. `print` reports the blocks chosen and
+    earliest first, for the estimated peak of what the backward keeps to
+    fit: the forward values the backward reads that are not recomputed, or,
+    while block j is recomputed, what no block keeps plus block j's values.
+    A budget that recomputing every block cannot meet is a warning. 0
+    recomputes every block. `print` reports the blocks chosen and
     the estimate. A graph without repeated blocks is an error.
 
     Example:
