@@ -53,6 +53,11 @@ constexpr Flag kFlags[] = {
     {"total-num-steps", "WarmupDecayLR/WarmupCosineLR total steps"},
     {"warmup-min-ratio", "WarmupCosineLR start ratio of lr (default 0)"},
     {"cos-min-ratio", "WarmupCosineLR end ratio of lr (default 0.0001)"},
+    {"checkpoint-activations", "recompute every transformer block in the "
+                               "backward (activation checkpointing)"},
+    {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},
+    {"checkpoint-segments", "what a recomputed segment is (blocks)"},
+    {"checkpoint-print", "print the recomputed blocks"},
 };
 
 struct TrainingFlags {
@@ -63,9 +68,10 @@ struct TrainingFlags {
   std::deque<cl::opt<std::string>> options;
 
   TrainingFlags() {
+    // A flag without a value (--checkpoint-activations) is `true`.
     for (const Flag &flag : kFlags)
       options.emplace_back(llvm::StringRef(flag.name), cl::cat(category),
-                           cl::desc(flag.help));
+                           cl::desc(flag.help), cl::ValueOptional);
   }
 };
 
@@ -82,7 +88,8 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   PipelineSettings given;
   for (cl::opt<std::string> &option : f.options)
     if (option.getNumOccurrences())
-      given[option.ArgStr.str()] = option.getValue();
+      given[option.ArgStr.str()] =
+          option.getValue().empty() ? "true" : option.getValue();
   if (given.empty() && f.config.empty())
     return std::optional<std::string>();
 

@@ -42,6 +42,15 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createOptimizer(optimizer));
   }
   pm.addPass(createCSEPass());
+  // Last: a CSE after it would merge the recomputation back.
+  if (options.checkpointActivations &&
+      options.step != TrainingPipelineOptions::Step::Eval) {
+    CheckpointActivationsOptions checkpoint;
+    checkpoint.segments = options.checkpointSegments;
+    checkpoint.budget = options.checkpointBudget;
+    checkpoint.print = options.checkpointPrint;
+    pm.addPass(createCheckpointActivations(checkpoint));
+  }
 }
 
 void mlir::dsc::registerTrainingPipeline() {

@@ -15,6 +15,15 @@
 // THEN: cse
 // THEN-NEXT: dsc-lower-to-runtime
 
+// Activation checkpointing ends the pipeline, after the last CSE (which
+// would merge the recomputed blocks back); a flag without a value is true.
+// RUN: not dsc-opt %s --checkpoint-activations --checkpoint-budget=4096 --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=CKPT
+// CKPT: dsc-optimizer
+// CKPT-NEXT: cse
+// CKPT-NEXT: dsc-checkpoint-activations{budget=4096 print=false segments=blocks}
+// This graph has no repeated blocks, which the pass reports.
+// CKPT: error: found no repeated blocks to checkpoint
+
 // step=gradients: loss and gradients, no update.
 // RUN: dsc-opt %s --step=gradients | FileCheck %s --check-prefix=GRAD
 // GRAD-NOT: dsc.state optimizer

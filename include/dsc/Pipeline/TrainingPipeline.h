@@ -86,6 +86,24 @@ struct TrainingPipelineOptions
   Option<double> cosMinRatio{*this, "cos-min-ratio",
                              llvm::cl::desc("cosine end ratio"),
                              llvm::cl::init(-1)};
+  // Activation checkpointing: --dsc-checkpoint-activations's options.
+  Option<bool> checkpointActivations{
+      *this, "checkpoint-activations",
+      llvm::cl::desc("recompute transformer blocks in the backward"),
+      llvm::cl::init(false)};
+  Option<std::string> checkpointSegments{
+      *this, "checkpoint-segments",
+      llvm::cl::desc("what a recomputed segment is (blocks)"),
+      llvm::cl::init("blocks")};
+  Option<int64_t> checkpointBudget{
+      *this, "checkpoint-budget",
+      llvm::cl::desc("recompute only as many blocks as this per-rank byte "
+                     "budget needs (0: every block)"),
+      llvm::cl::init(0)};
+  Option<bool> checkpointPrint{
+      *this, "checkpoint-print",
+      llvm::cl::desc("print the recomputed blocks to stderr"),
+      llvm::cl::init(false)};
 };
 
 /// Appends the training-step passes to `pm`, which runs on builtin.module.

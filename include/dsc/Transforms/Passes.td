@@ -167,6 +167,62 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp"> {
+  let summary = "recomputes the model's blocks in the backward instead of keeping their activations";
+  let description = [{
+    Activation checkpointing on a graph that `--dsc-autodiff` differentiated
+    (run it after `--dsc-optimizer` and `--cse`, before the lowering). The
+    forward region is every op up to the last one the loss depends on; the
+    backward region is everything after it. The forward is cut into
+    segments, one per repeated block of the model: a state named
+    `<prefix>.<i>.<rest>` where `<prefix>` occurs with two or more indices
+    (a `torch.nn.ModuleList`: `transformer.h.3.…`, `layers.3.…`; the shortest
+    such prefix, so experts stay inside their block) belongs to block
+    `<prefix>.<i>`. Each boundary is placed, between the last op reading one
+    block's parameters and the first load of the next block's, where the
+    fewest bytes cross it (after the residual add, not inside the next
+    block's normalization).
+
+    For each recomputed segment, the values it computes that no forward op
+    outside it reads, but the backward does, are replaced in the backward by
+    clones of the segment's ops (marked `dsc.recomputed`), inserted right
+    before the first backward op that reads one of them; unused clones are
+    removed. The forward copies then die inside the forward, and only the
+    values crossing segment boundaries stay live until the backward. The
+    clones compute the same values with the same kernels: losses and weights
+    are bit-identical with and without the pass; the memory plan
+    (`--dsc-plan-memory`) shrinks.
+
+    Not recomputed, but kept from the forward: `dsc.load` (the state's own
+    memory), collectives and other ops with effects, and `dsc.dropout` with
+    `p > 0`, whose mask the backward must see as the forward drew it.
+
+    `budget` (bytes, per rank) recomputes only as many blocks as needed,
+    earliest first, for the estimated peak of what the backward keeps to
+    fit: the forward values the backward reads that are not recomputed, or,
+    while block j is recomputed, what no block keeps plus block j's values.
+    A budget that recomputing every block cannot meet is a warning. 0
+    recomputes every block. `print` reports the blocks chosen and
+    the estimate. A graph without repeated blocks is an error.
+
+    Example:
+
+    ```
+    dsc-opt m.mlir --dsc-autodiff --dsc-optimizer --cse \
+        --dsc-checkpoint-activations="print=true" --dsc-lower-to-runtime
+    ```
+  }];
+  let options = [
+    Option<"segments", "segments", "std::string", /*default=*/"\"blocks\"",
+           "what a segment is: blocks (one per repeated module of the model)">,
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "activation bytes per rank to fit by recomputing the fewest blocks; "
+           "0 recomputes every block">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the recomputed blocks and the kept-bytes estimate to stderr">,
+  ];
+}
+
 def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "places every runtime buffer at a static arena offset";
   let description = [{
