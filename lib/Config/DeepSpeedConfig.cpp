@@ -421,9 +421,10 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
   if (fp16On && bf16On)
     return error("bf16", "bf16 and fp16 modes cannot be simultaneously enabled");
   if (fp16On)
-    return error("fp16", "fp16 training is not supported yet");
+    return error("fp16", "fp16 training needs dynamic loss scaling, which is "
+                         "not supported yet");
   if (bf16On)
-    return error("bf16", "bf16 training is not supported yet");
+    settings["precision"] = "bf16";
   return success();
 }
 

@@ -37,6 +37,8 @@ struct Flag {
 constexpr Flag kFlags[] = {
     {"world-size", "data-parallel ranks (default 1)"},
     {"step", "train (default), gradients (no update) or eval (forward and loss)"},
+    {"precision", "fp32 (default), or bf16/fp16 compute with fp32 master "
+                  "weights and optimizer state (DeepSpeed's mixed precision)"},
     {"optimizer", "adamw (default), adam or sgd"},
     {"lr", "learning rate (default 1e-3)"},
     {"betas", "Adam's beta1,beta2 (default 0.9,0.999)"},

@@ -20,6 +20,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   dataParallel.worldSize = options.worldSize;
   dataParallel.microBatch = options.microBatch;
   pm.addPass(createDataParallel(dataParallel));
+  // Before autodiff, so that the backward is built in 16 bits too; the pass
+  // itself rejects unknown precisions.
+  if (options.precision != "fp32") {
+    MixedPrecisionOptions mixed;
+    mixed.precision = options.precision;
+    pm.addPass(createMixedPrecision(mixed));
+  }
   if (options.step != TrainingPipelineOptions::Step::Eval)
     pm.addPass(createAutodiff());
   if (options.step == TrainingPipelineOptions::Step::Train) {

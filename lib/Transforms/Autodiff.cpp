@@ -89,7 +89,7 @@ public:
       else if (worldSize > 1)
         // Megatron's "f": a parameter is replicated on every rank, so the
         // adjoint of that replication sums the ranks' partial gradients.
-        gradient = AllReduceOp::create(b, state.getLoc(), gradient);
+        gradient = allReduce(b, state.getLoc(), gradient);
       if (gradient.getType() != type)
         return func.emitError() << "the gradient of @" << state.getSymName()
                                 << " has type " << gradient.getType()
@@ -175,6 +175,21 @@ private:
       sum = add(b, sum, d);
     }
     return success();
+  }
+
+  /// `gradient` summed over the ranks. A gradient converted up from a
+  /// narrower float (mixed precision: the parameter was used through its
+  /// 16-bit copy) is summed before that convert, in 16 bits, as DeepSpeed's
+  /// default `communication_data_type` does for fp16 and bf16.
+  static Value allReduce(OpBuilder &b, Location loc, Value gradient) {
+    auto up = gradient.getDefiningOp<ConvertOp>();
+    if (up && up->use_empty() && isFloatTensor(up.getInput().getType()) &&
+        getElementTypeOrSelf(up.getInput()).getIntOrFloatBitWidth() <
+            getElementTypeOrSelf(gradient).getIntOrFloatBitWidth()) {
+      Value sum = AllReduceOp::create(b, loc, up.getInput());
+      return ConvertOp::create(b, loc, gradient.getType(), sum);
+    }
+    return AllReduceOp::create(b, loc, gradient);
   }
 
   static Value add(OpBuilder &b, Value sum, Value term) {

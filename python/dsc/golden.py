@@ -5,6 +5,13 @@ what every dsc result is checked against.
         --weights DIR/model.safetensors --data FILE.bin \\
         --steps S --batch B --seq T --optim adamw|adam|sgd --lr LR -o GOLD
 
+With --precision bf16 (or fp16), DeepSpeed's mixed precision: the module
+computes forward and backward in 16 bits (model.to(dtype)); the optimizer
+keeps fp32 master copies of the parameters, receives the 16-bit gradients
+converted to fp32, and after each step its parameters are copied (rounded to
+nearest even) into the module. Losses are the 16-bit loss as a float;
+gradients and final weights are the fp32 master ones.
+
 Writes GOLD/losses.json (the loss of every step, as decimals and as exact
 float32 bit patterns), GOLD/grads_step1.safetensors (the gradients of the
 first step, before the optimizer updates) and GOLD/weights_final.safetensors
@@ -111,14 +118,62 @@ def float_bits(x):
     return "0x%08X" % struct.unpack("<I", struct.pack("<f", x))[0]
 
 
+PRECISIONS = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class MasterWeights:
+    """DeepSpeed's fp32 master copies of a module that computes in `dtype`:
+    `tensors` holds an fp32 copy of every float state; the module's own
+    tensors become 16-bit."""
+
+    def __init__(self, model, state, dtype):
+        self.state = state
+        self.tensors = {n: t.detach().clone() for n, t in state.tensors.items()
+                        if t.is_floating_point()}
+        for n, t in self.tensors.items():
+            t.requires_grad_(state.tensors[n].requires_grad)
+        model.to(dtype)  # in place: state.tensors now see the 16-bit data
+
+    def to_module(self):
+        """The module's 16-bit parameters from the masters (round to
+        nearest even), with no gradient left from the last step."""
+        with torch.no_grad():
+            for n, t in self.tensors.items():
+                self.state.tensors[n].copy_(t)
+                self.state.tensors[n].grad = None
+
+    def take_gradients(self):
+        """The module's 16-bit gradients, converted to fp32, as the
+        masters' gradients."""
+        for n, t in self.tensors.items():
+            g = self.state.tensors[n].grad
+            t.grad = None if g is None else g.float()
+
+
+def check_precision(dtype):
+    """torch's CPU kernels must have the 16-bit GEMM the model needs."""
+    if dtype is None:
+        return
+    try:
+        x = torch.ones(2, 2, dtype=dtype)
+        torch.nn.functional.linear(x, x, x[0])
+    except RuntimeError as e:
+        raise ExportError(f"error: torch {torch.__version__} cannot compute the {dtype} "
+                          f"reference on the CPU ({e})") from None
+
+
 def train(args):
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
+    dtype = PRECISIONS[args.precision]
+    check_precision(dtype)
     model, _ = build_model(args.model, parse_overrides(args.set))
     state = load_weights(model, args.weights)
     tokens_all = data.load(args.data)
-    params = [t for n, t in state.tensors.items()
+    master = MasterWeights(model, state, dtype) if dtype else None
+    fp32 = master.tensors if master else state.tensors
+    params = [t for n, t in fp32.items()
               if state.role[n] == "parameter" and t.requires_grad]
     opt = make_optimizer(args, params)
     schedule = Schedule(args)
@@ -130,6 +185,8 @@ def train(args):
             group["lr"] = lr
         lrs.append(lr)
         opt.zero_grad(set_to_none=True)
+        if master:
+            master.to_module()
         # With --ranks N, DeepSpeed's data parallelism: each rank's loss on
         # its own micro-batch, averaged (an MoE routes per micro-batch).
         loss = sum(model(*map(torch.from_numpy,
@@ -137,13 +194,15 @@ def train(args):
                    for r in range(args.ranks)) / args.ranks
         loss.backward()
         losses.append(float(loss.detach()))
+        if master:
+            master.take_gradients()
         if step == 0:
-            grads = {n: t.grad.detach().clone() for n, t in state.tensors.items()
+            grads = {n: t.grad.detach().clone() for n, t in fp32.items()
                      if state.role[n] == "parameter" and t.grad is not None}
         if args.grad_clip:
             torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
-    final = {n: t.detach() for n, t in state.tensors.items()}
+    final = {n: fp32.get(n, t).detach() for n, t in state.tensors.items()}
     return losses, grads, final, lrs
 
 
@@ -179,6 +238,9 @@ def main(argv=None):
     sched.add_argument("--total-num-steps", type=int, default=None)
     sched.add_argument("--warmup-min-ratio", type=float, default=0.0)
     sched.add_argument("--cos-min-ratio", type=float, default=0.0001)
+    p.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
+                   help="compute in bf16 or fp16 with fp32 master weights (DeepSpeed's "
+                        "mixed precision; fp16 needs 16-bit GEMMs in torch's CPU kernels)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="the same build() overrides as the export")

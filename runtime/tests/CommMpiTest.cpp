@@ -23,10 +23,11 @@ namespace {
 
 constexpr CommDType kAllDTypes[] = {CommDType::F32, CommDType::F64,
                                     CommDType::I32, CommDType::I64,
-                                    CommDType::BF16};
+                                    CommDType::BF16, CommDType::F16};
 
 /// Small integers, positive and negative: exact in every dtype (bf16 holds
-/// integers up to 256 exactly) and in every sum of a few ranks.
+/// integers up to 256 exactly, f16 up to 2048) and in every sum of a few
+/// ranks.
 double input(int rank, std::size_t index) {
   return double(int(index % 5) - 2) * (rank + 1) + double(index % 7);
 }
@@ -68,6 +69,9 @@ std::vector<unsigned char> encode(const std::vector<double> &values,
     case CommDType::BF16:
       put(toBf16(values[i]));
       break;
+    case CommDType::F16:
+      put(_Float16(values[i]));
+      break;
     }
   }
   return bytes;
@@ -98,6 +102,9 @@ std::vector<double> decode(const unsigned char *bytes, std::size_t count,
       break;
     case CommDType::BF16:
       values[i] = fromBf16(get(std::uint16_t()));
+      break;
+    case CommDType::F16:
+      values[i] = double(get(_Float16()));
       break;
     }
   }

@@ -1,8 +1,10 @@
 #include "dsc/runtime/CpuGemm.h"
 #include "dsc/runtime/Error.h"
+#include "dsc/runtime/Float16.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -68,4 +70,41 @@ TEST(CpuGemm, BadShapesAreErrors) {
   t.batch = 2, t.m = t.n = t.k = 1;
   float x = 0;
   EXPECT_THROW(gemmF32(t, &x, &x, &x), dsc::rt::Error);
+}
+
+/// A and B of the test rounded to T, the product of the rounded operands in
+/// double, and gemm's T result: within one rounding of T (half an ulp,
+/// relative `eps`) of that product, i.e. computed in fp32, not in T.
+template <typename T, typename Gemm>
+static void checkSixteenBit(Gemm gemm, double eps) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      GemmShape s;
+      s.batch = 2, s.m = 5, s.n = 7, s.k = 64, s.transA = ta, s.transB = tb;
+      s.strideA = s.m * s.k, s.strideB = 0, s.strideC = s.m * s.n;
+      auto a32 = random(s.batch * s.m * s.k, 3), b32 = random(s.k * s.n, 4);
+      std::vector<T> a(a32.begin(), a32.end()), b(b32.begin(), b32.end());
+      std::vector<float> aw(a.begin(), a.end()), bw(b.begin(), b.end());
+      auto want = naive(s, aw, bw);
+      std::vector<T> c(s.batch * s.m * s.n, T(42.0f));
+      gemm(s, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+      for (size_t i = 0; i < c.size(); ++i)
+        ASSERT_NEAR(float(c[i]), want[i], std::abs(want[i]) * eps + 1e-6)
+            << "ta=" << ta << " tb=" << tb << " i=" << i;
+    }
+  // beta reads C: C = 2 * a * b + 1 * C, rounded once.
+  GemmShape s;
+  s.m = 1, s.n = 2, s.k = 1;
+  std::vector<T> a = {T(1.0f)}, b = {T(3.0f), T(4.0f)}, c = {T(1.0f), T(-1.0f)};
+  gemm(s, a.data(), b.data(), c.data(), 2.0f, 1.0f);
+  EXPECT_EQ(float(c[0]), 7.0f);
+  EXPECT_EQ(float(c[1]), 7.0f);
+}
+
+TEST(CpuGemm, BFloat16ComputesInF32) {
+  checkSixteenBit<dsc::rt::BFloat16>(dsc::rt::cpu::gemmBF16, 0x1p-8);
+}
+
+TEST(CpuGemm, HalfComputesInF32) {
+  checkSixteenBit<dsc::rt::Half>(dsc::rt::cpu::gemmF16, 0x1p-11);
 }

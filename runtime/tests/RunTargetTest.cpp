@@ -290,11 +290,11 @@ TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
             "step 3, collective 2 (allReduceSum of 1 f32): it was issued on "
             "stream 'compute', but the artifact's collectives stream is "
             "'comm'");
-  uint16_t half = 0;
+  uint8_t flag = 0;
   EXPECT_THAT(errorOf([&] {
-                context.allReduceSum(&half, 1, ElementType::F16, 3, commStream);
+                context.allReduceSum(&flag, 1, ElementType::I1, 3, commStream);
               }),
-              HasSubstr("cannot sum f16"));
+              HasSubstr("cannot sum i1"));
   commStream.synchronize();
   EXPECT_EQ(log.size(), 2u);
   EXPECT_EQ(&context.communicator(), &comm);

@@ -463,19 +463,21 @@ TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
 
 TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
   LoopbackComm comm;
-  uint16_t half = 0;
+  uint8_t flag = 0;
   CpuStream s("comm", CpuStream::Mode::Inline);
   RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(1);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&half, 1, ElementType::F16, 1, s);
+              context.allReduceSum(&flag, 1, ElementType::I1, 1, s);
             }),
-            "step 1, collective 1 (allReduceSum of 1 f16): the communicator "
-            "cannot sum f16 elements");
+            "step 1, collective 1 (allReduceSum of 1 i1): the communicator "
+            "cannot sum i1 elements");
+  uint16_t half = 0; // f16 sums (mixed precision)
+  EXPECT_NO_THROW(context.allReduceSum(&half, 1, ElementType::F16, 2, s));
   EXPECT_THAT(errorOf([&] { context.state(0); }),
               HasSubstr("artifact asked for state 0 of 0"));
   double d = 2;
-  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 2, s));
+  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 3, s));
   EXPECT_EQ(d, 2);
 }
 

@@ -39,6 +39,10 @@ struct TrainingPipelineOptions
       llvm::cl::desc("per-rank micro-batch the exported inputs must have "
                      "(0: not checked)"),
       llvm::cl::init(0)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, or bf16/fp16 compute with fp32 master weights"),
+      llvm::cl::init("fp32")};
   Option<std::string> optimizer{*this, "optimizer",
                                 llvm::cl::desc("adamw, adam or sgd"),
                                 llvm::cl::init("adamw")};

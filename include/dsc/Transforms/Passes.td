@@ -53,6 +53,49 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
   ];
 }
 
+def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "computes the forward graph in bf16 or fp16 from fp32 states";
+  let description = [{
+    DeepSpeed's `bf16` / `fp16` training with fp32 master weights, as a
+    rewrite of the forward graph that runs after the forward rewrites
+    (and `--dsc-data-parallel`) and before `--dsc-autodiff`:
+
+    * every float `dsc.state` stays fp32 (the master weights, and later the
+      optimizer state); where it is loaded, a `dsc.convert` makes its 16-bit
+      copy, one per state (a tied parameter's uses share it). These copies
+      are the "16-bit parameters" of ZeRO stage 3;
+    * every float value of the graph is computed in the chosen type:
+      results are retyped, float constants rebuilt (rounded to nearest
+      even), float graph inputs converted on entry (DeepSpeed casts floating
+      inputs);
+    * the signature is unchanged: float outputs, the loss, are converted
+      back to their declared type (fp32).
+
+    `--dsc-autodiff` then differentiates the 16-bit graph: cotangents are
+    16-bit, and the gradient of each load's convert is the 16-bit -> fp32
+    convert, so gradients reach the fp32 parameters (and the optimizer) as
+    fp32. On more than one rank the gradient is all-reduced in 16 bits,
+    before that convert (DeepSpeed's default `communication_data_type`).
+    The kernels widen 16-bit elements to float and accumulate softmax,
+    layer-norm, reduction and cross-entropy sums in double, rounding once
+    per op result, as PyTorch's 16-bit CPU kernels compute in float.
+
+    `precision=fp32` leaves the module unchanged. The pass refuses a graph
+    that already has gradients or updates.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-data-parallel=world-size=2 \
+        --dsc-mixed-precision=precision=bf16 --dsc-autodiff
+    ```
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "fp32 (no change), bf16 or fp16">,
+  ];
+}
+
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{
@@ -74,8 +117,11 @@ def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
     first), parameters are replicated, so each rank's gradient is partial:
     every gradient is summed over the ranks with `dsc.all_reduce`. The
     data-parallel loss is already the global mean, so the sum is the
-    gradient of the global loss. Unused forward and backward values are
-    removed at the end.
+    gradient of the global loss. A gradient that arrives converted up from
+    a 16-bit copy of its parameter (`--dsc-mixed-precision`) is summed in
+    16 bits, before that convert (DeepSpeed's default
+    `communication_data_type` for bf16 and fp16). Unused forward and
+    backward values are removed at the end.
 
     Example:
 

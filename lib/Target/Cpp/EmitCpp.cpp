@@ -35,7 +35,7 @@ static const char *kCpuPreamble = R"cpp(
 #define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
 #define DSC_LAUNCH(f, n, ...) f(__VA_ARGS__)
 #define DSC_LAUNCH_SERIAL(f, ...) f(__VA_ARGS__)
-#define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cpu::gemmF32(s, a, b, c, alpha, beta)
+#define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta)
 #define DSC_INF(T) std::numeric_limits<T>::infinity()
 #define DSC_NAN(T) std::numeric_limits<T>::quiet_NaN()
 #define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
@@ -46,6 +46,22 @@ namespace {
 using dsc::rt::ElementType;
 // A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
 struct dsc_stream_t {};
+// 16-bit floats: 2-byte words read as float, rounded to nearest even when
+// written (dsc/runtime/Float16.h).
+using dsc_bf16 = dsc::rt::BFloat16;
+using dsc_f16 = dsc::rt::Half;
+inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const float *a, const float *b,
+                     float *c, float alpha, float beta) {
+  dsc::rt::cpu::gemmF32(s, a, b, c, alpha, beta);
+}
+inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_bf16 *a, const dsc_bf16 *b,
+                     dsc_bf16 *c, float alpha, float beta) {
+  dsc::rt::cpu::gemmBF16(s, a, b, c, alpha, beta);
+}
+inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_f16 *a, const dsc_f16 *b,
+                     dsc_f16 *c, float alpha, float beta) {
+  dsc::rt::cpu::gemmF16(s, a, b, c, alpha, beta);
+}
 // Unqualified math calls pick the float overloads for float arguments.
 using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
 using std::tanh; using std::cos; using std::sin;
@@ -57,6 +73,8 @@ using std::tanh; using std::cos; using std::sin;
 )cpp";
 
 static const char *kCudaPreamble = R"cpp(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #define DSC_GLOBAL static __global__
@@ -64,7 +82,7 @@ static const char *kCudaPreamble = R"cpp(
 #define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
 #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
 #define DSC_LAUNCH_SERIAL(f, ...) f<<<1, 1, 0, stream>>>(__VA_ARGS__)
-#define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream)
+#define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta, stream)
 #define DSC_INF(T) static_cast<T>(INFINITY)
 #define DSC_NAN(T) static_cast<T>(NAN)
 #define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
@@ -76,6 +94,42 @@ static const char *kCudaPreamble = R"cpp(
 // the artifact.
 #include "dsc/runtime/CudaGemm.h"
 #include "dsc/runtime/CudaStream.h"
+
+// 16-bit floats: CUDA's __nv_bfloat16 / __half, read as float and rounded
+// to nearest even when written (CUDA's own conversions). Wrapped so that
+// they convert to and from float only: CUDA's types also convert to every
+// integer type and define 16-bit arithmetic operators, which makes the
+// kernels' mixed float expressions ambiguous. Outside the anonymous
+// namespace: nvcc warns about its unused functions.
+struct dsc_bf16 {
+  __nv_bfloat16 value;
+  dsc_bf16() = default;
+  DSC_HD dsc_bf16(float v) : value(__float2bfloat16(v)) {}
+  DSC_HD operator float() const { return __bfloat162float(value); }
+};
+struct dsc_f16 {
+  __half value;
+  dsc_f16() = default;
+  DSC_HD dsc_f16(float v) : value(__float2half(v)) {}
+  DSC_HD operator float() const { return __half2float(value); }
+};
+static_assert(sizeof(dsc_bf16) == 2 && sizeof(dsc_f16) == 2, "2-byte elements");
+inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const float *a, const float *b,
+                     float *c, float alpha, float beta, cudaStream_t stream) {
+  dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream);
+}
+inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_bf16 *a, const dsc_bf16 *b,
+                     dsc_bf16 *c, float alpha, float beta, cudaStream_t stream) {
+  dsc::rt::cuda::gemmBF16(s, reinterpret_cast<const uint16_t *>(a),
+                          reinterpret_cast<const uint16_t *>(b),
+                          reinterpret_cast<uint16_t *>(c), alpha, beta, stream);
+}
+inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_f16 *a, const dsc_f16 *b,
+                     dsc_f16 *c, float alpha, float beta, cudaStream_t stream) {
+  dsc::rt::cuda::gemmF16(s, reinterpret_cast<const uint16_t *>(a),
+                         reinterpret_cast<const uint16_t *>(b),
+                         reinterpret_cast<uint16_t *>(c), alpha, beta, stream);
+}
 
 namespace {
 using dsc::rt::ElementType;
@@ -149,6 +203,7 @@ public:
        << (cuda() ? "cuda" : "cpp") << ". Do not edit.\n"
        << "#include \"dsc/runtime/Artifact.h\"\n"
        << "#include \"dsc/runtime/CpuGemm.h\"\n"
+       << (cuda() ? "" : "#include \"dsc/runtime/Float16.h\"\n")
        << "#include \"dsc/runtime/Stream.h\"\n"
        << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
     if (failed(emitTables(step, arena.getInt())) || failed(emitKernels(step)))

@@ -5,7 +5,8 @@
 // target through the macros of the emitted preamble: DSC_GLOBAL/DSC_FOR are
 // an OpenMP loop on the CPU and a grid-stride loop in a __global__ function
 // on CUDA; DSC_LAUNCH calls or launches it; DSC_GEMM is the runtime's GEMM
-// for the target (OpenBLAS or cuBLASLt). The host function's first parameter
+// for the target (OpenBLAS or cuBLASLt) and the element type (f32, or bf16
+// and f16 computed in fp32). The host function's first parameter
 // is the stream the kernel runs on (`dsc_stream_t`: a cudaStream_t on CUDA,
 // where launches and GEMMs go on it; unused on the CPU, where the whole call
 // is a task of the stream).
@@ -28,7 +29,11 @@ enum class Target { Cpu, Cuda };
 /// The C type of an element type, or "" when the targets lack it.
 std::string cType(Type elementType);
 
-/// A C/CUDA literal of `value` as element type `t` (infinities and NaN
+/// The C type kernels compute an element type in: float for bf16 and f16
+/// (stored as 2-byte words, see Kernels.cpp), the storage type otherwise.
+std::string computeType(Type elementType);
+
+/// A C/CUDA literal of `value` in `t`'s compute type (infinities and NaN
 /// through the preamble's DSC_INF / DSC_NAN).
 std::string literal(double value, Type t);
 

@@ -8,6 +8,14 @@
 // of PyTorch's. Loop bodies use only what both compilers accept in device
 // code: arithmetic, <cmath> functions, no allocation, no exceptions.
 //
+// 16-bit float tensors (bf16, f16) are arrays of dsc_bf16 / dsc_f16, 2-byte
+// words that widen to float implicitly where they are read and round to
+// nearest even where they are written (the preamble defines them per
+// target). So every loop below computes in float (or its double
+// accumulators) for them too, and rounds once per op result, as PyTorch's
+// 16-bit kernels do; literals are float literals, and GEMMs take 16-bit
+// operands and accumulate in fp32.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
@@ -27,6 +35,8 @@ using namespace mlir::dsc::cpp;
 std::string mlir::dsc::cpp::cType(Type t) {
   if (t.isF64()) return "double";
   if (t.isF32()) return "float";
+  if (t.isBF16()) return "dsc_bf16";
+  if (t.isF16()) return "dsc_f16";
   if (t.isInteger(64)) return "int64_t";
   if (t.isInteger(32)) return "int32_t";
   if (t.isInteger(1)) return "uint8_t";
@@ -51,8 +61,12 @@ static RankedTensorType tensorOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+std::string mlir::dsc::cpp::computeType(Type t) {
+  return t.isBF16() || t.isF16() ? "float" : cType(t);
+}
+
 std::string mlir::dsc::cpp::literal(double value, Type t) {
-  std::string ty = cType(t);
+  std::string ty = computeType(t);
   if (std::isinf(value))
     return std::string(value < 0 ? "-" : "") + "DSC_INF(" + ty + ")";
   if (std::isnan(value))
@@ -60,7 +74,7 @@ std::string mlir::dsc::cpp::literal(double value, Type t) {
   if (!isa<FloatType>(t))
     return std::to_string(int64_t(value));
   std::string s = llvm::formatv("{0:e17}", value).str();
-  return t.isF32() ? s + "f" : s;
+  return ty == "float" ? s + "f" : s;
 }
 
 /// Index expression of an operand of shape `in`, broadcast (NumPy rules) to
@@ -107,6 +121,16 @@ static void split(ArrayRef<int64_t> shape, int64_t dim, int64_t &outer,
   n = shape[dim];
   inner = numel(shape.drop_front(dim + 1));
 }
+
+/// `value` as an element of type `t` (a float literal is no 16-bit element:
+/// both arms of a conditional need one type).
+static std::string storedLiteral(double value, Type t) {
+  std::string lit = literal(value, t);
+  return computeType(t) == cType(t) ? lit : cType(t) + "(" + lit + ")";
+}
+
+/// The runtime has GEMMs over these (DSC_GEMM).
+static bool hasGemm(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
 
 namespace {
 class Emitter {
@@ -313,8 +337,8 @@ private:
       return success();
     }
     if (auto l = dyn_cast<LinearOp>(op)) {
-      if (!outElem.isF32())
-        return op->emitError("dsc.linear needs f32 on the CPU and CUDA targets");
+      if (!hasGemm(outElem))
+        return op->emitError("dsc.linear needs f32, bf16 or f16 on the CPU and CUDA targets");
       ArrayRef<int64_t> w = tensorOf(l.getWeight()).getShape();
       int64_t m = numel(outShape) / w[0];
       std::string beta = "0.0f";
@@ -366,11 +390,11 @@ private:
           "    const int64_t o = i / {1}, q = i % {1};\n"
           "    const {3} *x = {2} + o * {0} * {1} + q;\n"
           "    {3} *y = out0 + o * {0} * {1} + q;\n"
-          "    {3} m = -DSC_INF({3});\n"
+          "    {3} m = -DSC_INF({4});\n"
           "    for (int64_t j = 0; j < {0}; ++j) m = x[j * {1}] > m ? x[j * {1}] : m;\n"
           "    double sum = 0;\n"
           "    for (int64_t j = 0; j < {0}; ++j) sum += exp(x[j * {1}] - m);\n",
-          n, inner, in(op, 0), oty);
+          n, inner, in(op, 0), oty, computeType(outElem));
       if (isa<LogSoftmaxOp>(op))
         body << "    const double lse = log(sum);\n"
              << "    for (int64_t j = 0; j < " << n << "; ++j) y[j * " << inner
@@ -388,7 +412,7 @@ private:
       int64_t r = outShape.size();
       beginLoop(outShape);
       body << "    out0[i] = c" << r - 1 << " > c" << r - 2 << " + " << (k - q)
-           << " ? " << literal(fill, outElem) << " : " << in(op, 0) << "[i];\n";
+           << " ? " << storedLiteral(fill, outElem) << " : " << in(op, 0) << "[i];\n";
       return success();
     }
     if (auto t = dyn_cast<TransposeOp>(op)) {
@@ -451,11 +475,13 @@ private:
       SmallVector<std::string> oc = c;
       oc[s.getDim()] = "j";
       beginLoop(idxShape, /*parallel=*/false);
+      std::string target = "out0[" + linear(oc, outShape) + "]";
+      // A 16-bit element has no +=: widen, add, round.
       body << "    const int64_t j = static_cast<int64_t>(" << in(op, 1) << "[i]);\n"
            << "    if (j < 0 || j >= " << size << ") DSC_INDEX_ERROR(\"dsc.scatter_add\", j, "
            << size << ");\n"
-           << "    out0[" << linear(oc, outShape) << "] += " << in(op, 2) << "["
-           << linear(c, srcShape) << "];\n";
+           << "    " << target << (computeType(outElem) == oty ? " += " : " = " + target + " + ")
+           << in(op, 2) << "[" << linear(c, srcShape) << "];\n";
       return success();
     }
     if (auto tk = dyn_cast<TopKOp>(op)) {
@@ -490,12 +516,12 @@ private:
       beginLoop(outer * inner);
       body << llvm::formatv(
           "    const int64_t o = i / {1}, q = i % {1};\n"
-          "    {3} acc = 0;\n"
+          "    {4} acc = 0;\n"
           "    for (int64_t j = 0; j < {0}; ++j) {{\n"
           "      acc += {2}[o * {0} * {1} + j * {1} + q];\n"
           "      out0[o * {0} * {1} + j * {1} + q] = acc;\n"
           "    }\n",
-          n, inner, in(op, 0), oty);
+          n, inner, in(op, 0), oty, computeType(outElem));
       return success();
     }
     if (isa<OneHotOp>(op)) {
@@ -535,8 +561,8 @@ private:
   }
 
   LogicalResult emitMatmul(MatmulOp mm, ArrayRef<int64_t> outShape) {
-    if (!tensorOf(mm.getResult()).getElementType().isF32())
-      return mm.emitError("dsc.matmul needs f32 on the CPU and CUDA targets");
+    if (!hasGemm(tensorOf(mm.getResult()).getElementType()))
+      return mm.emitError("dsc.matmul needs f32, bf16 or f16 on the CPU and CUDA targets");
     ArrayRef<int64_t> a = tensorOf(mm.getLhs()).getShape();
     ArrayRef<int64_t> b = tensorOf(mm.getRhs()).getShape();
     int64_t m = outShape[outShape.size() - 2], n = outShape.back();
@@ -591,7 +617,7 @@ private:
       body << "    const int64_t k" << d << " = (i / " << ks[d] << ") % " << kept[d]
            << "; (void)k" << d << ";\n";
     body << "    " << acc << " a = "
-         << (isMax ? (isa<FloatType>(elem) ? "-DSC_INF(" + oty + ")"
+         << (isMax ? (isa<FloatType>(elem) ? "-DSC_INF(" + computeType(elem) + ")"
                                            : "DSC_LOWEST(" + oty + ")")
                    : acc + "(0)")
          << ";\n    for (int64_t r = 0; r < " << numel(reduced) << "; ++r) {\n";
@@ -617,7 +643,7 @@ private:
     std::string rowLoss = llvm::formatv(
         "      const {3} *x = {0} + r * {1};\n"
         "      double m = x[0];\n"
-        "      for (int64_t j = 1; j < {1}; ++j) m = x[j] > m ? x[j] : m;\n"
+        "      for (int64_t j = 1; j < {1}; ++j) if (x[j] > m) m = x[j];\n"
         "      double sum = 0;\n"
         "      for (int64_t j = 0; j < {1}; ++j) sum += exp(x[j] - m);\n"
         "      loss = m + log(sum) - x[t];\n",

@@ -15,7 +15,7 @@ struct DTypeEntry {
 };
 // One row per enumerator, in the enum's order.
 constexpr DTypeEntry kDTypes[] = {
-    {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"bf16", 2}};
+    {"f32", 4}, {"f64", 8}, {"i32", 4}, {"i64", 8}, {"bf16", 2}, {"f16", 2}};
 constexpr const char *kReduceOps[] = {"sum", "max"};
 constexpr const char *kCollectiveKinds[] = {"allReduce",     "allGather",
                                             "reduceScatter", "broadcast",

@@ -1,6 +1,6 @@
 #include "dsc/runtime/MpiComm.h"
 
-#include "MpiBf16Ops.h"
+#include "MpiFloat16Ops.h"
 
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/RankInfo.h"
@@ -53,7 +53,8 @@ MPI_Datatype mpiType(CommDType dtype) {
   case CommDType::I64:
     return MPI_INT64_T;
   case CommDType::BF16:
-    return MPI_UINT16_T; // reduced by the bf16 user operations
+  case CommDType::F16:
+    return MPI_UINT16_T; // reduced by the 16-bit user operations
   }
   throw Error("invalid CommDType " + std::to_string(int(dtype)));
 }
@@ -84,6 +85,8 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent,
   comm_ = duplicateForCommunicator(parent, "MpiCommunicator", "", rank_, size_);
   MPI_Op_create(bf16SumOp, /*commute=*/1, &bf16Sum_);
   MPI_Op_create(bf16MaxOp, /*commute=*/1, &bf16Max_);
+  MPI_Op_create(f16SumOp, /*commute=*/1, &f16Sum_);
+  MPI_Op_create(f16MaxOp, /*commute=*/1, &f16Max_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -93,6 +96,8 @@ MpiCommunicator::~MpiCommunicator() {
     return;
   MPI_Op_free(&bf16Sum_);
   MPI_Op_free(&bf16Max_);
+  MPI_Op_free(&f16Sum_);
+  MPI_Op_free(&f16Max_);
   MPI_Comm_free(&comm_);
 }
 
@@ -184,9 +189,12 @@ void MpiCommunicator::wait(MPI_Request &request) {
 }
 
 MPI_Op MpiCommunicator::mpiOp(ReduceOp op, CommDType dtype) const {
-  bool bf16 = dtype == CommDType::BF16;
-  return op == ReduceOp::Max ? (bf16 ? bf16Max_ : MPI_MAX)
-                             : (bf16 ? bf16Sum_ : MPI_SUM);
+  bool max = op == ReduceOp::Max;
+  if (dtype == CommDType::BF16)
+    return max ? bf16Max_ : bf16Sum_;
+  if (dtype == CommDType::F16)
+    return max ? f16Max_ : f16Sum_;
+  return max ? MPI_MAX : MPI_SUM;
 }
 
 const void *MpiCommunicator::unaliased(const void *send, std::size_t sendBytes,

@@ -4,7 +4,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/CommTypes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Communicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/EnvLookup.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/MpiBf16Ops.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/MpiFloat16Ops.cpp
   ${CMAKE_CURRENT_LIST_DIR}/MpiCommunicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RankInfo.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Watchdog.cpp)

@@ -1,9 +1,11 @@
 #include "dsc/runtime/CpuGemm.h"
 #include "dsc/runtime/Error.h"
+#include "dsc/runtime/Float16.h"
 
 #include <cblas.h>
 
 #include <string>
+#include <vector>
 
 namespace dsc::rt::cpu {
 
@@ -29,6 +31,54 @@ void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
                 s.transB ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, alpha,
                 a + i * s.strideA, lda, b + i * s.strideB, ldb, beta,
                 c + i * s.strideC, s.n);
+}
+
+namespace {
+
+/// `count` elements of `from` widened into `to` (resized).
+template <typename T>
+void widen(const T *from, int64_t count, std::vector<float> &to) {
+  to.resize(std::size_t(count));
+  for (int64_t i = 0; i < count; ++i)
+    to[std::size_t(i)] = float(from[i]);
+}
+
+/// Each item in fp32 through sgemm: A, B (and C when beta reads it)
+/// widened, C rounded back to T.
+template <typename T>
+void gemmThroughF32(const GemmShape &s, const T *a, const T *b, T *c,
+                    float alpha, float beta) {
+  checkGemmShape(s);
+  if (s.m == 0 || s.n == 0)
+    return;
+  // Scratch per thread: streams may run GEMMs concurrently.
+  thread_local std::vector<float> wa, wb, wc;
+  GemmShape item = s;
+  item.batch = 1;
+  for (int64_t i = 0; i < s.batch; ++i) {
+    widen(a + i * s.strideA, s.m * s.k, wa);
+    widen(b + i * s.strideB, s.k * s.n, wb);
+    T *ci = c + i * s.strideC;
+    if (beta != 0.0f)
+      widen(ci, s.m * s.n, wc);
+    else
+      wc.assign(std::size_t(s.m * s.n), 0.0f); // BLAS: C is not read
+    gemmF32(item, wa.data(), wb.data(), wc.data(), alpha, beta);
+    for (int64_t j = 0; j < s.m * s.n; ++j)
+      ci[j] = T(wc[std::size_t(j)]);
+  }
+}
+
+} // namespace
+
+void gemmBF16(const GemmShape &s, const BFloat16 *a, const BFloat16 *b,
+              BFloat16 *c, float alpha, float beta) {
+  gemmThroughF32(s, a, b, c, alpha, beta);
+}
+
+void gemmF16(const GemmShape &s, const Half *a, const Half *b, Half *c,
+             float alpha, float beta) {
+  gemmThroughF32(s, a, b, c, alpha, beta);
 }
 
 double gemmFlops(const GemmShape &s) {

@@ -56,11 +56,19 @@ using Preference =
 using TransformDesc =
     Owned<cublasLtMatrixTransformDesc_t, cublasLtMatrixTransformDescDestroy>;
 
-/// A column-major fp32 rows x cols matrix with leading dimension `ld`,
+/// The element type of one GEMM's operands and result, and its size.
+struct ElementKind {
+  cudaDataType_t type;
+  std::size_t bytes;
+};
+constexpr ElementKind kF32{CUDA_R_32F, 4}, kBF16{CUDA_R_16BF, 2},
+    kF16{CUDA_R_16F, 2};
+
+/// A column-major rows x cols matrix of `type` with leading dimension `ld`,
 /// `count` of them `stride` elements apart.
-void makeLayout(Layout &l, int64_t rows, int64_t cols, int64_t ld,
-                int64_t count, int64_t stride) {
-  checkCublas(cublasLtMatrixLayoutCreate(&l.handle, CUDA_R_32F, uint64_t(rows),
+void makeLayout(Layout &l, cudaDataType_t type, int64_t rows, int64_t cols,
+                int64_t ld, int64_t count, int64_t stride) {
+  checkCublas(cublasLtMatrixLayoutCreate(&l.handle, type, uint64_t(rows),
                                          uint64_t(cols), ld),
               "cublasLtMatrixLayoutCreate");
   if (count == 1)
@@ -77,11 +85,12 @@ void makeLayout(Layout &l, int64_t rows, int64_t cols, int64_t ld,
 }
 
 /// The largest power of two up to 256 that divides the address of every
-/// item: `p` and, for a batch, `stride` floats.
-uint32_t alignmentOf(const void *p, int64_t count, int64_t stride) {
+/// item: `p` and, for a batch, `stride` elements of `bytes` each.
+uint32_t alignmentOf(const void *p, int64_t count, int64_t stride,
+                     std::size_t bytes) {
   uintptr_t bits = reinterpret_cast<uintptr_t>(p);
   if (count > 1)
-    bits |= uintptr_t(stride) * sizeof(float);
+    bits |= uintptr_t(stride) * bytes;
   uint32_t alignment = 256;
   while (alignment > 1 && (bits & (alignment - 1)))
     alignment >>= 1;
@@ -96,11 +105,11 @@ int64_t saturatingProduct(int64_t a, int64_t b) {
 }
 
 /// One problem as cuBLASLt sees it, for the algorithm cache: device,
-/// transposes, m, n, k, batch count, the three strides, the three
-/// alignments.
+/// element type, transposes, m, n, k, batch count, the three strides, the
+/// three alignments.
 using ProblemKey =
-    std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+    std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t,
+               int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
 
 struct Algorithm {
   cublasLtMatmulAlgo_t algo;
@@ -155,14 +164,14 @@ template <typename F> void forEachGroup(int64_t batch, bool strided, F &&f) {
 }
 
 /// C = beta * C for a product with k == 0.
-void scaleOutput(const GemmShape &s, float *c, float beta, bool strided,
-                 cudaStream_t stream) {
+void scaleOutput(const GemmShape &s, ElementKind kind, char *c, float beta,
+                 bool strided, cudaStream_t stream) {
   if (beta == 1.0f)
     return;
   // Without a GPU, requireDevice's Error rather than a CUDA call's.
   const int device = Device::current("gemm");
   const int64_t items = s.m * s.n; // fits: C holds them
-  const std::size_t itemBytes = std::size_t(items) * sizeof(float);
+  const std::size_t itemBytes = std::size_t(items) * kind.bytes;
   if (beta == 0.0f) { // BLAS: zeros, whatever C held (NaN included)
     if (s.batch == 1 || s.strideC == items) {
       checkCuda(cudaMemsetAsync(c, 0, itemBytes * std::size_t(s.batch), stream),
@@ -170,7 +179,8 @@ void scaleOutput(const GemmShape &s, float *c, float beta, bool strided,
       return;
     }
     for (int64_t i = 0; i < s.batch; ++i)
-      checkCuda(cudaMemsetAsync(c + i * s.strideC, 0, itemBytes, stream),
+      checkCuda(cudaMemsetAsync(c + i * s.strideC * kind.bytes, 0, itemBytes,
+                                stream),
                 "gemm: cudaMemsetAsync");
     return;
   }
@@ -183,8 +193,8 @@ void scaleOutput(const GemmShape &s, float *c, float beta, bool strided,
   const float zero = 0.0f;
   forEachGroup(s.batch, strided, [&](int64_t first, int64_t count) {
     Layout layout;
-    makeLayout(layout, s.n, s.m, s.n, count, s.strideC);
-    float *item = c + first * s.strideC;
+    makeLayout(layout, kind.type, s.n, s.m, s.n, count, s.strideC);
+    char *item = c + first * s.strideC * kind.bytes;
     // In place, element by element: C = beta * C + 0.
     checkCublas(cublasLtMatrixTransform(handle, desc.handle, &beta, item,
                                         layout.handle, &zero, nullptr, nullptr,
@@ -193,10 +203,9 @@ void scaleOutput(const GemmShape &s, float *c, float beta, bool strided,
   });
 }
 
-} // namespace
-
-void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
-             float alpha, float beta, cudaStream_t stream) {
+/// The product over elements of `kind`; a, b and c are byte addresses.
+void gemm(const GemmShape &s, ElementKind kind, const char *a, const char *b,
+          char *c, float alpha, float beta, cudaStream_t stream) {
   // The CPU version's checks and messages, before any CUDA call.
   cpu::checkGemmShape(s);
   if (s.batch == 0 || s.m == 0 || s.n == 0)
@@ -209,7 +218,7 @@ void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
       s.batch == 1 || (s.strideA >= 0 && s.strideB >= 0 &&
                        s.strideC >= saturatingProduct(s.m, s.n));
   if (s.k == 0) {
-    scaleOutput(s, c, beta, strided, stream);
+    scaleOutput(s, kind, c, beta, strided, stream);
     return;
   }
 
@@ -234,23 +243,26 @@ void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
               "cublasLtMatmulDescSetAttribute(TRANSB)");
 
   forEachGroup(s.batch, strided, [&](int64_t first, int64_t count) {
-    const float *itemA = a + first * s.strideA;
-    const float *itemB = b + first * s.strideB;
-    float *itemC = c + first * s.strideC;
+    const char *itemA = a + first * s.strideA * kind.bytes;
+    const char *itemB = b + first * s.strideB * kind.bytes;
+    char *itemC = c + first * s.strideC * kind.bytes;
     // Row-major B [k, n] (or [n, k] transposed) is column-major [n, k]
     // (or [k, n]); row-major A [m, k] (or [k, m]) is column-major [k, m]
     // (or [m, k]); row-major C [m, n] is column-major [n, m].
     Layout layoutB, layoutA, layoutC;
     const int64_t rowsB = s.transB ? s.k : s.n;
     const int64_t rowsA = s.transA ? s.m : s.k;
-    makeLayout(layoutB, rowsB, s.transB ? s.n : s.k, rowsB, count, s.strideB);
-    makeLayout(layoutA, rowsA, s.transA ? s.k : s.m, rowsA, count, s.strideA);
-    makeLayout(layoutC, s.n, s.m, s.n, count, s.strideC);
+    makeLayout(layoutB, kind.type, rowsB, s.transB ? s.n : s.k, rowsB, count,
+               s.strideB);
+    makeLayout(layoutA, kind.type, rowsA, s.transA ? s.k : s.m, rowsA, count,
+               s.strideA);
+    makeLayout(layoutC, kind.type, s.n, s.m, s.n, count, s.strideC);
 
-    const uint32_t alignA = alignmentOf(itemA, count, s.strideA);
-    const uint32_t alignB = alignmentOf(itemB, count, s.strideB);
-    const uint32_t alignC = alignmentOf(itemC, count, s.strideC);
+    const uint32_t alignA = alignmentOf(itemA, count, s.strideA, kind.bytes);
+    const uint32_t alignB = alignmentOf(itemB, count, s.strideB, kind.bytes);
+    const uint32_t alignC = alignmentOf(itemC, count, s.strideC, kind.bytes);
     ProblemKey key{device,
+                   int(kind.type),
                    s.transA,
                    s.transB,
                    s.m,
@@ -307,6 +319,30 @@ void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
                                found->second.workspaceBytes, stream),
                 "cublasLtMatmul");
   });
+}
+
+} // namespace
+
+void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
+             float alpha, float beta, cudaStream_t stream) {
+  gemm(s, kF32, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream);
+}
+
+void gemmBF16(const GemmShape &s, const std::uint16_t *a,
+              const std::uint16_t *b, std::uint16_t *c, float alpha,
+              float beta, cudaStream_t stream) {
+  gemm(s, kBF16, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream);
+}
+
+void gemmF16(const GemmShape &s, const std::uint16_t *a, const std::uint16_t *b,
+             std::uint16_t *c, float alpha, float beta, cudaStream_t stream) {
+  gemm(s, kF16, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream);
 }
 
 void releaseGemmResources() {

@@ -35,6 +35,8 @@ ncclDataType_t ncclType(CommDType dtype) {
     return ncclInt64;
   case CommDType::BF16:
     return ncclBfloat16;
+  case CommDType::F16:
+    return ncclFloat16;
   }
   throw Error("invalid CommDType " + std::to_string(int(dtype)));
 }

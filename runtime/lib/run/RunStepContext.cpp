@@ -18,7 +18,7 @@ CommDType commType(ElementType type) {
   case ElementType::I32: return CommDType::I32;
   case ElementType::I64: return CommDType::I64;
   case ElementType::BF16: return CommDType::BF16;
-  case ElementType::F16:
+  case ElementType::F16: return CommDType::F16;
   case ElementType::I1:
     break;
   }

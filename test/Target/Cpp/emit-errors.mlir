@@ -28,13 +28,13 @@ module {
 module {
   func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
     %s = dscrt.stream "compute"
-    %x = dscrt.state 0 "x" : memref<4xbf16>
-    %b = dscrt.buffer 0 : memref<4xbf16>
-    // expected-error @+1 {{the CPU and CUDA targets do not support 'bf16' yet}}
-    dscrt.kernel on %s ins(%x : memref<4xbf16>) outs(%b : memref<4xbf16>) {
-    ^bb0(%t: tensor<4xbf16>):
-      %r = dsc.exp %t : tensor<4xbf16>
-      dscrt.yield %r : tensor<4xbf16>
+    %x = dscrt.state 0 "x" : memref<2x2xf64>
+    %b = dscrt.buffer 0 : memref<2x2xf64>
+    dscrt.kernel on %s ins(%x : memref<2x2xf64>) outs(%b : memref<2x2xf64>) {
+    ^bb0(%t: tensor<2x2xf64>):
+      // expected-error @+1 {{dsc.matmul needs f32, bf16 or f16 on the CPU and CUDA targets}}
+      %r = dsc.matmul %t, %t : tensor<2x2xf64>, tensor<2x2xf64>
+      dscrt.yield %r : tensor<2x2xf64>
     }
     return
   }

@@ -84,7 +84,7 @@
 // RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
 // CUDA: #define DSC_GLOBAL static __global__
 // CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
-// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream)
+// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta, stream)
 // CUDA: #include "dsc/runtime/CudaStream.h"
 // CUDA: using dsc_stream_t = cudaStream_t;
 // CUDA: const dsc::rt::StreamDesc kStreams[] = {

@@ -17,7 +17,7 @@
 namespace dsc::rt {
 
 /// Element types a collective can move or reduce.
-enum class CommDType : std::uint8_t { F32, F64, I32, I64, BF16 };
+enum class CommDType : std::uint8_t { F32, F64, I32, I64, BF16, F16 };
 
 /// Reductions of allReduce and reduceScatter.
 enum class ReduceOp : std::uint8_t { Sum, Max };
@@ -39,7 +39,7 @@ constexpr std::size_t kCollectiveKindCount =
 /// Bytes of one element.
 std::size_t byteSize(CommDType dtype);
 
-/// "f32", "f64", "i32", "i64", "bf16".
+/// "f32", "f64", "i32", "i64", "bf16", "f16".
 const char *name(CommDType dtype);
 
 /// "sum", "max".

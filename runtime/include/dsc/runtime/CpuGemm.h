@@ -12,6 +12,11 @@
 
 #include <cstdint>
 
+namespace dsc::rt {
+struct BFloat16; // Float16.h
+struct Half;
+} // namespace dsc::rt
+
 namespace dsc::rt::cpu {
 
 struct GemmShape {
@@ -33,6 +38,14 @@ void checkGemmShape(const GemmShape &shape);
 /// dsc::rt::Error for negative sizes, or a zero C stride with batch > 1
 /// (the items would overwrite each other).
 void gemmF32(const GemmShape &shape, const float *a, const float *b, float *c,
+             float alpha = 1.0f, float beta = 0.0f);
+
+/// gemmF32 for bf16 operands and result, computed in fp32 (see above).
+void gemmBF16(const GemmShape &shape, const BFloat16 *a, const BFloat16 *b,
+              BFloat16 *c, float alpha = 1.0f, float beta = 0.0f);
+
+/// gemmF32 for IEEE half operands and result, computed in fp32.
+void gemmF16(const GemmShape &shape, const Half *a, const Half *b, Half *c,
              float alpha = 1.0f, float beta = 0.0f);
 
 /// 2 * batch * m * n * k: the flop count of gemmF32, for throughput figures.

@@ -16,6 +16,11 @@
 // not define: then the items are issued one by one, in order, on the stream,
 // which is what the CPU loop does.
 //
+// gemmBF16 and gemmF16 are the same product with bf16 or IEEE half
+// operands and result (CUDA_R_16BF / CUDA_R_16F, the layouts of
+// __nv_bfloat16 and __half), still accumulated in fp32 (CUBLAS_COMPUTE_32F,
+// float alpha and beta), as the CPU versions compute.
+//
 // A cuBLASLt handle per device, a 32 MiB workspace per (device, stream) and
 // the chosen algorithm per problem are cached for the life of the process.
 //
@@ -27,6 +32,8 @@
 #include "dsc/runtime/CpuGemm.h"
 
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace dsc::rt::cuda {
 
@@ -45,6 +52,16 @@ using cpu::gemmFlops;
 void gemmF32(const GemmShape &shape, const float *a, const float *b, float *c,
              float alpha = 1.0f, float beta = 0.0f,
              cudaStream_t stream = nullptr);
+
+/// gemmF32 over bf16 elements (2-byte words), computed in fp32.
+void gemmBF16(const GemmShape &shape, const std::uint16_t *a,
+              const std::uint16_t *b, std::uint16_t *c, float alpha = 1.0f,
+              float beta = 0.0f, cudaStream_t stream = nullptr);
+
+/// gemmF32 over IEEE half elements (2-byte words), computed in fp32.
+void gemmF16(const GemmShape &shape, const std::uint16_t *a,
+             const std::uint16_t *b, std::uint16_t *c, float alpha = 1.0f,
+             float beta = 0.0f, cudaStream_t stream = nullptr);
 
 /// Frees the cached handles and workspaces (all streams that used them must
 /// be idle). Later calls create them again. Optional: at exit the process

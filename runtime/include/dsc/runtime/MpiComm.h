@@ -4,8 +4,8 @@
 // (MPI_Iallreduce, ...), each polled with MPI_Test by the watchdog. The
 // communicator works on its own duplicate of the given MPI communicator, so
 // its traffic never matches anyone else's; MPI errors are returned, not
-// fatal, and become Error. bf16 reductions use MPI user operations that
-// add or compare in float and round to nearest even.
+// fatal, and become Error. bf16 and f16 reductions use MPI user operations
+// that add or compare in float and round to nearest even.
 //
 // On a collective timeout it prints the watchdog's report and calls
 // MPI_Abort(kCollectiveTimeoutExitCode), which makes mpirun end every rank.
@@ -79,6 +79,8 @@ private:
   int size_ = 1;
   MPI_Op bf16Sum_ = MPI_OP_NULL;
   MPI_Op bf16Max_ = MPI_OP_NULL;
+  MPI_Op f16Sum_ = MPI_OP_NULL;
+  MPI_Op f16Max_ = MPI_OP_NULL;
   std::vector<unsigned char> staging_;
 };
 
