@@ -77,6 +77,10 @@ public:
         op.erase();
       }
     }
+    // The whole update is gone now: what still reads a whole parameter is
+    // the forward and backward pass.
+    if (stage >= 3)
+      gatherParameters(body);
     for (Operation *op : replaced) // still there: something reads it whole
       return op->emitError()
              << "ZeRO stage " << stage
@@ -189,6 +193,81 @@ private:
     return result;
   }
 
+  /// Stage 3: the forward and the backward pass read whole parameters,
+  /// which no rank holds any more. Each whole read is gathered from the
+  /// shards just before its first use in the forward pass (up to the op
+  /// that computes the graph's last output) and again just before its first
+  /// use in the backward pass; the gathered buffer is released after its
+  /// last use (the memory plan reuses it).
+  void gatherParameters(Block &body) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Operation *forwardEnd = nullptr;
+    SmallVector<Operation *> stack;
+    llvm::SmallPtrSet<Operation *, 32> seen;
+    for (Value v : ret.getOperands())
+      if (Operation *def = v.getDefiningOp())
+        stack.push_back(def);
+    while (!stack.empty()) {
+      Operation *op = stack.pop_back_val();
+      if (!seen.insert(op).second)
+        continue;
+      if (!forwardEnd || forwardEnd->isBeforeInBlock(op))
+        forwardEnd = op;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          stack.push_back(def);
+    }
+    SmallVector<LoadOp> wholeLoads;
+    for (auto load : body.getOps<LoadOp>())
+      if (partitioned.contains(load.getStateAttr().getAttr()) &&
+          !shardLoads.contains(load))
+        wholeLoads.push_back(load);
+    for (LoadOp load : wholeLoads) {
+      // Uses by phase, each phase's first user first.
+      SmallVector<OpOperand *> forward, backward;
+      for (OpOperand &use : load->getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        bool inForward = forwardEnd && (user == forwardEnd ||
+                                        user->isBeforeInBlock(forwardEnd));
+        (inForward ? forward : backward).push_back(&use);
+      }
+      for (ArrayRef<OpOperand *> uses : {ArrayRef(forward), ArrayRef(backward)}) {
+        if (uses.empty())
+          continue;
+        Operation *first = nullptr;
+        for (OpOperand *use : uses) {
+          Operation *user = body.findAncestorOpInBlock(*use->getOwner());
+          if (!first || user->isBeforeInBlock(first))
+            first = user;
+        }
+        b.setInsertionPoint(first);
+        Location loc = load.getLoc();
+        RankedTensorType whole = load.getType();
+        auto shardLoad =
+            LoadOp::create(b, loc, shardType(whole), load.getStateAttr());
+        shardLoads.insert(shardLoad);
+        Value gathered = gather(loc, shardLoad, whole);
+        for (OpOperand *use : uses)
+          use->set(gathered);
+      }
+      load.erase();
+    }
+  }
+
+  /// The whole tensor of type `whole` from this rank's shard `part`.
+  Value gather(Location loc, Value part, RankedTensorType whole) {
+    Value gathered =
+        world > 1 ? AllGatherOp::create(
+                        b, loc,
+                        RankedTensorType::get({shardSize(whole.getNumElements(),
+                                                         world) * world},
+                                              whole.getElementType()),
+                        part)
+                        .getResult()
+                  : part;
+    return unpadded(loc, gathered, whole);
+  }
+
   /// The store's value sharded; a parameter gathered back whole.
   LogicalResult rewriteStore(StoreOp store) {
     Location loc = store.getLoc();
@@ -201,16 +280,7 @@ private:
       StoreOp::create(b, loc, part, store.getStateAttr());
       return success();
     }
-    Value gathered =
-        world > 1 ? AllGatherOp::create(
-                        b, loc,
-                        RankedTensorType::get({shardSize(whole.getNumElements(),
-                                                         world) * world},
-                                              whole.getElementType()),
-                        part)
-                        .getResult()
-                  : part;
-    StoreOp::create(b, loc, unpadded(loc, gathered, whole), store.getStateAttr());
+    StoreOp::create(b, loc, gather(loc, part, whole), store.getStateAttr());
     return success();
   }
 
@@ -310,11 +380,6 @@ struct ZeroPartitionPass
     }
     if (stage == 0)
       return;
-    if (stage == 3) {
-      module.emitError() << "ZeRO stage 3 (partitioned parameters) is not "
-                            "implemented yet; use stage 1 or 2";
-      return signalPassFailure();
-    }
     std::optional<int64_t> world = lookupWorldSize(module);
     if (!world || *world < 1) {
       module.emitError() << "ZeRO stage " << int64_t(stage)
@@ -325,8 +390,8 @@ struct ZeroPartitionPass
       return signalPassFailure();
     }
 
-    // Every optimizer state of a parameter's shape is partitioned; the
-    // step count (a scalar) stays whole.
+    // Every optimizer state of a parameter's shape is partitioned, and at
+    // stage 3 every parameter; the step count (a scalar) stays whole.
     DenseMap<StringAttr, StateOp> partitioned;
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
@@ -334,9 +399,11 @@ struct ZeroPartitionPass
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();
       }
-      if (state.getRole() != StateRole::optimizer)
+      bool parameter = state.getRole() == StateRole::parameter;
+      if (state.getRole() == StateRole::optimizer)
+        trains = true;
+      else if (!(parameter && stage >= 3))
         continue;
-      trains = true;
       if (state.getTensorType().getRank() > 0)
         partitioned[state.getSymNameAttr()] = state;
     }

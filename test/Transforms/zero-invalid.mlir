@@ -1,7 +1,7 @@
 // RUN: not dsc-opt %s --dsc-zero=stage=4 2>&1 | FileCheck %s --check-prefix=STAGE4
 // RUN: not dsc-opt %s --dsc-zero=stage=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// RUN: not dsc-opt %s --dsc-zero=stage=3 2>&1 | FileCheck %s --check-prefix=STAGE3
 // RUN: not dsc-opt %s --dsc-zero=stage=1 2>&1 | FileCheck %s --check-prefix=NOWORLD
+// RUN: not dsc-opt %s --dsc-zero=stage=3 2>&1 | FileCheck %s --check-prefix=NOWORLD3
 // RUN: not dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-zero=stage=2 2>&1 | FileCheck %s --check-prefix=NOOPT
 // RUN: dsc-opt %s --dsc-zero=stage=0 | FileCheck %s --check-prefix=OFF
 
@@ -10,7 +10,7 @@
 
 // STAGE4: zero-invalid.mlir:[[@LINE+6]]:1: error: ZeRO stage 4 does not exist; stages are 0 (off), 1 (optimizer state), 2 (+ gradients) and 3 (+ parameters)
 // NEGATIVE: zero-invalid.mlir:[[@LINE+5]]:1: error: ZeRO stage -1 does not exist
-// STAGE3: zero-invalid.mlir:[[@LINE+4]]:1: error: ZeRO stage 3 (partitioned parameters) is not implemented yet; use stage 1 or 2
+// NOWORLD3: zero-invalid.mlir:[[@LINE+4]]:1: error: ZeRO stage 3 partitions over the data-parallel ranks, but the module has no 'dsc.world_size'
 // NOWORLD: zero-invalid.mlir:[[@LINE+3]]:1: error: ZeRO stage 1 partitions over the data-parallel ranks, but the module has no 'dsc.world_size' (run --dsc-data-parallel first)
 // NOOPT: zero-invalid.mlir:[[@LINE+2]]:1: error: ZeRO stage 2 partitions the optimizer's state, but the module has none (run --dsc-optimizer first)
 // OFF: dsc.state parameter @w : tensor<4xf32>

@@ -122,7 +122,7 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
 }
 
 def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
-  let summary = "partitions optimizer state and gradients over the ranks (ZeRO)";
+  let summary = "partitions optimizer state, gradients and parameters over the ranks (ZeRO)";
   let description = [{
     Runs after `--dsc-optimizer` on a data-parallel step (the module's
     `dsc.world_size` W, set by `--dsc-data-parallel`). Every partitioned
@@ -145,6 +145,13 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
       holds its gradient shard. Gradient clipping then sums the squares of
       each rank's shards and adds those partial sums over the ranks with one
       `dsc.all_reduce`.
+    * stage 3: also the parameters: each becomes its shard, updated and
+      stored as a shard (no all-gather after the update). Every whole read
+      of a parameter is re-created from a `dsc.all_gather` of the shard,
+      placed just before its first use in the forward pass and again just
+      before its first use in the backward pass (the ops after the graph's
+      outputs are computed); the gathered buffer lives until its last use,
+      where the memory plan reuses it.
 
     Collectives keep the order of the program (reduce-scatters where the
     all-reduces were, all-gathers at the parameters' stores), which is the
@@ -157,7 +164,8 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"stage", "stage", "int64_t", /*default=*/"0",
-           "ZeRO stage: 0 (off), 1 (optimizer state), 2 (+ gradients)">,
+           "ZeRO stage: 0 (off), 1 (optimizer state), 2 (+ gradients), "
+           "3 (+ parameters)">,
   ];
 }
 

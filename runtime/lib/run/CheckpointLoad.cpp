@@ -236,7 +236,8 @@ Checkpoint Checkpoint::open(const std::string &dir) {
                 "at element " + std::to_string(piece.offset) + ")");
       covered += piece.count;
       piece.bytes = field<size_t>(item, "bytes", at);
-      check(piece.bytes == size_t(piece.count) * dtypeSize(entry.dtype),
+      // (A whole tensor's size is checked against its shard's header.)
+      check(whole || piece.bytes == size_t(piece.count) * dtypeSize(entry.dtype),
             at + ": a piece of " + std::to_string(piece.count) +
                 " elements is not " + std::to_string(piece.bytes) + " bytes");
       std::string checksum = field<std::string>(item, "checksum", at);
