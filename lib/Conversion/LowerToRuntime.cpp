@@ -20,6 +20,28 @@ namespace mlir::dsc {
 using namespace mlir;
 using namespace mlir::dsc;
 
+Operation *mlir::dsc::lastProducer(
+    ValueRange values, llvm::function_ref<Operation *(Operation *)> placed) {
+  Operation *last = nullptr;
+  SmallVector<Operation *> stack;
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  for (Value v : values)
+    if (Operation *def = v.getDefiningOp())
+      stack.push_back(def);
+  while (!stack.empty()) {
+    Operation *op = stack.pop_back_val();
+    if (!seen.insert(op).second)
+      continue;
+    Operation *at = placed(op);
+    if (!last || last->isBeforeInBlock(at))
+      last = at;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        stack.push_back(def);
+  }
+  return last;
+}
+
 bool mlir::dsc::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
              ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
@@ -378,24 +400,8 @@ struct LowerToRuntimePass
   /// final value; null when the outputs need no op (a state returned as is).
   Operation *lastOutputProducer(func::ReturnOp ret,
                                 const DenseMap<Operation *, Operation *> &root) {
-    Operation *last = nullptr;
-    SmallVector<Operation *> stack;
-    llvm::SmallPtrSet<Operation *, 32> seen;
-    for (Value v : ret.getOperands())
-      if (Operation *def = v.getDefiningOp())
-        stack.push_back(def);
-    while (!stack.empty()) {
-      Operation *op = stack.pop_back_val();
-      if (!seen.insert(op).second)
-        continue;
-      Operation *emitted = emittedAt(root, op);
-      if (!last || last->isBeforeInBlock(emitted))
-        last = emitted;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          stack.push_back(def);
-    }
-    return last;
+    return lastProducer(ret.getOperands(),
+                        [&](Operation *op) { return emittedAt(root, op); });
   }
 
   /// A store writes the state's memory in place, so every read of the old

@@ -201,22 +201,8 @@ private:
   /// last use (the memory plan reuses it).
   void gatherParameters(Block &body) {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    Operation *forwardEnd = nullptr;
-    SmallVector<Operation *> stack;
-    llvm::SmallPtrSet<Operation *, 32> seen;
-    for (Value v : ret.getOperands())
-      if (Operation *def = v.getDefiningOp())
-        stack.push_back(def);
-    while (!stack.empty()) {
-      Operation *op = stack.pop_back_val();
-      if (!seen.insert(op).second)
-        continue;
-      if (!forwardEnd || forwardEnd->isBeforeInBlock(op))
-        forwardEnd = op;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          stack.push_back(def);
-    }
+    Operation *forwardEnd =
+        lastProducer(ret.getOperands(), [](Operation *op) { return op; });
     SmallVector<LoadOp> wholeLoads;
     for (auto load : body.getOps<LoadOp>())
       if (partitioned.contains(load.getStateAttr().getAttr()) &&
