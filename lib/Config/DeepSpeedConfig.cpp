@@ -466,8 +466,7 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
       return error(join(path, offload), "parameter offload needs ZeRO stage 3");
     return error(join(path, offload), "offload is not supported yet");
   }
-  if (s != 0)
-    return error(join(path, "stage"), "ZeRO stage " + Twine(s) + " is not supported yet");
+  settings["zero-stage"] = std::to_string(s);
   return success();
 }
 

@@ -55,6 +55,8 @@ constexpr Flag kFlags[] = {
     {"total-num-steps", "WarmupDecayLR/WarmupCosineLR total steps"},
     {"warmup-min-ratio", "WarmupCosineLR start ratio of lr (default 0)"},
     {"cos-min-ratio", "WarmupCosineLR end ratio of lr (default 0.0001)"},
+    {"zero-stage", "ZeRO stage of the training step: 0 (default), 1 (optimizer "
+                   "state partitioned), 2 (+ gradients), 3 (+ parameters)"},
     {"checkpoint-activations", "recompute every transformer block in the "
                                "backward (activation checkpointing)"},
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},
@@ -120,6 +122,16 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   // Flags given on the command line win over the config.
   for (auto &[name, value] : given)
     settings[name] = value;
+  // ZeRO partitions the optimizer step, which only a training step has.
+  auto zero = settings.find("zero-stage");
+  auto step = settings.find("step");
+  if (zero != settings.end() && zero->second != "0" && step != settings.end() &&
+      step->second != "train") {
+    llvm::errs() << "error: ZeRO stage " << zero->second
+                 << " partitions the training step; it does not apply to --step="
+                 << step->second << "\n";
+    return failure();
+  }
 
   std::string options;
   for (const auto &[name, value] : settings)

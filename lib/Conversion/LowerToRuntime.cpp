@@ -20,6 +20,28 @@ namespace mlir::dsc {
 using namespace mlir;
 using namespace mlir::dsc;
 
+Operation *mlir::dsc::lastProducer(
+    ValueRange values, llvm::function_ref<Operation *(Operation *)> placed) {
+  Operation *last = nullptr;
+  SmallVector<Operation *> stack;
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  for (Value v : values)
+    if (Operation *def = v.getDefiningOp())
+      stack.push_back(def);
+  while (!stack.empty()) {
+    Operation *op = stack.pop_back_val();
+    if (!seen.insert(op).second)
+      continue;
+    Operation *at = placed(op);
+    if (!last || last->isBeforeInBlock(at))
+      last = at;
+    for (Value operand : op->getOperands())
+      if (Operation *def = operand.getDefiningOp())
+        stack.push_back(def);
+  }
+  return last;
+}
+
 bool mlir::dsc::isElementwise(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
              ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, CosOp, SinOp, LogOp,
@@ -310,16 +332,21 @@ struct LowerToRuntimePass
                                           buffers.lookup(reshape.getInput())));
         continue;
       }
-      if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
-        // Copy, then reduce in place: the input buffer may have other users.
-        streams.waitFor(builder, loc, allReduce.getInput());
-        Value source = buffers.lookup(allReduce.getInput());
+      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op)) {
+        Value input = op.getOperand(0), result = op.getResult(0);
+        streams.waitFor(builder, loc, input);
+        Value source = buffers.lookup(input);
         Value out = dscrt::AllocOp::create(builder, loc,
-                                           bufferType(allReduce.getType()));
-        auto copy =
-            dscrt::KernelOp::create(builder, loc, streams.compute, source, out);
-        OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
-        dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+                                           bufferType(result.getType()));
+        if (isa<AllReduceOp>(op)) {
+          // Copy, then reduce in place: the input buffer may have other
+          // users.
+          auto copy =
+              dscrt::KernelOp::create(builder, loc, streams.compute, source, out);
+          OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
+          dscrt::YieldOp::create(inner, loc,
+                                 copy.getBody().front().getArgument(0));
+        }
         if (!streams.comm) {
           OpBuilder atStart = OpBuilder::atBlockBegin(entry);
           atStart.setInsertionPointAfter(streams.compute.getDefiningOp());
@@ -327,9 +354,26 @@ struct LowerToRuntimePass
         }
         Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
         dscrt::WaitOp::create(builder, loc, streams.comm, written);
-        dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++);
-        streams.recordOnComm(builder, loc, allReduce.getResult());
-        buffers.map(allReduce.getResult(), out);
+        if (isa<AllReduceOp>(op))
+          dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++);
+        else if (isa<AllGatherOp>(op))
+          dscrt::AllGatherOp::create(builder, loc, source, out, streams.comm,
+                                     sequence++);
+        else
+          dscrt::ReduceScatterOp::create(builder, loc, source, out,
+                                         streams.comm, sequence++);
+        streams.recordOnComm(builder, loc, result);
+        buffers.map(result, out);
+        continue;
+      }
+      if (auto shard = dyn_cast<LocalShardOp>(op)) {
+        streams.waitFor(builder, loc, shard.getInput());
+        Value out =
+            dscrt::AllocOp::create(builder, loc, bufferType(shard.getType()));
+        dscrt::CopyShardOp::create(builder, loc,
+                                   buffers.lookup(shard.getInput()), out,
+                                   streams.compute);
+        buffers.map(shard.getResult(), out);
         continue;
       }
       if (root.lookup(&op) != &op)
@@ -357,24 +401,8 @@ struct LowerToRuntimePass
   /// final value; null when the outputs need no op (a state returned as is).
   Operation *lastOutputProducer(func::ReturnOp ret,
                                 const DenseMap<Operation *, Operation *> &root) {
-    Operation *last = nullptr;
-    SmallVector<Operation *> stack;
-    llvm::SmallPtrSet<Operation *, 32> seen;
-    for (Value v : ret.getOperands())
-      if (Operation *def = v.getDefiningOp())
-        stack.push_back(def);
-    while (!stack.empty()) {
-      Operation *op = stack.pop_back_val();
-      if (!seen.insert(op).second)
-        continue;
-      Operation *emitted = emittedAt(root, op);
-      if (!last || last->isBeforeInBlock(emitted))
-        last = emitted;
-      for (Value operand : op->getOperands())
-        if (Operation *def = operand.getDefiningOp())
-          stack.push_back(def);
-    }
-    return last;
+    return lastProducer(ret.getOperands(),
+                        [&](Operation *op) { return emittedAt(root, op); });
   }
 
   /// A store writes the state's memory in place, so every read of the old

@@ -47,6 +47,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     optimizer.warmupMinRatio = options.warmupMinRatio;
     optimizer.cosMinRatio = options.cosMinRatio;
     pm.addPass(createOptimizer(optimizer));
+    // ZeRO partitions the optimizer's explicit states and update; the pass
+    // checks the stage (a located error for a bad one).
+    if (options.zeroStage != 0) {
+      ZeroPartitionOptions zero;
+      zero.stage = options.zeroStage;
+      pm.addPass(createZeroPartition(zero));
+    }
   }
   pm.addPass(createCSEPass());
   // Last: a CSE after it would merge the recomputation back.

@@ -17,14 +17,15 @@ using namespace mlir;
 /// on the compute stream (by a kernel or a copy), and the collective runs on
 /// another one: its buffer stays live until the first wait for an event
 /// recorded on the collective's stream after it (or to the end of the step).
-static int64_t releasedAt(dscrt::AllReduceOp collective,
+static int64_t releasedAt(Operation *collective,
                           const DenseMap<Operation *, int64_t> &position) {
+  Value stream = dscrt::getCollectiveStream(collective);
   Operation *op = collective;
   while ((op = op->getNextNode())) {
     auto wait = dyn_cast<dscrt::WaitOp>(op);
     auto record = wait ? wait.getEvent().getDefiningOp<dscrt::RecordOp>()
                        : dscrt::RecordOp();
-    if (record && record.getStream() == collective.getStream() &&
+    if (record && record.getStream() == stream &&
         position.lookup(record) > position.lookup(collective))
       return position.lookup(wait);
   }
@@ -65,9 +66,9 @@ struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
         for (Operation *user : value.getUsers()) {
           Operation *top = body.findAncestorOpInBlock(*user);
           request.lastUse = std::max(request.lastUse, position[top]);
-          if (auto collective = dyn_cast<dscrt::AllReduceOp>(top))
+          if (dscrt::getCollectiveStream(top))
             request.lastUse =
-                std::max(request.lastUse, releasedAt(collective, position));
+                std::max(request.lastUse, releasedAt(top, position));
           if (auto view = dyn_cast<dscrt::ViewOp>(user))
             worklist.push_back(view.getResult());
         }

@@ -460,4 +460,134 @@ TEST_F(DscRunCheckpoint, RefusesAStepDirectoryOfAnotherStep) {
                 "step 3");
 }
 
+//===----------------------------------------------------------------------===//
+// Partitioned (ZeRO) states
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kWholeShape[] = {3, 5}; // 15 elements
+constexpr int64_t kShardOf2[] = {8};      // ceil(15 / 2)
+constexpr int64_t kShardOf4[] = {4};      // ceil(15 / 4)
+
+/// One replicated parameter and a moment of 15 elements partitioned over
+/// `shard` elements per rank (`shard` null: not partitioned).
+std::vector<StateDesc> partitionedStates(const int64_t *shard) {
+  StateDesc moment{{"m", ElementType::F32, 2, kWholeShape}, StateRole::Optimizer};
+  if (shard)
+    moment = {{"m", ElementType::F32, 1, shard}, StateRole::Optimizer, 2,
+              kWholeShape};
+  return {{{"head.weight", ElementType::F32, 2, kHeadShape}, StateRole::Parameter},
+          moment};
+}
+
+class DscRunPartitionedCheckpoint : public testing::Test {
+protected:
+  DscRunPartitionedCheckpoint() : root_(dir_.file("ck")) {
+    for (int i = 0; i < 15; ++i)
+      whole_.push_back(0.5f + float(i));
+    head_.assign(8, 2.0f);
+  }
+
+  /// Rank `rank`'s storage of the moment in shards of `shard`: its block of
+  /// the whole, zero past the end.
+  std::vector<float> block(int rank, int64_t shard) const {
+    std::vector<float> out(size_t(shard), 0.0f);
+    for (int64_t i = 0; i < shard && rank * shard + i < 15; ++i)
+      out[size_t(i)] = whole_[size_t(rank * shard + i)];
+    return out;
+  }
+
+  /// A save by 2 ranks, each holding its block of the moment.
+  void saveByTwo() {
+    std::vector<StateDesc> states = partitionedStates(kShardOf2);
+    ArtifactInfo info = infoWith(states.data(), 2);
+    CheckpointJob job{3, 2, "tiny.mlir", "cpu", 4, 4};
+    beginCheckpoint(root_, 3);
+    std::vector<std::string> reports;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<float> mine = block(r, 8);
+      reports.push_back(writeCheckpointShard(
+          root_, job, info, {head_.data(), mine.data()}, r));
+    }
+    commitCheckpoint(root_, job, info, reports);
+  }
+
+  /// The moment as rank `rank` of a job partitioning it in `shard`s (null:
+  /// whole) loads it.
+  std::vector<float> load(const int64_t *shard, int rank) {
+    std::vector<StateDesc> states = partitionedStates(shard);
+    ArtifactInfo info = infoWith(states.data(), 2);
+    MemoryPool pool("state");
+    std::vector<void *> loaded =
+        Checkpoint::open(root_).loadStates(info, pool, rank);
+    const float *m = static_cast<const float *>(loaded[1]);
+    EXPECT_EQ(std::memcmp(loaded[0], head_.data(), 8 * sizeof(float)), 0);
+    return std::vector<float>(m, m + (shard ? shard[0] : 15));
+  }
+
+  ScratchDir dir_;
+  std::string root_;
+  std::vector<float> whole_, head_;
+};
+
+TEST_F(DscRunPartitionedCheckpoint, EveryRankWritesItsPieceWithoutPadding) {
+  saveByTwo();
+  json meta = json::parse(readText(root_ + "/step_3/metadata.json"));
+  const json &m = meta["tensors"]["m"];
+  EXPECT_EQ(m["shape"], json({3, 5}));
+  EXPECT_EQ(m["partition"], json({{"world_size", 2}, {"shard_elements", 8}}));
+  ASSERT_EQ(m["pieces"].size(), 2u);
+  EXPECT_EQ(m["pieces"][0]["shard"], "shard-0-of-2.safetensors");
+  EXPECT_EQ(m["pieces"][0]["offset"], 0);
+  EXPECT_EQ(m["pieces"][0]["shape"], json({8}));
+  EXPECT_EQ(m["pieces"][1]["shard"], "shard-1-of-2.safetensors");
+  EXPECT_EQ(m["pieces"][1]["offset"], 8);
+  EXPECT_EQ(m["pieces"][1]["shape"], json({7})); // the padding is stripped
+  // A replicated state is written once, by its checkpointWriter.
+  EXPECT_EQ(meta["tensors"]["head.weight"]["shard"], "shard-0-of-2.safetensors");
+}
+
+TEST_F(DscRunPartitionedCheckpoint, ResumesTheSamePartitionsBitForBit) {
+  saveByTwo();
+  EXPECT_EQ(load(kShardOf2, 0), block(0, 8));
+  EXPECT_EQ(load(kShardOf2, 1), block(1, 8)); // zero padding restored
+}
+
+TEST_F(DscRunPartitionedCheckpoint, ReshardsForAnotherWorldSizeOrWhole) {
+  saveByTwo();
+  for (int r = 0; r < 4; ++r) // pieces cut across the saver's ranks
+    EXPECT_EQ(load(kShardOf4, r), block(r, 4)) << "rank " << r;
+  EXPECT_EQ(load(nullptr, 0), whole_);
+}
+
+TEST_F(DscRunPartitionedCheckpoint, LoadsEachRanksSliceOfAWholeWeight) {
+  std::string path = dir_.file("w.safetensors");
+  writeSafeTensors(path, {{"head.weight", DType::F32, {1, 8}, head_.data()},
+                          {"m", DType::F32, {3, 5}, whole_.data()}});
+  std::vector<StateDesc> states = partitionedStates(kShardOf4);
+  ArtifactInfo info = infoWith(states.data(), 2);
+  for (int r = 0; r < 4; ++r) {
+    MemoryPool pool("state");
+    std::vector<void *> loaded =
+        loadStates(info, SafeTensorsFile::open(path), pool, r);
+    const float *m = static_cast<const float *>(loaded[1]);
+    EXPECT_EQ(std::vector<float>(m, m + 4), block(r, 4)) << "rank " << r;
+  }
+}
+
+TEST_F(DscRunPartitionedCheckpoint, RefusesPiecesThatLeaveAGap) {
+  saveByTwo();
+  std::string path = root_ + "/step_3/metadata.json";
+  json meta = json::parse(readText(path));
+  meta["tensors"]["m"]["pieces"][1]["offset"] = 9;
+  writeText(path, meta.dump());
+  try {
+    Checkpoint::open(root_);
+    ADD_FAILURE() << "opened a checkpoint with a gap";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("tensor 'm': the pieces do not cover the tensor's "
+                          "15 elements once, in order (a piece at element 9)"));
+  }
+}
+
 } // namespace

@@ -90,6 +90,11 @@ struct TrainingPipelineOptions
   Option<double> cosMinRatio{*this, "cos-min-ratio",
                              llvm::cl::desc("cosine end ratio"),
                              llvm::cl::init(-1)};
+  Option<int64_t> zeroStage{
+      *this, "zero-stage",
+      llvm::cl::desc("ZeRO stage of the training step: 0 (off), 1 (optimizer "
+                     "state partitioned), 2 (+ gradients), 3 (+ parameters)"),
+      llvm::cl::init(0)};
   // Activation checkpointing: --dsc-checkpoint-activations's options.
   Option<bool> checkpointActivations{
       *this, "checkpoint-activations",

@@ -269,6 +269,54 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
   ];
 }
 
+def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
+  let summary = "partitions optimizer state, gradients and parameters over the ranks (ZeRO)";
+  let description = [{
+    Runs after `--dsc-optimizer` on a data-parallel step (the module's
+    `dsc.world_size` W, set by `--dsc-data-parallel`). Every partitioned
+    tensor of n elements is flattened, padded with zeros to W * S elements
+    (S = ceil(n / W), the padding on the last rank) and split in W shards of
+    S, rank r owning elements [r * S, (r + 1) * S) (docs/zero.md).
+
+    * stage 0: nothing changes.
+    * stage 1: every optimizer state of a parameter (`exp_avg`, `exp_avg_sq`,
+      `momentum_buffer`) becomes its shard (`dsc.state ... {partition_of =
+      whole shape} : tensor<S>`). The elementwise update chain between the
+      gradient, the loads and each `dsc.store` is re-created at shard shape:
+      each rank updates its partition of the parameter, from its
+      `dsc.local_shard` of the (all-reduced) gradient and of the parameter;
+      scalars (the step, the bias corrections, the clipping coefficient)
+      are used as they are. The updated parameter is `dsc.all_gather`ed and
+      stored whole.
+    * stage 2: also the gradients: the `dsc.all_reduce` of each gradient
+      becomes a `dsc.reduce_scatter` into its owner, so each rank only ever
+      holds its gradient shard. Gradient clipping then sums the squares of
+      each rank's shards and adds those partial sums over the ranks with one
+      `dsc.all_reduce`.
+    * stage 3: also the parameters: each becomes its shard, updated and
+      stored as a shard (no all-gather after the update). Every whole read
+      of a parameter is re-created from a `dsc.all_gather` of the shard,
+      placed just before its first use in the forward pass and again just
+      before its first use in the backward pass (the ops after the graph's
+      outputs are computed); the gathered buffer lives until its last use,
+      where the memory plan reuses it.
+
+    Collectives keep the order of the program (reduce-scatters where the
+    all-reduces were, all-gathers at the parameters' stores), which is the
+    same on every rank: the graph is one block without control flow.
+    With W = 1 the shards are the flattened tensors and no collective is
+    added, so every stage computes the same numbers bit for bit.
+
+    Example: `dsc-opt m.mlir --dsc-data-parallel=world-size=2 --dsc-autodiff
+    --dsc-optimizer --dsc-zero=stage=2`.
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 (off), 1 (optimizer state), 2 (+ gradients), "
+           "3 (+ parameters)">,
+  ];
+}
+
 def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "places every runtime buffer at a static arena offset";
   let description = [{

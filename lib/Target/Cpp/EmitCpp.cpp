@@ -245,10 +245,15 @@ private:
 
   LogicalResult emitTables(func::FuncOp step, int64_t arenaBytes) {
     SmallVector<std::string> states, inputs, outputs;
-    for (auto state : module.getOps<StateOp>())
+    for (auto state : module.getOps<StateOp>()) {
+      // A partitioned state also names its whole shape (Artifact.h).
+      std::string whole;
+      if (std::optional<ArrayRef<int64_t>> shape = state.getPartitionOf())
+        whole = ", " + std::to_string(shape->size()) + ", " + shapeArray(*shape);
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
                        ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
-                       "}");
+                       whole + "}");
+    }
     SmallVector<std::pair<int64_t, std::string>> in, out;
     for (auto input : step.getOps<dscrt::InputOp>())
       in.push_back({input.getIndex(), tensorDesc(input.getName(), input.getType())});
@@ -290,11 +295,13 @@ private:
   SmallVector<std::string> streamTable(func::FuncOp step) {
     llvm::DenseSet<Value> collectives, others;
     step.walk([&](Operation *op) {
-      if (auto ar = dyn_cast<dscrt::AllReduceOp>(op))
-        collectives.insert(ar.getStream());
+      if (Value stream = dscrt::getCollectiveStream(op))
+        collectives.insert(stream);
       else if (auto kernel = dyn_cast<dscrt::KernelOp>(op))
         others.insert(kernel.getStream());
       else if (auto copy = dyn_cast<dscrt::CopyOp>(op))
+        others.insert(copy.getStream());
+      else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op))
         others.insert(copy.getStream());
     });
     SmallVector<std::string> rows;
@@ -502,6 +509,31 @@ private:
       os << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements()
          << ", " << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence()
          << ", " << var(ar.getStream()) << ");\n";
+    } else if (isa<dscrt::AllGatherOp, dscrt::ReduceScatterOp>(op)) {
+      // count: the shard's elements (Artifact.h).
+      bool gather = isa<dscrt::AllGatherOp>(op);
+      Value source = op.getOperand(0), target = op.getOperand(1),
+            stream = op.getOperand(2);
+      MemRefType shard = cast<MemRefType>((gather ? source : target).getType());
+      unsynchronized.insert(stream);
+      os << "  ctx->" << (gather ? "allGather(" : "reduceScatterSum(")
+         << var(source) << ", " << var(target) << ", " << shard.getNumElements()
+         << ", " << elementTypeEnum(shard.getElementType()) << ", "
+         << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", "
+         << var(stream) << ");\n";
+    } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
+      // The rank is read on the host, when the step is issued.
+      MemRefType to = copy.getTarget().getType();
+      std::string src = var(copy.getSource()), dst = var(copy.getTarget());
+      std::string count = std::to_string(to.getNumElements());
+      std::string from = src + " + static_cast<int64_t>(ctx->rank()) * " + count;
+      std::string bytes = count + " * sizeof(*" + dst + ")";
+      enqueue(copy.getStream(),
+              "std::memcpy(" + dst + ", " + from + ", " + bytes + ")",
+              "dsc_check(cudaMemcpyAsync(" + dst + ", " + from + ", " + bytes +
+                  ", cudaMemcpyDeviceToDevice, " + var(copy.getStream()) +
+                  "_h), \"this rank's shard\")",
+              "copy of this rank's shard");
     } else {
       return failure();
     }

@@ -204,4 +204,15 @@ void SafeTensorsFile::read(const std::string &name, void *dst,
   file_->readAt(dst, tensor.bytes, tensor.offset);
 }
 
+void SafeTensorsFile::readRange(const std::string &name, size_t offset,
+                                void *dst, size_t bytes) const {
+  const TensorInfo &tensor = info(name);
+  check(offset <= tensor.bytes && bytes <= tensor.bytes - offset,
+        path_ + ": tensor '" + name + "' has " + std::to_string(tensor.bytes) +
+            " bytes, fewer than the " + std::to_string(bytes) +
+            " asked from byte " + std::to_string(offset));
+  if (bytes != 0)
+    file_->readAt(dst, bytes, tensor.offset + offset);
+}
+
 } // namespace dsc::rt

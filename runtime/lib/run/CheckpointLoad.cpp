@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cstring>
 #include <optional>
 
 namespace dsc::rt {
@@ -197,22 +198,58 @@ Checkpoint Checkpoint::open(const std::string &dir) {
   for (const auto &[name, value] : tensors.items()) {
     const std::string at = metaPath + ": tensor '" + name + "'";
     Entry entry;
-    entry.shard = field<std::string>(value, "shard", at);
-    check(std::find(checkpoint.shards_.begin(), checkpoint.shards_.end(),
-                    entry.shard) != checkpoint.shards_.end(),
-          at + ": shard '" + entry.shard + "' is not one of the checkpoint's");
     try {
       entry.dtype = parseDType(field<std::string>(value, "dtype", at));
     } catch (const Error &e) {
       throw Error(at + ": " + e.what());
     }
     entry.shape = field<std::vector<int64_t>>(value, "shape", at);
-    entry.bytes = field<size_t>(value, "bytes", at);
-    std::string checksum = field<std::string>(value, "checksum", at);
-    char *end = nullptr;
-    entry.checksum = std::strtoull(checksum.c_str(), &end, 16);
-    check(checksum.size() == 16 && end == checksum.c_str() + 16,
-          at + ": checksum '" + checksum + "' is not 16 hex digits");
+    int64_t numel = 1;
+    for (int64_t d : entry.shape) {
+      check(d >= 0 && (d == 0 || numel <= (int64_t(1) << 50) / d),
+            at + ": shape has a negative or too large dimension");
+      numel *= d;
+    }
+    // A whole tensor is one piece; a partitioned one lists its pieces.
+    std::vector<json> pieces;
+    bool whole = !value.contains("pieces");
+    if (whole)
+      pieces.push_back(value);
+    else
+      pieces = field<std::vector<json>>(value, "pieces", at);
+    int64_t covered = 0;
+    for (const json &item : pieces) {
+      Piece piece;
+      piece.shard = field<std::string>(item, "shard", at);
+      check(std::find(checkpoint.shards_.begin(), checkpoint.shards_.end(),
+                      piece.shard) != checkpoint.shards_.end(),
+            at + ": shard '" + piece.shard +
+                "' is not one of the checkpoint's");
+      piece.shape = field<std::vector<int64_t>>(item, "shape", at);
+      piece.offset = whole ? 0 : field<int64_t>(item, "offset", at);
+      piece.count = whole ? numel
+                          : (piece.shape.size() == 1 ? piece.shape[0] : -1);
+      check(piece.offset == covered && (whole || piece.count > 0) &&
+                piece.count <= numel - covered,
+            at + ": the pieces do not cover the tensor's " +
+                std::to_string(numel) + " elements once, in order (a piece "
+                "at element " + std::to_string(piece.offset) + ")");
+      covered += piece.count;
+      piece.bytes = field<size_t>(item, "bytes", at);
+      // (A whole tensor's size is checked against its shard's header.)
+      check(whole || piece.bytes == size_t(piece.count) * dtypeSize(entry.dtype),
+            at + ": a piece of " + std::to_string(piece.count) +
+                " elements is not " + std::to_string(piece.bytes) + " bytes");
+      std::string checksum = field<std::string>(item, "checksum", at);
+      char *end = nullptr;
+      piece.checksum = std::strtoull(checksum.c_str(), &end, 16);
+      check(checksum.size() == 16 && end == checksum.c_str() + 16,
+            at + ": checksum '" + checksum + "' is not 16 hex digits");
+      entry.pieces.push_back(std::move(piece));
+    }
+    check(covered == numel || (numel == 0 && whole),
+          at + ": the pieces hold " + std::to_string(covered) + " of its " +
+              std::to_string(numel) + " elements");
     checkpoint.tensors_.emplace(name, std::move(entry));
   }
 
@@ -232,19 +269,21 @@ Checkpoint Checkpoint::open(const std::string &dir) {
               " (truncated or overwritten)");
     SafeTensorsFile shard = SafeTensorsFile::open(path);
     for (const auto &[name, entry] : checkpoint.tensors_) {
-      if (entry.shard != file)
-        continue;
-      check(shard.contains(name), where + ": shard " + file +
-                                      " does not hold tensor '" + name +
-                                      "', which metadata.json places there");
-      const TensorInfo &stored = shard.info(name);
-      check(stored.dtype == entry.dtype && stored.shape == entry.shape &&
-                stored.bytes == entry.bytes,
-            where + ": shard " + file + " holds tensor '" + name + "' as " +
-                describe(stored.dtype, stored.shape) +
-                ", but metadata.json says " +
-                describe(entry.dtype, entry.shape) + " of " +
-                std::to_string(entry.bytes) + " bytes");
+      for (const Piece &piece : entry.pieces) {
+        if (piece.shard != file)
+          continue;
+        check(shard.contains(name), where + ": shard " + file +
+                                        " does not hold tensor '" + name +
+                                        "', which metadata.json places there");
+        const TensorInfo &stored = shard.info(name);
+        check(stored.dtype == entry.dtype && stored.shape == piece.shape &&
+                  stored.bytes == piece.bytes,
+              where + ": shard " + file + " holds tensor '" + name + "' as " +
+                  describe(stored.dtype, stored.shape) +
+                  ", but metadata.json says " +
+                  describe(entry.dtype, piece.shape) + " of " +
+                  std::to_string(piece.bytes) + " bytes");
+      }
     }
   }
   return checkpoint;
@@ -261,38 +300,58 @@ void Checkpoint::checkJob(int64_t globalBatch, int64_t seq) const {
 }
 
 std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
-                                           MemoryPool &pool) const {
+                                           MemoryPool &pool, int rank) const {
   const std::string where = "checkpoint " + directory_;
   // All buffers first, in state order, as loadStates from a weights file
-  // allocates them; then each shard is opened once and read.
+  // allocates them; then each piece a state needs is read from its shard.
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   for (int32_t i = 0; i < info.numStates; ++i) {
-    const TensorDesc &state = info.states[i].tensor;
-    auto found = tensors_.find(state.name);
-    checkStatePresent(found != tensors_.end(), where, state);
-    checkStateMatches(where, state, found->second.dtype, found->second.shape);
+    TensorDesc whole = wholeTensor(info.states[i]);
+    auto found = tensors_.find(whole.name);
+    checkStatePresent(found != tensors_.end(), where, whole);
+    checkStateMatches(where, whole, found->second.dtype, found->second.shape);
   }
   for (int32_t i = 0; i < info.numStates; ++i)
     buffers.push_back(pool.allocate(tensorBytes(info.states[i].tensor)));
 
-  for (const std::string &file : shards_) {
-    std::optional<SafeTensorsFile> shard;
-    for (int32_t i = 0; i < info.numStates; ++i) {
-      const std::string name = info.states[i].tensor.name;
-      const Entry &entry = tensors_.at(name);
-      if (entry.shard != file)
+  std::optional<SafeTensorsFile> shard; // the last one opened
+  std::vector<char> scratch;
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const StateDesc &state = info.states[i];
+    const std::string name = state.tensor.name;
+    const Entry &entry = tensors_.at(name);
+    const size_t element = elementSize(state.tensor.type);
+    char *buffer = static_cast<char *>(buffers[size_t(i)]);
+    StateSlice slice = stateSlice(state, rank);
+    if (isPartitioned(state))
+      std::memset(buffer, 0, tensorBytes(state.tensor));
+    for (const Piece &piece : entry.pieces) {
+      int64_t begin = std::max(piece.offset, slice.begin);
+      int64_t end = std::min(piece.offset + piece.count, slice.begin + slice.count);
+      if (begin >= end)
         continue;
-      if (!shard)
-        shard = SafeTensorsFile::open(joinPath(directory_, file));
-      void *buffer = buffers[size_t(i)];
-      shard->read(name, buffer, entry.bytes);
-      uint64_t checksum = fnv1a64(buffer, entry.bytes);
-      check(checksum == entry.checksum,
-            where + ": tensor '" + name + "' in " + file +
+      if (!shard || shard->path() != joinPath(directory_, piece.shard))
+        shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
+      // The piece is read whole, to check its checksum: straight into the
+      // buffer when it is exactly the slice wanted.
+      bool exact = piece.offset == slice.begin && piece.count == slice.count;
+      char *data = buffer;
+      if (!exact) {
+        scratch.resize(piece.bytes);
+        data = scratch.data();
+      }
+      shard->read(name, data, piece.bytes);
+      uint64_t checksum = fnv1a64(data, piece.bytes);
+      check(checksum == piece.checksum,
+            where + ": tensor '" + name + "' in " + piece.shard +
                 " fails its checksum (" + detail::kCheckpointChecksumName +
                 " " + formatChecksum(checksum) + ", metadata.json says " +
-                formatChecksum(entry.checksum) + "): the shard is corrupt");
+                formatChecksum(piece.checksum) + "): the shard is corrupt");
+      if (!exact)
+        std::memcpy(buffer + size_t(begin - slice.begin) * element,
+                    data + size_t(begin - piece.offset) * element,
+                    size_t(end - begin) * element);
     }
   }
   return buffers;

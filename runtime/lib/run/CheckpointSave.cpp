@@ -60,6 +60,11 @@ int checkpointWriter(int32_t index, int worldSize) {
   return static_cast<int>(index % worldSize);
 }
 
+bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
+                      int worldSize) {
+  return isPartitioned(state) || checkpointWriter(index, worldSize) == rank;
+}
+
 namespace {
 
 /// Throws Error "PATH: WHAT: <reason>" when `error` is set.
@@ -105,6 +110,24 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
     shards.push_back(
         {{"file", file}, {"rank", r}, {"bytes", report.at("bytes")}});
     for (auto &[name, entry] : report.at("tensors").items()) {
+      if (entry.contains("offset")) { // a piece of a partitioned state
+        ordered_json &merged = tensors[name];
+        if (merged.is_null())
+          merged = {{"dtype", entry.at("dtype")},
+                    {"shape", entry.at("whole")},
+                    {"partition",
+                     {{"world_size", reports.size()},
+                      {"shard_elements", entry.at("shard_elements")}}},
+                    {"pieces", ordered_json::array()}};
+        check(merged.contains("pieces"),
+              "tensor '" + name + "' was written whole and in pieces");
+        merged["pieces"].push_back({{"shard", file},
+                                    {"offset", entry.at("offset")},
+                                    {"shape", entry.at("shape")},
+                                    {"bytes", entry.at("bytes")},
+                                    {"checksum", entry.at("checksum")}});
+        continue;
+      }
       ordered_json merged = {{"dtype", entry.at("dtype")},
                              {"shape", entry.at("shape")},
                              {"shard", file},
@@ -173,18 +196,34 @@ std::string writeCheckpointShard(const std::string &root,
   std::vector<TensorView> views;
   ordered_json tensors = ordered_json::object();
   for (int32_t i = 0; i < info.numStates; ++i) {
-    if (checkpointWriter(i, job.worldSize) != rank)
+    const StateDesc &desc = info.states[i];
+    if (!checkpointWrites(desc, i, rank, job.worldSize))
       continue;
-    const TensorDesc &state = info.states[i].tensor;
+    const TensorDesc &state = desc.tensor;
     std::vector<int64_t> shape(state.shape, state.shape + state.rank);
     DType dtype = storageDType(state.type);
     size_t bytes = tensorBytes(state);
+    StateSlice slice = stateSlice(desc, rank);
+    if (isPartitioned(desc)) {
+      // This rank's piece, its zero padding stripped.
+      if (slice.count == 0)
+        continue;
+      shape = {slice.count};
+      bytes = size_t(slice.count) * elementSize(state.type);
+    }
     views.push_back({state.name, dtype, shape, states[size_t(i)]});
-    tensors[state.name] = {
+    ordered_json entry = {
         {"dtype", dtypeName(dtype)},
         {"shape", shape},
         {"bytes", bytes},
         {"checksum", formatChecksum(fnv1a64(states[size_t(i)], bytes))}};
+    if (isPartitioned(desc)) {
+      TensorDesc whole = wholeTensor(desc);
+      entry["offset"] = slice.begin;
+      entry["whole"] = std::vector<int64_t>(whole.shape, whole.shape + whole.rank);
+      entry["shard_elements"] = numElements(state);
+    }
+    tensors[state.name] = std::move(entry);
   }
   std::string file = checkpointShardName(rank, job.worldSize);
   std::string path = joinPath(staging, file);

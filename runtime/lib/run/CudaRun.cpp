@@ -66,6 +66,7 @@ void requireNccl() {
 class CudaRunTarget final : public RunTarget {
 public:
   void prepare(int rank) override {
+    rank_ = rank;
     requireNccl();
     cuda::Device::select(rank);
     // Device pools allocate on the device current when they are built.
@@ -97,7 +98,7 @@ public:
       largest = std::max(largest, tensorBytes(info.states[i].tensor));
     Staging staging(*stagingPool_, largest);
     forEachState(info, weights,
-                 [&](int32_t, const std::string &name, size_t bytes,
+                 [&](int32_t i, const std::string &name, size_t bytes,
                      bool present) {
                    void *device = statePool_->allocate(bytes);
                    states_.push_back(device);
@@ -106,7 +107,7 @@ public:
                                "zeroing state '" + name + "' on the GPU");
                      return;
                    }
-                   weights.read(name, staging.buffer, bytes);
+                   readState(info.states[i], weights, rank_, staging.buffer);
                    copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
                         "state '" + name + "' to the GPU");
                  });
@@ -117,7 +118,7 @@ public:
     // The checkpoint is read and verified (checksums) in host memory, all
     // of it at once, then copied up tensor by tensor.
     MemoryPool host("checkpoint");
-    std::vector<void *> loaded = checkpoint.loadStates(info, host);
+    std::vector<void *> loaded = checkpoint.loadStates(info, host, rank_);
     for (int32_t i = 0; i < info.numStates; ++i) {
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
@@ -146,7 +147,7 @@ public:
                                  int worldSize, MemoryPool &scratch) override {
     std::vector<void *> host(states_.size(), nullptr);
     for (int32_t i = 0; i < info.numStates; ++i) {
-      if (checkpointWriter(i, worldSize) != rank)
+      if (!checkpointWrites(info.states[i], i, rank, worldSize))
         continue;
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
@@ -208,6 +209,7 @@ private:
   }
 
   std::unique_ptr<CudaMemoryPool> arenaPool_, statePool_, ioPool_, stagingPool_;
+  int rank_ = 0;
   std::vector<void *> states_;
   std::vector<void *> inputs_, outputs_;
   void *arena_ = nullptr;

@@ -5,6 +5,7 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 
+#include <algorithm>
 #include <cstring>
 
 
@@ -141,6 +142,36 @@ bool artifactTrains(const ArtifactInfo &info) {
   return false;
 }
 
+TensorDesc wholeTensor(const StateDesc &state) {
+  TensorDesc whole = state.tensor;
+  if (isPartitioned(state)) {
+    whole.rank = state.wholeRank;
+    whole.shape = state.wholeShape;
+  }
+  return whole;
+}
+
+StateSlice stateSlice(const StateDesc &state, int rank) {
+  int64_t numel = numElements(wholeTensor(state));
+  if (!isPartitioned(state))
+    return {0, numel};
+  int64_t shard = numElements(state.tensor);
+  int64_t begin = std::min(numel, shard * rank);
+  return {begin, std::min(shard, numel - begin)};
+}
+
+void readState(const StateDesc &state, const SafeTensorsFile &weights,
+               int rank, void *dst) {
+  size_t bytes = tensorBytes(state.tensor);
+  if (!isPartitioned(state))
+    return weights.read(state.tensor.name, dst, bytes);
+  std::memset(dst, 0, bytes);
+  StateSlice slice = stateSlice(state, rank);
+  size_t element = elementSize(state.tensor.type);
+  weights.readRange(state.tensor.name, size_t(slice.begin) * element, dst,
+                    size_t(slice.count) * element);
+}
+
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool)> &read) {
@@ -153,24 +184,26 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
       read(i, name, tensorBytes(state), false);
       continue;
     }
-    checkStatePresent(present, file, state);
+    // A partitioned state is the whole tensor in the file.
+    TensorDesc whole = wholeTensor(info.states[i]);
+    checkStatePresent(present, file, whole);
     const TensorInfo &stored = weights.info(name);
-    checkStateMatches(file, state, stored.dtype, stored.shape);
+    checkStateMatches(file, whole, stored.dtype, stored.shape);
     read(i, name, tensorBytes(state), true);
   }
 }
 
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
-                               MemoryPool &pool) {
+                               MemoryPool &pool, int rank) {
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
-               [&](int32_t, const std::string &name, size_t bytes, bool present) {
+               [&](int32_t i, const std::string &, size_t bytes, bool present) {
                  void *buffer = pool.allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
-                   weights.read(name, buffer, bytes);
+                   readState(info.states[i], weights, rank, buffer);
                  else
                    std::memset(buffer, 0, bytes);
                });

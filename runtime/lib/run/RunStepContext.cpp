@@ -59,10 +59,11 @@ const void *RunStepContext::input(int32_t i) {
 }
 Stream &RunStepContext::stream(int32_t i) { return *at(streams_, i, "stream"); }
 
-void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
-                                  int64_t sequence, Stream &stream) {
+void RunStepContext::issue(const std::string &what, size_t count,
+                           ElementType type, int64_t sequence, Stream &stream,
+                           const std::function<void(CommDType)> &collective) {
   std::string where = "step " + std::to_string(step_) + ", collective " +
-                      std::to_string(sequence) + " (allReduceSum of " +
+                      std::to_string(sequence) + " (" + what + " of " +
                       std::to_string(count) + " " + elementTypeName(type) +
                       ")";
   check(collectivesThisStep_ == 0 ? sequence >= 0 : sequence > lastSequence_,
@@ -71,9 +72,9 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
             std::to_string(lastSequence_));
   ++collectivesThisStep_;
   lastSequence_ = sequence;
-  auto run = [this, buffer, count, where](CommDType dtype) {
+  auto run = [collective, where](CommDType dtype) {
     try {
-      comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
+      collective(dtype);
     } catch (const Error &error) {
       throw Error(where + ": " + error.what());
     }
@@ -95,9 +96,35 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
   // enqueues on the stream itself.
   if (std::strcmp(stream.backend(), "cpu") == 0)
     stream.enqueue([run, dtype] { run(dtype); },
-                   "allReduceSum, collective " + std::to_string(sequence));
+                   what + ", collective " + std::to_string(sequence));
   else
     run(dtype);
+}
+
+void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
+                                  int64_t sequence, Stream &stream) {
+  issue("allReduceSum", count, type, sequence, stream,
+        [this, buffer, count](CommDType dtype) {
+          comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
+        });
+}
+
+void RunStepContext::allGather(const void *send, void *recv, size_t count,
+                               ElementType type, int64_t sequence,
+                               Stream &stream) {
+  issue("allGather", count, type, sequence, stream,
+        [this, send, recv, count](CommDType dtype) {
+          comm_.allGather(send, recv, count, dtype);
+        });
+}
+
+void RunStepContext::reduceScatterSum(const void *send, void *recv,
+                                      size_t count, ElementType type,
+                                      int64_t sequence, Stream &stream) {
+  issue("reduceScatterSum", count, type, sequence, stream,
+        [this, send, recv, count](CommDType dtype) {
+          comm_.reduceScatter(send, recv, count, dtype, ReduceOp::Sum);
+        });
 }
 
 int32_t RunStepContext::rank() const { return comm_.rank(); }

@@ -26,7 +26,7 @@ namespace {
 
 class CpuRunTarget final : public RunTarget {
 public:
-  void prepare(int) override {}
+  void prepare(int rank) override { rank_ = rank; }
 
   void allocate(const ArtifactInfo &info) override {
     for (int32_t i = 0; i < info.numInputs; ++i)
@@ -48,11 +48,11 @@ public:
 
   void loadStates(const ArtifactInfo &info,
                   const SafeTensorsFile &weights) override {
-    states_ = dsc::rt::loadStates(info, weights, statePool_);
+    states_ = dsc::rt::loadStates(info, weights, statePool_, rank_);
   }
   void loadStates(const ArtifactInfo &info,
                   const Checkpoint &checkpoint) override {
-    states_ = checkpoint.loadStates(info, statePool_);
+    states_ = checkpoint.loadStates(info, statePool_, rank_);
   }
 
   RunStepContext &connect() override {
@@ -95,6 +95,7 @@ public:
 
 private:
   MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"};
+  int rank_ = 0;
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_ = nullptr;
   // Streams are drained before the communicator their tasks use goes.

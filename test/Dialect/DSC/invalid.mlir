@@ -956,8 +956,69 @@ func.func @cos_int(%a: tensor<3xi64>) {
 
 // -----
 
+func.func @all_gather_without_world_size(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.all_gather' op needs the number of ranks: the enclosing module has no 'dsc.world_size' (run --dsc-data-parallel first)}}
+  %0 = dsc.all_gather %x : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @sin_type(%a: tensor<3xf32>) {
   // expected-error @+1 {{'dsc.sin' op requires the same type for all operands and results}}
   %0 = "dsc.sin"(%a) : (tensor<3xf32>) -> tensor<3xf64>
   return
 }
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @all_gather_ratio(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_gather' op relates a whole of 12 elements to shards of 4, but dsc.world_size is 2 (the whole must be world size times the shard)}}
+    %0 = dsc.all_gather %x : tensor<4xf32> -> tensor<12xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @reduce_scatter_rank(%x: tensor<2x4xf32>) {
+    // expected-error @+1 {{'dsc.reduce_scatter' op moves flat tensors (rank 1), got 'tensor<4xf32>' and 'tensor<2x4xf32>'}}
+    %0 = dsc.reduce_scatter %x : tensor<2x4xf32> -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @reduce_scatter_element_type(%x: tensor<8xf32>) {
+    // expected-error @+1 {{'dsc.reduce_scatter' op requires the same element type for all operands and results}}
+    %0 = dsc.reduce_scatter %x : tensor<8xf32> -> tensor<4xf64>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64} {
+  func.func @local_shard_ratio(%x: tensor<8xf32>) {
+    // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but dsc.world_size is 4}}
+    %0 = dsc.local_shard %x : tensor<8xf32> -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @m partitions 'tensor<3x5xf32>' over 2 ranks, so it must be 'tensor<8xf32>', not 'tensor<15xf32>'}}
+  dsc.state optimizer @m {partition_of = array<i64: 3, 5>} : tensor<15xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @m is partitioned, but the module has no positive 'dsc.world_size'}}
+dsc.state optimizer @m {partition_of = array<i64: 4>} : tensor<2xf32>
+

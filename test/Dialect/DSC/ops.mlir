@@ -242,3 +242,23 @@ func.func @collectives(%x: tensor<f32>, %n: tensor<2xi64>) -> (tensor<f32>, tens
   %1 = dsc.all_reduce %n : tensor<2xi64>
   return %0, %1 : tensor<f32>, tensor<2xi64>
 }
+
+// Partitioned state and the collectives of ZeRO: shards of S elements of a
+// whole of world-size * S.
+// CHECK-LABEL: module attributes {dsc.world_size = 2 : i64}
+module attributes {dsc.world_size = 2 : i64} {
+  // CHECK: dsc.state optimizer @m {partition_of = array<i64: 3, 5>} : tensor<8xf32>
+  dsc.state optimizer @m {partition_of = array<i64: 3, 5>} : tensor<8xf32>
+  // CHECK-LABEL: func.func @partitioned
+  func.func @partitioned(%whole: tensor<16xf32>) -> (tensor<16xf32>, tensor<8xf32>) {
+    // CHECK: dsc.local_shard %{{.*}} : tensor<16xf32> -> tensor<8xf32>
+    %0 = dsc.local_shard %whole : tensor<16xf32> -> tensor<8xf32>
+    // CHECK: dsc.reduce_scatter %{{.*}} : tensor<16xf32> -> tensor<8xf32>
+    %1 = dsc.reduce_scatter %whole : tensor<16xf32> -> tensor<8xf32>
+    // CHECK: dsc.all_gather %{{.*}} : tensor<8xf32> -> tensor<16xf32>
+    %2 = dsc.all_gather %1 : tensor<8xf32> -> tensor<16xf32>
+    // CHECK: dsc.load @m : tensor<8xf32>
+    %3 = dsc.load @m : tensor<8xf32>
+    return %2, %0 : tensor<16xf32>, tensor<8xf32>
+  }
+}

@@ -219,9 +219,9 @@ func.func @wait_other_block(%x: memref<4xf32>, %y: memref<4xf32>) {
 func.func @collectives_on_two_streams(%x: memref<4xf32>) {
   %a = dscrt.stream "comm"
   %b = dscrt.stream "comm2"
-  // expected-note @+1 {{the first all_reduce}}
+  // expected-note @+1 {{the first collective}}
   dscrt.all_reduce %x on %a {sequence = 0 : i64} : memref<4xf32>
-  // expected-error @+1 {{'dscrt.all_reduce' op runs on stream 'comm2', but the first all_reduce of the block runs on 'comm': collectives run on one stream}}
+  // expected-error @+1 {{'dscrt.all_reduce' op runs on stream 'comm2', but the first collective of the block runs on 'comm': collectives run on one stream}}
   dscrt.all_reduce %x on %b {sequence = 1 : i64} : memref<4xf32>
   return
 }
@@ -245,5 +245,45 @@ func.func @collective_beside_kernels(%x: memref<4xf32>, %y: memref<4xf32>) {
 func.func @bad_memory_space() {
   // expected-error @+1 {{unknown attribute `device` in dialect `dscrt`}}
   %t = dscrt.input 0 "tokens" : memref<2x8xi64, #dscrt.device>
+  return
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @all_gather_ratio(%x: memref<8xf32>, %y: memref<24xf32>) {
+    %comm = dscrt.stream "comm"
+    // expected-error @+1 {{'dscrt.all_gather' op relates a whole of 24 elements to shards of 8 over 2 ranks: the whole must be the shards of every rank}}
+    dscrt.all_gather %x to %y on %comm {sequence = 0 : i64} : memref<8xf32> to memref<24xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @reduce_scatter_types(%x: memref<8xf32>, %y: memref<4xf64>) {
+  %comm = dscrt.stream "comm"
+  // expected-error @+1 {{'dscrt.reduce_scatter' op moves 'f64' to 'f32': element types differ}}
+  dscrt.reduce_scatter %x to %y on %comm {sequence = 0 : i64} : memref<8xf32> to memref<4xf64>
+  return
+}
+
+// -----
+
+func.func @copy_shard_ratio(%x: memref<8xf32>, %y: memref<3xf32>) {
+  %compute = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.copy_shard' op relates a whole of 8 elements to shards of 3: the whole must be the shards of every rank}}
+  dscrt.copy_shard %x to %y on %compute : memref<8xf32> to memref<3xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_beside_copies(%x: memref<4xf32>, %y: memref<8xf32>, %z: memref<4xf32>) {
+  %a = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.all_gather' op runs on stream 'compute', which also runs a 'dscrt.copy_shard': collectives have a stream of their own}}
+  dscrt.all_gather %x to %y on %a {sequence = 0 : i64} : memref<4xf32> to memref<8xf32>
+  // expected-note @+1 {{the 'dscrt.copy_shard'}}
+  dscrt.copy_shard %y to %z on %a : memref<8xf32> to memref<4xf32>
   return
 }

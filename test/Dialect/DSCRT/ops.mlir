@@ -47,3 +47,20 @@ func.func @step() attributes {dscrt.arena_bytes = 1536 : i64} {
   dscrt.synchronize %comm
   return
 }
+
+// The collectives and the rank's copy of ZeRO partitions.
+// CHECK-LABEL: module attributes {dsc.world_size = 2 : i64}
+module attributes {dsc.world_size = 2 : i64} {
+  // CHECK-LABEL: func.func @partitioned
+  func.func @partitioned(%whole: memref<16xf32>, %shard: memref<8xf32>, %out: memref<16xf32>) {
+    %compute = dscrt.stream "compute"
+    %comm = dscrt.stream "comm"
+    // CHECK: dscrt.copy_shard %{{.*}} to %{{.*}} on %{{.*}} : memref<16xf32> to memref<8xf32>
+    dscrt.copy_shard %whole to %shard on %compute : memref<16xf32> to memref<8xf32>
+    // CHECK: dscrt.reduce_scatter %{{.*}} to %{{.*}} on %{{.*}} {sequence = 0 : i64} : memref<16xf32> to memref<8xf32>
+    dscrt.reduce_scatter %whole to %shard on %comm {sequence = 0 : i64} : memref<16xf32> to memref<8xf32>
+    // CHECK: dscrt.all_gather %{{.*}} to %{{.*}} on %{{.*}} {sequence = 1 : i64} : memref<8xf32> to memref<16xf32>
+    dscrt.all_gather %shard to %out on %comm {sequence = 1 : i64} : memref<8xf32> to memref<16xf32>
+    return
+  }
+}

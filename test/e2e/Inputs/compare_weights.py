@@ -5,12 +5,12 @@ Usage: compare_weights.py REFERENCE.safetensors CHECKPOINT_DIR [--rtol R] [--ato
 
 REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT_DIR is a
 `dsc-run --save` directory (its `latest` step). Every reference tensor must
-be in one of the checkpoint's shards, with the same shape, and within
+be in the checkpoint (reassembled from its pieces when ZeRO partitioned
+it), with the same shape, and within
 rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
 tensor and the largest error; exits 1 on any mismatch.
 """
 import argparse
-import glob
 import os
 import sys
 
@@ -19,6 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "python"))
 from dsc import safetensors  # noqa: E402
+from checkpoints import load  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("reference")
@@ -28,9 +29,7 @@ p.add_argument("--atol", type=float, default=1e-6)
 args = p.parse_args()
 
 step = open(os.path.join(args.checkpoint, "latest")).read().strip()
-ours = {}
-for shard in sorted(glob.glob(os.path.join(args.checkpoint, step, "shard-*.safetensors"))):
-    ours.update(safetensors.load_numpy(shard)[0])
+ours = load(args.checkpoint)  # partitioned (ZeRO) tensors reassembled
 ref = safetensors.load_numpy(args.reference)[0]
 failed, worst = False, 0.0
 for name, want in sorted(ref.items()):

@@ -14,7 +14,38 @@ LogicalResult StateOp::verify() {
                        type.getElementType().getIntOrFloatBitWidth()))
     return emitOpError() << "@" << getSymName() << " of type " << type
                          << " has more elements or bytes than fit in int64";
+  std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
+  if (!whole)
+    return success();
+  if (llvm::any_of(*whole, [](int64_t d) { return d < 0; }))
+    return emitOpError() << "@" << getSymName()
+                         << " is a partition of a shape with a negative "
+                            "dimension";
+  std::optional<int64_t> numel = checkedByteSize(*whole, 8);
+  if (!numel)
+    return emitOpError() << "@" << getSymName()
+                         << " is a partition of a shape too large for int64";
+  std::optional<int64_t> world = lookupWorldSize(*this);
+  if (!world || *world < 1)
+    return emitOpError() << "@" << getSymName()
+                         << " is partitioned, but the module has no positive '"
+                         << kWorldSizeAttrName << "'";
+  int64_t elements = getWholeType().getNumElements();
+  int64_t shard = shardSize(elements, *world);
+  if (type.getRank() != 1 || type.getDimSize(0) != shard)
+    return emitOpError() << "@" << getSymName() << " partitions "
+                         << getWholeType() << " over " << *world
+                         << " ranks, so it must be "
+                         << RankedTensorType::get({shard}, type.getElementType())
+                         << ", not " << type;
   return success();
+}
+
+RankedTensorType StateOp::getWholeType() {
+  RankedTensorType type = getTensorType();
+  if (std::optional<ArrayRef<int64_t>> whole = getPartitionOf())
+    return RankedTensorType::get(*whole, type.getElementType());
+  return type;
 }
 
 /// The dsc.state `name` that `op` reads or writes (`verb`), or an error.

@@ -200,13 +200,21 @@ LogicalResult WaitOp::verify() {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() {
-  // The runtime binds its communicator to one stream, and collectives on a
-  // stream of kernels could not overlap them.
-  AllReduceOp first;
-  for (Operation &op : *(*this)->getBlock()) {
-    if (auto ar = dyn_cast<AllReduceOp>(op)) {
-      first = first ? first : ar;
+Value mlir::dscrt::getCollectiveStream(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp>(
+          [](auto collective) { return collective.getStream(); })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// The runtime binds its communicator to one stream, and collectives on a
+/// stream of kernels could not overlap them.
+static LogicalResult verifyCollectiveStream(Operation *collective) {
+  Value stream = getCollectiveStream(collective);
+  Operation *first = nullptr;
+  for (Operation &op : *collective->getBlock()) {
+    if (getCollectiveStream(&op)) {
+      first = first ? first : &op;
       continue;
     }
     Value other;
@@ -214,23 +222,67 @@ LogicalResult AllReduceOp::verify() {
       other = kernel.getStream();
     else if (auto copy = dyn_cast<CopyOp>(op))
       other = copy.getStream();
-    if (other == getStream()) {
-      InFlightDiagnostic diag = emitOpError()
-                                << "runs on stream " << streamName(getStream())
+    else if (auto copy = dyn_cast<CopyShardOp>(op))
+      other = copy.getStream();
+    if (other == stream) {
+      InFlightDiagnostic diag = collective->emitOpError()
+                                << "runs on stream " << streamName(stream)
                                 << ", which also runs a '" << op.getName()
                                 << "': collectives have a stream of their own";
       diag.attachNote(op.getLoc()) << "the '" << op.getName() << "'";
       return diag;
     }
   }
-  if (first.getStream() != getStream()) {
+  if (getCollectiveStream(first) != stream) {
     InFlightDiagnostic diag =
-        emitOpError() << "runs on stream " << streamName(getStream())
-                      << ", but the first all_reduce of the block runs on "
-                      << streamName(first.getStream())
-                      << ": collectives run on one stream";
-    diag.attachNote(first.getLoc()) << "the first all_reduce";
+        collective->emitOpError()
+        << "runs on stream " << streamName(stream)
+        << ", but the first collective of the block runs on "
+        << streamName(getCollectiveStream(first))
+        << ": collectives run on one stream";
+    diag.attachNote(first->getLoc()) << "the first collective";
     return diag;
   }
   return success();
+}
+
+LogicalResult AllReduceOp::verify() { return verifyCollectiveStream(*this); }
+
+/// `shard` and `whole` of one element type, `whole` holding W times the
+/// elements of `shard` (W the module's dsc.world_size, when it has one).
+static LogicalResult verifyShardOfWhole(Operation *op, MemRefType shard,
+                                        MemRefType whole) {
+  if (shard.getElementType() != whole.getElementType())
+    return op->emitOpError() << "moves " << shard.getElementType() << " to "
+                             << whole.getElementType()
+                             << ": element types differ";
+  int64_t s = shard.getNumElements(), w = whole.getNumElements();
+  auto module = op->getParentOfType<ModuleOp>();
+  auto world = module ? module->getAttrOfType<IntegerAttr>("dsc.world_size")
+                      : IntegerAttr();
+  if (s == 0 || w % s != 0 || (world && w != world.getInt() * s))
+    return op->emitOpError()
+           << "relates a whole of " << w << " elements to shards of " << s
+           << (world ? " over " + std::to_string(world.getInt()) + " ranks"
+                     : std::string())
+           << ": the whole must be the shards of every rank";
+  return success();
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(verifyShardOfWhole(*this, getSource().getType(),
+                                getTarget().getType())))
+    return failure();
+  return verifyCollectiveStream(*this);
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  if (failed(verifyShardOfWhole(*this, getTarget().getType(),
+                                getSource().getType())))
+    return failure();
+  return verifyCollectiveStream(*this);
+}
+
+LogicalResult CopyShardOp::verify() {
+  return verifyShardOfWhole(*this, getTarget().getType(), getSource().getType());
 }

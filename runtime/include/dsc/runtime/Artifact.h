@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 3;
+constexpr int32_t kArtifactAbiVersion = 4;
 
 class Stream;
 
@@ -47,6 +47,14 @@ enum class StateRole : int32_t { Parameter, Buffer, Optimizer };
 struct StateDesc {
   TensorDesc tensor;
   StateRole role;
+  /// A state partitioned over the ranks (ZeRO, docs/zero.md) has the shape
+  /// of the whole tensor here (`wholeRank` dimensions; `wholeShape` null:
+  /// not partitioned). `tensor` is then each rank's shard, [S] with S =
+  /// ceil(numel / worldSize): rank r holds elements [r * S, (r + 1) * S)
+  /// of the whole flattened, the last rank's tail zero. Weights files and
+  /// checkpoints name the whole tensor.
+  int32_t wholeRank;
+  const int64_t *wholeShape;
 };
 
 /// A stream the artifact's steps enqueue work on (dscrt.stream). The runtime
@@ -108,6 +116,16 @@ public:
   /// it when a collective hangs.
   virtual void allReduceSum(void *buffer, size_t count, ElementType type,
                             int64_t sequence, Stream &stream) = 0;
+  /// Enqueues on `stream`, as allReduceSum: `recv` (worldSize() * count
+  /// elements) receives every rank's `send` (count), in rank order.
+  virtual void allGather(const void *send, void *recv, size_t count,
+                         ElementType type, int64_t sequence,
+                         Stream &stream) = 0;
+  /// Enqueues on `stream`, as allReduceSum: `recv` (count) receives block
+  /// rank() of the sum over all ranks of `send` (worldSize() * count).
+  virtual void reduceScatterSum(const void *send, void *recv, size_t count,
+                                ElementType type, int64_t sequence,
+                                Stream &stream) = 0;
   virtual int32_t rank() const = 0;
   virtual int32_t worldSize() const = 0;
   /// False for `dsc-run --eval`: a training step returns once its outputs

@@ -11,10 +11,17 @@
 // metadata.json is written, so a step directory only ever exists complete.
 //
 // N counts completed steps: a resumed run starts at step N + 1 and feeds
-// data batch N. Tensors are stored whole under their fully-qualified names
+// data batch N. Tensors are stored under their fully-qualified names
 // (DESIGN.md §2.2), each exactly once, and metadata.json maps each name to
 // its shard, dtype, shape, size and checksum, so a job of any number of
-// ranks can load a checkpoint that W ranks wrote.
+// ranks can load a checkpoint that W ranks wrote. A state partitioned over
+// the ranks (ZeRO) is stored in pieces, one per rank that holds any of it,
+// each in its rank's shard under the tensor's name, its padding stripped:
+// the metadata gives the whole shape, the partitioning ("partition":
+// world_size and shard_elements) and each piece's shard, element offset in
+// the flattened whole, shape [count], size and checksum. Loading reads, for
+// each rank, the pieces that overlap the part it holds, whatever world
+// size and partitioning saved them.
 //
 // The pieces here are MPI-free, so that tests can play every rank of a save
 // in one process; dsc-run (RunMain.cpp) calls them in order on its ranks,
@@ -58,12 +65,14 @@ constexpr int kCheckpointVersion = 1;
 std::string checkpointStepName(int64_t step);
 /// "shard-<r>-of-<W>.safetensors".
 std::string checkpointShardName(int rank, int worldSize);
-/// The rank that writes state `index` (ArtifactInfo::states order) in a job
-/// of `worldSize` ranks: index % worldSize. Every rank holds all of the
-/// state today, so the split only spreads the writing; ZeRO (a later issue)
-/// will have each rank store the partition it owns and extend the metadata
-/// with each piece's offsets in the whole tensor.
+/// The rank that writes replicated state `index` (ArtifactInfo::states
+/// order) in a job of `worldSize` ranks: index % worldSize. Every rank holds
+/// all of it, so the split only spreads the writing.
 int checkpointWriter(int32_t index, int worldSize);
+/// Whether `rank` writes state `index`: its checkpointWriter for replicated
+/// state; every rank, its own piece, for a partitioned (ZeRO) state.
+bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
+                      int worldSize);
 
 /// What metadata.json says about the job that saved it.
 struct CheckpointJob {
@@ -138,16 +147,25 @@ public:
   /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
   /// file; refuses a state the checkpoint lacks, another dtype or shape
   /// (naming both), and a tensor whose bytes fail their checksum.
-  std::vector<void *> loadStates(const ArtifactInfo &info,
-                                 MemoryPool &pool) const;
+  /// `rank` is the loading rank: a partitioned state gets its slice
+  /// (stateSlice, Run.h), zero-padded.
+  std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
+                                 int rank = 0) const;
 
 private:
-  struct Entry {
+  /// Elements [offset, offset + count) of the whole flattened tensor, as
+  /// tensor `name` of shape `shape` in shard `shard`.
+  struct Piece {
     std::string shard;
-    DType dtype;
+    int64_t offset = 0, count = 0;
     std::vector<int64_t> shape;
     size_t bytes = 0;
     uint64_t checksum = 0;
+  };
+  struct Entry {
+    DType dtype;
+    std::vector<int64_t> shape; // the whole tensor's
+    std::vector<Piece> pieces;  // by offset, covering the whole once
   };
   Checkpoint() = default;
   std::string directory_;

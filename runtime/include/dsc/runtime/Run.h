@@ -31,6 +31,7 @@ class Stream;
 class MemoryPool;
 class SafeTensorsFile;
 enum class DType;
+enum class CommDType : std::uint8_t;
 
 //===----------------------------------------------------------------------===//
 // Command line
@@ -125,6 +126,27 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
 /// optimizer state (at least the step count).
 bool artifactTrains(const ArtifactInfo &info);
 
+/// Whether state `state` is partitioned over the ranks (ZeRO).
+inline bool isPartitioned(const StateDesc &state) {
+  return state.wholeShape != nullptr;
+}
+/// The whole tensor of a state: `state.tensor`, with the whole shape when
+/// it is partitioned. Weights files and checkpoints hold it by name.
+TensorDesc wholeTensor(const StateDesc &state);
+/// The elements of the whole flattened tensor that rank `rank` holds of
+/// `state`, [begin, begin + count): all of them for a state that is not
+/// partitioned; for a partitioned one, the `count` first elements of its
+/// shard (fewer than the shard's on the last ranks, whose tail is zero).
+struct StateSlice {
+  int64_t begin = 0, count = 0;
+};
+StateSlice stateSlice(const StateDesc &state, int rank);
+/// Reads state `state`'s storage on rank `rank` from `weights` into `dst`
+/// (tensorBytes(state.tensor) bytes): the whole tensor, or the rank's
+/// slice of it, zero-padded. forEachState has checked the file's tensor.
+void readState(const StateDesc &state, const SafeTensorsFile &weights,
+               int rank, void *dst);
+
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool present)> &read);
@@ -135,7 +157,7 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
 /// message). Tensors of the file that no state names are ignored.
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
-                               MemoryPool &pool);
+                               MemoryPool &pool, int rank = 0);
 
 //===----------------------------------------------------------------------===//
 // What generated code calls
@@ -175,6 +197,12 @@ public:
   /// the stream (Stream.h).
   void allReduceSum(void *buffer, size_t count, ElementType type,
                     int64_t sequence, Stream &stream) override;
+  /// As allReduceSum, through Communicator::allGather and reduceScatter.
+  void allGather(const void *send, void *recv, size_t count, ElementType type,
+                 int64_t sequence, Stream &stream) override;
+  void reduceScatterSum(const void *send, void *recv, size_t count,
+                        ElementType type, int64_t sequence,
+                        Stream &stream) override;
   int32_t rank() const override;
   int32_t worldSize() const override;
   bool training() const override { return training_; }
@@ -184,6 +212,12 @@ public:
   Communicator &communicator() const { return comm_; }
 
 private:
+  /// Checks and numbers one collective (`what` names it in errors), then
+  /// runs `collective` with the communicator's element type on `stream`.
+  void issue(const std::string &what, size_t count, ElementType type,
+             int64_t sequence, Stream &stream,
+             const std::function<void(CommDType)> &collective);
+
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_;
   Communicator &comm_;
@@ -242,8 +276,8 @@ public:
   /// Host memory holding output `i` after a step.
   virtual const void *hostOutput(int32_t i) = 0;
   /// The states in host memory, for writeCheckpointShard of `rank` in a job
-  /// of `worldSize`: state i where checkpointWriter(i, worldSize) == rank
-  /// (the others may be nullptr); copies go to `scratch`.
+  /// of `worldSize`: state i where checkpointWrites(state i, i, rank,
+  /// worldSize) (the others may be nullptr); copies go to `scratch`.
   virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                          int worldSize,
                                          MemoryPool &scratch) = 0;

@@ -72,6 +72,11 @@ public:
   /// Copies the tensor's bytes into `dst`; `dstBytes` must equal
   /// info(name).bytes. Safe to call from several threads at once.
   void read(const std::string &name, void *dst, size_t dstBytes) const;
+  /// Copies `bytes` bytes of the tensor from byte `offset` of its data into
+  /// `dst` (a rank's slice of a partitioned state); the range must lie in
+  /// the tensor.
+  void readRange(const std::string &name, size_t offset, void *dst,
+                 size_t bytes) const;
   const std::string &path() const { return path_; }
 
 private:

@@ -33,6 +33,20 @@ LogicalResult inferReductionResult(std::optional<Location> loc, Type input,
                                    ArrayRef<int64_t> dims, bool keepDims,
                                    SmallVectorImpl<Type> &inferred);
 
+/// The module attribute holding the number of data-parallel ranks
+/// (`--dsc-data-parallel`).
+constexpr llvm::StringLiteral kWorldSizeAttrName = "dsc.world_size";
+
+/// The `dsc.world_size` of the module enclosing `op` (or `op` itself), if
+/// it is set.
+std::optional<int64_t> lookupWorldSize(Operation *op);
+
+/// Elements per rank of a tensor of `numel` elements partitioned over
+/// `worldSize` ranks: ceil(numel / worldSize).
+inline int64_t shardSize(int64_t numel, int64_t worldSize) {
+  return (numel + worldSize - 1) / worldSize;
+}
+
 } // namespace mlir::dsc
 
 #define GET_OP_CLASSES

@@ -45,16 +45,41 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
     `optimizer` state is created by the optimizer pass, named after its
     parameter so that checkpoints carry it; it starts at zero.
+
+    `partition_of` (set by `--dsc-zero`) marks a state partitioned over the
+    module's `dsc.world_size` W data-parallel ranks: the whole tensor has
+    that shape, and each rank holds `ceil(numel / W)` consecutive elements
+    of it flattened in row-major order (rank r from element `r * S`), the
+    last rank's tail padded with zeros. The declared type is that 1-D
+    shard. The weights file and checkpoints hold the whole tensor by name;
+    the runtime loads each rank's slice.
+
+    ```mlir
+    dsc.state optimizer @"fc.weight.exp_avg" {partition_of = array<i64: 3, 5>}
+        : tensor<8xf32>   // 15 elements over 2 ranks
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<DSC_Tensor>:$type,
-                       DSC_StateRole:$role);
+                       DSC_StateRole:$role,
+                       OptionalAttr<DenseI64ArrayAttr>:$partition_of);
   let assemblyFormat = "$role $sym_name attr-dict `:` $type";
   let hasVerifier = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$sym_name,
+                   "::mlir::RankedTensorType":$type,
+                   "::mlir::dsc::StateRole":$role), [{
+      build($_builder, $_state, sym_name, type, role,
+            ::mlir::DenseI64ArrayAttr());
+    }]>,
+  ];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
+    /// The whole tensor's type: the declared type, or for a partitioned
+    /// state (`partition_of`) the shape it is a partition of.
+    ::mlir::RankedTensorType getWholeType();
   }];
 }
 
@@ -846,7 +871,11 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
   let description = [{
     Every rank contributes its `input`; every rank receives the elementwise
     sum. Collectives are not pure: they are never removed, merged or
-    reordered, so all ranks issue them in the same order.
+    reordered, so all ranks issue them in the same order. Every collective
+    sits in the body of a single-block function, never in a nested region
+    (a kernel, a branch), which a rank could run a different number of
+    times than another: the verifier checks it, so that the order of
+    collectives is the program order on every rank.
 
     Example (the global token count of a data-parallel loss):
 
@@ -857,6 +886,79 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
   let arguments = (ins DSC_NumericTensor:$input);
   let results = (outs DSC_NumericTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+// The partitioned collectives move flat (1-D) tensors: a whole tensor of W * S
+// elements (padded by the ZeRO pass with dsc.concat of zeros where numel is
+// not a multiple of W) and its shards of S elements, W being the module's
+// `dsc.world_size`. Rank r's shard is elements [r * S, (r + 1) * S).
+
+def DSC_AllGatherOp : DSC_Op<"all_gather", [SameOperandsAndResultElementType]> {
+  let summary = "concatenates every rank's shard, in rank order";
+  let description = [{
+    Every rank contributes its shard `input` of S elements; every rank
+    receives the W * S elements of all shards, rank 0's first (W is the
+    enclosing module's `dsc.world_size`). ZeRO re-assembles a partitioned
+    parameter with it. Its gradient is a `dsc.reduce_scatter` of the
+    cotangent (each rank's cotangent of the whole is partial). Not pure: see
+    `dsc.all_reduce`.
+
+    Example (W = 2):
+
+    ```mlir
+    %whole = dsc.all_gather %shard : tensor<8xf32> -> tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def DSC_ReduceScatterOp : DSC_Op<"reduce_scatter",
+                                 [SameOperandsAndResultElementType]> {
+  let summary = "sum over every rank, each rank keeping its own shard";
+  let description = [{
+    Every rank contributes a whole tensor `input` of W * S elements; rank r
+    receives elements [r * S, (r + 1) * S) of their elementwise sum (W is
+    the enclosing module's `dsc.world_size`). ZeRO stage 2 sums gradients
+    with it into the rank that owns them, instead of an all-reduce. Its
+    gradient is a `dsc.all_gather` of the cotangent. Not pure: see
+    `dsc.all_reduce`.
+
+    Example (W = 2):
+
+    ```mlir
+    %shard = dsc.reduce_scatter %grad : tensor<16xf32> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def DSC_LocalShardOp : DSC_Op<"local_shard", [
+    Pure, SameOperandsAndResultElementType]> {
+  let summary = "this rank's shard of a replicated tensor (no communication)";
+  let description = [{
+    Rank r's elements [r * S, (r + 1) * S) of `input`, a whole tensor of
+    W * S elements that every rank holds (W is the enclosing module's
+    `dsc.world_size`). The only dsc op whose value depends on the rank: ZeRO
+    stage 1 takes each rank's part of a replicated parameter and gradient
+    with it. No gradient rule.
+
+    Example (W = 2):
+
+    ```mlir
+    %mine = dsc.local_shard %whole : tensor<16xf32> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 #endif // DSC_DIALECT_DSC_IR_DSCOPS_TD

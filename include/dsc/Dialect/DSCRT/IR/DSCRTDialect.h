@@ -22,4 +22,10 @@
 #define GET_OP_CLASSES
 #include "dsc/Dialect/DSCRT/IR/DSCRTOps.h.inc"
 
+namespace mlir::dscrt {
+/// The stream of a collective (dscrt.all_reduce, all_gather,
+/// reduce_scatter), or null for any other op.
+Value getCollectiveStream(Operation *op);
+} // namespace mlir::dscrt
+
 #endif // DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H

@@ -268,6 +268,68 @@ def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
+def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
+  let summary = "gathers every rank's shard into a buffer, on a stream";
+  let description = [{
+    `target` (W * S elements) receives the S elements of every rank's
+    `source`, rank 0's first; W is the module's `dsc.world_size`. Ordered,
+    numbered and streamed as `dscrt.all_reduce`: the collectives stream
+    waits for the event of the work that wrote `source`, and readers of
+    `target` wait for an event recorded after it.
+
+    ```mlir
+    dscrt.all_gather %shard to %whole on %comm {sequence = 3 : i64}
+        : memref<8xf32> to memref<16xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
+                       DSCRT_StreamType:$stream, I64Attr:$sequence);
+  let assemblyFormat = [{
+    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
+  let summary = "sums a buffer over all ranks into each rank's shard, on a stream";
+  let description = [{
+    `target` (S elements) receives block `rank` of the elementwise sum over
+    all ranks of `source` (W * S elements); W is the module's
+    `dsc.world_size`. Ordered, numbered and streamed as `dscrt.all_reduce`.
+
+    ```mlir
+    dscrt.reduce_scatter %grad to %shard on %comm {sequence = 1 : i64}
+        : memref<16xf32> to memref<8xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
+                       DSCRT_StreamType:$stream, I64Attr:$sequence);
+  let assemblyFormat = [{
+    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSCRT_CopyShardOp : DSCRT_Op<"copy_shard"> {
+  let summary = "copies this rank's block of a buffer, on a stream";
+  let description = [{
+    `target` (S elements) receives elements [rank * S, (rank + 1) * S) of
+    `source` (W * S elements, W the module's `dsc.world_size`): the
+    lowering of `dsc.local_shard`, the one copy whose source offset depends
+    on the rank.
+
+    ```mlir
+    dscrt.copy_shard %whole to %mine on %compute : memref<16xf32> to memref<8xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
+                       DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
 def DSCRT_OutputOp : DSCRT_Op<"output", [Pure]> {
   let summary = "a graph output the runtime reads after each step, in host memory";
   let description = [{

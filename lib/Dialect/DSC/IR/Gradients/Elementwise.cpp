@@ -231,6 +231,21 @@ static LogicalResult allReduceGrad(AllReduceOp op, Gradient &g) {
   return success();
 }
 
+static LogicalResult allGatherGrad(AllGatherOp op, Gradient &g) {
+  // Each rank's cotangent of the gathered whole is its own partial (the
+  // ranks' losses differ by their micro-batches); the shard's cotangent on
+  // its owner is the sum of every rank's cotangent of that block.
+  g.set(0, ReduceScatterOp::create(g.b, g.loc, op.getInput().getType(), g.dy()));
+  return success();
+}
+
+static LogicalResult reduceScatterGrad(ReduceScatterOp op, Gradient &g) {
+  // Every rank's input reaches every block of the sum: its cotangent is the
+  // cotangent of each block, gathered from the block's owner.
+  g.set(0, AllGatherOp::create(g.b, g.loc, op.getInput().getType(), g.dy()));
+  return success();
+}
+
 void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<AddOp, addGrad>(context);
   attach<SubOp, subGrad>(context);
@@ -255,4 +270,6 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<SelectOp, selectGrad>(context);
   attach<DropoutOp, dropoutGrad>(context);
   attach<AllReduceOp, allReduceGrad>(context);
+  attach<AllGatherOp, allGatherGrad>(context);
+  attach<ReduceScatterOp, reduceScatterGrad>(context);
 }

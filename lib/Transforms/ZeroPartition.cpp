@@ -1,0 +1,422 @@
+//===- ZeroPartition.cpp - --dsc-zero --------------------------------------===//
+//
+// ZeRO stages 1 and 2 as a rewrite of the training step that --dsc-optimizer
+// built. The optimizer update is elementwise, so each rank can compute it on
+// its own shard of every tensor: the pass re-creates the chain of
+// elementwise ops that ends at each dsc.store at shard shape ("sharding" a
+// value), starting from the shards of its leaves:
+//   - a load of a partitioned optimizer state: the state itself, retyped;
+//   - a gradient's dsc.all_reduce (stage 2): a dsc.reduce_scatter of it;
+//   - any other tensor (the parameter, a stage-1 gradient): this rank's
+//     dsc.local_shard of it;
+//   - scalars (step, bias corrections, clipping coefficient): themselves.
+// Parameters are all-gathered from their updated shards and stored whole.
+//
+// In stage 2 the whole gradient no longer exists, so its other readers are
+// sharded too: elementwise ones at shard shape, and a full reduce_sum (the
+// squared norm of gradient clipping) becomes a rank-partial sum, partial
+// sums add up locally, and one dsc.all_reduce makes the total global where a
+// reader needs it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Conversion/Passes.h"
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_ZEROPARTITION
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+namespace {
+/// Rewrites one graph (a single block) for a stage >= 1.
+class Partitioner {
+public:
+  Partitioner(func::FuncOp func, int64_t worldSize, int64_t stage,
+              const DenseMap<StringAttr, StateOp> &partitioned)
+      : func(func), world(worldSize), stage(stage), partitioned(partitioned),
+        b(func.getContext()) {}
+
+  LogicalResult run() {
+    Block &body = func.getBody().front();
+    SmallVector<StoreOp> stores;
+    for (auto store : body.getOps<StoreOp>()) {
+      StringAttr name = store.getStateAttr().getAttr();
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          func, store.getStateAttr());
+      if (partitioned.contains(name) ||
+          (state && state.getRole() == StateRole::parameter))
+        stores.push_back(store);
+    }
+    for (StoreOp store : stores)
+      if (failed(rewriteStore(store)))
+        return failure();
+    if (failed(shardGradientReaders()) || failed(globalizePartialSums(body)))
+      return failure();
+    for (StoreOp store : stores)
+      store.erase();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      bool collective = replaced.contains(&op);
+      if (collective ? op.use_empty() : isOpTriviallyDead(&op)) {
+        replaced.remove(&op);
+        op.erase();
+      }
+    }
+    // The whole update is gone now: what still reads a whole parameter is
+    // the forward and backward pass.
+    if (stage >= 3)
+      gatherParameters(body);
+    for (Operation *op : replaced) // still there: something reads it whole
+      return op->emitError()
+             << "ZeRO stage " << stage
+             << " partitions this gradient, but it is still read whole by '"
+             << (*op->getUsers().begin())->getName() << "'";
+    for (auto load : body.getOps<LoadOp>())
+      if (partitioned.contains(load.getStateAttr().getAttr()) &&
+          !shardLoads.contains(load))
+        return load.emitError()
+               << "reads partitioned state " << load.getStateAttr()
+               << " whole, outside the optimizer's update";
+    return success();
+  }
+
+private:
+  RankedTensorType shardType(Type wholeType) {
+    auto whole = cast<RankedTensorType>(wholeType);
+    return RankedTensorType::get({shardSize(whole.getNumElements(), world)},
+                                 whole.getElementType());
+  }
+
+  /// `whole` flattened and padded with zeros to W * S elements.
+  Value flatPadded(Location loc, Value whole) {
+    RankedTensorType type = tensorType(whole);
+    int64_t n = type.getNumElements();
+    int64_t padded = shardSize(n, world) * world;
+    Type elem = type.getElementType();
+    Value flat = whole;
+    if (type.getRank() != 1)
+      flat = ReshapeOp::create(b, loc, RankedTensorType::get({n}, elem), whole);
+    if (padded == n)
+      return flat;
+    Attribute zero = isa<FloatType>(elem) ? Attribute(b.getFloatAttr(elem, 0.0))
+                                          : Attribute(b.getIntegerAttr(elem, 0));
+    Value scalar = ConstantOp::create(
+        b, loc, DenseElementsAttr::get(RankedTensorType::get({}, elem), zero));
+    Value zeros = BroadcastOp::create(
+        b, loc, RankedTensorType::get({padded - n}, elem), scalar);
+    return ConcatOp::create(b, loc, ValueRange{flat, zeros}, 0);
+  }
+
+  /// The whole tensor of `type` from the W * S elements of its gathered
+  /// shards: the padding cut off, the shape restored.
+  Value unpadded(Location loc, Value gathered, RankedTensorType type) {
+    int64_t n = type.getNumElements();
+    Value flat = gathered;
+    if (tensorType(gathered).getNumElements() != n)
+      flat = SliceOp::create(b, loc, gathered, 0, 0, n, 1);
+    if (type.getRank() == 1)
+      return flat;
+    return ReshapeOp::create(b, loc, type, flat);
+  }
+
+  /// An elementwise op whose operands are `whole`-shaped or scalars: it
+  /// can run on shards.
+  static bool isShardable(Operation *op) {
+    if (!op || !isElementwise(op) || op->getNumResults() != 1)
+      return false;
+    ArrayRef<int64_t> shape = tensorType(op->getResult(0)).getShape();
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      RankedTensorType t = tensorType(operand);
+      return t.getShape() == shape || t.getRank() == 0;
+    });
+  }
+
+  /// This rank's shard of the whole tensor `v`, built once.
+  Value shard(Value v) {
+    if (Value known = shards.lookup(v))
+      return known;
+    Location loc = v.getLoc();
+    Operation *def = v.getDefiningOp();
+    Value result;
+    if (auto load = dyn_cast_or_null<LoadOp>(def);
+        load && partitioned.contains(load.getStateAttr().getAttr())) {
+      b.setInsertionPoint(load);
+      auto shardLoad = LoadOp::create(b, loc, shardType(load.getType()),
+                                      load.getStateAttr());
+      shardLoads.insert(shardLoad);
+      result = shardLoad;
+    } else if (auto allReduce = dyn_cast_or_null<AllReduceOp>(def);
+               allReduce && stage >= 2) {
+      // The gradient's sum goes to the owner of each shard only.
+      b.setInsertionPoint(allReduce);
+      Value flat = flatPadded(loc, allReduce.getInput());
+      result = world > 1 ? ReduceScatterOp::create(b, loc, shardType(v.getType()),
+                                                   flat)
+                               .getResult()
+                         : flat;
+      replaced.insert(allReduce);
+      scattered.push_back(allReduce.getResult());
+    } else if (isShardable(def)) {
+      SmallVector<Value> operands;
+      for (Value operand : def->getOperands())
+        operands.push_back(tensorType(operand).getRank() == 0 ? operand
+                                                              : shard(operand));
+      b.setInsertionPoint(def);
+      Operation *clone = b.clone(*def);
+      clone->setOperands(operands);
+      clone->getResult(0).setType(shardType(v.getType()));
+      result = clone->getResult(0);
+    } else {
+      b.setInsertionPointAfterValue(v);
+      Value flat = flatPadded(loc, v);
+      result = world > 1
+                   ? LocalShardOp::create(b, loc, shardType(v.getType()), flat)
+                         .getResult()
+                   : flat;
+    }
+    shards[v] = result;
+    return result;
+  }
+
+  /// Stage 3: the forward and the backward pass read whole parameters,
+  /// which no rank holds any more. Each whole read is gathered from the
+  /// shards just before its first use in the forward pass (up to the op
+  /// that computes the graph's last output) and again just before its first
+  /// use in the backward pass; the gathered buffer is released after its
+  /// last use (the memory plan reuses it).
+  void gatherParameters(Block &body) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Operation *forwardEnd =
+        lastProducer(ret.getOperands(), [](Operation *op) { return op; });
+    SmallVector<LoadOp> wholeLoads;
+    for (auto load : body.getOps<LoadOp>())
+      if (partitioned.contains(load.getStateAttr().getAttr()) &&
+          !shardLoads.contains(load))
+        wholeLoads.push_back(load);
+    for (LoadOp load : wholeLoads) {
+      // Uses by phase, each phase's first user first.
+      SmallVector<OpOperand *> forward, backward;
+      for (OpOperand &use : load->getUses()) {
+        Operation *user = body.findAncestorOpInBlock(*use.getOwner());
+        bool inForward = forwardEnd && (user == forwardEnd ||
+                                        user->isBeforeInBlock(forwardEnd));
+        (inForward ? forward : backward).push_back(&use);
+      }
+      for (ArrayRef<OpOperand *> uses : {ArrayRef(forward), ArrayRef(backward)}) {
+        if (uses.empty())
+          continue;
+        Operation *first = nullptr;
+        for (OpOperand *use : uses) {
+          Operation *user = body.findAncestorOpInBlock(*use->getOwner());
+          if (!first || user->isBeforeInBlock(first))
+            first = user;
+        }
+        b.setInsertionPoint(first);
+        Location loc = load.getLoc();
+        RankedTensorType whole = load.getType();
+        auto shardLoad =
+            LoadOp::create(b, loc, shardType(whole), load.getStateAttr());
+        shardLoads.insert(shardLoad);
+        Value gathered = gather(loc, shardLoad, whole);
+        for (OpOperand *use : uses)
+          use->set(gathered);
+      }
+      load.erase();
+    }
+  }
+
+  /// The whole tensor of type `whole` from this rank's shard `part`.
+  Value gather(Location loc, Value part, RankedTensorType whole) {
+    Value gathered =
+        world > 1 ? AllGatherOp::create(
+                        b, loc,
+                        RankedTensorType::get({shardSize(whole.getNumElements(),
+                                                         world) * world},
+                                              whole.getElementType()),
+                        part)
+                        .getResult()
+                  : part;
+    return unpadded(loc, gathered, whole);
+  }
+
+  /// The store's value sharded; a parameter gathered back whole.
+  LogicalResult rewriteStore(StoreOp store) {
+    Location loc = store.getLoc();
+    auto whole = tensorType(store.getValue());
+    if (whole.getRank() == 0)
+      return success(); // a scalar state is not partitioned
+    Value part = shard(store.getValue());
+    b.setInsertionPoint(store);
+    if (partitioned.contains(store.getStateAttr().getAttr())) {
+      StoreOp::create(b, loc, part, store.getStateAttr());
+      return success();
+    }
+    StoreOp::create(b, loc, gather(loc, part, whole), store.getStateAttr());
+    return success();
+  }
+
+  /// Stage 2: the readers of each reduce-scattered gradient other than the
+  /// update, read its shard instead. Elementwise readers are sharded; a
+  /// sum over every element becomes this rank's partial sum.
+  LogicalResult shardGradientReaders() {
+    SmallVector<Value> worklist(scattered.begin(), scattered.end());
+    DenseSet<Value> seen(worklist.begin(), worklist.end());
+    while (!worklist.empty()) {
+      Value whole = worklist.pop_back_val();
+      for (Operation *user : llvm::make_early_inc_range(whole.getUsers())) {
+        if (isa<StoreOp>(user))
+          continue; // replaced by the store of the shard
+        if (isShardable(user)) {
+          shard(user->getResult(0));
+          if (seen.insert(user->getResult(0)).second)
+            worklist.push_back(user->getResult(0));
+          continue;
+        }
+        auto sum = dyn_cast<ReduceSumOp>(user);
+        if (sum && tensorType(sum.getResult()).getRank() == 0) {
+          if (!partials.contains(sum.getResult())) {
+            Value part = shard(whole);
+            b.setInsertionPoint(sum);
+            partials[sum.getResult()] = ReduceSumOp::create(
+                b, sum.getLoc(), part, ArrayRef<int64_t>{0}, false);
+          }
+          continue;
+        }
+        return user->emitError()
+               << "reads a gradient that ZeRO stage " << stage
+               << " partitions; only elementwise ops and full sums of it "
+                  "can run on its shards";
+      }
+    }
+    return success();
+  }
+
+  /// Partial sums add up locally; any other reader gets their sum over the
+  /// ranks, one dsc.all_reduce per partial value read that way.
+  LogicalResult globalizePartialSums(Block &body) {
+    if (partials.empty())
+      return success();
+    for (Operation &op : body) {
+      auto add = dyn_cast<AddOp>(op);
+      if (!add || !partials.contains(add.getLhs()) ||
+          !partials.contains(add.getRhs()))
+        continue;
+      b.setInsertionPoint(add);
+      partials[add.getResult()] = AddOp::create(
+          b, add.getLoc(), partials[add.getLhs()], partials[add.getRhs()]);
+    }
+    for (auto [whole, partial] : llvm::to_vector(partials)) {
+      SmallVector<OpOperand *> readers;
+      for (OpOperand &use : whole.getUses()) {
+        auto add = dyn_cast<AddOp>(use.getOwner());
+        if (!add || !partials.contains(add.getResult()))
+          readers.push_back(&use);
+      }
+      if (readers.empty())
+        continue;
+      b.setInsertionPointAfterValue(partial);
+      Value global = world > 1
+                         ? AllReduceOp::create(b, partial.getLoc(), partial)
+                               .getResult()
+                         : partial;
+      for (OpOperand *use : readers)
+        use->set(global);
+    }
+    return success();
+  }
+
+  func::FuncOp func;
+  int64_t world, stage;
+  const DenseMap<StringAttr, StateOp> &partitioned;
+  OpBuilder b;
+  DenseMap<Value, Value> shards;   // whole value -> this rank's shard
+  DenseMap<Value, Value> partials; // whole scalar sum -> rank-partial sum
+  SmallVector<Value> scattered;    // gradients now reduce-scattered
+  llvm::SetVector<Operation *> replaced; // whole collectives to remove
+  DenseSet<Operation *> shardLoads;      // loads of partitioned states
+};
+
+struct ZeroPartitionPass
+    : public dsc::impl::ZeroPartitionBase<ZeroPartitionPass> {
+  using ZeroPartitionBase::ZeroPartitionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (stage < 0 || stage > 3) {
+      module.emitError() << "ZeRO stage " << int64_t(stage)
+                         << " does not exist; stages are 0 (off), 1 "
+                            "(optimizer state), 2 (+ gradients) and 3 "
+                            "(+ parameters)";
+      return signalPassFailure();
+    }
+    if (stage == 0)
+      return;
+    std::optional<int64_t> world = lookupWorldSize(module);
+    if (!world || *world < 1) {
+      module.emitError() << "ZeRO stage " << int64_t(stage)
+                         << " partitions over the data-parallel ranks, but "
+                            "the module has no '"
+                         << kWorldSizeAttrName
+                         << "' (run --dsc-data-parallel first)";
+      return signalPassFailure();
+    }
+
+    // Every optimizer state of a parameter's shape is partitioned, and at
+    // stage 3 every parameter; the step count (a scalar) stays whole.
+    DenseMap<StringAttr, StateOp> partitioned;
+    bool trains = false;
+    for (auto state : module.getOps<StateOp>()) {
+      if (state.getPartitionOf()) {
+        state.emitError() << "is partitioned already; run --dsc-zero once";
+        return signalPassFailure();
+      }
+      bool parameter = state.getRole() == StateRole::parameter;
+      if (state.getRole() == StateRole::optimizer)
+        trains = true;
+      else if (!(parameter && stage >= 3))
+        continue;
+      if (state.getTensorType().getRank() > 0)
+        partitioned[state.getSymNameAttr()] = state;
+    }
+    if (!trains) {
+      module.emitError() << "ZeRO stage " << int64_t(stage)
+                         << " partitions the optimizer's state, but the "
+                            "module has none (run --dsc-optimizer first)";
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      if (!func.getBody().hasOneBlock()) {
+        func.emitError() << "ZeRO partitions graphs of one block, this one has "
+                         << func.getBody().getBlocks().size();
+        return signalPassFailure();
+      }
+      if (failed(Partitioner(func, *world, stage, partitioned).run()))
+        return signalPassFailure();
+    }
+    OpBuilder builder(module.getContext());
+    for (auto [name, state] : partitioned) {
+      RankedTensorType whole = state.getTensorType();
+      state.setPartitionOf(whole.getShape());
+      state.setType(RankedTensorType::get(
+          {shardSize(whole.getNumElements(), *world)}, whole.getElementType()));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,37 @@
+"""Reads a dsc-run checkpoint back into whole tensors (test helper).
+
+load(ROOT) takes a `dsc-run --save` directory (its `latest` step) and
+returns {name: numpy array} with every tensor whole: a replicated one from
+its shard, a partitioned (ZeRO) one from its pieces, concatenated at their
+offsets and reshaped to the whole shape that metadata.json records.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "python"))
+from dsc import safetensors  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def load(root):
+    step = os.path.join(root, open(os.path.join(root, "latest")).read().strip())
+    meta = json.load(open(os.path.join(step, "metadata.json")))
+    shards = {}
+
+    def shard(name):
+        if name not in shards:
+            shards[name] = safetensors.load_numpy(os.path.join(step, name))[0]
+        return shards[name]
+
+    tensors = {}
+    for name, entry in meta["tensors"].items():
+        shape = tuple(entry["shape"])
+        if "pieces" not in entry:
+            tensors[name] = shard(entry["shard"])[name].reshape(shape)
+            continue
+        flat = np.concatenate([shard(p["shard"])[name].reshape(-1)
+                               for p in sorted(entry["pieces"], key=lambda p: p["offset"])])
+        tensors[name] = flat.reshape(shape)
+    return tensors
