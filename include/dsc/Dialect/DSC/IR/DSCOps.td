@@ -44,7 +44,9 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```
 
     `optimizer` state is created by the optimizer pass, named after its
-    parameter so that checkpoints carry it; it starts at zero.
+    parameter so that checkpoints carry it; it starts at zero. So does
+    `gradient` state, the gradients accumulated over the micro-batches of
+    one optimizer step (`<param>.grad_acc`).
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<DSC_Tensor>:$type,
