@@ -218,10 +218,8 @@ LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
                         "gradient_acc_step * world_size: " +
                             Twine(*t) + " != " + Twine(*m) + " * " + Twine(*g) +
                             " * " + Twine(worldSize));
-  if (*g != 1)
-    return error(where, "gradient accumulation (" + Twine(*g) +
-                            " micro-batches per step) is not supported yet");
   settings["micro-batch"] = std::to_string(*m);
+  settings["grad-accum"] = std::to_string(*g);
   return success();
 }
 
@@ -420,9 +418,46 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
   }
   if (fp16On && bf16On)
     return error("bf16", "bf16 and fp16 modes cannot be simultaneously enabled");
-  if (fp16On)
-    return error("fp16", "fp16 training needs dynamic loss scaling, which is "
-                         "not supported yet");
+  if (fp16On) {
+    const Object &fp16Section = **fp16;
+    if (FailureOr<std::optional<bool>> autoCast =
+            boolean(fp16Section, "fp16", "auto_cast");
+        failed(autoCast) || autoCast->value_or(false))
+      return failed(autoCast) ? failure()
+                              : error("fp16.auto_cast", "auto_cast is not supported");
+    settings["precision"] = "fp16";
+    settings["loss-scaling"] = "true";
+    struct Key {
+      StringRef key, option;
+      bool integer;
+    };
+    for (Key k : {Key{"loss_scale", "loss-scale", false},
+                  Key{"initial_scale_power", "initial-scale-power", true},
+                  Key{"loss_scale_window", "loss-scale-window", true},
+                  Key{"hysteresis", "hysteresis", true},
+                  Key{"min_loss_scale", "min-loss-scale", false}}) {
+      if (k.integer) {
+        FailureOr<std::optional<int64_t>> v = integer(fp16Section, "fp16", k.key);
+        if (failed(v))
+          return failure();
+        if (*v)
+          settings[k.option.str()] = std::to_string(**v);
+      } else {
+        FailureOr<std::optional<double>> v = number(fp16Section, "fp16", k.key);
+        if (failed(v))
+          return failure();
+        if (*v)
+          settings[k.option.str()] = formatNumber(**v);
+      }
+    }
+    for (StringRef unsupported : {"consecutive_hysteresis", "fp16_master_weights_and_grads"}) {
+      FailureOr<std::optional<bool>> v = boolean(fp16Section, "fp16", unsupported);
+      if (failed(v))
+        return failure();
+      if (v->value_or(false))
+        return error(join("fp16", unsupported), "only false is supported");
+    }
+  }
   if (bf16On)
     settings["precision"] = "bf16";
   return success();

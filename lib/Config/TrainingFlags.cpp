@@ -55,6 +55,13 @@ constexpr Flag kFlags[] = {
     {"total-num-steps", "WarmupDecayLR/WarmupCosineLR total steps"},
     {"warmup-min-ratio", "WarmupCosineLR start ratio of lr (default 0)"},
     {"cos-min-ratio", "WarmupCosineLR end ratio of lr (default 0.0001)"},
+    {"grad-accum", "micro-batches per optimizer step (default 1)"},
+    {"loss-scaling", "loss scaling also without fp16 (on for --precision=fp16)"},
+    {"loss-scale", "static loss scale; 0 (default) is dynamic"},
+    {"initial-scale-power", "dynamic loss scaling: the first scale is 2^this (default 16)"},
+    {"loss-scale-window", "dynamic: clean steps before the scale doubles (default 1000)"},
+    {"hysteresis", "dynamic: overflows tolerated before the scale halves (default 2)"},
+    {"min-loss-scale", "dynamic: the scale never halves below this (default 1)"},
     {"zero-stage", "ZeRO stage of the training step: 0 (default), 1 (optimizer "
                    "state partitioned), 2 (+ gradients), 3 (+ parameters)"},
     {"checkpoint-activations", "recompute every transformer block in the "

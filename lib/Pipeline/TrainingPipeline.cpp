@@ -8,6 +8,8 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dsc;
 
@@ -27,9 +29,24 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     mixed.precision = options.precision;
     pm.addPass(createMixedPrecision(mixed));
   }
-  if (options.step != TrainingPipelineOptions::Step::Eval)
-    pm.addPass(createAutodiff());
-  if (options.step == TrainingPipelineOptions::Step::Train) {
+  bool train = options.step == TrainingPipelineOptions::Step::Train;
+  // DeepSpeed's fp16 always scales the loss (loss_scale 0 is dynamic).
+  bool lossScaling = train && (options.lossScaling || options.precision == "fp16");
+  if (options.step != TrainingPipelineOptions::Step::Eval) {
+    AutodiffOptions autodiff;
+    if (lossScaling && options.lossScale > 0) {
+      autodiff.seed = options.lossScale;
+    } else if (lossScaling && options.initialScalePower >= 0 &&
+               options.initialScalePower <= 127) {
+      // The scale the optimizer keeps; 2^power while that state is zero
+      // (before the first step). A power out of range is the optimizer's
+      // error.
+      autodiff.seed = std::ldexp(1.0, int(options.initialScalePower));
+      autodiff.seedState = "optimizer.loss_scale";
+    }
+    pm.addPass(createAutodiff(autodiff));
+  }
+  if (train) {
     OptimizerOptions optimizer;
     optimizer.optimizer = options.optimizer;
     optimizer.lr = options.lr;
@@ -38,6 +55,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     optimizer.weightDecay = options.weightDecay;
     optimizer.momentum = options.momentum;
     optimizer.gradClip = options.gradClip;
+    optimizer.gradAccum = options.gradAccum;
+    optimizer.lossScaling = lossScaling;
+    optimizer.lossScale = options.lossScale;
+    optimizer.initialScalePower = options.initialScalePower;
+    optimizer.lossScaleWindow = options.lossScaleWindow;
+    optimizer.hysteresis = options.hysteresis;
+    optimizer.minLossScale = options.minLossScale;
     optimizer.scheduler = options.scheduler;
     optimizer.warmupMinLr = options.warmupMinLr;
     optimizer.warmupMaxLr = options.warmupMaxLr;

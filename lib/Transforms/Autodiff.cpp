@@ -15,7 +15,10 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <cmath>
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_AUTODIFF
@@ -39,12 +42,20 @@ static bool isLossGraph(func::FuncOp func) {
 }
 
 namespace {
+/// What the backward starts from: d loss = `value`, or, with `state`, the
+/// value of that scalar state (the loss scale), `value` while it is zero
+/// (not yet written: optimizer state starts at zero).
+struct Seed {
+  double value = 1.0;
+  StateOp state;
+};
+
 class Differentiator {
 public:
   Differentiator(func::FuncOp func, ArrayRef<StateOp> parameters,
-                 int64_t worldSize)
+                 int64_t worldSize, Seed seed)
       : func(func), parameters(parameters.begin(), parameters.end()),
-        worldSize(worldSize) {
+        worldSize(worldSize), seed(seed) {
     for (auto [i, state] : llvm::enumerate(this->parameters))
       parameterIndex[state.getSymNameAttr()] = i;
   }
@@ -69,10 +80,25 @@ public:
 
     OpBuilder b(ret);
     Location loc = ret.getLoc();
-    if (active.contains(loss))
-      cotangent[loss] = ConstantOp::create(
+    if (active.contains(loss)) {
+      Value d = ConstantOp::create(
           b, loc, DenseElementsAttr::get(lossType, b.getFloatAttr(
-                                                       lossType.getElementType(), 1.0)));
+                                                       lossType.getElementType(),
+                                                       seed.value)));
+      if (seed.state) {
+        if (seed.state.getType() != lossType)
+          return func.emitError() << "seed state @" << seed.state.getSymName()
+                                  << " is " << seed.state.getType()
+                                  << ", the loss is " << lossType;
+        Value stored = LoadOp::create(b, loc, lossType, seed.state.getSymName());
+        Value zero = ConstantOp::create(
+            b, loc, DenseElementsAttr::get(lossType, b.getFloatAttr(
+                                                         lossType.getElementType(), 0.0)));
+        Value unset = CompareOp::create(b, loc, ComparisonDirection::eq, stored, zero);
+        d = SelectOp::create(b, loc, unset, d, stored);
+      }
+      cotangent[loss] = d;
+    }
     gradients.assign(parameters.size(), Value());
     for (Operation *op : llvm::reverse(forward))
       if (failed(backward(b, op)))
@@ -209,6 +235,7 @@ private:
   func::FuncOp func;
   SmallVector<StateOp> parameters;
   int64_t worldSize;
+  Seed seed;
   DenseMap<StringAttr, size_t> parameterIndex;
   DenseSet<Value> active;
   DenseMap<Value, Value> cotangent;
@@ -227,10 +254,59 @@ struct AutodiffPass : public dsc::impl::AutodiffBase<AutodiffPass> {
     int64_t worldSize = 1;
     if (auto attr = module->getAttrOfType<IntegerAttr>("dsc.world_size"))
       worldSize = attr.getInt();
+    FailureOr<Seed> seed = makeSeed(module);
+    if (failed(seed))
+      return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>())
       if (isLossGraph(func) &&
-          failed(Differentiator(func, parameters, worldSize).run()))
+          failed(Differentiator(func, parameters, worldSize, *seed).run()))
         return signalPassFailure();
+  }
+
+  /// The seed of the options, its state declared (an optimizer state,
+  /// scalar of the loss's type) when the module has none of that name, and
+  /// recorded on the module (`dsc.backward_seed`) for the passes that rely
+  /// on it (loss scaling).
+  FailureOr<Seed> makeSeed(ModuleOp module) {
+    Seed result;
+    result.value = seed;
+    if (!(seed > 0) || !std::isfinite(double(seed)))
+      return module.emitError() << "seed " << double(seed)
+                                << " must be positive and finite";
+    Builder b(module.getContext());
+    SmallVector<NamedAttribute> record{
+        b.getNamedAttr("value", b.getF64FloatAttr(seed))};
+    if (!seedState.empty()) {
+      Operation *symbol = SymbolTable::lookupSymbolIn(module, seedState);
+      result.state = dyn_cast_or_null<StateOp>(symbol);
+      if (symbol && !result.state)
+        return module.emitError() << "seed-state '" << seedState
+                                  << "' names a '" << symbol->getName()
+                                  << "', not a dsc.state";
+      if (!result.state) {
+        Type elem;
+        for (auto func : module.getOps<func::FuncOp>())
+          if (isLossGraph(func))
+            elem = cast<ShapedType>(func.getResultTypes()[0]).getElementType();
+        if (!elem)
+          return result; // nothing to differentiate
+        OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+        if (auto states = module.getOps<StateOp>(); !states.empty())
+          for (StateOp state : states)
+            top.setInsertionPointAfter(state);
+        else
+          top.setInsertionPointToStart(module.getBody());
+        result.state = StateOp::create(top, module.getLoc(), seedState,
+                                       RankedTensorType::get({}, elem),
+                                       StateRole::optimizer);
+      }
+      record.push_back(b.getNamedAttr(
+          "state", FlatSymbolRefAttr::get(result.state.getSymNameAttr())));
+    }
+    if (!seedState.empty() || seed != 1.0)
+      module->setAttr(DSCDialect::kBackwardSeedAttrName,
+                      b.getDictionaryAttr(record));
+    return result;
   }
 };
 } // namespace

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LearningRate.h"
+#include "LossScaling.h"
 #include "StepBuilder.h"
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
@@ -41,6 +42,8 @@ struct Settings {
   enum Kind { SGD, Adam, AdamW } kind;
   double lr, beta1, beta2, eps, weightDecay, momentum, gradClip;
   LRSchedule schedule;
+  int64_t gradAccum;
+  LossScaleConfig lossScale;
 };
 
 struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
@@ -92,6 +95,19 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         failed(check(s.gradClip >= 0, "grad-clip", s.gradClip)))
       return failure();
     if (failed(validateSchedule(module, s)))
+      return failure();
+    s.gradAccum = gradAccum;
+    if (s.gradAccum < 1)
+      return module.emitError() << "grad-accum must be at least 1, got "
+                                << s.gradAccum;
+    LossScaleConfig &ls = s.lossScale;
+    ls.enabled = lossScaling;
+    ls.staticScale = lossScale;
+    ls.initialPower = initialScalePower;
+    ls.window = lossScaleWindow;
+    ls.hysteresis = hysteresis;
+    ls.minScale = minLossScale;
+    if (ls.enabled && failed(checkLossScaling(module, ls)))
       return failure();
     return s;
   }
@@ -190,23 +206,24 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     SymbolTable symbols(module);
     Location loc = func.getLoc();
     Type elem = grads.front().param.getTensorType().getElementType();
-    auto declare = [&](StateOp after, StringRef name,
-                       RankedTensorType type) -> FailureOr<StateOp> {
+    auto declare = [&](StateOp after, StringRef name, RankedTensorType type,
+                       StateRole role = StateRole::optimizer) -> FailureOr<StateOp> {
       if (symbols.lookup(name))
         return func.emitError() << "optimizer state '" << name
                                 << "' would shadow a symbol of that name";
       OpBuilder top(after->getContext());
       top.setInsertionPointAfter(after);
-      auto state = StateOp::create(top, after.getLoc(), name, type,
-                                   StateRole::optimizer);
+      auto state = StateOp::create(top, after.getLoc(), name, type, role);
       symbols.insert(state);
       return state;
     };
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto name = func.getResultAttrOfType<StringAttr>(
               i, DSCDialect::kOutputAttrName);
-          name && name.getValue() == "lr")
-        return func.emitError("the graph already has an output named 'lr'");
+          name && llvm::is_contained({"lr", "loss_scale", "skipped"},
+                                     name.getValue()))
+        return func.emitError() << "the graph already has an output named '"
+                                << name.getValue() << "'";
 
     // The step count, one for the whole optimizer, as PyTorch's per-param
     // `step` (all equal). Written last, after every use.
@@ -226,13 +243,94 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value lr = buildLearningRate(h, s.schedule, applied);
     const bool constantLr = s.schedule.kind == LRSchedule::None;
 
+    // Loss scaling: the scale this step's backward was seeded with.
+    LossScaleStates scaler;
+    Value scale;
+    if (s.lossScale.enabled) {
+      if (s.lossScale.dynamic()) {
+        scaler.scale = symbols.lookup<StateOp>("optimizer.loss_scale");
+        if (!scaler.scale || scaler.scale.getType() != scalarType)
+          return func.emitError("loss scaling needs the scalar state "
+                                "@optimizer.loss_scale that --dsc-autodiff "
+                                "declares (seed-state)");
+        FailureOr<StateOp> hyst =
+            declare(scaler.scale, "optimizer.hysteresis", scalarType);
+        if (failed(hyst))
+          return failure();
+        FailureOr<StateOp> good =
+            declare(*hyst, "optimizer.good_steps", scalarType);
+        if (failed(good))
+          return failure();
+        scaler.hysteresis = *hyst;
+        scaler.goodSteps = *good;
+      }
+      scale = buildLossScale(h, s.lossScale, scaler);
+    }
+
     OpBuilder builder(ret);
     StepBuilder b{builder, loc, elem};
     Value step = b.add(applied, b.c(1));
 
+    // Stores of the new values of parameters and optimizer state, which
+    // with gradient accumulation take effect at the boundary only: off it
+    // the old values are stored back, bit for bit.
+    SmallVector<std::pair<Value, StateOp>> stores;
+    Value apply; // i1 scalar; null: every step applies
+    auto update = [&](Value value, Value old, StateOp state) {
+      stores.push_back({apply ? b.select(apply, value, old) : value, state});
+    };
+
     SmallVector<Value> g;
     for (Gradient &grad : grads)
       g.push_back(grad.value);
+
+    // Gradient accumulation, as DeepSpeed's engine does it with
+    // gradient_accumulation_steps N: one call of the graph is one
+    // micro-batch, whose gradient (of the loss / N) is added to
+    // `<param>.grad_acc`; every N-th call (optimizer.micro_step counts them)
+    // the sum is the gradient the update uses, and the accumulators start
+    // over at zero.
+    Value boundary;
+    if (s.gradAccum > 1) {
+      FailureOr<StateOp> micro =
+          declare(*stepState, "optimizer.micro_step", scalarType);
+      if (failed(micro))
+        return failure();
+      Value count = b.add(b.load(*micro), b.c(1));
+      boundary = b.cmp(ComparisonDirection::ge, count, b.c(double(s.gradAccum)));
+      apply = boundary;
+      stores.push_back({b.select(boundary, b.c(0), count), *micro});
+      for (auto [grad, gk] : llvm::zip(grads, g)) {
+        FailureOr<StateOp> acc =
+            declare(grad.param, (grad.param.getSymName() + ".grad_acc").str(),
+                    grad.param.getTensorType(), StateRole::gradient);
+        if (failed(acc))
+          return failure();
+        gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
+        stores.push_back({b.select(boundary, b.c(0), gk), *acc});
+      }
+    }
+    for (auto [value, state] : stores)
+      b.store(value, state);
+    stores.clear();
+
+    // Loss scaling: a step whose gradients (summed over the ranks and the
+    // micro-batches) hold an inf or a nan is skipped on every rank alike;
+    // the others are unscaled before clipping and the update.
+    Value skipped;
+    SmallVector<std::pair<Value, StateOp>> scalerStores;
+    if (s.lossScale.enabled) {
+      Value finite = buildGradientsFinite(b, g);
+      apply = apply ? b.logicalAnd(apply, finite) : finite;
+      Value unscale = b.div(b.c(1), scale);
+      for (Value &gk : g)
+        gk = b.mul(gk, unscale);
+      skipped = b.select(finite, b.c(0), b.c(1));
+      if (boundary)
+        skipped = b.select(boundary, skipped, b.c(0));
+      buildLossScaleUpdate(b, s.lossScale, scaler, scale, finite, boundary,
+                           scalerStores);
+    }
     if (s.gradClip > 0) {
       Value sumSquares;
       for (Value gk : g) {
@@ -260,7 +358,6 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // Each parameter's new state is stored right after it is computed, so
     // that only one parameter's update is live at a time; nothing after it
     // reads that parameter's old state (the lowering checks it).
-    SmallVector<std::pair<Value, StateOp>> stores;
     auto flush = [&] {
       for (auto [value, state] : stores)
         b.store(value, state);
@@ -270,7 +367,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       StateOp param = grad.param;
       RankedTensorType type = param.getTensorType();
       StringRef name = param.getSymName();
-      Value p = b.load(param);
+      Value p = b.load(param), old = p;
       if (s.kind == Settings::AdamW && s.weightDecay != 0)
         p = b.mul(p, constantLr ? b.c(1 - s.lr * s.weightDecay)
                                 : b.sub(b.c(1), b.mul(lr, b.c(s.weightDecay))));
@@ -281,10 +378,11 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
           FailureOr<StateOp> buf = declare(param, (name + ".momentum_buffer").str(), type);
           if (failed(buf))
             return failure();
-          gk = b.add(b.mul(b.load(*buf), b.c(s.momentum)), gk);
-          stores.push_back({gk, *buf});
+          Value oldBuf = b.load(*buf);
+          gk = b.add(b.mul(oldBuf, b.c(s.momentum)), gk);
+          update(gk, oldBuf, *buf);
         }
-        stores.push_back({b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)), param});
+        update(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)), old, param);
         flush();
         continue;
       }
@@ -295,19 +393,24 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
           declare(*expAvg, (name + ".exp_avg_sq").str(), type);
       if (failed(expAvgSq))
         return failure();
-      Value m = b.add(b.mul(b.load(*expAvg), b.c(s.beta1)),
-                      b.mul(gk, b.c(1 - s.beta1)));
-      Value v = b.add(b.mul(b.load(*expAvgSq), b.c(s.beta2)),
+      Value oldM = b.load(*expAvg), oldV = b.load(*expAvgSq);
+      Value m = b.add(b.mul(oldM, b.c(s.beta1)), b.mul(gk, b.c(1 - s.beta1)));
+      Value v = b.add(b.mul(oldV, b.c(s.beta2)),
                       b.mul(b.mul(gk, gk), b.c(1 - s.beta2)));
       Value denom = b.add(b.div(SqrtOp::create(builder, loc, v), correction2Sqrt),
                           b.c(s.eps));
-      Value update = b.mul(b.div(m, denom), stepSize);
-      stores.push_back({m, *expAvg});
-      stores.push_back({v, *expAvgSq});
-      stores.push_back({b.sub(p, update), param});
+      Value delta = b.mul(b.div(m, denom), stepSize);
+      update(m, oldM, *expAvg);
+      update(v, oldV, *expAvgSq);
+      update(b.sub(p, delta), old, param);
       flush();
     }
-    b.store(step, *stepState);
+    b.store(apply ? b.select(apply, step, applied) : step, *stepState);
+    for (auto [value, state] : scalerStores)
+      b.store(value, state);
+    if (s.gradAccum > 1)
+      module->setAttr(DSCDialect::kGradAccumAttrName,
+                      builder.getI64IntegerAttr(s.gradAccum));
 
     llvm::BitVector erase(func.getNumResults());
     for (Gradient &grad : grads)
@@ -315,7 +418,13 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     ret->eraseOperands(erase);
     if (failed(func.eraseResults(erase)))
       return func.emitError("cannot remove the gradient results");
-    return addOutput(func, ret, lr, "lr");
+    if (failed(addOutput(func, ret, lr, "lr")))
+      return failure();
+    if (s.lossScale.enabled &&
+        (failed(addOutput(func, ret, scale, "loss_scale")) ||
+         failed(addOutput(func, ret, skipped, "skipped"))))
+      return failure();
+    return success();
   }
 
   /// Appends `value` to the graph's results as output `name`.

@@ -4,6 +4,7 @@ what every dsc result is checked against.
     PYTHONPATH=python /usr/bin/python3 -m dsc.golden MODEL.py \\
         --weights DIR/model.safetensors --data FILE.bin \\
         --steps S --batch B --seq T --optim adamw|adam|sgd --lr LR -o GOLD
+        [--grad-accum N] [--scheduler warmup-lr|warmup-decay-lr|warmup-cosine-lr ...]
 
 With --precision bf16 (or fp16), DeepSpeed's mixed precision: the module
 computes forward and backward in 16 bits (model.to(dtype)); the optimizer
@@ -15,7 +16,11 @@ gradients and final weights are the fp32 master ones.
 Writes GOLD/losses.json (the loss of every step, as decimals and as exact
 float32 bit patterns), GOLD/grads_step1.safetensors (the gradients of the
 first step, before the optimizer updates) and GOLD/weights_final.safetensors
-(the state after the last step), all under the exported names. Batches follow
+(the state after the last step), all under the exported names; losses.json
+also holds the learning rate of every step (`lrs`: DeepSpeed's schedules,
+written out again in Python). With --grad-accum N a step is N micro-batches
+of --batch sequences (the next N batches), each loss divided by N before its
+backward, as DeepSpeed's engine does. Batches follow
 dsc.data.batch. Runs are deterministic: one thread, deterministic algorithms,
 fixed seeds; two runs write bit-identical files.
 """
@@ -187,13 +192,22 @@ def train(args):
         opt.zero_grad(set_to_none=True)
         if master:
             master.to_module()
-        # With --ranks N, DeepSpeed's data parallelism: each rank's loss on
-        # its own micro-batch, averaged (an MoE routes per micro-batch).
-        loss = sum(model(*map(torch.from_numpy,
-                              data.batch(tokens_all, step, args.batch, args.seq, r, args.ranks)))
-                   for r in range(args.ranks)) / args.ranks
-        loss.backward()
-        losses.append(float(loss.detach()))
+        # With --grad-accum N, DeepSpeed's gradient accumulation: N
+        # micro-batches (the next N batches of the data), each loss scaled
+        # by 1/N before its backward, one optimizer step; the step's loss
+        # is their mean.
+        total = 0.0
+        for micro in range(args.grad_accum):
+            index = step * args.grad_accum + micro
+            # With --ranks N, DeepSpeed's data parallelism: each rank's loss
+            # on its own micro-batch, averaged (an MoE routes per micro-batch).
+            loss = sum(model(*map(torch.from_numpy,
+                                  data.batch(tokens_all, index, args.batch, args.seq, r,
+                                             args.ranks)))
+                       for r in range(args.ranks)) / args.ranks
+            (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
+            total += float(loss.detach())
+        losses.append(total / args.grad_accum)
         if master:
             master.take_gradients()
         if step == 0:
@@ -225,6 +239,9 @@ def main(argv=None):
     p.add_argument("--ranks", type=int, default=1,
                    help="average the losses of this many data-parallel micro-batches "
                         "(DeepSpeed's semantics; the default 1 is the global batch)")
+    p.add_argument("--grad-accum", type=int, default=1,
+                   help="micro-batches per optimizer step (DeepSpeed's "
+                        "gradient_accumulation_steps); --batch is one micro-batch")
     p.add_argument("--grad-clip", type=float, default=0.0,
                    help="clip_grad_norm_ to this global 2-norm before each step (0: off)")
     sched = p.add_argument_group("learning-rate schedule (DeepSpeed's; --lr is "
@@ -248,6 +265,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.ranks < 1 or args.batch % args.ranks:
         p.error(f"--ranks {args.ranks} must be positive and divide --batch {args.batch}")
+    if args.grad_accum < 1:
+        p.error(f"--grad-accum must be at least 1, got {args.grad_accum}")
     if args.warmup_num_steps <= 0:
         p.error(f"--warmup-num-steps must be positive, got {args.warmup_num_steps}")
     if args.scheduler in ("warmup-decay-lr", "warmup-cosine-lr") and not args.total_num_steps:

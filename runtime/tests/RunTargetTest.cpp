@@ -51,7 +51,8 @@ struct OneRankArtifact {
                           {"targets", ElementType::I64, 2, inputShape}};
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
   ArtifactInfo info{kArtifactAbiVersion, "cpu", "one.mlir", 1, 300, 1,
-                    states,              2,     inputs,     1, outputs};
+                    states,              2,     inputs,     1, outputs,
+                    0,                   nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
   OneRankArtifact() {
     options.artifact = "one.so";

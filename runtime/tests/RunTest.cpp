@@ -166,7 +166,8 @@ struct FakeArtifact {
                           {"targets", ElementType::I64, 2, inputShape}};
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
   ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2, 1024, 1,
-                    states,              2,     inputs,      1, outputs};
+                    states,              2,     inputs,      1, outputs,
+                    0,                   nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
   FakeArtifact() {
     options.artifact = "fake.so";
@@ -303,6 +304,8 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "two inputs named 'tokens'"},
       {[](FakeArtifact &f) { f.outputs[0].rank = 99; }, "has rank 99"},
       {[](FakeArtifact &f) { f.inputs[0].shape = nullptr; }, "but no shape"},
+      {[](FakeArtifact &f) { f.info.gradAccumSteps = 0; },
+       "accumulates gradients over 0 micro-batches; at least 1 expected"},
   };
   {
     FakeArtifact fake;
@@ -501,6 +504,10 @@ TEST(DscRunMetrics, StepLineEndsWithTheLearningRate) {
   EXPECT_EQ(formatStepLine(record),
             "step=3 loss=2.77258873 samples/s=16 tokens/s=256 step_time_s=0.5 "
             "lr=0.000250000012");
+  record.lossScale = 32768;
+  record.skipped = 2;
+  EXPECT_THAT(formatStepLine(record),
+              testing::EndsWith(" lr=0.000250000012 loss_scale=32768 skipped=2"));
 }
 
 TEST(DscRunMetrics, LossRoundTrips) {

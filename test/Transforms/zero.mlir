@@ -55,9 +55,9 @@ module attributes {dsc.world_size = 2 : i64} {
 // S1: %[[WS:.*]] = dsc.local_shard %{{.*}} : tensor<16xf32> -> tensor<8xf32>
 // S1: %[[DECAYED:.*]] = dsc.mul %[[WS]], %{{.*}} : tensor<8xf32>, tensor<f32>
 // S1: dsc.load @w.exp_avg : tensor<8xf32>
+// S1: dsc.load @w.exp_avg_sq : tensor<8xf32>
 // S1: dsc.mul %[[GWS]], %{{.*}} : tensor<8xf32>, tensor<f32>
 // S1: %[[M:.*]] = dsc.add %{{.*}} : tensor<8xf32>, tensor<8xf32>
-// S1: dsc.load @w.exp_avg_sq : tensor<8xf32>
 // S1: %[[V:.*]] = dsc.add %{{.*}} : tensor<8xf32>, tensor<8xf32>
 // S1: dsc.mul %{{.*}}, %[[STEPSIZE]] : tensor<8xf32>, tensor<f32>
 // S1: %[[NEW:.*]] = dsc.sub %[[DECAYED]], %{{.*}} : tensor<8xf32>, tensor<8xf32>

@@ -90,6 +90,32 @@ struct TrainingPipelineOptions
   Option<double> cosMinRatio{*this, "cos-min-ratio",
                              llvm::cl::desc("cosine end ratio"),
                              llvm::cl::init(-1)};
+  Option<int64_t> gradAccum{
+      *this, "grad-accum",
+      llvm::cl::desc("micro-batches per optimizer step (gradient accumulation)"),
+      llvm::cl::init(1)};
+  // fp16 loss scaling (DeepSpeed's fp16 section); on for precision=fp16.
+  Option<bool> lossScaling{*this, "loss-scaling",
+                           llvm::cl::desc("loss scaling, also without fp16"),
+                           llvm::cl::init(false)};
+  Option<double> lossScale{*this, "loss-scale",
+                           llvm::cl::desc("static loss scale; 0 is dynamic"),
+                           llvm::cl::init(0)};
+  Option<int64_t> initialScalePower{
+      *this, "initial-scale-power",
+      llvm::cl::desc("dynamic: the first scale is 2^this"), llvm::cl::init(16)};
+  Option<int64_t> lossScaleWindow{
+      *this, "loss-scale-window",
+      llvm::cl::desc("dynamic: clean steps before the scale doubles"),
+      llvm::cl::init(1000)};
+  Option<int64_t> hysteresis{
+      *this, "hysteresis",
+      llvm::cl::desc("dynamic: overflows tolerated before the scale halves"),
+      llvm::cl::init(2)};
+  Option<double> minLossScale{
+      *this, "min-loss-scale",
+      llvm::cl::desc("dynamic: the scale never halves below this"),
+      llvm::cl::init(1)};
   Option<int64_t> zeroStage{
       *this, "zero-stage",
       llvm::cl::desc("ZeRO stage of the training step: 0 (off), 1 (optimizer "

@@ -123,12 +123,26 @@ def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
     `communication_data_type` for bf16 and fp16). Unused forward and
     backward values are removed at the end.
 
+    `seed` and `seed-state` seed the backward with the loss scale (fp16
+    loss scaling, `--dsc-optimizer=loss-scaling=1`): `d loss = seed`, or
+    with `seed-state=NAME` the value of that scalar `dsc.state` (declared
+    as optimizer state, of the loss's type, when absent), `seed` while it is
+    zero (the state starts at zero). The module records them as
+    `dsc.backward_seed = {value, state}` for the optimizer to check.
+
     Example:
 
     ```
     dsc-opt model.mlir --dsc-data-parallel=world-size=2 --dsc-autodiff
     ```
   }];
+  let options = [
+    Option<"seed", "seed", "double", /*default=*/"1.0",
+           "the backward's seed d loss (the initial loss scale)">,
+    Option<"seedState", "seed-state", "std::string", /*default=*/"\"\"",
+           "seed with this scalar state's value instead, `seed` while it "
+           "is zero">,
+  ];
 }
 
 def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
@@ -176,6 +190,37 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
     The step returns the learning rate it used as an extra scalar output
     `dsc.output = "lr"`, which `dsc-run` prints.
 
+    `grad-accum` N > 1 accumulates gradients over N calls of the graph, as
+    DeepSpeed's `gradient_accumulation_steps`: each call is one
+    micro-batch; its gradient divided by N (DeepSpeed scales each
+    micro-batch's loss by 1/N) is added to `dsc.state gradient
+    @"<param>.grad_acc"`, and `optimizer.micro_step` counts the calls. On
+    the N-th call the update runs on the accumulated gradients (clipping
+    included) and the accumulators and the count return to zero; on the
+    others every parameter and optimizer state is stored back unchanged
+    (`dsc.select`, bit for bit) and `optimizer.step`, hence the schedule,
+    does not advance. The module gets `dsc.grad_accum = N`, which the
+    artifact carries so that `dsc-run` runs N calls per step.
+
+    `loss-scaling` (fp16) follows DeepSpeed's loss scaler: the backward
+    must be seeded with the scale (`--dsc-autodiff="seed=2^power
+    seed-state=optimizer.loss_scale"`, or `seed=<loss-scale>` for a static
+    scale: checked through `dsc.backward_seed`). An overflow is an inf or
+    nan in any gradient after the all-reduce (and the accumulation), found
+    branch-free as `sum(g * 0) != 0`, so every rank agrees; the step is
+    then skipped: every state is stored back bit for bit and
+    `optimizer.step` (the schedule) does not advance. Otherwise the
+    gradients are multiplied by 1/scale before clipping and the update.
+    A dynamic scale lives in `optimizer.loss_scale` (0, as optimizer state
+    starts, means 2^initial-scale-power), `optimizer.hysteresis` (read as
+    the option while the scale is 0) and `optimizer.good_steps`: on an
+    overflow the scale halves (not below min-loss-scale) once hysteresis
+    is down to 1, else hysteresis drops by one; after loss-scale-window
+    clean steps since the last overflow the scale doubles and hysteresis is
+    refilled (DeepSpeed's DynamicLossScaler.update_scale). The step returns
+    the scale it used (`loss_scale`) and whether it was skipped (`skipped`,
+    1 or 0), which `dsc-run` prints.
+
     Example: `dsc-opt m.mlir --dsc-autodiff --dsc-optimizer="optimizer=sgd
     lr=0.1 momentum=0.9"`.
   }];
@@ -192,6 +237,20 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
            "SGD momentum">,
     Option<"gradClip", "grad-clip", "double", /*default=*/"0",
            "clip gradients to this global 2-norm; 0 turns clipping off">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "fp16 loss scaling (DeepSpeed's fp16 section)">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0",
+           "static loss scale; 0 is dynamic">,
+    Option<"initialScalePower", "initial-scale-power", "int64_t",
+           /*default=*/"16", "dynamic: the first scale is 2^this">,
+    Option<"lossScaleWindow", "loss-scale-window", "int64_t",
+           /*default=*/"1000", "dynamic: clean steps before the scale doubles">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"2",
+           "dynamic: overflows tolerated before the scale halves">,
+    Option<"minLossScale", "min-loss-scale", "double", /*default=*/"1",
+           "dynamic: the scale never halves below this">,
+    Option<"gradAccum", "grad-accum", "int64_t", /*default=*/"1",
+           "micro-batches per optimizer step (gradient accumulation)">,
     Option<"scheduler", "scheduler", "std::string", /*default=*/"\"none\"",
            "learning-rate schedule: none, warmup-lr, warmup-decay-lr or "
            "warmup-cosine-lr (DeepSpeed's)">,

@@ -239,6 +239,8 @@ private:
       return "Buffer";
     case StateRole::optimizer:
       return "Optimizer";
+    case StateRole::gradient:
+      return "Gradient";
     }
     llvm_unreachable("unknown state role");
   }
@@ -278,12 +280,14 @@ private:
     table("dsc::rt::StreamDesc", "kStreams", streams);
     auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
+    auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
     os << "const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, \""
        << (cuda() ? "cuda" : "cpu") << "\", "
        << cString(model ? model.getValue() : "") << ", "
        << (world ? world.getInt() : 1) << ", " << arenaBytes << ", "
        << states.size() << ", kStates, " << in.size() << ", kInputs, "
-       << out.size() << ", kOutputs, " << streams.size() << ", kStreams};\n\n";
+       << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
+       << (accum ? accum.getInt() : 1) << "};\n\n";
     return success();
   }
 

@@ -153,13 +153,18 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
                                  " is not positive");
   check(info.arenaBytes >= 0, where + ": negative arena size " +
                                   std::to_string(info.arenaBytes));
+  check(info.gradAccumSteps >= 1,
+        where + ": artifact accumulates gradients over " +
+            std::to_string(info.gradAccumSteps) +
+            " micro-batches; at least 1 expected");
   validateList(info.states, info.numStates, where, "state",
                [](const StateDesc &s) -> const TensorDesc & { return s.tensor; });
   for (int32_t i = 0; i < info.numStates; ++i) {
     auto role = static_cast<int32_t>(info.states[i].role);
     check(role == static_cast<int32_t>(StateRole::Parameter) ||
               role == static_cast<int32_t>(StateRole::Buffer) ||
-              role == static_cast<int32_t>(StateRole::Optimizer),
+              role == static_cast<int32_t>(StateRole::Optimizer) ||
+              role == static_cast<int32_t>(StateRole::Gradient),
           where + ": state '" + info.states[i].tensor.name +
               "' has unknown role " + std::to_string(role));
   }

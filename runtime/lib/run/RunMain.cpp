@@ -366,11 +366,16 @@ int runJob(const std::vector<std::string> &args) {
     std::string model = info.model && *info.model
                             ? std::string(" (model ") + info.model + ")"
                             : std::string();
+    std::string accumulation =
+        info.gradAccumSteps > 1
+            ? " x " + std::to_string(info.gradAccumSteps) +
+                  " micro-batches per step (gradient accumulation)"
+            : std::string();
     std::fprintf(stderr,
-                 "dsc-run: %s%s on %d rank(s): global batch %lld, "
+                 "dsc-run: %s%s on %d rank(s): global batch %lld%s, "
                  "sequence %lld, %lld step(s)\n",
                  options.artifact.c_str(), model.c_str(), size,
-                 static_cast<long long>(options.batch),
+                 static_cast<long long>(options.batch), accumulation.c_str(),
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));
     if (!options.eval && !artifactTrains(info))
@@ -393,23 +398,44 @@ int runJob(const std::vector<std::string> &args) {
     std::fflush(stderr);
   }
 
+  // With gradient accumulation one step is N calls of the artifact, each
+  // on the next batch of the data (a micro-batch of --batch sequences); the
+  // update applies on the N-th and the step's loss is their mean.
+  const int64_t microSteps = info.gradAccumSteps;
+  int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       auto start = std::chrono::steady_clock::now();
-      data->batch(step - 1, options.batch, options.seq, rank, size, tokens,
-                  targets);
-      context.beginStep(step);
-      artifact->step(context);
+      double lossSum = 0;
+      for (int64_t micro = 0; micro < microSteps; ++micro) {
+        data->batch((step - 1) * microSteps + micro, options.batch,
+                    options.seq, rank, size, tokens, targets);
+        context.beginStep(step);
+        artifact->step(context);
+        if (rank == 0)
+          lossSum += readScalar(target->hostOutput(plan.lossOutput), lossType);
+      }
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
       if (rank == 0) {
-        const void *loss = target->hostOutput(plan.lossOutput);
+        double loss = lossSum / static_cast<double>(microSteps);
+        if (lossType == ElementType::F32) // as the artifact would print it
+          loss = static_cast<float>(loss);
         StepRecord record =
-            makeStepRecord(step, readScalar(loss, lossType), lossType,
-                           elapsed.count(), options.batch, options.seq);
+            makeStepRecord(step, loss, lossType, elapsed.count(),
+                           options.batch * microSteps, options.seq);
+        auto output = [&](int32_t index) {
+          return readScalar(target->hostOutput(index),
+                            info.outputs[index].type);
+        };
         if (plan.lrOutput >= 0)
-          record.lr = readScalar(target->hostOutput(plan.lrOutput),
-                                 info.outputs[plan.lrOutput].type);
+          record.lr = output(plan.lrOutput);
+        if (plan.lossScaleOutput >= 0)
+          record.lossScale = output(plan.lossScaleOutput);
+        if (plan.skippedOutput >= 0) {
+          skippedSteps += output(plan.skippedOutput) != 0 ? 1 : 0;
+          record.skipped = skippedSteps;
+        }
         std::printf("%s\n", formatStepLine(record).c_str());
         std::fflush(stdout);
         if (metrics)

@@ -48,7 +48,11 @@ std::string formatStepLine(const StepRecord &record) {
          " samples/s=" + figure(record.samplesPerSecond) +
          " tokens/s=" + figure(record.tokensPerSecond) +
          " step_time_s=" + figure(record.seconds) +
-         (record.lr ? " lr=" + format("%.9g", *record.lr) : std::string());
+         (record.lr ? " lr=" + format("%.9g", *record.lr) : std::string()) +
+         (record.lossScale ? " loss_scale=" + format("%.9g", *record.lossScale)
+                           : std::string()) +
+         (record.skipped ? " skipped=" + std::to_string(*record.skipped)
+                         : std::string());
 }
 
 MetricsCsv::MetricsCsv(const std::string &path) : path_(path) {

@@ -124,14 +124,20 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
             numElements(loss) == 1,
         where + ": artifact output 'loss' is " + describeType(loss) +
             ", expected one f32 or f64 element");
-  plan.lrOutput = findTensor(info.outputs, info.numOutputs, "lr");
-  if (plan.lrOutput >= 0) {
-    const TensorDesc &lr = info.outputs[plan.lrOutput];
-    check((lr.type == ElementType::F32 || lr.type == ElementType::F64) &&
-              numElements(lr) == 1,
-          where + ": artifact output 'lr' is " + describeType(lr) +
+  auto optionalScalar = [&](const char *name) {
+    int32_t index = findTensor(info.outputs, info.numOutputs, name);
+    if (index < 0)
+      return index;
+    const TensorDesc &out = info.outputs[index];
+    check((out.type == ElementType::F32 || out.type == ElementType::F64) &&
+              numElements(out) == 1,
+          where + ": artifact output '" + name + "' is " + describeType(out) +
               ", expected one f32 or f64 element");
-  }
+    return index;
+  };
+  plan.lrOutput = optionalScalar("lr");
+  plan.lossScaleOutput = optionalScalar("loss_scale");
+  plan.skippedOutput = optionalScalar("skipped");
   return plan;
 }
 
@@ -180,7 +186,9 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
     const TensorDesc &state = info.states[i].tensor;
     std::string name = state.name;
     bool present = weights.contains(name);
-    if (!present && info.states[i].role == StateRole::Optimizer) {
+    StateRole role = info.states[i].role;
+    if (!present &&
+        (role == StateRole::Optimizer || role == StateRole::Gradient)) {
       read(i, name, tensorBytes(state), false);
       continue;
     }

@@ -86,7 +86,7 @@ const ArtifactInfo kInfo = {
     TINY_ABI_VERSION, "cpu",   "TinyArtifact.cpp", TINY_WORLD_SIZE,
     kArenaBytes,      3,       kStates,            2,
     kInputs,          1,       kOutputs,           1,
-    kStreams};
+    kStreams, 1};
 
 int64_t stepsRun = 0;
 

@@ -76,7 +76,7 @@ const ArtifactInfo kInfo = {
     kArtifactAbiVersion, "cuda",   "TinyCudaArtifact.cu", TINY_WORLD_SIZE,
     kArenaBytes,         3,        kStates,               2,
     kInputs,             1,        kOutputs,              2,
-    kStreams};
+    kStreams, 1};
 
 void checkCuda(cudaError_t status, const char *what) {
   if (status != cudaSuccess)

@@ -40,9 +40,10 @@ struct TensorDesc {
   const int64_t *shape; // `rank` dimensions
 };
 
-/// Optimizer state (exp_avg, momentum, step count) starts at zero when the
-/// weights file does not hold it; checkpoints do.
-enum class StateRole : int32_t { Parameter, Buffer, Optimizer };
+/// Optimizer state (exp_avg, momentum, step count) and Gradient state (the
+/// gradients accumulated over micro-batches) start at zero when the weights
+/// file does not hold them; checkpoints do.
+enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient };
 
 struct StateDesc {
   TensorDesc tensor;
@@ -87,6 +88,9 @@ struct ArtifactInfo {
   const TensorDesc *outputs; // e.g. "loss", a scalar
   int32_t numStreams;
   const StreamDesc *streams;
+  /// Calls of dsc_artifact_step per optimizer step (gradient accumulation):
+  /// each call is one micro-batch, the update applies on every N-th.
+  int32_t gradAccumSteps;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run

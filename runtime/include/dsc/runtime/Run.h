@@ -82,8 +82,11 @@ struct FeedPlan {
   int32_t targetsInput = -1;
   int32_t lossOutput = -1;
   /// Optional scalar outputs of a training step, -1 if absent: the learning
-  /// rate the step used (`lr`).
+  /// rate the step used (`lr`), and with loss scaling the scale it used
+  /// (`loss_scale`) and whether it was skipped (`skipped`, 1 or 0).
   int32_t lrOutput = -1;
+  int32_t lossScaleOutput = -1;
+  int32_t skippedOutput = -1;
   int64_t microBatch = 0; // per rank
   int64_t seqLen = 0;
 };
@@ -99,8 +102,8 @@ void checkArtifactTarget(const std::string &target, const std::string &where,
 /// "cuda" is registered) and `worldSize` ranks; inputs named "tokens"
 /// and/or "targets" only, int64 [micro batch, seq] and agreeing with each
 /// other; options.batch == micro batch * worldSize and options.seq == seq;
-/// an output "loss" of f32 or f64 holding one element, and "lr", when the
-/// artifact has it, the same.
+/// an output "loss" of f32 or f64 holding one element, and "lr",
+/// "loss_scale" and "skipped", when the artifact has them, the same.
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize);
 
@@ -119,8 +122,9 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
 /// For every state of `info`, in ArtifactInfo::states order: checks that
 /// `weights` holds it with the artifact's dtype and shape (Errors as
 /// loadStates), then calls `read(index, name, bytes)`, which reads it
-/// (SafeTensorsFile::read) wherever the target keeps it. Optimizer state the
-/// file does not hold (a weights file, not a checkpoint) starts at zero:
+/// (SafeTensorsFile::read) wherever the target keeps it. Optimizer and
+/// gradient state the file does not hold (a weights file, not a checkpoint)
+/// starts at zero:
 /// `read` is then called with `present` false and must zero it.
 /// Whether the artifact has a training step: training artifacts carry
 /// optimizer state (at least the step count).
@@ -309,6 +313,10 @@ struct StepRecord {
   double tokensPerSecond = 0;
   /// The learning rate the step used, when the artifact outputs it.
   std::optional<double> lr;
+  /// Loss scaling: the scale the step used, and the steps skipped so far
+  /// (an overflow), this one included.
+  std::optional<double> lossScale;
+  std::optional<int64_t> skipped;
 };
 
 /// A record of step `step` from its loss, time and the global batch.
@@ -320,7 +328,8 @@ StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
 std::string formatLoss(double loss, ElementType type);
 
 /// "step=1 loss=2.7725887 samples/s=1234.5 tokens/s=5.05e+06
-/// step_time_s=0.00324", then " lr=0.001" when the record has it.
+/// step_time_s=0.00324", then " lr=0.001", " loss_scale=65536" and
+/// " skipped=0" for the fields the record has.
 std::string formatStepLine(const StepRecord &record);
 
 /// The --metrics CSV, written on rank 0 and flushed after every row, so

@@ -60,6 +60,15 @@ def DSC_Dialect : Dialect {
     /// (`--dsc-autodiff`), e.g. @"fc.weight".
     static constexpr ::llvm::StringLiteral kGradientOfAttrName =
         "dsc.gradient_of";
+    /// Module attribute: the micro-batches of one optimizer step (gradient
+    /// accumulation, `--dsc-optimizer=grad-accum=N`); absent means 1.
+    static constexpr ::llvm::StringLiteral kGradAccumAttrName =
+        "dsc.grad_accum";
+    /// Module attribute: the seed of the backward when it is not 1
+    /// (`--dsc-autodiff=seed=... seed-state=...`, the loss scale), as
+    /// `{value = f64, state = @name}` (state optional).
+    static constexpr ::llvm::StringLiteral kBackwardSeedAttrName =
+        "dsc.backward_seed";
   }];
 }
 

@@ -11,6 +11,9 @@ def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
     // Optimizer state (exp_avg, momentum, the step count): starts at zero
     // when a weights file does not carry it; checkpoints do.
     I32EnumAttrCase<"optimizer", 2>,
+    // Accumulated gradients (gradient accumulation over micro-batches):
+    // start at zero like optimizer state; ZeRO stage 2 partitions them.
+    I32EnumAttrCase<"gradient", 3>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

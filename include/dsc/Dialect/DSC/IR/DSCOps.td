@@ -44,7 +44,9 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ```
 
     `optimizer` state is created by the optimizer pass, named after its
-    parameter so that checkpoints carry it; it starts at zero.
+    parameter so that checkpoints carry it; it starts at zero. So does
+    `gradient` state, the gradients accumulated over the micro-batches of
+    one optimizer step (`<param>.grad_acc`).
 
     `partition_of` (set by `--dsc-zero`) marks a state partitioned over the
     module's `dsc.world_size` W data-parallel ranks: the whole tensor has
