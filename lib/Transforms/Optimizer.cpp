@@ -309,10 +309,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
         stores.push_back({b.select(boundary, b.c(0), gk), *acc});
       }
+      // Stored with the first parameter's update: after every output
+      // (`skipped`), where an evaluation step has already returned.
     }
-    for (auto [value, state] : stores)
-      b.store(value, state);
-    stores.clear();
 
     // Loss scaling: a step whose gradients (summed over the ranks and the
     // micro-batches) hold an inf or a nan is skipped on every rank alike;

@@ -69,3 +69,26 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // MISMATCH: error: loss scaling needs the backward seeded with the loss scale: run --dsc-autodiff="seed=16.000000 seed-state=optimizer.loss_scale" before --dsc-optimizer
 // HYST: error: hysteresis must be at least 1, got 0
 // BADSEED: error: seed 0.000000e+00 must be positive and finite
+
+// With gradient accumulation the overflow test reads the accumulated
+// gradients, only the boundary advances the scaler or counts a skip, and
+// nothing is stored before `skipped` (the last output) is computed, since
+// an evaluation step returns there.
+// RUN: dsc-opt %s --dsc-autodiff="seed=16.0 seed-state=optimizer.loss_scale" --dsc-optimizer="optimizer=sgd loss-scaling=1 initial-scale-power=4 grad-accum=2" | FileCheck %s --check-prefix=ACCUM
+// ACCUM-LABEL: func.func @forward
+// ACCUM: %[[B:.*]] = dsc.compare ge
+// ACCUM: %[[ACC:.*]] = dsc.add %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[Z:.*]] = dsc.mul %[[ACC]], %{{.*}}
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[FINITE:.*]] = dsc.compare eq
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[APPLY:.*]] = dsc.select %[[B]], %[[FINITE]], %[[B]]
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[S0:.*]] = dsc.select %[[FINITE]]
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[SKIPPED:.*]] = dsc.select %[[B]], %[[S0]], %{{.*}}
+// ACCUM: dsc.store %{{.*}} to @optimizer.micro_step
+// ACCUM: dsc.store %{{.*}} to @w.grad_acc
+// ACCUM: dsc.select %[[APPLY]]
+// ACCUM: return %{{.*}}, %{{.*}}, %{{.*}}, %[[SKIPPED]]
