@@ -7,13 +7,11 @@ measured in the same run; medians over the steps after the first.
 
 Prints a table and the loss of step 1 from both (they must agree).
 """
-import argparse
 import csv
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -21,32 +19,17 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
 
+import zoo_cpu  # noqa: E402
+
 from dsc import data  # noqa: E402
 from dsc.export import build_model  # noqa: E402
 from dsc.golden import load_weights  # noqa: E402
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default=os.path.join(ROOT, "examples/models/gpt2.py"))
-    p.add_argument("--size", default="small")
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--steps", type=int, default=8)
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--torch-threads", type=int, default=os.cpu_count(),
-                   help="PyTorch intra-op threads (default: every core, as dsc uses)")
-    args = p.parse_args()
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    work = tempfile.mkdtemp(prefix="dsc-bench-")
-    py = "/usr/bin/python3"
-    sets = ["--set", f"size={args.size}", "--set", f"batch={args.batch}",
-            "--set", f"seq={args.seq}"]
-    subprocess.run([py, "-m", "dsc.data", "-o", f"{work}/data.bin"], env=env,
-                   check=True, stdout=subprocess.DEVNULL)
+    args = zoo_cpu.parser(steps=8).parse_args()
     t0 = time.time()
-    subprocess.run([py, "-m", "dsc.export", args.model, "-o", f"{work}/m", *sets],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    work = zoo_cpu.export(args)
     t1 = time.time()
     subprocess.run([f"{args.build}/bin/dsc-compile", f"{work}/m/model.mlir",
                     "-o", f"{work}/m/step.so"], check=True, stdout=subprocess.DEVNULL)
@@ -81,7 +64,7 @@ def main():
     print(f"model {os.path.basename(args.model)} size={args.size} batch={args.batch} "
           f"seq={args.seq} steps={args.steps} (medians of {len(dsc_times)} steps after the first)")
     print(f"torch threads: {torch.get_num_threads()}, torch {torch.__version__}")
-    print(f"export {t1 - t0:.1f} s, dsc-compile {t2 - t1:.1f} s")
+    print(f"data + export {t1 - t0:.1f} s, dsc-compile {t2 - t1:.1f} s")
     print(f"{'':8} {'step s':>10} {'tokens/s':>10} {'loss step 1':>14}")
     tok = args.batch * args.seq
     print(f"{'dsc':8} {d:10.4f} {tok / d:10.0f} {dsc_loss:14.7f}")

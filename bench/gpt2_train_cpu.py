@@ -10,7 +10,6 @@ per-rank activation arena the compiler planned (`dscrt.arena_bytes`, set by
 
 Prints a table and the loss of step 1 from each (they must agree).
 """
-import argparse
 import csv
 import os
 import re
@@ -18,13 +17,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import torch  # noqa: E402
+
+import zoo_cpu  # noqa: E402
 
 from dsc import data  # noqa: E402
 from dsc.export import build_model  # noqa: E402
@@ -50,26 +50,10 @@ def dsc_train(args, work, name, extra):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--model", default=os.path.join(ROOT, "examples/models/gpt2.py"))
-    p.add_argument("--size", default="small")
-    p.add_argument("--batch", type=int, default=4)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--steps", type=int, default=3)
+    p = zoo_cpu.parser(steps=3)
     p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--torch-threads", type=int, default=os.cpu_count(),
-                   help="PyTorch intra-op threads (default: every core, as dsc uses)")
     args = p.parse_args()
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    work = tempfile.mkdtemp(prefix="dsc-bench-")
-    py = "/usr/bin/python3"
-    sets = ["--set", f"size={args.size}", "--set", f"batch={args.batch}",
-            "--set", f"seq={args.seq}"]
-    subprocess.run([py, "-m", "dsc.data", "-o", f"{work}/data.bin"], env=env,
-                   check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([py, "-m", "dsc.export", args.model, "-o", f"{work}/m", *sets],
-                   env=env, check=True, stdout=subprocess.DEVNULL)
+    work = zoo_cpu.export(args)
     results = {
         "dsc": dsc_train(args, work, "plain", []),
         "dsc ckpt": dsc_train(args, work, "ckpt", ["--checkpoint-activations"]),
