@@ -149,6 +149,9 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
     StringRef k = key;
     if (llvm::is_contained(kHandledKeys, k) || llvm::is_contained(kLoggingKeys, k))
       continue;
+    if (k == "activation_checkpointing")
+      return error(k, "DeepSpeed's checkpointing API settings do not apply: "
+                      "dsc recomputes blocks with --checkpoint-activations");
     if (llvm::is_contained(kUnsupportedKeys, k))
       return error(k, "this DeepSpeed feature is not supported by dsc");
     return error(k, "unknown key");

@@ -82,7 +82,8 @@ struct TrainingFlags {
     // A flag without a value (--checkpoint-activations) is `true`.
     for (const Flag &flag : kFlags)
       options.emplace_back(llvm::StringRef(flag.name), cl::cat(category),
-                           cl::desc(flag.help), cl::ValueOptional);
+                           cl::desc(flag.help), cl::value_desc("value"),
+                           cl::ValueOptional);
   }
 };
 
