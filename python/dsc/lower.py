@@ -11,6 +11,7 @@ An ATen op without a mapping is an ExportError naming the op and the model's
 source line; there is no silent fallback.
 """
 
+import sys
 import torch
 
 from . import mlir
@@ -243,7 +244,17 @@ class Lowering:
             v = Val(f"%{name}", t.shape, t.dtype)
             self.inputs[name] = v
             args.append(f'{v.name}: {v.type} {{dsc.input = "{name}"}}')
-        out = self.emit(result)
+        # emit() recurses along data dependences: a deep model's residual
+        # stream makes the recursion as deep as the graph (96 GPT blocks
+        # exceed Python's default limit of 1000). Since 3.11 CPython keeps
+        # Python-to-Python calls off the C stack, so a limit that grows with
+        # the graph is safe.
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 20 * len(gm.graph.nodes) + 1000))
+        try:
+            out = self.emit(result)
+        finally:
+            sys.setrecursionlimit(limit)
         self.output = out
         body = [mlir.format_op(o) for o in self.ops]
         header = []
