@@ -31,6 +31,8 @@ cl::OptionCategory category("dsc training step (run as --dsc-pipeline, "
 struct Flag {
   const char *name;
   const char *help;
+  /// The --dsc-pipeline option it sets, when not `name`.
+  const char *option = nullptr;
 };
 
 // The --dsc-pipeline options users set directly, as DeepSpeed users do.
@@ -69,6 +71,11 @@ constexpr Flag kFlags[] = {
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},
     {"checkpoint-segments", "what a recomputed segment is (blocks)"},
     {"checkpoint-print", "print the recomputed blocks"},
+    {"dsc-report", "print each rank's memory and communication of the step: "
+                   "memory, comm or memory,comm (docs/zero.md)", "report"},
+    {"dsc-report-format", "the report as text (default) or json", "report-format"},
+    {"dsc-report-file", "write the report to this file (default: stderr)",
+     "report-file"},
 };
 
 struct TrainingFlags {
@@ -98,9 +105,9 @@ void mlir::dsc::registerTrainingFlags() {
 FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   TrainingFlags &f = *flags;
   PipelineSettings given;
-  for (cl::opt<std::string> &option : f.options)
+  for (auto [option, flag] : llvm::zip(f.options, kFlags))
     if (option.getNumOccurrences())
-      given[option.ArgStr.str()] =
+      given[flag.option ? flag.option : flag.name] =
           option.getValue().empty() ? "true" : option.getValue();
   if (given.empty() && f.config.empty())
     return std::optional<std::string>();

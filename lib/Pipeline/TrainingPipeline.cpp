@@ -89,6 +89,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     checkpoint.print = options.checkpointPrint;
     pm.addPass(createCheckpointActivations(checkpoint));
   }
+  if (!options.report.empty()) {
+    StepReportOptions report;
+    report.what.assign(options.report.begin(), options.report.end());
+    report.format = options.reportFormat;
+    report.output = options.reportFile;
+    pm.addPass(createStepReport(report));
+  }
 }
 
 void mlir::dsc::registerTrainingPipeline() {

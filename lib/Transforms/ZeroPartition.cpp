@@ -411,6 +411,8 @@ struct ZeroPartitionPass
         return signalPassFailure();
     }
     OpBuilder builder(module.getContext());
+    module->setAttr(DSCDialect::kZeroStageAttrName,
+                    builder.getI64IntegerAttr(stage));
     for (auto [name, state] : partitioned) {
       RankedTensorType whole = state.getTensorType();
       state.setPartitionOf(whole.getShape());

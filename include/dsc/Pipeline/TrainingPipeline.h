@@ -139,6 +139,18 @@ struct TrainingPipelineOptions
       *this, "checkpoint-print",
       llvm::cl::desc("print the recomputed blocks to stderr"),
       llvm::cl::init(false)};
+  // Reports of the finished step: --dsc-step-report's options.
+  ListOption<std::string> report{
+      *this, "report",
+      llvm::cl::desc("print the step's per-rank memory and/or communication "
+                     "(memory, comm)")};
+  Option<std::string> reportFormat{
+      *this, "report-format", llvm::cl::desc("text (default) or json"),
+      llvm::cl::init("text")};
+  Option<std::string> reportFile{
+      *this, "report-file",
+      llvm::cl::desc("write the report here ('-', the default: stderr)"),
+      llvm::cl::init("-")};
 };
 
 /// Appends the training-step passes to `pm`, which runs on builtin.module.

@@ -64,6 +64,10 @@ def DSC_Dialect : Dialect {
     /// accumulation, `--dsc-optimizer=grad-accum=N`); absent means 1.
     static constexpr ::llvm::StringLiteral kGradAccumAttrName =
         "dsc.grad_accum";
+    /// Module attribute: the ZeRO stage `--dsc-zero` partitioned the step
+    /// for; absent means 0.
+    static constexpr ::llvm::StringLiteral kZeroStageAttrName =
+        "dsc.zero_stage";
     /// Module attribute: the seed of the backward when it is not 1
     /// (`--dsc-autodiff=seed=... seed-state=...`, the loss scale), as
     /// `{value = f64, state = @name}` (state optional).

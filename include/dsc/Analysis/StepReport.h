@@ -1,0 +1,116 @@
+//===- StepReport.h - per-rank memory and communication of a step -*- C++ -*-===//
+//
+// What one rank of a data-parallel training step holds and sends, computed
+// from the IR after --dsc-zero (docs/zero.md, "Reports"):
+//   - model states, ZeRO's accounting: parameters, gradients, fp32 master
+//     weights and optimizer state, each as partitioned at the module's stage
+//     (the formulas 16Ψ, 4Ψ+12Ψ/N, 2Ψ+14Ψ/N, 16Ψ/N for mixed-precision Adam);
+//   - the memory the runtime allocates: every dsc.state (rounded to the
+//     allocator's 256 bytes), the activation arena of the memory plan, and
+//     the graph's inputs and outputs; their sum is the per-rank peak that
+//     dsc-run reports;
+//   - every collective of the step with the bytes this rank sends (the ring
+//     formulas of runtime/include/dsc/runtime/CommStats.h, which dsc-run
+//     counts) and nccl-tests' bus bytes.
+// Every rank holds the same figures: shards are ceil(numel/N) elements on
+// every rank, padding included, and every rank issues the same collectives.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_ANALYSIS_STEPREPORT_H
+#define DSC_ANALYSIS_STEPREPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::dsc {
+
+/// One rank's memory, in bytes.
+struct RankMemory {
+  // Model states (exact sizes, padding included).
+  int64_t parameters = 0; // parameter states as the forward reads them
+  int64_t gradients = 0;  // reduced gradients the update reads (+ accumulators)
+  int64_t master = 0;     // fp32 master weights (mixed precision)
+  int64_t optimizer = 0;  // optimizer state (moments, step, loss scale)
+  int64_t modelStates() const {
+    return parameters + gradients + master + optimizer;
+  }
+  // Other state: buffers that are not trained (running statistics, masks).
+  int64_t buffers = 0;
+  // Staging of collectives: bucketed gradients and prefetched parameters.
+  int64_t buckets = 0;
+  int64_t prefetch = 0;
+  // The runtime's allocations: states, the arena, inputs and outputs.
+  int64_t stateAllocation = 0; // every dsc.state, 256-byte rounded
+  int64_t activations = 0;     // the arena (gradients in flight live there)
+  int64_t io = 0;              // inputs and outputs, 256-byte rounded
+  int64_t peak() const { return stateAllocation + activations + io; }
+};
+
+/// One collective op of the step.
+struct CollectiveReport {
+  std::string kind;    // "all_reduce", "all_gather", "reduce_scatter"
+  std::string element; // "f32", "bf16", ...
+  std::string location;
+  int64_t payloadBytes = 0; // the call's B (CommStats.h)
+  int64_t bytesSent = 0;    // by this rank, per call
+  double busBytes = 0;      // nccl-tests: size * bus factor, per call
+  int64_t elementBytes = 0;
+};
+
+/// DeepSpeed's model-state estimator (estimate_zero2/3_model_states_mem_
+/// needs, deepspeed-semantics.md) on this graph's Ψ, its largest module L
+/// and N ranks: GPU bytes per rank for each offload choice.
+struct DeepSpeedEstimate {
+  int64_t zero2 = 0;               // 2Ψ + 18Ψ/N
+  int64_t zero2OffloadOptimizer = 0; // 2Ψ
+  int64_t zero3 = 0;               // 4L + 18Ψ/N
+  int64_t zero3OffloadOptimizer = 0; // 4L + 2Ψ/N
+  int64_t zero3OffloadAll = 0;     // 4L
+};
+
+struct StepReport {
+  int64_t worldSize = 1;
+  int64_t zeroStage = 0;
+  int64_t gradAccum = 1; // micro-batches (calls of the step) per update
+  int64_t parameterElements = 0; // Ψ, whole parameters
+  int64_t gradientElementBytes = 0;
+  /// Parameters of the largest module (states named `<module>.<leaf>`).
+  int64_t largestModuleElements = 0;
+  RankMemory memory;
+  std::vector<CollectiveReport> collectives; // per call, program order
+
+  /// The report of `module`'s single graph, with the arena size of its
+  /// memory plan (`arenaBytes`, dscrt.arena_bytes after --dsc-plan-memory).
+  static StepReport compute(ModuleOp module, int64_t arenaBytes);
+
+  int64_t bytesSentPerStep() const;
+  /// Elements each rank moves per update, in units of Ψ (the ZeRO paper's
+  /// 2Ψ for stages 0-2, 3Ψ for stage 3): sent elements / ((N-1)/N) / Ψ.
+  double volumeInPsi() const;
+
+  DeepSpeedEstimate estimate() const;
+
+  /// What to print.
+  struct Parts {
+    bool memory = false, comm = false, estimate = false;
+  };
+  void printText(llvm::raw_ostream &os, Parts parts) const;
+  void printJson(llvm::raw_ostream &os, Parts parts) const;
+};
+
+/// Bytes rank `rank` of `worldSize` sends for one call (CommStats.h).
+int64_t collectiveBytesSent(llvm::StringRef kind, int64_t payloadBytes,
+                            int64_t worldSize);
+/// nccl-tests' bus bytes of one call: the test's size times its bus factor.
+double collectiveBusBytes(llvm::StringRef kind, int64_t payloadBytes,
+                          int64_t worldSize);
+
+} // namespace mlir::dsc
+
+#endif // DSC_ANALYSIS_STEPREPORT_H

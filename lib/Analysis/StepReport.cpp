@@ -1,0 +1,389 @@
+//===- StepReport.cpp - per-rank memory and communication of a step -------===//
+
+#include "dsc/Analysis/StepReport.h"
+
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Support/TensorSize.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+/// The runtime's MemoryPool counts every allocation at this multiple.
+static constexpr int64_t kAllocatorAlignment = 256;
+
+static int64_t roundUp(int64_t bytes) {
+  return (bytes + kAllocatorAlignment - 1) / kAllocatorAlignment *
+         kAllocatorAlignment;
+}
+
+static int64_t elementBytes(Type element) {
+  return bytesPerElement(element.getIntOrFloatBitWidth());
+}
+
+/// Bytes of a tensor type (verified modules: no overflow).
+static int64_t tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return tensor.getNumElements() * elementBytes(tensor.getElementType());
+}
+
+static std::string typeName(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  type.print(os);
+  return text;
+}
+
+int64_t mlir::dsc::collectiveBytesSent(StringRef kind, int64_t payload,
+                                       int64_t world) {
+  if (world <= 1)
+    return 0;
+  if (kind == "all_reduce")
+    return 2 * (world - 1) * payload / world;
+  return (world - 1) * payload; // all_gather, reduce_scatter, all_to_all
+}
+
+double mlir::dsc::collectiveBusBytes(StringRef kind, int64_t payload,
+                                     int64_t world) {
+  if (world <= 1)
+    return 0;
+  double n = double(world);
+  // nccl-tests' size is the whole buffer for all_reduce, and the N-rank
+  // total (N * the per-rank part) for all_gather and reduce_scatter.
+  if (kind == "all_reduce")
+    return double(payload) * 2 * (n - 1) / n;
+  return double(payload) * n * (n - 1) / n;
+}
+
+StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
+  StepReport report;
+  report.worldSize = lookupWorldSize(module).value_or(1);
+  if (auto stage = module->getAttrOfType<IntegerAttr>(
+          DSCDialect::kZeroStageAttrName))
+    report.zeroStage = stage.getInt();
+  if (auto accum = module->getAttrOfType<IntegerAttr>(
+          DSCDialect::kGradAccumAttrName))
+    report.gradAccum = accum.getInt();
+  RankMemory &m = report.memory;
+  m.activations = arenaBytes;
+
+  func::FuncOp graph;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      graph = func;
+  llvm::StringSet<> stored;
+  if (graph)
+    graph.walk([&](StoreOp store) {
+      stored.insert(store.getStateAttr().getValue());
+    });
+
+  llvm::StringMap<int64_t> moduleElements;
+  for (auto state : module.getOps<StateOp>()) {
+    if (state.getRole() == StateRole::parameter) {
+      int64_t &sum =
+          moduleElements[state.getSymName().rsplit('.').first];
+      sum += state.getWholeType().getNumElements();
+      report.largestModuleElements =
+          std::max(report.largestModuleElements, sum);
+    }
+    int64_t bytes = tensorBytes(state.getType());
+    m.stateAllocation += roundUp(bytes);
+    switch (state.getRole()) {
+    case StateRole::parameter: {
+      m.parameters += bytes;
+      if (!stored.contains(state.getSymName()))
+        break; // frozen: no gradient, no update
+      // The reduced gradient the update reads: whole below stage 2, this
+      // rank's shard of it from stage 2 on (--dsc-zero reduce-scatters).
+      RankedTensorType whole = state.getWholeType();
+      int64_t numel = whole.getNumElements();
+      report.parameterElements += numel;
+      int64_t perRank =
+          report.zeroStage >= 2 ? shardSize(numel, report.worldSize) : numel;
+      report.gradientElementBytes = elementBytes(whole.getElementType());
+      m.gradients += perRank * report.gradientElementBytes;
+      break;
+    }
+    case StateRole::buffer:
+      m.buffers += bytes;
+      break;
+    case StateRole::optimizer:
+      m.optimizer += bytes;
+      break;
+    case StateRole::gradient: // accumulators of gradient accumulation
+      m.gradients += bytes;
+      break;
+    }
+  }
+
+  if (!graph)
+    return report;
+  for (Type type : graph.getArgumentTypes())
+    m.io += roundUp(tensorBytes(type));
+  for (Type type : graph.getResultTypes())
+    m.io += roundUp(tensorBytes(type));
+  graph.walk([&](Operation *op) {
+    StringRef kind;
+    Value payload;
+    if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
+      kind = "all_reduce";
+      payload = allReduce.getInput();
+    } else if (auto allGather = dyn_cast<AllGatherOp>(op)) {
+      kind = "all_gather";
+      payload = allGather.getInput(); // this rank's contribution
+    } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+      kind = "reduce_scatter";
+      payload = scatter.getResult(); // this rank's share
+    } else {
+      return;
+    }
+    CollectiveReport c;
+    c.kind = kind.str();
+    Type element = cast<RankedTensorType>(payload.getType()).getElementType();
+    c.element = typeName(element);
+    c.elementBytes = elementBytes(element);
+    std::string loc;
+    llvm::raw_string_ostream os(loc);
+    op->getLoc().print(os);
+    c.location = loc;
+    c.payloadBytes = tensorBytes(payload.getType());
+    c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, report.worldSize);
+    c.busBytes = collectiveBusBytes(kind, c.payloadBytes, report.worldSize);
+    report.collectives.push_back(std::move(c));
+  });
+  return report;
+}
+
+int64_t StepReport::bytesSentPerStep() const {
+  int64_t total = 0;
+  for (const CollectiveReport &c : collectives)
+    total += c.bytesSent;
+  return total * gradAccum;
+}
+
+double StepReport::volumeInPsi() const {
+  if (worldSize <= 1 || parameterElements == 0)
+    return 0;
+  double elements = 0;
+  for (const CollectiveReport &c : collectives)
+    elements += double(c.bytesSent) / double(c.elementBytes);
+  double n = double(worldSize);
+  return elements * double(gradAccum) / ((n - 1) / n) /
+         double(parameterElements);
+}
+
+DeepSpeedEstimate StepReport::estimate() const {
+  // DeepSpeed truncates the per-rank share to an integer, as here.
+  int64_t psi = parameterElements, n = worldSize;
+  int64_t largest = 4 * largestModuleElements; // its 16-bit params + grads
+  DeepSpeedEstimate e;
+  e.zero2 = 2 * psi + 18 * psi / n;
+  e.zero2OffloadOptimizer = 2 * psi;
+  e.zero3 = largest + 18 * psi / n;
+  e.zero3OffloadOptimizer = largest + 2 * psi / n;
+  e.zero3OffloadAll = largest;
+  return e;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+/// 1234567 -> "1,234,567".
+static std::string grouped(int64_t value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+/// Decimal gigabytes, as the ZeRO paper counts them.
+static std::string gigabytes(double bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%.2f GB", bytes / 1e9);
+  return text;
+}
+
+namespace {
+/// A collective kind's calls of one element type, per update.
+struct CollectiveGroup {
+  std::string kind, element;
+  int64_t calls = 0, payloadBytes = 0, bytesSent = 0;
+  double busBytes = 0;
+};
+} // namespace
+
+static std::vector<CollectiveGroup> groupCollectives(const StepReport &r) {
+  std::vector<CollectiveGroup> groups;
+  for (const CollectiveReport &c : r.collectives) {
+    auto it = llvm::find_if(groups, [&](const CollectiveGroup &g) {
+      return g.kind == c.kind && g.element == c.element;
+    });
+    if (it == groups.end()) {
+      groups.push_back({c.kind, c.element});
+      it = std::prev(groups.end());
+    }
+    it->calls += r.gradAccum;
+    it->payloadBytes += c.payloadBytes * r.gradAccum;
+    it->bytesSent += c.bytesSent * r.gradAccum;
+    it->busBytes += c.busBytes * double(r.gradAccum);
+  }
+  return groups;
+}
+
+/// Binary gigabytes with two decimals, as DeepSpeed's estimator prints.
+static std::string gibibytes(int64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::format("%.2f GiB", double(bytes) / double(1ll << 30));
+  return text;
+}
+
+void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
+  os << "dsc report: world size " << worldSize << ", ZeRO stage " << zeroStage
+     << ", " << grouped(parameterElements) << " trained parameters (Psi), "
+     << gradAccum << " micro-batch" << (gradAccum == 1 ? "" : "es")
+     << " per update\n";
+  auto row = [&](StringRef name, int64_t bytes, StringRef note = "") {
+    os << llvm::format("  %-18s %20s  %10s", name.str().c_str(),
+                       grouped(bytes).c_str(), gigabytes(bytes).c_str());
+    if (!note.empty())
+      os << "  " << note;
+    os << "\n";
+  };
+  if (parts.memory) {
+    const RankMemory &m = memory;
+    os << "memory per rank, bytes (every rank of " << worldSize
+       << " the same)\n";
+    row("parameters", m.parameters);
+    row("gradients", m.gradients);
+    row("master weights", m.master);
+    row("optimizer state", m.optimizer);
+    row("model states", m.modelStates(),
+        "(parameters + gradients + master + optimizer)");
+    row("buffers", m.buffers);
+    row("buckets", m.buckets);
+    row("prefetch", m.prefetch);
+    row("states allocated", m.stateAllocation, "(every state, 256-byte rounded)");
+    row("activations", m.activations,
+        "(the memory plan's arena; gradients live there until reduced)");
+    row("inputs/outputs", m.io);
+    row("peak", m.peak(), "(states allocated + activations + inputs/outputs)");
+  }
+  if (parts.comm) {
+    os << "communication per update, per rank\n";
+    os << llvm::format("  %-16s %-5s %8s %20s %20s %20s\n", "collective",
+                       "type", "calls", "payload bytes", "bytes sent",
+                       "bus bytes");
+    int64_t calls = 0, payload = 0, sent = 0;
+    double bus = 0;
+    for (const CollectiveGroup &g : groupCollectives(*this)) {
+      os << llvm::format("  %-16s %-5s %8lld %20s %20s %20s\n",
+                         g.kind.c_str(), g.element.c_str(),
+                         (long long)g.calls, grouped(g.payloadBytes).c_str(),
+                         grouped(g.bytesSent).c_str(),
+                         grouped(int64_t(g.busBytes + 0.5)).c_str());
+      calls += g.calls;
+      payload += g.payloadBytes;
+      sent += g.bytesSent;
+      bus += g.busBytes;
+    }
+    os << llvm::format("  %-16s %-5s %8lld %20s %20s %20s\n", "total", "",
+                       (long long)calls, grouped(payload).c_str(),
+                       grouped(sent).c_str(),
+                       grouped(int64_t(bus + 0.5)).c_str());
+    os << llvm::format("  volume: %.3f Psi elements per rank", volumeInPsi())
+       << " (ZeRO: 2 Psi for data parallelism and stages 1-2, 3 Psi for "
+          "stage 3)\n";
+  }
+  if (parts.estimate) {
+    DeepSpeedEstimate e = estimate();
+    os << "DeepSpeed's estimate of GPU model-state memory per rank "
+          "(Psi = "
+       << grouped(parameterElements) << ", largest module "
+       << grouped(largestModuleElements) << " parameters, " << worldSize
+       << " ranks)\n";
+    auto line = [&](StringRef what, int64_t bytes) {
+      os << llvm::format("  %-40s %20s  %12s\n", what.str().c_str(),
+                         grouped(bytes).c_str(), gibibytes(bytes).c_str());
+    };
+    line("ZeRO-2", e.zero2);
+    line("ZeRO-2, optimizer offloaded", e.zero2OffloadOptimizer);
+    line("ZeRO-3", e.zero3);
+    line("ZeRO-3, optimizer offloaded", e.zero3OffloadOptimizer);
+    line("ZeRO-3, parameters and optimizer offloaded", e.zero3OffloadAll);
+  }
+}
+
+void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
+  llvm::json::Object root{{"world_size", worldSize},
+                          {"zero_stage", zeroStage},
+                          {"grad_accum", gradAccum},
+                          {"parameters", parameterElements}};
+  if (parts.memory) {
+    const RankMemory &m = memory;
+    llvm::json::Array ranks;
+    for (int64_t rank = 0; rank < worldSize; ++rank)
+      ranks.push_back(llvm::json::Object{
+          {"rank", rank},
+          {"parameters", m.parameters},
+          {"gradients", m.gradients},
+          {"master_weights", m.master},
+          {"optimizer_state", m.optimizer},
+          {"model_states", m.modelStates()},
+          {"buffers", m.buffers},
+          {"buckets", m.buckets},
+          {"prefetch", m.prefetch},
+          {"states_allocated", m.stateAllocation},
+          {"activations", m.activations},
+          {"io", m.io},
+          {"peak", m.peak()}});
+    root["memory"] = std::move(ranks);
+  }
+  if (parts.comm) {
+    llvm::json::Array calls;
+    for (const CollectiveReport &c : collectives)
+      calls.push_back(llvm::json::Object{{"kind", c.kind},
+                                         {"type", c.element},
+                                         {"loc", c.location},
+                                         {"payload_bytes", c.payloadBytes},
+                                         {"bytes_sent", c.bytesSent},
+                                         {"bus_bytes", c.busBytes}});
+    llvm::json::Array kinds;
+    for (const CollectiveGroup &g : groupCollectives(*this))
+      kinds.push_back(llvm::json::Object{{"kind", g.kind},
+                                         {"type", g.element},
+                                         {"calls", g.calls},
+                                         {"payload_bytes", g.payloadBytes},
+                                         {"bytes_sent", g.bytesSent},
+                                         {"bus_bytes", g.busBytes}});
+    root["comm"] = llvm::json::Object{
+        {"per_call", std::move(calls)},
+        {"per_update", std::move(kinds)},
+        {"bytes_sent_per_update", bytesSentPerStep()},
+        {"volume_psi", volumeInPsi()}};
+  }
+  if (parts.estimate) {
+    DeepSpeedEstimate e = estimate();
+    root["deepspeed_estimate"] = llvm::json::Object{
+        {"largest_module_parameters", largestModuleElements},
+        {"zero2", e.zero2},
+        {"zero2_offload_optimizer", e.zero2OffloadOptimizer},
+        {"zero3", e.zero3},
+        {"zero3_offload_optimizer", e.zero3OffloadOptimizer},
+        {"zero3_offload_all", e.zero3OffloadAll}};
+  }
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}

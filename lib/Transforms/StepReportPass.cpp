@@ -1,0 +1,99 @@
+//===- StepReportPass.cpp - --dsc-step-report ------------------------------===//
+//
+// Prints the StepReport of the module (include/dsc/Analysis/StepReport.h).
+// The activation arena is a property of the lowered step, so the pass
+// lowers and plans a copy of the module exactly as dsc-compile does and
+// reads the plan's size: the figure the runtime's allocator reproduces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Analysis/StepReport.h"
+#include "dsc/Conversion/Passes.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_STEPREPORT
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+namespace {
+struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
+  using StepReportBase::StepReportBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    markAllAnalysesPreserved();
+    StepReport::Parts parts;
+    parts.memory = parts.comm = what.empty();
+    for (const std::string &item : what) {
+      if (item == "memory")
+        parts.memory = true;
+      else if (item == "comm")
+        parts.comm = true;
+      else if (item == "estimate")
+        parts.estimate = true;
+      else {
+        module.emitError() << "--dsc-report: unknown report '" << item
+                           << "'; expected memory, comm or estimate";
+        return signalPassFailure();
+      }
+    }
+    if (format != "text" && format != "json") {
+      module.emitError() << "--dsc-report-format: '" << format
+                         << "' is not text or json";
+      return signalPassFailure();
+    }
+
+    FailureOr<int64_t> arena = parts.memory ? planArena(module) : int64_t(0);
+    if (failed(arena))
+      return signalPassFailure();
+    StepReport report = StepReport::compute(module, *arena);
+
+    std::unique_ptr<llvm::ToolOutputFile> file;
+    llvm::raw_ostream *os = &llvm::errs();
+    if (output != "-") {
+      std::string error;
+      file = openOutputFile(output, &error);
+      if (!file) {
+        module.emitError() << "--dsc-report-file: " << error;
+        return signalPassFailure();
+      }
+      os = &file->os();
+    }
+    if (format == "json")
+      report.printJson(*os, parts);
+    else
+      report.printText(*os, parts);
+    if (file)
+      file->keep();
+  }
+
+  /// The arena dsc-compile's memory plan gives the step, from a lowered
+  /// copy of the module.
+  FailureOr<int64_t> planArena(ModuleOp module) {
+    OwningOpRef<ModuleOp> copy = module.clone();
+    PassManager pm(module.getContext());
+    pm.addPass(createLowerToRuntime());
+    pm.addNestedPass<func::FuncOp>(createPlanMemory());
+    if (failed(pm.run(*copy))) {
+      module.emitError() << "--dsc-report: the step cannot be lowered to plan "
+                            "its memory (see the errors above)";
+      return failure();
+    }
+    int64_t arena = 0;
+    for (auto func : copy->getOps<func::FuncOp>())
+      if (auto bytes = func->getAttrOfType<IntegerAttr>(
+              dscrt::DSCRTDialect::kArenaBytesAttrName))
+        arena += bytes.getInt();
+    return arena;
+  }
+};
+} // namespace
