@@ -386,9 +386,12 @@ struct ZeroPartitionPass
         return signalPassFailure();
       }
       bool parameter = state.getRole() == StateRole::parameter;
+      // Gradient accumulators are gradients: whole at stage 1 (DeepSpeed's
+      // stage 1 keeps the full gradient), partitioned from stage 2.
+      bool accumulator = state.getRole() == StateRole::gradient;
       if (state.getRole() == StateRole::optimizer)
         trains = true;
-      else if (!(parameter && stage >= 3))
+      else if (!(parameter && stage >= 3) && !(accumulator && stage >= 2))
         continue;
       if (state.getTensorType().getRank() > 0)
         partitioned[state.getSymNameAttr()] = state;

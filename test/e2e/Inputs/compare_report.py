@@ -1,0 +1,57 @@
+"""Holds dsc-run's measured figures to the compiler's report.
+
+    compare_report.py REPORT.json DSC_RUN_OUTPUT STEPS
+
+For every rank dsc-run printed: peak_memory_bytes, state_bytes and the arena
+high-water mark equal the report's peak, states_allocated and activations;
+every collective kind's calls and bytes_sent equal STEPS times the report's
+per-update figures. Prints one line per rank and figure, "ok" or "MISMATCH".
+"""
+import json
+import re
+import sys
+
+KINDS = {"allReduce": "all_reduce", "allGather": "all_gather",
+         "reduceScatter": "reduce_scatter", "allToAll": "all_to_all"}
+
+
+def main(report_path, run_path, steps):
+    report = json.load(open(report_path))
+    memory = {entry["rank"]: entry for entry in report["memory"]}
+    expected = {}
+    for group in report["comm"]["per_update"]:
+        calls, sent = expected.get(group["kind"], (0, 0))
+        expected[group["kind"]] = (calls + group["calls"] * steps,
+                                   sent + group["bytes_sent"] * steps)
+    measured = {}
+    ranks = set()
+    for line in open(run_path):
+        m = re.match(r"\[rank (\d+)\] peak_memory_bytes=(\d+) "
+                     r"arena_high_water_bytes=(\d+) state_bytes=(\d+)", line)
+        if m:
+            rank, peak, arena, states = (int(g) for g in m.groups())
+            ranks.add(rank)
+            want = memory[rank]
+            for name, got, exp in (("peak", peak, want["peak"]),
+                                   ("arena", arena, want["activations"]),
+                                   ("states", states, want["states_allocated"])):
+                print(f"rank {rank} {name} {got} vs report {exp}: "
+                      f"{'ok' if got == exp else 'MISMATCH'}")
+            continue
+        m = re.match(r"\[rank (\d+)\] collective=(\w+) calls=(\d+) bytes_sent=(\d+)",
+                     line)
+        if m and m.group(2) != "total":
+            measured[(int(m.group(1)), KINDS[m.group(2)])] = (int(m.group(3)),
+                                                               int(m.group(4)))
+    if not ranks:
+        print("MISMATCH: no rank summary in", run_path)
+    for rank in sorted(ranks):
+        for kind in sorted(set(expected) | {k for r, k in measured if r == rank}):
+            got = measured.get((rank, kind), (0, 0))
+            exp = expected.get(kind, (0, 0))
+            print(f"rank {rank} {kind} calls, bytes {got} vs report {exp}: "
+                  f"{'ok' if got == exp else 'MISMATCH'}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
