@@ -505,6 +505,24 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
     return error(join(path, offload), "offload is not supported yet");
   }
   settings["zero-stage"] = std::to_string(s);
+  for (auto [key, option] :
+       {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
+                                        "zero-persistence-threshold"},
+        {"stage3_prefetch_bucket_size", "zero-prefetch-bucket-size"},
+        {"stage3_max_live_parameters", "zero-max-live-parameters"}}) {
+    FailureOr<std::optional<int64_t>> v = integer(zero, path, key);
+    if (failed(v))
+      return failure();
+    if (*v && **v < 0)
+      return error(join(path, key), "must not be negative");
+    if (*v)
+      settings[option.str()] = std::to_string(**v);
+  }
+  FailureOr<std::optional<bool>> overlap = boolean(zero, path, "overlap_comm");
+  if (failed(overlap))
+    return failure();
+  if (*overlap)
+    settings["zero-overlap-comm"] = **overlap ? "true" : "false";
   return success();
 }
 

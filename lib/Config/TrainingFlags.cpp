@@ -66,6 +66,13 @@ constexpr Flag kFlags[] = {
     {"min-loss-scale", "dynamic: the scale never halves below this (default 1)"},
     {"zero-stage", "ZeRO stage of the training step: 0 (default), 1 (optimizer "
                    "state partitioned), 2 (+ gradients), 3 (+ parameters)"},
+    {"zero-persistence-threshold", "stage 3: parameters of at most this many "
+                                   "elements stay whole (default 1e5)"},
+    {"zero-prefetch-bucket-size", "stage 3: elements of parameter gathers issued "
+                                  "ahead of use (default 5e7)"},
+    {"zero-max-live-parameters", "stage 3: prefetched parameter elements alive "
+                                 "at once (default 1e9)"},
+    {"zero-overlap-comm", "prefetch parameter gathers (default true)"},
     {"checkpoint-activations", "recompute every transformer block in the "
                                "backward (activation checkpointing)"},
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},

@@ -60,6 +60,9 @@ static MemRefType hostBufferType(Type tensorType) {
                          dscrt::HostMemoryAttr::get(t.getContext()));
 }
 
+/// Collectives the comm stream may run behind compute.
+static constexpr unsigned kCollectivesInFlight = 2;
+
 namespace {
 /// The streams of the step: kernels and copies on "compute"; collectives on
 /// "comm" (created with the first one), which waits for an event recorded on
@@ -86,6 +89,13 @@ struct Streams {
       if ((all || llvm::is_contained(operands, tensor)) &&
           (!latest || event.first > latest->first))
         latest = event;
+    waitUpTo(builder, loc, latest);
+  }
+
+  /// Makes compute wait for event `latest`, which covers every collective
+  /// recorded before it.
+  void waitUpTo(OpBuilder &builder, Location loc,
+                std::optional<std::pair<unsigned, Value>> latest) {
     if (!latest)
       return;
     dscrt::WaitOp::create(builder, loc, compute, latest->second);
@@ -95,6 +105,19 @@ struct Streams {
         covered.push_back(tensor);
     for (Value tensor : covered)
       pending.erase(tensor);
+  }
+
+  /// Makes compute wait for every collective but the last `inFlight`
+  /// recorded: their buffers are then free, so a step that issues many
+  /// collectives early (gradient reductions during the backward) holds at
+  /// most `inFlight` of them, as DeepSpeed's double-buffered buckets do.
+  void bound(OpBuilder &builder, Location loc, unsigned inFlight) {
+    std::optional<std::pair<unsigned, Value>> latest;
+    for (auto &[tensor, event] : pending)
+      if (event.first + inFlight < recorded &&
+          (!latest || event.first > latest->first))
+        latest = event;
+    waitUpTo(builder, loc, latest);
   }
 };
 } // namespace
@@ -363,6 +386,7 @@ struct LowerToRuntimePass
           dscrt::ReduceScatterOp::create(builder, loc, source, out,
                                          streams.comm, sequence++);
         streams.recordOnComm(builder, loc, result);
+        streams.bound(builder, loc, kCollectivesInFlight);
         buffers.map(result, out);
         continue;
       }

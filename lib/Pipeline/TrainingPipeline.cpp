@@ -76,6 +76,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     if (options.zeroStage != 0) {
       ZeroPartitionOptions zero;
       zero.stage = options.zeroStage;
+      zero.persistenceThreshold = options.zeroPersistenceThreshold;
       pm.addPass(createZeroPartition(zero));
     }
   }
@@ -88,6 +89,16 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     checkpoint.budget = options.checkpointBudget;
     checkpoint.print = options.checkpointPrint;
     pm.addPass(createCheckpointActivations(checkpoint));
+  }
+  // Collectives where they overlap and free memory early (after
+  // checkpointing, which clones the forward ops it recomputes).
+  if (options.worldSize > 1 &&
+      options.step != TrainingPipelineOptions::Step::Eval) {
+    ScheduleCollectivesOptions schedule;
+    schedule.prefetchBucketSize =
+        options.zeroOverlapComm ? int64_t(options.zeroPrefetchBucketSize) : 0;
+    schedule.maxLiveParameters = options.zeroMaxLiveParameters;
+    pm.addPass(createScheduleCollectives(schedule));
   }
   if (!options.report.empty()) {
     StepReportOptions report;

@@ -364,6 +364,12 @@ struct ZeroPartitionPass
                             "(+ parameters)";
       return signalPassFailure();
     }
+    if (persistenceThreshold < 0) {
+      module.emitError() << "ZeRO persistence threshold "
+                         << int64_t(persistenceThreshold)
+                         << " is negative; it counts elements";
+      return signalPassFailure();
+    }
     if (stage == 0)
       return;
     std::optional<int64_t> world = lookupWorldSize(module);
@@ -392,6 +398,12 @@ struct ZeroPartitionPass
       if (state.getRole() == StateRole::optimizer)
         trains = true;
       else if (!(parameter && stage >= 3) && !(accumulator && stage >= 2))
+        continue;
+      // DeepSpeed's stage3_param_persistence_threshold: small parameters
+      // stay whole on every rank (gathering them costs more latency than
+      // their memory is worth); their optimizer state is still partitioned.
+      if (parameter &&
+          state.getTensorType().getNumElements() <= persistenceThreshold)
         continue;
       if (state.getTensorType().getRank() > 0)
         partitioned[state.getSymNameAttr()] = state;

@@ -54,3 +54,18 @@ module attributes {dsc.world_size = 2 : i64} {
 // CHECK: dsc.store %{{.*}} to @b : tensor<8xf32>
 // CHECK-NOT: dsc.all_gather
 // CHECK: return
+
+// stage3_param_persistence_threshold: with persistence-threshold=15 @w and
+// @b (15 elements each) stay whole: no gather, the update gathers them
+// back as at stage 2; their optimizer state (none for plain SGD) and
+// gradients are still partitioned.
+// RUN: dsc-opt %s --dsc-optimizer="optimizer=sgd lr=0.1" --dsc-zero="stage=3 persistence-threshold=15" | FileCheck %s --check-prefix=PERSIST
+// PERSIST: dsc.state parameter @w : tensor<3x5xf32>
+// PERSIST: dsc.state parameter @b : tensor<3x5xf32>
+// PERSIST-LABEL: func.func @step
+// PERSIST: dsc.load @w : tensor<3x5xf32>
+// PERSIST: dsc.reduce_scatter
+// PERSIST: dsc.all_gather
+// PERSIST: dsc.store %{{.*}} to @w : tensor<3x5xf32>
+// RUN: not dsc-opt %s --dsc-optimizer="optimizer=sgd lr=0.1" --dsc-zero="stage=3 persistence-threshold=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: error: ZeRO persistence threshold -1 is negative; it counts elements

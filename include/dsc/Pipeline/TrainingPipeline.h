@@ -121,6 +121,27 @@ struct TrainingPipelineOptions
       llvm::cl::desc("ZeRO stage of the training step: 0 (off), 1 (optimizer "
                      "state partitioned), 2 (+ gradients), 3 (+ parameters)"),
       llvm::cl::init(0)};
+  // DeepSpeed's ZeRO knobs (zero_optimization.*), with its defaults.
+  Option<int64_t> zeroPersistenceThreshold{
+      *this, "zero-persistence-threshold",
+      llvm::cl::desc("stage 3: parameters of at most this many elements stay "
+                     "whole on every rank (stage3_param_persistence_threshold)"),
+      llvm::cl::init(100000)};
+  Option<int64_t> zeroPrefetchBucketSize{
+      *this, "zero-prefetch-bucket-size",
+      llvm::cl::desc("stage 3: elements of parameter gathers issued ahead of "
+                     "use (stage3_prefetch_bucket_size)"),
+      llvm::cl::init(50000000)};
+  Option<int64_t> zeroMaxLiveParameters{
+      *this, "zero-max-live-parameters",
+      llvm::cl::desc("stage 3: prefetched parameter elements alive at once "
+                     "(stage3_max_live_parameters)"),
+      llvm::cl::init(1000000000)};
+  Option<bool> zeroOverlapComm{
+      *this, "zero-overlap-comm",
+      llvm::cl::desc("prefetch parameter gathers to overlap them with compute "
+                     "(overlap_comm; default: on)"),
+      llvm::cl::init(true)};
   // Activation checkpointing: --dsc-checkpoint-activations's options.
   Option<bool> checkpointActivations{
       *this, "checkpoint-activations",

@@ -373,6 +373,11 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
     Option<"stage", "stage", "int64_t", /*default=*/"0",
            "ZeRO stage: 0 (off), 1 (optimizer state), 2 (+ gradients), "
            "3 (+ parameters)">,
+    Option<"persistenceThreshold", "persistence-threshold", "int64_t",
+           /*default=*/"0",
+           "stage 3: parameters of at most this many elements stay whole "
+           "(stage3_param_persistence_threshold; dsc-opt's "
+           "--zero-persistence-threshold defaults to DeepSpeed's 1e5)">,
   ];
 }
 
@@ -392,6 +397,35 @@ def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
   let options = [
     Option<"print", "print", "bool", /*default=*/"false",
            "print the arena size and the live-bytes lower bound to stderr">,
+  ];
+}
+
+def ScheduleCollectives : Pass<"dsc-schedule-collectives", "::mlir::ModuleOp"> {
+  let summary = "reduces gradients as soon as they are final and prefetches "
+                "parameter gathers";
+  let description = [{
+    Reorders the collectives of a data-parallel step (lib/Transforms/
+    ScheduleCollectives.cpp). Early reduction: each gradient's all_reduce or
+    reduce_scatter, with the reshapes and padding that only feed it, moves
+    to just after the op that finishes the gradient, so that it overlaps with
+    the rest of the backward pass (collectives run on the comm stream) and,
+    from ZeRO stage 2, the whole gradient dies there. Prefetch: each
+    all_gather of a loaded parameter shard (ZeRO stage 3) moves before the
+    first user of an earlier gather, as far as `prefetch-bucket-size`
+    elements of gathers issued ahead of use allow (DeepSpeed's
+    stage3_prefetch_bucket_size), and at most `max-live-parameters`
+    elements (stage3_max_live_parameters). Deterministic: every rank gets
+    the same order.
+  }];
+  let options = [
+    Option<"reduceEarly", "reduce-early", "bool", /*default=*/"true",
+           "move gradient reductions to where the gradient is final">,
+    Option<"prefetchBucketSize", "prefetch-bucket-size", "int64_t",
+           /*default=*/"50000000",
+           "elements of parameter gathers issued ahead of use (0: off)">,
+    Option<"maxLiveParameters", "max-live-parameters", "int64_t",
+           /*default=*/"1000000000",
+           "elements of prefetched parameters alive at once">,
   ];
 }
 
