@@ -500,9 +500,15 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
     std::optional<StringRef> name = device ? device->getAsString() : std::nullopt;
     if (name && *name == "none")
       continue;
+    // DeepSpeed's own rule first: parameters are only partitioned, and so
+    // only offloadable, at stage 3.
     if (offload == "offload_param" && s != 3)
-      return error(join(path, offload), "parameter offload needs ZeRO stage 3");
-    return error(join(path, offload), "offload is not supported yet");
+      return error(join(path, offload),
+                   "parameter offload needs ZeRO stage 3, got stage " + Twine(s) +
+                       " (and dsc does not support offload at any stage yet)");
+    return error(join(path, offload),
+                 "offload is not supported yet by dsc: model states stay in "
+                 "the ranks' device memory");
   }
   settings["zero-stage"] = std::to_string(s);
   for (auto [key, option] :

@@ -125,6 +125,11 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
     llvm::errs() << "error: --world-size: '" << it->second << "' is not an integer\n";
     return failure();
   }
+  // Checked before the config is read: its batch rules divide by it.
+  if (worldSize < 1) {
+    llvm::errs() << "error: --world-size must be >= 1, got " << worldSize << "\n";
+    return failure();
+  }
   PipelineSettings settings;
   if (!f.config.empty()) {
     std::string error;

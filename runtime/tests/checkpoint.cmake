@@ -19,3 +19,9 @@ target_compile_definitions(CheckpointToolTest PRIVATE
 add_dependencies(CheckpointToolTest dsc-run ${DSC_TEST_ARTIFACTS})
 gtest_discover_tests(CheckpointToolTest DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 180)
+
+add_executable(CheckpointExportTest CheckpointExportTest.cpp)
+target_link_libraries(CheckpointExportTest PRIVATE dsc_runtime
+  nlohmann_json::nlohmann_json GTest::gmock GTest::gtest GTest::gtest_main)
+gtest_discover_tests(CheckpointExportTest DISCOVERY_TIMEOUT 60
+  PROPERTIES TIMEOUT 60)

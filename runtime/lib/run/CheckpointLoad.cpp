@@ -204,6 +204,18 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       throw Error(at + ": " + e.what());
     }
     entry.shape = field<std::vector<int64_t>>(value, "shape", at);
+    if (value.contains("role")) {
+      StateRole role;
+      std::string roleName = field<std::string>(value, "role", at);
+      check(parseStateRole(roleName, role),
+            at + ": unknown role '" + roleName + "'");
+      entry.role = role;
+    }
+    if (value.contains("partition")) {
+      const json partition = field<json>(value, "partition", at);
+      entry.partitionWorldSize = field<int>(partition, "world_size", at);
+      entry.shardElements = field<int64_t>(partition, "shard_elements", at);
+    }
     int64_t numel = 1;
     for (int64_t d : entry.shape) {
       check(d >= 0 && (d == 0 || numel <= (int64_t(1) << 50) / d),
@@ -299,6 +311,11 @@ void Checkpoint::checkJob(int64_t globalBatch, int64_t seq) const {
             std::to_string(job_.step) + ") counts batches of that shape");
 }
 
+struct Checkpoint::ReadCache {
+  std::optional<SafeTensorsFile> shard;
+  std::vector<char> scratch;
+};
+
 std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
                                            MemoryPool &pool, int rank) const {
   const std::string where = "checkpoint " + directory_;
@@ -315,46 +332,87 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   for (int32_t i = 0; i < info.numStates; ++i)
     buffers.push_back(pool.allocate(tensorBytes(info.states[i].tensor)));
 
-  std::optional<SafeTensorsFile> shard; // the last one opened
-  std::vector<char> scratch;
+  ReadCache cache;
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &state = info.states[i];
     const std::string name = state.tensor.name;
-    const Entry &entry = tensors_.at(name);
-    const size_t element = elementSize(state.tensor.type);
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
     StateSlice slice = stateSlice(state, rank);
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
-    for (const Piece &piece : entry.pieces) {
-      int64_t begin = std::max(piece.offset, slice.begin);
-      int64_t end = std::min(piece.offset + piece.count, slice.begin + slice.count);
-      if (begin >= end)
-        continue;
-      if (!shard || shard->path() != joinPath(directory_, piece.shard))
-        shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
-      // The piece is read whole, to check its checksum: straight into the
-      // buffer when it is exactly the slice wanted.
-      bool exact = piece.offset == slice.begin && piece.count == slice.count;
-      char *data = buffer;
-      if (!exact) {
-        scratch.resize(piece.bytes);
-        data = scratch.data();
-      }
-      shard->read(name, data, piece.bytes);
-      uint64_t checksum = fnv1a64(data, piece.bytes);
-      check(checksum == piece.checksum,
-            where + ": tensor '" + name + "' in " + piece.shard +
-                " fails its checksum (" + detail::kCheckpointChecksumName +
-                " " + formatChecksum(checksum) + ", metadata.json says " +
-                formatChecksum(piece.checksum) + "): the shard is corrupt");
-      if (!exact)
-        std::memcpy(buffer + size_t(begin - slice.begin) * element,
-                    data + size_t(begin - piece.offset) * element,
-                    size_t(end - begin) * element);
-    }
+    readElements(name, tensors_.at(name), slice.begin, slice.count,
+                 elementSize(state.tensor.type), buffer, cache);
   }
   return buffers;
+}
+
+void Checkpoint::readElements(const std::string &name, const Entry &entry,
+                              int64_t begin, int64_t count, size_t element,
+                              char *dst, ReadCache &cache) const {
+  for (const Piece &piece : entry.pieces) {
+    int64_t from = std::max(piece.offset, begin);
+    int64_t to = std::min(piece.offset + piece.count, begin + count);
+    if (from >= to)
+      continue;
+    std::optional<SafeTensorsFile> &shard = cache.shard;
+    if (!shard || shard->path() != joinPath(directory_, piece.shard))
+      shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
+    // The piece is read whole, to check its checksum: straight into `dst`
+    // when it is exactly the range wanted.
+    bool exact = piece.offset == begin && piece.count == count;
+    char *data = dst;
+    if (!exact) {
+      cache.scratch.resize(piece.bytes);
+      data = cache.scratch.data();
+    }
+    shard->read(name, data, piece.bytes);
+    uint64_t checksum = fnv1a64(data, piece.bytes);
+    check(checksum == piece.checksum,
+          "checkpoint " + directory_ + ": tensor '" + name + "' in " +
+              piece.shard + " fails its checksum (" +
+              detail::kCheckpointChecksumName + " " +
+              formatChecksum(checksum) + ", metadata.json says " +
+              formatChecksum(piece.checksum) + "): the shard is corrupt");
+    if (!exact)
+      std::memcpy(dst + size_t(from - begin) * element,
+                  data + size_t(from - piece.offset) * element,
+                  size_t(to - from) * element);
+  }
+}
+
+int64_t Checkpoint::TensorRecord::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<Checkpoint::TensorRecord> Checkpoint::tensors() const {
+  std::vector<TensorRecord> records;
+  for (const auto &[name, entry] : tensors_) // std::map: sorted by name
+    records.push_back({name, entry.dtype, entry.shape, entry.role,
+                       entry.partitionWorldSize, entry.shardElements,
+                       entry.pieces.size()});
+  return records;
+}
+
+void Checkpoint::readTensor(const std::string &name, void *dst,
+                            size_t bytes) const {
+  auto found = tensors_.find(name);
+  check(found != tensors_.end(),
+        "checkpoint " + directory_ + ": no tensor '" + name + "'");
+  const Entry &entry = found->second;
+  int64_t numel = 1;
+  for (int64_t d : entry.shape)
+    numel *= d;
+  const size_t element = dtypeSize(entry.dtype);
+  check(bytes == size_t(numel) * element,
+        "checkpoint " + directory_ + ": tensor '" + name + "' is " +
+            std::to_string(size_t(numel) * element) + " bytes, not " +
+            std::to_string(bytes));
+  ReadCache cache;
+  readElements(name, entry, 0, numel, element, static_cast<char *>(dst),
+               cache);
 }
 
 } // namespace dsc::rt

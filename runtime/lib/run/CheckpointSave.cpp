@@ -56,6 +56,26 @@ std::string checkpointShardName(int rank, int worldSize) {
          ".safetensors";
 }
 
+const char *stateRoleName(StateRole role) {
+  switch (role) {
+  case StateRole::Parameter: return "parameter";
+  case StateRole::Buffer: return "buffer";
+  case StateRole::Optimizer: return "optimizer";
+  case StateRole::Gradient: return "gradient";
+  }
+  return "?";
+}
+
+bool parseStateRole(const std::string &name, StateRole &role) {
+  for (StateRole candidate : {StateRole::Parameter, StateRole::Buffer,
+                              StateRole::Optimizer, StateRole::Gradient})
+    if (name == stateRoleName(candidate)) {
+      role = candidate;
+      return true;
+    }
+  return false;
+}
+
 int checkpointWriter(int32_t index, int worldSize) {
   return static_cast<int>(index % worldSize);
 }
@@ -114,6 +134,7 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
         ordered_json &merged = tensors[name];
         if (merged.is_null())
           merged = {{"dtype", entry.at("dtype")},
+                    {"role", entry.at("role")},
                     {"shape", entry.at("whole")},
                     {"partition",
                      {{"world_size", reports.size()},
@@ -129,6 +150,7 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
         continue;
       }
       ordered_json merged = {{"dtype", entry.at("dtype")},
+                             {"role", entry.at("role")},
                              {"shape", entry.at("shape")},
                              {"shard", file},
                              {"bytes", entry.at("bytes")},
@@ -214,6 +236,7 @@ std::string writeCheckpointShard(const std::string &root,
     views.push_back({state.name, dtype, shape, states[size_t(i)]});
     ordered_json entry = {
         {"dtype", dtypeName(dtype)},
+        {"role", stateRoleName(desc.role)},
         {"shape", shape},
         {"bytes", bytes},
         {"checksum", formatChecksum(fnv1a64(states[size_t(i)], bytes))}};

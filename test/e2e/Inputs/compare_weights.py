@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Compares the parameters a dsc-run checkpoint holds with reference weights.
 
-Usage: compare_weights.py REFERENCE.safetensors CHECKPOINT_DIR [--rtol R] [--atol A]
+Usage: compare_weights.py REFERENCE.safetensors CHECKPOINT [--rtol R] [--atol A]
 
-REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT_DIR is a
-`dsc-run --save` directory (its `latest` step). Every reference tensor must
+REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT is a
+`dsc-run --save` directory (its `latest` step), or a safetensors file (what
+`dsc-ckpt export` writes). Every reference tensor must
 be in the checkpoint (reassembled from its pieces when ZeRO partitioned
 it), with the same shape, and within
 rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
@@ -28,8 +29,12 @@ p.add_argument("--rtol", type=float, default=1e-5)
 p.add_argument("--atol", type=float, default=1e-6)
 args = p.parse_args()
 
-step = open(os.path.join(args.checkpoint, "latest")).read().strip()
-ours = load(args.checkpoint)  # partitioned (ZeRO) tensors reassembled
+if os.path.isdir(args.checkpoint):
+    step = open(os.path.join(args.checkpoint, "latest")).read().strip()
+    ours = load(args.checkpoint)  # partitioned (ZeRO) tensors reassembled
+else:
+    step = "(file)"
+    ours = safetensors.load_numpy(args.checkpoint)[0]
 ref = safetensors.load_numpy(args.reference)[0]
 failed, worst = False, 0.0
 for name, want in sorted(ref.items()):

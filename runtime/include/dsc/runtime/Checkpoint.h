@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,14 @@ int checkpointWriter(int32_t index, int worldSize);
 /// state; every rank, its own piece, for a partitioned (ZeRO) state.
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
                       int worldSize);
+
+/// "parameter", "buffer", "optimizer", "gradient": how metadata.json
+/// records each tensor's role (StateRole), so that tools reading a
+/// checkpoint without its artifact (dsc-ckpt) tell the model's tensors
+/// from the optimizer's.
+const char *stateRoleName(StateRole role);
+/// Inverse of stateRoleName; false for any other string.
+bool parseStateRole(const std::string &name, StateRole &role);
 
 /// What metadata.json says about the job that saved it.
 struct CheckpointJob {
@@ -152,6 +161,28 @@ public:
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
                                  int rank = 0) const;
 
+  /// What metadata.json says of one tensor, for tools that read a
+  /// checkpoint without its artifact (dsc-ckpt).
+  struct TensorRecord {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> shape; // the whole tensor's
+    /// Absent in checkpoints saved before metadata.json recorded roles.
+    std::optional<StateRole> role;
+    /// Partitioned (ZeRO): the saver's ranks and elements per rank, and
+    /// how many pieces hold it; 0, 0 and 1 for a tensor stored whole.
+    int partitionWorldSize = 0;
+    int64_t shardElements = 0;
+    size_t pieces = 1;
+    int64_t numel() const;
+  };
+  /// Every tensor, sorted by name.
+  std::vector<TensorRecord> tensors() const;
+  /// Reads tensor `name` whole into `dst` (`bytes` = its numel times its
+  /// dtype's size), its pieces reassembled whatever the partitioning that
+  /// saved it; refuses a piece whose bytes fail their checksum.
+  void readTensor(const std::string &name, void *dst, size_t bytes) const;
+
 private:
   /// Elements [offset, offset + count) of the whole flattened tensor, as
   /// tensor `name` of shape `shape` in shard `shard`.
@@ -166,8 +197,21 @@ private:
     DType dtype;
     std::vector<int64_t> shape; // the whole tensor's
     std::vector<Piece> pieces;  // by offset, covering the whole once
+    std::optional<StateRole> role;
+    int partitionWorldSize = 0;
+    int64_t shardElements = 0;
   };
+  /// Per read: the shard last opened and a buffer for pieces read whole
+  /// but copied in part.
+  struct ReadCache;
   Checkpoint() = default;
+  /// Copies the elements of [begin, begin + count) of tensor `name` (of
+  /// `element` bytes each) that its pieces hold into `dst`, each piece
+  /// read whole to check its checksum; elements past the tensor's end
+  /// (a partition's padding) are left alone.
+  void readElements(const std::string &name, const Entry &entry,
+                    int64_t begin, int64_t count, size_t element, char *dst,
+                    ReadCache &cache) const;
   std::string directory_;
   CheckpointJob job_;
   std::map<std::string, Entry> tensors_;
