@@ -39,10 +39,33 @@ namespace mlir::dsc {
 using namespace mlir;
 using namespace mlir::dsc;
 
+/// Program positions of a block's ops, kept valid as ops move earlier: a
+/// moved op takes a position just after its new predecessor's (positions
+/// are spaced apart so that many ops fit after one). Operation's own order
+/// cache is recomputed after every move, which made scheduling quadratic.
+class Positions {
+public:
+  explicit Positions(Block &block) {
+    for (Operation &op : block)
+      pos[&op] = int64_t(pos.size() + 1) << 24;
+  }
+  int64_t operator[](Operation *op) const { return pos.lookup(op); }
+  bool before(Operation *a, Operation *b) const { return pos.lookup(a) < pos.lookup(b); }
+  /// Records `op` as moved to just after `after` (null: the block start).
+  void movedAfter(Operation *op, Operation *after) {
+    pos[op] = (after ? pos[after] : 0) + ++followers[after];
+  }
+
+private:
+  DenseMap<Operation *, int64_t> pos;
+  DenseMap<Operation *, int64_t> followers;
+};
+
 /// `root` and the side-effect-free ops of `block` that only feed it
 /// (transitively), in block order.
 static SmallVector<Operation *> exclusiveProducers(Operation *root,
-                                                   Block &block) {
+                                                   Block &block,
+                                                   const Positions &positions) {
   llvm::SetVector<Operation *> set;
   set.insert(root);
   SmallVector<Operation *> worklist{root};
@@ -61,8 +84,8 @@ static SmallVector<Operation *> exclusiveProducers(Operation *root,
     }
   }
   SmallVector<Operation *> ops = set.takeVector();
-  llvm::sort(ops, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
+  llvm::sort(ops, [&](Operation *a, Operation *b) {
+    return positions.before(a, b);
   });
   return ops;
 }
@@ -95,12 +118,14 @@ struct ScheduleCollectivesPass
   }
 
   void moveReductionsEarly(Block &block) {
+    Positions positions(block);
     SmallVector<Operation *> reductions;
     for (Operation &op : block)
       if (isa<AllReduceOp, ReduceScatterOp>(op))
         reductions.push_back(&op);
     for (Operation *reduction : reductions) {
-      SmallVector<Operation *> group = exclusiveProducers(reduction, block);
+      SmallVector<Operation *> group =
+          exclusiveProducers(reduction, block, positions);
       DenseSet<Operation *> inGroup(group.begin(), group.end());
       // The latest op outside the group that defines one of its operands.
       Operation *after = nullptr;
@@ -115,7 +140,7 @@ struct ScheduleCollectivesPass
           if (inGroup.contains(def))
             continue;
           def = block.findAncestorOpInBlock(*def);
-          if (!after || after->isBeforeInBlock(def))
+          if (!after || positions.before(after, def))
             after = def;
         }
       if (!after && !fromArgument)
@@ -127,12 +152,14 @@ struct ScheduleCollectivesPass
           op->moveAfter(after);
         else
           op->moveBefore(&block, block.begin());
+        positions.movedAfter(op, after);
         after = op;
       }
     }
   }
 
   void prefetchGathers(Block &block) {
+    Positions positions(block);
     // Each parameter gather (of a load of its shard) with its first user.
     struct Gather {
       Operation *gather, *load, *firstUser;
@@ -149,7 +176,7 @@ struct ScheduleCollectivesPass
       Operation *first = nullptr;
       for (Operation *user : gather->getUsers()) {
         user = block.findAncestorOpInBlock(*user);
-        if (!first || user->isBeforeInBlock(first))
+        if (!first || positions.before(user, first))
           first = user;
       }
       if (first)
@@ -169,7 +196,7 @@ struct ScheduleCollectivesPass
       targets.push_back(gathers[j].firstUser);
     }
     for (auto [g, target] : llvm::zip(gathers, targets)) {
-      if (!target->isBeforeInBlock(g.gather))
+      if (!positions.before(target, g.gather))
         continue; // its own use: already just before it
       // The shard is read before any store to it: stores follow the
       // backward, and a gather is moved up, never past its users.

@@ -82,13 +82,18 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "value type " << getValue().getType()
                          << " differs from the declared type "
                          << state->getType() << " of " << getStateAttr();
-  // At most one store per state in this block.
-  for (Operation *op = getOperation()->getPrevNode(); op; op = op->getPrevNode())
-    if (auto other = dyn_cast<StoreOp>(op);
-        other && other.getStateAttr() == getStateAttr())
-      return emitOpError() << "writes " << getStateAttr()
-                           << " a second time; a state is written at most "
-                              "once per graph";
+  // At most one store per state in this block. The block's last store
+  // checks them all at once: a scan from every store would make verifying a
+  // step (thousands of stores) quadratic.
+  for (Operation *op = getOperation()->getNextNode(); op; op = op->getNextNode())
+    if (isa<StoreOp>(op))
+      return success();
+  DenseSet<Attribute> written;
+  for (auto store : getOperation()->getBlock()->getOps<StoreOp>())
+    if (!written.insert(store.getStateAttr()).second)
+      return store.emitOpError()
+             << "writes " << store.getStateAttr()
+             << " a second time; a state is written at most once per graph";
   return success();
 }
 
