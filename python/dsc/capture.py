@@ -172,6 +172,10 @@ class Capture:
         self.model = model
         self.state = NamedState(model)
         self.meta = any(t.is_meta for t in self.state.tensors.values())
+        for name, t in self.state.tensors.items():
+            if t.is_meta and self.state.role[name] == "buffer":
+                raise CaptureError(f"buffer {name!r} is on the meta device; the exporter "
+                                   "reads buffers' values (masks), keep them real")
         if self.meta and method == "torch.export":
             raise CaptureError("a model on the meta device is captured with make_fx")
         if self.meta:

@@ -217,6 +217,9 @@ def main(argv=None):
         if not os.path.isfile(args.model):
             raise ExportError(f"{args.model}: error: no such file")
         model, inputs = build_model(args.model, parse_overrides(args.set), meta=args.meta)
+        if not args.meta and any(p.is_meta for p in model.parameters()):
+            raise ExportError(f"{args.model}: error: build() puts parameters on the meta "
+                              "device; they have no values to save: export with --meta")
         text, state, signature = export(model, inputs, args.model,
                                         check=not args.no_check, method=args.capture)
     except capture.CaptureError as e:
