@@ -1,11 +1,14 @@
 """GPT-2 in plain PyTorch, in nanoGPT's layout and parameter names.
 
-    build(size="tiny"|"small"|"medium", batch=2, seq=None, vocab=None, dropout=0.0,
-          layers=None, width=None, heads=None)
+    build(size="tiny"|"small"|"medium"|"gpt3-1.3b"|"gpt3-175b", batch=2, seq=None,
+          vocab=None, dropout=0.0, layers=None, width=None, heads=None)
 
 `small` is GPT-2 124M (12 layers, 12 heads, width 768, vocab 50257, context
 1024). `tiny` (2 layers, 2 heads, width 32, byte-level vocab 256, context 16)
-is what tests train. The LM head is tied to the token embedding. The inputs
+is what tests train. `gpt3-1.3b` and `gpt3-175b` are GPT-3 XL and GPT-3
+(Brown et al. 2020, table 2.1) in this layout, context 2048, vocab 50257;
+their sequence defaults to the full context. Export them with --meta: 175B
+fp32 parameters are 700 GB. The LM head is tied to the token embedding. The inputs
 are (tokens, targets), int64 [batch, seq]; the output is the mean
 cross-entropy over every target token.
 """
@@ -20,6 +23,8 @@ SIZES = {
     "tiny": dict(n_layer=2, n_head=2, n_embd=32, vocab_size=256, block_size=16),
     "small": dict(n_layer=12, n_head=12, n_embd=768, vocab_size=50257, block_size=1024),
     "medium": dict(n_layer=24, n_head=16, n_embd=1024, vocab_size=50257, block_size=1024),
+    "gpt3-1.3b": dict(n_layer=24, n_head=16, n_embd=2048, vocab_size=50257, block_size=2048),
+    "gpt3-175b": dict(n_layer=96, n_head=96, n_embd=12288, vocab_size=50257, block_size=2048),
 }
 
 
@@ -121,7 +126,9 @@ def build(size="tiny", batch=2, seq=None, vocab=None, dropout=0.0, layers=None,
         cfg["n_embd"] = width
     if heads is not None:
         cfg["n_head"] = heads
-    seq = seq or min(cfg["block_size"], 8 if size == "tiny" else 64)
+    if not seq:
+        seq = (cfg["block_size"] if size.startswith("gpt3-") else
+               min(cfg["block_size"], 8 if size == "tiny" else 64))
     model = GPT(dropout=dropout, **cfg)
     g = torch.Generator().manual_seed(1234)
     tokens = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=g)

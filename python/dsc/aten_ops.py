@@ -10,6 +10,7 @@ import torch
 
 from .lower import ExportError, Val, handles, schema_name
 from . import mlir
+from .capture import SHAPE_ONLY_OPS
 
 
 def _dim(d, rank):
@@ -195,7 +196,12 @@ def _causal_fill(low, node, keep_mask):
     q, k = shape[-2], shape[-1]
     causal = torch.ones(q, k, dtype=torch.bool).tril(diagonal=k - q)
     try:
-        keep = torch.broadcast_to(keep_mask, shape)
+        if torch.broadcast_shapes(keep_mask.shape, shape) != torch.Size(shape):
+            return False
+        # The mask's own positions suffice: broadcasting it to all of
+        # `shape` ([batch, heads, q, k]) only repeats them.
+        keep = torch.broadcast_to(keep_mask,
+                                  torch.broadcast_shapes(keep_mask.shape, (q, k)))
     except RuntimeError:
         return False
     return bool((keep == causal).all())
@@ -553,8 +559,7 @@ def _one_hot(low, node, x, num_classes=-1):
 
 # -- values that depend only on an input's shape ------------------------------
 
-@handles("aten::full_like", "aten::zeros_like", "aten::ones_like", "aten::empty_like",
-         "aten::new_zeros", "aten::new_ones", "aten::new_full")
+@handles(*SHAPE_ONLY_OPS)
 def _shape_only(low, node, *args, **kwargs):
     value = low.value(node)
     if schema_name(node) == "aten::empty_like":

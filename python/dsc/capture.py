@@ -11,6 +11,12 @@ buffer a graph input and nothing baked in as a constant:
   others (the core-ATen table would split ops dsc keeps whole).
 
 "auto" picks torch.export where it exists.
+
+A model whose parameters live on torch's meta device (exported with
+--meta: shapes, no memory) is traced with make_fx on meta tensors, and its
+values are computed in two domains: what depends only on buffers, inputs
+and constants (positions, masks: what the exporter folds or recognizes) on
+the CPU for real, everything a parameter reaches on meta, as shapes.
 """
 
 import contextlib
@@ -21,6 +27,7 @@ import torch
 import torch.fx
 import torch.fx.proxy
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 from torch.fx.experimental.proxy_tensor import make_fx
 
 
@@ -76,6 +83,24 @@ class _OneHotAsCompare(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class _FactoriesOnMeta(torch.overrides.TorchFunctionMode):
+    """Tensors that forward creates with no device (Llama's rotary positions,
+    a mask from torch.full) are created on meta while tracing on meta, as
+    they would be with device=x.device: one device for every operand. The
+    trace records device=meta, which _TwoDomainInterpreter maps back."""
+
+    FACTORIES = (torch.arange, torch.empty, torch.eye, torch.full, torch.linspace,
+                 torch.logspace, torch.ones, torch.rand, torch.randint, torch.randn,
+                 torch.randperm, torch.scalar_tensor, torch.tril_indices,
+                 torch.triu_indices, torch.zeros)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.FACTORIES and kwargs.get("device") is None:
+            kwargs = dict(kwargs, device="meta")
+        return func(*args, **kwargs)
+
+
 def _functional_call(model, state, inputs):
     if hasattr(torch, "func") and hasattr(torch.func, "functional_call"):
         return torch.func.functional_call(model, state, inputs)
@@ -94,6 +119,21 @@ def _record_stack_traces():
 
 
 METHODS = ("auto", "make_fx", "torch.export")
+
+# Ops whose result depends on their tensor arguments' shapes only: on meta
+# arguments they are still computed for real, since the exporter folds their
+# values into constants.
+SHAPE_ONLY_OPS = ("aten::full_like", "aten::zeros_like", "aten::ones_like",
+                  "aten::empty_like", "aten::new_zeros", "aten::new_ones",
+                  "aten::new_full")
+
+
+def op_name(target):
+    """'aten::add.Tensor' for an OpOverload target."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return getattr(target, "__name__", str(target))
+    return schema.name + ("." + schema.overload_name if schema.overload_name else "")
 
 
 class CaptureError(Exception):
@@ -129,9 +169,18 @@ class Capture:
         if method == "torch.export" and not has_torch_export():
             raise CaptureError(f"capture with torch.export needs torch >= 2.1; "
                              f"this is torch {torch.__version__}")
-        self.method = method
         self.model = model
         self.state = NamedState(model)
+        self.meta = any(t.is_meta for t in self.state.tensors.values())
+        for name, t in self.state.tensors.items():
+            if t.is_meta and self.state.role[name] == "buffer":
+                raise CaptureError(f"buffer {name!r} is on the meta device; the exporter "
+                                   "reads buffers' values (masks), keep them real")
+        if self.meta and method == "torch.export":
+            raise CaptureError("a model on the meta device is captured with make_fx")
+        if self.meta:
+            method = "make_fx"
+        self.method = method
         self.example_inputs = tuple(example_inputs)
         if input_names is None:
             params = list(inspect.signature(model.forward).parameters)
@@ -141,20 +190,32 @@ class Capture:
             self._trace_make_fx()
         else:
             self._trace_torch_export()
-        self.values = _evaluate(self.graph_module, self._flat_args(self.state.tensors))
+        self.values = _evaluate(self.graph_module, self._flat_args(self.state.tensors),
+                                _TwoDomainInterpreter if self.meta else torch.fx.Interpreter)
 
     def _trace_make_fx(self):
         names = self.state.all_names()
         canonical = [self.state.aliases[n] for n in names]
         flat_state = [self.state.tensors[c] for c in canonical]
+        inputs = self.example_inputs
+        if self.meta:
+            # One device for every operand; values come from _evaluate.
+            flat_state = [_to_meta(t) for t in flat_state]
+            inputs = tuple(_to_meta(t) for t in inputs)
         model = self.model
 
+        factories = _FactoriesOnMeta() if self.meta else contextlib.nullcontext()
+
         def forward(state_list, *inputs):
-            with _OneHotAsCompare():
+            with _OneHotAsCompare(), factories:
                 return _functional_call(model, dict(zip(names, state_list)), inputs)
 
         with _record_stack_traces(), torch.no_grad():
-            self.graph_module = make_fx(forward)(flat_state, *self.example_inputs)
+            try:
+                self.graph_module = make_fx(forward)(flat_state, *inputs)
+            except (NotImplementedError, RuntimeError) as e:
+                where = " on the meta device" if self.meta else ""
+                raise CaptureError(f"tracing{where} failed: {e}") from e
         placeholders = self._placeholders(len(names) + len(self.example_inputs))
         self.placeholder_role = {}
         for node, c in zip(placeholders, canonical):
@@ -209,6 +270,8 @@ class Capture:
 
     def run(self, tensors):
         """The traced graph's output with the canonical state `tensors`."""
+        if self.meta:
+            raise CaptureError("a model on the meta device has no values to run")
         flat = self._flat_args(tensors)
         with torch.no_grad():
             if self.method == "make_fx":
@@ -233,10 +296,41 @@ def _implicit_decompositions():
     return {op: _get_decomp_for_cia(op) for op in _collect_all_valid_cia_ops_for_aten_namespace()}
 
 
-def _evaluate(gm, flat_args):
+def _to_meta(x):
+    return x.to("meta") if isinstance(x, torch.Tensor) else x
+
+
+def _to_device(x, device):
+    return device if isinstance(x, torch.device) else x
+
+
+class _TwoDomainInterpreter(torch.fx.Interpreter):
+    """Runs a graph traced on meta tensors with meta parameters and real
+    buffers and inputs: a node whose operands are all real runs on the CPU
+    (its value may be folded into the IR), any other on meta (only its shape
+    and dtype are read). Device arguments, recorded as meta by the trace,
+    follow the domain."""
+
+    def call_function(self, target, args, kwargs):
+        flat, _ = pytree.tree_flatten((args, kwargs))
+        if op_name(target) in SHAPE_ONLY_OPS:
+            args, kwargs = pytree.tree_map(
+                lambda x: torch.empty_like(x, device="cpu") if
+                isinstance(x, torch.Tensor) and x.is_meta else x, (args, kwargs))
+            on_meta = False
+        else:
+            on_meta = any(isinstance(x, torch.Tensor) and x.is_meta for x in flat)
+        if on_meta:
+            args, kwargs = pytree.tree_map(_to_meta, (args, kwargs))
+        device = torch.device("meta" if on_meta else "cpu")
+        args, kwargs = pytree.tree_map(lambda x: _to_device(x, device), (args, kwargs))
+        return super().call_function(target, args, kwargs)
+
+
+def _evaluate(gm, flat_args, interpreter=torch.fx.Interpreter):
     values = {}
 
-    class Recorder(torch.fx.Interpreter):
+    class Recorder(interpreter):
         def run_node(self, n):
             result = super().run_node(n)
             values[n] = result

@@ -6,9 +6,16 @@ MODEL.py defines `build(**overrides)` returning `(model, example_inputs)`,
 where `model(*example_inputs)` returns the scalar training loss. Writes
 DIR/model.mlir (the graph, state by name, no weight data), DIR/model.safetensors
 (the initial state under the same names) and DIR/signature.json.
+
+With --meta the model's parameters live on torch's meta device (shapes, no
+memory), so a model of any size exports in seconds: DIR/model.mlir is the
+same graph, DIR/signature.json has no example loss, and there is no
+DIR/model.safetensors and no check against PyTorch (both need values).
+Buffers are still computed (the exporter reads masks' values).
 """
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -50,10 +57,32 @@ def parse_overrides(items):
     return out
 
 
-def build_model(model_file, overrides):
+@contextlib.contextmanager
+def parameters_on_meta():
+    """Every parameter a module registers meanwhile moves to the meta device
+    (module code creates it on the CPU, one at a time, uninitialized until
+    the move; its initialization then runs on meta). Buffers stay real.
+    A parameter already on meta is kept as it is, so ties stay ties."""
+    register = torch.nn.Module.register_parameter
+
+    def register_on_meta(module, name, param):
+        if param is not None and not param.is_meta:
+            param = torch.nn.Parameter(param.detach().to("meta"),
+                                       requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = register_on_meta
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register
+
+
+def build_model(model_file, overrides, meta=False):
     module = load_model_file(model_file)
     torch.manual_seed(0)
-    model, inputs = module.build(**overrides)
+    with parameters_on_meta() if meta else contextlib.nullcontext():
+        model, inputs = module.build(**overrides)
     return model, tuple(inputs)
 
 
@@ -137,7 +166,7 @@ def export(model, example_inputs, model_file=None, check=True, method="auto"):
     text, out = low.run()
     has_dropout = any(o.name == "dropout" for o in low.ops)
     checked = None
-    if check and not has_dropout:
+    if check and not has_dropout and not cap.meta:
         checked = check_against_pytorch(low, cap)
     state = cap.state
     signature = {
@@ -175,6 +204,9 @@ def main(argv=None):
                         "or auto, torch.export where it exists (default)")
     p.add_argument("--no-check", action="store_true",
                    help="skip evaluating the exported graph against PyTorch")
+    p.add_argument("--meta", action="store_true",
+                   help="build the parameters on the meta device: the graph from "
+                        "shapes only, no model.safetensors, no check")
     args = p.parse_args(argv)
     if args.list_ops:
         print("\n".join(sorted(lower.HANDLERS)))
@@ -184,7 +216,10 @@ def main(argv=None):
     try:
         if not os.path.isfile(args.model):
             raise ExportError(f"{args.model}: error: no such file")
-        model, inputs = build_model(args.model, parse_overrides(args.set))
+        model, inputs = build_model(args.model, parse_overrides(args.set), meta=args.meta)
+        if not args.meta and any(p.is_meta for p in model.parameters()):
+            raise ExportError(f"{args.model}: error: build() puts parameters on the meta "
+                              "device; they have no values to save: export with --meta")
         text, state, signature = export(model, inputs, args.model,
                                         check=not args.no_check, method=args.capture)
     except capture.CaptureError as e:
@@ -194,8 +229,12 @@ def main(argv=None):
         print(e, file=sys.stderr)
         return 1
     os.makedirs(args.output, exist_ok=True)
-    safetensors.save(state, os.path.join(args.output, "model.safetensors"),
-                     metadata={"format": "pt", "producer": "dsc.export"})
+    weights = os.path.join(args.output, "model.safetensors")
+    if args.meta:
+        if os.path.exists(weights):
+            os.remove(weights)  # it would not match this model.mlir
+    else:
+        safetensors.save(state, weights, metadata={"format": "pt", "producer": "dsc.export"})
     with open(os.path.join(args.output, "signature.json"), "w") as f:
         json.dump(signature, f, indent=1)
         f.write("\n")
@@ -208,6 +247,9 @@ def main(argv=None):
     n = sum(e["numel"] for e in signature["parameters"])
     print(f"exported {args.model}: {len(signature['parameters'])} parameters "
           f"({n} elements), {len(signature['buffers'])} buffers -> {args.output}")
+    if args.meta:
+        print("meta: no model.safetensors written (the parameters have no values); "
+              "not checked against PyTorch")
     return 0
 
 

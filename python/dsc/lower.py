@@ -15,7 +15,7 @@ import sys
 import torch
 
 from . import mlir
-from .capture import source_line
+from .capture import op_name, source_line
 
 
 class ExportError(Exception):
@@ -64,12 +64,8 @@ def handles(*schemas):
 
 
 def schema_name(node):
-    """'aten::add.Tensor' for an OpOverload target."""
-    target = node.target
-    schema = getattr(target, "_schema", None)
-    if schema is None:
-        return getattr(target, "__name__", str(target))
-    return schema.name + ("." + schema.overload_name if schema.overload_name else "")
+    """'aten::add.Tensor' for a node calling an OpOverload."""
+    return op_name(node.target)
 
 
 class Lowering:
