@@ -71,17 +71,9 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     optimizer.warmupMinRatio = options.warmupMinRatio;
     optimizer.cosMinRatio = options.cosMinRatio;
     pm.addPass(createOptimizer(optimizer));
-    // ZeRO partitions the optimizer's explicit states and update; the pass
-    // checks the stage (a located error for a bad one).
-    if (options.zeroStage != 0) {
-      ZeroPartitionOptions zero;
-      zero.stage = options.zeroStage;
-      zero.persistenceThreshold = options.zeroPersistenceThreshold;
-      pm.addPass(createZeroPartition(zero));
-    }
   }
   pm.addPass(createCSEPass());
-  // Last: a CSE after it would merge the recomputation back.
+  // No CSE after it: it would merge the recomputation back.
   if (options.checkpointActivations &&
       options.step != TrainingPipelineOptions::Step::Eval) {
     CheckpointActivationsOptions checkpoint;
@@ -89,6 +81,17 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     checkpoint.budget = options.checkpointBudget;
     checkpoint.print = options.checkpointPrint;
     pm.addPass(createCheckpointActivations(checkpoint));
+  }
+  // ZeRO partitions the optimizer's explicit states and update; the pass
+  // checks the stage (a located error for a bad one). After checkpointing,
+  // so that stage 3 gathers a parameter again for the blocks recomputed in
+  // the backward instead of keeping the forward's gather alive until then.
+  if (options.zeroStage != 0 &&
+      options.step == TrainingPipelineOptions::Step::Train) {
+    ZeroPartitionOptions zero;
+    zero.stage = options.zeroStage;
+    zero.persistenceThreshold = options.zeroPersistenceThreshold;
+    pm.addPass(createZeroPartition(zero));
   }
   // Collectives where they overlap and free memory early (after
   // checkpointing, which clones the forward ops it recomputes).
