@@ -34,7 +34,15 @@ namespace {
 struct Gradient {
   unsigned result;
   StateOp param;
+  /// Mixed precision: the fp32 master weight `<param>.master` that the
+  /// update reads and writes in place of the 16-bit parameter; null
+  /// otherwise.
+  StateOp master;
   Value value;
+
+  /// The state the update computes on, and its type.
+  StateOp updated() const { return master ? master : param; }
+  RankedTensorType updateType() const { return updated().getTensorType(); }
 };
 
 /// Hyper-parameters, validated.
@@ -198,14 +206,25 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         return func.emitError() << "gradient of " << of << " is "
                                 << ret.getOperand(i).getType()
                                 << ", the parameter is " << param.getType();
-      grads.push_back({i, param, ret.getOperand(i)});
+      auto master = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          func, StringAttr::get(func.getContext(),
+                                param.getSymName() + ".master"));
+      if (master && (master.getRole() != StateRole::master ||
+                     master.getTensorType().getShape() !=
+                         param.getTensorType().getShape()))
+        return master.emitError()
+               << "is not the master weight of " << of
+               << " (a master state of the parameter's shape)";
+      grads.push_back({i, param, master, ret.getOperand(i)});
     }
     if (grads.empty())
       return success();
 
     SymbolTable symbols(module);
     Location loc = func.getLoc();
-    Type elem = grads.front().param.getTensorType().getElementType();
+    // Scalars (step count, lr, loss scale) have the update's float type:
+    // fp32 also in mixed precision, where it is the master weights'.
+    Type elem = grads.front().updateType().getElementType();
     auto declare = [&](StateOp after, StringRef name, RankedTensorType type,
                        StateRole role = StateRole::optimizer) -> FailureOr<StateOp> {
       if (symbols.lookup(name))
@@ -229,7 +248,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // `step` (all equal). Written last, after every use.
     auto scalarType = RankedTensorType::get({}, elem);
     FailureOr<StateOp> stepState =
-        declare(grads.back().param, "optimizer.step", scalarType);
+        declare(grads.back().updated(), "optimizer.step", scalarType);
     if (failed(stepState))
       return failure();
 
@@ -280,9 +299,15 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.push_back({apply ? b.select(apply, value, old) : value, state});
     };
 
+    // A 16-bit gradient (mixed precision) is widened for the update, which
+    // runs in fp32 on the master weight.
     SmallVector<Value> g;
     for (Gradient &grad : grads)
-      g.push_back(grad.value);
+      g.push_back(grad.value.getType() == grad.updateType()
+                      ? grad.value
+                      : ConvertOp::create(builder, loc, grad.updateType(),
+                                          grad.value)
+                            .getResult());
 
     // Gradient accumulation, as DeepSpeed's engine does it with
     // gradient_accumulation_steps N: one call of the graph is one
@@ -302,8 +327,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.push_back({b.select(boundary, b.c(0), count), *micro});
       for (auto [grad, gk] : llvm::zip(grads, g)) {
         FailureOr<StateOp> acc =
-            declare(grad.param, (grad.param.getSymName() + ".grad_acc").str(),
-                    grad.param.getTensorType(), StateRole::gradient);
+            declare(grad.updated(),
+                    (grad.param.getSymName() + ".grad_acc").str(),
+                    grad.updateType(), StateRole::gradient);
         if (failed(acc))
           return failure();
         gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
@@ -363,10 +389,20 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.clear();
     };
     for (auto [grad, gk] : llvm::zip(grads, g)) {
-      StateOp param = grad.param;
+      StateOp param = grad.updated();
       RankedTensorType type = param.getTensorType();
-      StringRef name = param.getSymName();
+      StringRef name = grad.param.getSymName();
       Value p = b.load(param), old = p;
+      // Mixed precision: the 16-bit parameter is the new master weight
+      // rounded to nearest even (stored back bit for bit when the step does
+      // not apply, as its master is).
+      StateOp narrow = grad.master ? grad.param : StateOp();
+      auto updateParam = [&](Value value) {
+        update(value, old, param);
+        if (narrow)
+          update(ConvertOp::create(builder, loc, narrow.getTensorType(), value),
+                 apply ? b.load(narrow) : Value(), narrow);
+      };
       if (s.kind == Settings::AdamW && s.weightDecay != 0)
         p = b.mul(p, constantLr ? b.c(1 - s.lr * s.weightDecay)
                                 : b.sub(b.c(1), b.mul(lr, b.c(s.weightDecay))));
@@ -381,7 +417,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
           gk = b.add(b.mul(oldBuf, b.c(s.momentum)), gk);
           update(gk, oldBuf, *buf);
         }
-        update(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)), old, param);
+        updateParam(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)));
         flush();
         continue;
       }
@@ -401,7 +437,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       Value delta = b.mul(b.div(m, denom), stepSize);
       update(m, oldM, *expAvg);
       update(v, oldV, *expAvgSq);
-      update(b.sub(p, delta), old, param);
+      updateParam(b.sub(p, delta));
       flush();
     }
     b.store(apply ? b.select(apply, step, applied) : step, *stepState);

@@ -304,10 +304,17 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   const std::string where = "checkpoint " + directory_;
   // All buffers first, in state order, as loadStates from a weights file
   // allocates them; then each piece a state needs is read from its shard.
+  // A checkpoint of an fp32 run resumes in mixed precision as weights do
+  // (stateSource, roundsOnLoad).
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
+  std::vector<std::string> sources;
   for (int32_t i = 0; i < info.numStates; ++i) {
+    sources.push_back(stateSource(info.states[i], [&](const std::string &n) {
+      return tensors_.count(n) != 0;
+    }));
     TensorDesc whole = wholeTensor(info.states[i]);
+    whole.name = sources.back().c_str();
     auto found = tensors_.find(whole.name);
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
@@ -319,9 +326,11 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   std::vector<char> scratch;
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &state = info.states[i];
-    const std::string name = state.tensor.name;
+    const std::string &name = sources[size_t(i)];
     const Entry &entry = tensors_.at(name);
     const size_t element = elementSize(state.tensor.type);
+    const size_t stored = dtypeSize(entry.dtype);
+    const bool rounds = roundsOnLoad(state.tensor.type, entry.dtype);
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
     StateSlice slice = stateSlice(state, rank);
     if (isPartitioned(state))
@@ -335,7 +344,8 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
         shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
       // The piece is read whole, to check its checksum: straight into the
       // buffer when it is exactly the slice wanted.
-      bool exact = piece.offset == slice.begin && piece.count == slice.count;
+      bool exact = !rounds && piece.offset == slice.begin &&
+                   piece.count == slice.count;
       char *data = buffer;
       if (!exact) {
         scratch.resize(piece.bytes);
@@ -349,9 +359,10 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
                 " " + formatChecksum(checksum) + ", metadata.json says " +
                 formatChecksum(piece.checksum) + "): the shard is corrupt");
       if (!exact)
-        std::memcpy(buffer + size_t(begin - slice.begin) * element,
-                    data + size_t(begin - piece.offset) * element,
-                    size_t(end - begin) * element);
+        copyStored(buffer + size_t(begin - slice.begin) * element,
+                   state.tensor.type,
+                   data + size_t(begin - piece.offset) * stored, entry.dtype,
+                   size_t(end - begin));
     }
   }
   return buffers;
