@@ -78,8 +78,8 @@ struct MixedPrecisionPass
   }
 
   /// Every float parameter `@p` becomes `element`, and `@p.master` (role
-  /// master, declared after it) keeps its old type. Returns the names of
-  /// the parameters narrowed.
+  /// master, declared after it; unless masterWeights is off) keeps its old
+  /// type. Returns the names of the parameters narrowed.
   FailureOr<DenseSet<StringAttr>> narrowParameters(ModuleOp module,
                                                   FloatType element) {
     DenseSet<StringAttr> narrowed;
@@ -88,6 +88,11 @@ struct MixedPrecisionPass
       RankedTensorType type = lowered(state.getType(), element);
       if (state.getRole() != StateRole::parameter || !type)
         continue;
+      narrowed.insert(state.getSymNameAttr());
+      if (!masterWeights) {
+        state.setType(type);
+        continue;
+      }
       std::string name = (state.getSymName() + ".master").str();
       if (symbols.lookup(name))
         return state.emitError()
@@ -99,7 +104,6 @@ struct MixedPrecisionPass
                                     state.getTensorType(), StateRole::master);
       symbols.insert(master);
       state.setType(type);
-      narrowed.insert(state.getSymNameAttr());
     }
     return narrowed;
   }

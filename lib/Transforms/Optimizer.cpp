@@ -299,15 +299,19 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.push_back({apply ? b.select(apply, value, old) : value, state});
     };
 
-    // A 16-bit gradient (mixed precision) is widened for the update, which
-    // runs in fp32 on the master weight.
+    // A 16-bit gradient (mixed precision) is widened to the master weight's
+    // fp32 where the arithmetic first reads it: accumulation, loss scaling
+    // and clipping read every gradient before the updates; otherwise each
+    // is widened in its own update, so that the fp32 gradients are never
+    // live at once.
     SmallVector<Value> g;
     for (Gradient &grad : grads)
-      g.push_back(grad.value.getType() == grad.updateType()
-                      ? grad.value
-                      : ConvertOp::create(builder, loc, grad.updateType(),
-                                          grad.value)
-                            .getResult());
+      g.push_back(grad.value);
+    auto widen = [&] {
+      for (auto [grad, gk] : llvm::zip(grads, g))
+        if (gk.getType() != grad.updateType())
+          gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+    };
 
     // Gradient accumulation, as DeepSpeed's engine does it with
     // gradient_accumulation_steps N: one call of the graph is one
@@ -325,6 +329,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       boundary = b.cmp(ComparisonDirection::ge, count, b.c(double(s.gradAccum)));
       apply = boundary;
       stores.push_back({b.select(boundary, b.c(0), count), *micro});
+      widen();
       for (auto [grad, gk] : llvm::zip(grads, g)) {
         FailureOr<StateOp> acc =
             declare(grad.updated(),
@@ -345,6 +350,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
+      widen();
       Value finite = buildGradientsFinite(b, g);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       Value unscale = b.div(b.c(1), scale);
@@ -357,6 +363,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
                            scalerStores);
     }
     if (s.gradClip > 0) {
+      widen();
       Value sumSquares;
       for (Value gk : g) {
         auto rank = cast<RankedTensorType>(gk.getType()).getRank();
@@ -389,6 +396,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.clear();
     };
     for (auto [grad, gk] : llvm::zip(grads, g)) {
+      if (gk.getType() != grad.updateType())
+        gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
       StateOp param = grad.updated();
       RankedTensorType type = param.getTensorType();
       StringRef name = grad.param.getSymName();

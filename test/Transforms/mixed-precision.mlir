@@ -1,6 +1,7 @@
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --split-input-file | FileCheck %s
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=fp16 --split-input-file | FileCheck %s --check-prefix=F16
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=fp32 --split-input-file | FileCheck %s --check-prefix=F32
+// RUN: dsc-opt %s --dsc-mixed-precision="precision=bf16 master-weights=0" --split-input-file | FileCheck %s --check-prefix=NOMASTER
 
 // DeepSpeed's states: each float parameter becomes 16-bit, loaded as such,
 // beside its fp32 master weight (declared after it); a float buffer stays
@@ -39,6 +40,14 @@
 // F16: dsc.constant dense<9.997550e-02> : tensor<f16>
 // F16: dsc.cross_entropy %{{.*}} reduction = none : tensor<2x4xf16>, tensor<2xi64>
 // F16: dsc.convert %{{.*}} : tensor<2xf16> to tensor<2xf32>
+// A graph that is not trained (evaluation, gradients) reads the 16-bit
+// parameters alone: no masters.
+// NOMASTER: dsc.state parameter @w : tensor<4x8xbf16>
+// NOMASTER-NEXT: dsc.state parameter @b : tensor<4xbf16>
+// NOMASTER-NEXT: dsc.state buffer @scale : tensor<4xf32>
+// NOMASTER-NOT: master
+// NOMASTER-LABEL: func.func @linear
+// NOMASTER: dsc.load @w : tensor<4x8xbf16>
 // F32: dsc.state parameter @w : tensor<4x8xf32>
 // F32-NOT: master
 // F32-LABEL: func.func @linear

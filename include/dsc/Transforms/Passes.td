@@ -84,7 +84,9 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
     softmax, layer-norm, reduction and cross-entropy sums in double, rounding
     once per op result, as PyTorch's 16-bit CPU kernels compute in float.
 
-    `precision=fp32` leaves the module unchanged. The pass refuses a graph
+    `master-weights=0` (the pipeline's evaluation and gradient steps,
+    which update nothing) narrows the parameters without declaring their
+    masters. `precision=fp32` leaves the module unchanged. The pass refuses a graph
     that already has gradients, updates or master weights.
 
     Example:
@@ -97,6 +99,9 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
            "fp32 (no change), bf16 or fp16">,
+    Option<"masterWeights", "master-weights", "bool", /*default=*/"true",
+           "declare each parameter's fp32 master weight (off for a graph "
+           "that is not trained: evaluation, gradients)">,
   ];
 }
 
