@@ -121,6 +121,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     case StateRole::gradient: // accumulators of gradient accumulation
       m.gradients += bytes;
       break;
+    case StateRole::master: // fp32 master weights (mixed precision)
+      m.master += bytes;
+      break;
     }
   }
 

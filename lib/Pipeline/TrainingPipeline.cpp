@@ -24,12 +24,15 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createDataParallel(dataParallel));
   // Before autodiff, so that the backward is built in 16 bits too; the pass
   // itself rejects unknown precisions.
+  bool train = options.step == TrainingPipelineOptions::Step::Train;
   if (options.precision != "fp32") {
     MixedPrecisionOptions mixed;
     mixed.precision = options.precision;
+    // Only an update needs fp32 masters: evaluation and gradients read the
+    // 16-bit parameters alone.
+    mixed.masterWeights = train;
     pm.addPass(createMixedPrecision(mixed));
   }
-  bool train = options.step == TrainingPipelineOptions::Step::Train;
   // DeepSpeed's fp16 always scales the loss (loss_scale 0 is dynamic).
   bool lossScaling = train && (options.lossScaling || options.precision == "fp16");
   if (options.step != TrainingPipelineOptions::Step::Eval) {

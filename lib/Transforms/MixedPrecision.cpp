@@ -1,20 +1,23 @@
 //===- MixedPrecision.cpp - --dsc-mixed-precision --------------------------===//
 //
-// DeepSpeed's bf16/fp16 training as a rewrite of the forward graph: the
-// states stay fp32 (the master weights the optimizer updates), each float
-// state is converted to 16 bits where it is loaded (that copy is what ZeRO
-// stage 3 will shard and gather), and every float value computed from a
-// parameter or a float input is then computed in 16 bits; other float
-// values (masks and counts made from integers, constants) are converted
-// where a 16-bit op reads them. The graph's signature does not change:
-// float inputs are converted on entry (DeepSpeed casts floating inputs),
-// float outputs back to their declared type on exit, and a summed or
-// averaged cross-entropy adds up its 16-bit per-token losses in fp32.
+// DeepSpeed's bf16/fp16 training as a rewrite of the forward graph, with
+// DeepSpeed's model states: each float parameter `@p` becomes a 16-bit
+// state (the copy the forward and the backward pass read, and that ZeRO
+// stage 3 shards and gathers, in 16 bits), and a new fp32 state
+// `@p.master` (role master) holds the master weight that --dsc-optimizer
+// updates and rounds into `@p`. Float buffers stay fp32 states, converted
+// to 16 bits where they are loaded. Every float value computed from a
+// parameter, a buffer or a float input is then computed in 16 bits; other
+// float values (masks and counts made from integers, constants) are
+// converted where a 16-bit op reads them. The graph's signature does not
+// change: float inputs are converted on entry (DeepSpeed casts floating
+// inputs), float outputs back to their declared type on exit, and a summed
+// or averaged cross-entropy adds up its 16-bit per-token losses in fp32.
 //
 // Running before --dsc-autodiff gives the backward pass in 16 bits for free:
-// the gradient of the f32 -> 16-bit convert at each load is the 16-bit ->
-// f32 convert, so gradients reach the fp32 parameters, and the optimizer,
-// as fp32.
+// the gradient of a 16-bit parameter is 16-bit, and so is its data-parallel
+// all-reduce (DeepSpeed's default communication_data_type); the optimizer
+// widens it to fp32 for the update of the master weight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 
 namespace mlir::dsc {
@@ -65,9 +69,43 @@ struct MixedPrecisionPass
     }
     if (failed(checkForwardOnly(module)))
       return signalPassFailure();
+    FailureOr<DenseSet<StringAttr>> narrowed = narrowParameters(module, element);
+    if (failed(narrowed))
+      return signalPassFailure();
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && failed(lower(func, element)))
+      if (!func.isExternal() && failed(lower(func, element, *narrowed)))
         return signalPassFailure();
+  }
+
+  /// Every float parameter `@p` becomes `element`, and `@p.master` (role
+  /// master, declared after it; unless masterWeights is off) keeps its old
+  /// type. Returns the names of the parameters narrowed.
+  FailureOr<DenseSet<StringAttr>> narrowParameters(ModuleOp module,
+                                                  FloatType element) {
+    DenseSet<StringAttr> narrowed;
+    SymbolTable symbols(module);
+    for (auto state : llvm::to_vector(module.getOps<StateOp>())) {
+      RankedTensorType type = lowered(state.getType(), element);
+      if (state.getRole() != StateRole::parameter || !type)
+        continue;
+      narrowed.insert(state.getSymNameAttr());
+      if (!masterWeights) {
+        state.setType(type);
+        continue;
+      }
+      std::string name = (state.getSymName() + ".master").str();
+      if (symbols.lookup(name))
+        return state.emitError()
+               << "its master weight '" << name
+               << "' would shadow a symbol of that name";
+      OpBuilder top(state);
+      top.setInsertionPointAfter(state);
+      auto master = StateOp::create(top, state.getLoc(), name,
+                                    state.getTensorType(), StateRole::master);
+      symbols.insert(master);
+      state.setType(type);
+    }
+    return narrowed;
   }
 
   /// The pass rewrites a forward graph: once autodiff or the optimizer has
@@ -87,10 +125,15 @@ struct MixedPrecisionPass
       if (stored.wasInterrupted())
         return failure();
     }
+    for (auto state : module.getOps<StateOp>())
+      if (state.getRole() == StateRole::master)
+        return state.emitError() << "is a master weight already: "
+                                    "--dsc-mixed-precision runs once";
     return success();
   }
 
-  LogicalResult lower(func::FuncOp func, FloatType element) {
+  LogicalResult lower(func::FuncOp func, FloatType element,
+                      const DenseSet<StringAttr> &narrowed) {
     if (!func.getBody().hasOneBlock())
       return func.emitError() << "--dsc-mixed-precision expects a graph of one "
                                  "block, this one has "
@@ -106,9 +149,10 @@ struct MixedPrecisionPass
         lowering.narrow.insert(input.getResult());
       }
 
-    // One 16-bit copy per state: a tied parameter's uses share it, so its
-    // 16-bit gradient is summed before it is converted (as PyTorch
-    // accumulates a bf16 parameter's .grad).
+    // One 16-bit value per state: a tied parameter's uses share it, so its
+    // 16-bit gradient is summed over them (as PyTorch accumulates a bf16
+    // parameter's .grad). A narrowed parameter is loaded in 16 bits; a float
+    // buffer is converted where it is loaded.
     DenseMap<StringAttr, Value> copies;
     // The original ops only: rewrites insert ops that must stay as built.
     auto ops = llvm::map_to_vector(body.without_terminator(),
@@ -122,6 +166,12 @@ struct MixedPrecisionPass
         if (Value copy = copies.lookup(name)) {
           load.replaceAllUsesWith(copy);
           load.erase();
+          continue;
+        }
+        if (narrowed.contains(name)) {
+          load.getResult().setType(type);
+          copies[name] = load;
+          lowering.narrow.insert(load.getResult());
           continue;
         }
         b.setInsertionPointAfter(load);

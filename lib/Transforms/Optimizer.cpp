@@ -34,7 +34,15 @@ namespace {
 struct Gradient {
   unsigned result;
   StateOp param;
+  /// Mixed precision: the fp32 master weight `<param>.master` that the
+  /// update reads and writes in place of the 16-bit parameter; null
+  /// otherwise.
+  StateOp master;
   Value value;
+
+  /// The state the update computes on, and its type.
+  StateOp updated() const { return master ? master : param; }
+  RankedTensorType updateType() const { return updated().getTensorType(); }
 };
 
 /// Hyper-parameters, validated.
@@ -198,14 +206,25 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         return func.emitError() << "gradient of " << of << " is "
                                 << ret.getOperand(i).getType()
                                 << ", the parameter is " << param.getType();
-      grads.push_back({i, param, ret.getOperand(i)});
+      auto master = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          func, StringAttr::get(func.getContext(),
+                                param.getSymName() + ".master"));
+      if (master && (master.getRole() != StateRole::master ||
+                     master.getTensorType().getShape() !=
+                         param.getTensorType().getShape()))
+        return master.emitError()
+               << "is not the master weight of " << of
+               << " (a master state of the parameter's shape)";
+      grads.push_back({i, param, master, ret.getOperand(i)});
     }
     if (grads.empty())
       return success();
 
     SymbolTable symbols(module);
     Location loc = func.getLoc();
-    Type elem = grads.front().param.getTensorType().getElementType();
+    // Scalars (step count, lr, loss scale) have the update's float type:
+    // fp32 also in mixed precision, where it is the master weights'.
+    Type elem = grads.front().updateType().getElementType();
     auto declare = [&](StateOp after, StringRef name, RankedTensorType type,
                        StateRole role = StateRole::optimizer) -> FailureOr<StateOp> {
       if (symbols.lookup(name))
@@ -229,7 +248,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // `step` (all equal). Written last, after every use.
     auto scalarType = RankedTensorType::get({}, elem);
     FailureOr<StateOp> stepState =
-        declare(grads.back().param, "optimizer.step", scalarType);
+        declare(grads.back().updated(), "optimizer.step", scalarType);
     if (failed(stepState))
       return failure();
 
@@ -280,9 +299,19 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.push_back({apply ? b.select(apply, value, old) : value, state});
     };
 
+    // A 16-bit gradient (mixed precision) is widened to the master weight's
+    // fp32 where the arithmetic first reads it: accumulation, loss scaling
+    // and clipping read every gradient before the updates; otherwise each
+    // is widened in its own update, so that the fp32 gradients are never
+    // live at once.
     SmallVector<Value> g;
     for (Gradient &grad : grads)
       g.push_back(grad.value);
+    auto widen = [&] {
+      for (auto [grad, gk] : llvm::zip(grads, g))
+        if (gk.getType() != grad.updateType())
+          gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+    };
 
     // Gradient accumulation, as DeepSpeed's engine does it with
     // gradient_accumulation_steps N: one call of the graph is one
@@ -300,10 +329,12 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       boundary = b.cmp(ComparisonDirection::ge, count, b.c(double(s.gradAccum)));
       apply = boundary;
       stores.push_back({b.select(boundary, b.c(0), count), *micro});
+      widen();
       for (auto [grad, gk] : llvm::zip(grads, g)) {
         FailureOr<StateOp> acc =
-            declare(grad.param, (grad.param.getSymName() + ".grad_acc").str(),
-                    grad.param.getTensorType(), StateRole::gradient);
+            declare(grad.updated(),
+                    (grad.param.getSymName() + ".grad_acc").str(),
+                    grad.updateType(), StateRole::gradient);
         if (failed(acc))
           return failure();
         gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
@@ -319,6 +350,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
+      widen();
       Value finite = buildGradientsFinite(b, g);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       Value unscale = b.div(b.c(1), scale);
@@ -331,6 +363,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
                            scalerStores);
     }
     if (s.gradClip > 0) {
+      widen();
       Value sumSquares;
       for (Value gk : g) {
         auto rank = cast<RankedTensorType>(gk.getType()).getRank();
@@ -363,10 +396,22 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.clear();
     };
     for (auto [grad, gk] : llvm::zip(grads, g)) {
-      StateOp param = grad.param;
+      if (gk.getType() != grad.updateType())
+        gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+      StateOp param = grad.updated();
       RankedTensorType type = param.getTensorType();
-      StringRef name = param.getSymName();
+      StringRef name = grad.param.getSymName();
       Value p = b.load(param), old = p;
+      // Mixed precision: the 16-bit parameter is the new master weight
+      // rounded to nearest even (stored back bit for bit when the step does
+      // not apply, as its master is).
+      StateOp narrow = grad.master ? grad.param : StateOp();
+      auto updateParam = [&](Value value) {
+        update(value, old, param);
+        if (narrow)
+          update(ConvertOp::create(builder, loc, narrow.getTensorType(), value),
+                 apply ? b.load(narrow) : Value(), narrow);
+      };
       if (s.kind == Settings::AdamW && s.weightDecay != 0)
         p = b.mul(p, constantLr ? b.c(1 - s.lr * s.weightDecay)
                                 : b.sub(b.c(1), b.mul(lr, b.c(s.weightDecay))));
@@ -381,7 +426,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
           gk = b.add(b.mul(oldBuf, b.c(s.momentum)), gk);
           update(gk, oldBuf, *buf);
         }
-        update(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)), old, param);
+        updateParam(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)));
         flush();
         continue;
       }
@@ -401,7 +446,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       Value delta = b.mul(b.div(m, denom), stepSize);
       update(m, oldM, *expAvg);
       update(v, oldV, *expAvgSq);
-      update(b.sub(p, delta), old, param);
+      updateParam(b.sub(p, delta));
       flush();
     }
     b.store(apply ? b.select(apply, step, applied) : step, *stepState);

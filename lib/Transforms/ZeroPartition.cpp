@@ -10,7 +10,10 @@
 //   - any other tensor (the parameter, a stage-1 gradient): this rank's
 //     dsc.local_shard of it;
 //   - scalars (step, bias corrections, clipping coefficient): themselves.
-// Parameters are all-gathered from their updated shards and stored whole.
+// Parameters are all-gathered from their updated shards and stored whole;
+// in mixed precision that is the 16-bit parameter, rounded from the updated
+// shard of its (partitioned) fp32 master weight, so it is gathered in 16
+// bits.
 //
 // In stage 2 the whole gradient no longer exists, so its other readers are
 // sharded too: elementwise ones at shard shape, and a full reduce_sum (the
@@ -382,8 +385,9 @@ struct ZeroPartitionPass
       return signalPassFailure();
     }
 
-    // Every optimizer state of a parameter's shape is partitioned, and at
-    // stage 3 every parameter; the step count (a scalar) stays whole.
+    // Every optimizer state of a parameter's shape and every fp32 master
+    // weight (mixed precision) is partitioned, and at stage 3 every
+    // parameter; the step count (a scalar) stays whole.
     DenseMap<StringAttr, StateOp> partitioned;
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
@@ -397,7 +401,8 @@ struct ZeroPartitionPass
       bool accumulator = state.getRole() == StateRole::gradient;
       if (state.getRole() == StateRole::optimizer)
         trains = true;
-      else if (!(parameter && stage >= 3) && !(accumulator && stage >= 2))
+      else if (state.getRole() != StateRole::master &&
+               !(parameter && stage >= 3) && !(accumulator && stage >= 2))
         continue;
       // DeepSpeed's stage3_param_persistence_threshold: small parameters
       // stay whole on every rank (gathering them costs more latency than

@@ -11,6 +11,7 @@
 
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Float16.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -571,6 +572,79 @@ TEST_F(DscRunPartitionedCheckpoint, LoadsEachRanksSliceOfAWholeWeight) {
         loadStates(info, SafeTensorsFile::open(path), pool, r);
     const float *m = static_cast<const float *>(loaded[1]);
     EXPECT_EQ(std::vector<float>(m, m + 4), block(r, 4)) << "rank " << r;
+  }
+}
+
+/// Mixed precision on 4 ranks from an fp32 tensor "m": the 16-bit parameter
+/// "m" (bf16) and its master "m.master" (f32), both partitioned.
+std::vector<StateDesc> mixedPrecisionStates() {
+  return {{{"head.weight", ElementType::F32, 2, kHeadShape}, StateRole::Parameter},
+          {{"m", ElementType::BF16, 1, kShardOf4}, StateRole::Parameter, 2,
+           kWholeShape},
+          {{"m.master", ElementType::F32, 1, kShardOf4}, StateRole::Master, 2,
+           kWholeShape}};
+}
+
+/// Rank `r`'s slices of "m" and "m.master" as `states[1]`, `states[2]`
+/// hold them: the master is the fp32 block, the parameter its rounding.
+void expectMixedPrecisionSlices(const std::vector<void *> &states,
+                                const std::vector<float> &master, int r) {
+  const float *m32 = static_cast<const float *>(states[2]);
+  const uint16_t *m16 = static_cast<const uint16_t *>(states[1]);
+  EXPECT_EQ(std::vector<float>(m32, m32 + 4), master) << "rank " << r;
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(m16[i], floatToBf16(master[i])) << "rank " << r << " " << i;
+}
+
+TEST_F(DscRunPartitionedCheckpoint, ResumesAnFp32CheckpointInMixedPrecision) {
+  for (int i = 0; i < 15; ++i) // values bf16 must round
+    whole_[size_t(i)] = 1.0f + float(i) / 3.0f;
+  saveByTwo();
+  std::vector<StateDesc> states = mixedPrecisionStates();
+  ArtifactInfo info = infoWith(states.data(), 3);
+  for (int r = 0; r < 4; ++r) {
+    MemoryPool pool("state");
+    std::vector<void *> loaded =
+        Checkpoint::open(root_).loadStates(info, pool, r);
+    expectMixedPrecisionSlices(loaded, block(r, 4), r);
+  }
+}
+
+TEST_F(DscRunPartitionedCheckpoint, LoadsMixedPrecisionFromFp32Weights) {
+  for (int i = 0; i < 15; ++i)
+    whole_[size_t(i)] = -2.0f + float(i) / 7.0f;
+  std::string path = dir_.file("w.safetensors");
+  writeSafeTensors(path, {{"head.weight", DType::F32, {1, 8}, head_.data()},
+                          {"m", DType::F32, {3, 5}, whole_.data()}});
+  std::vector<StateDesc> states = mixedPrecisionStates();
+  ArtifactInfo info = infoWith(states.data(), 3);
+  for (int r = 0; r < 4; ++r) {
+    MemoryPool pool("state");
+    std::vector<void *> loaded =
+        loadStates(info, SafeTensorsFile::open(path), pool, r);
+    expectMixedPrecisionSlices(loaded, block(r, 4), r);
+  }
+  // A master the file holds is read as it is, not from the parameter.
+  std::vector<float> master(15, 0.25f);
+  writeSafeTensors(path, {{"head.weight", DType::F32, {1, 8}, head_.data()},
+                          {"m", DType::F32, {3, 5}, whole_.data()},
+                          {"m.master", DType::F32, {3, 5}, master.data()}});
+  MemoryPool pool("state");
+  std::vector<void *> loaded =
+      loadStates(info, SafeTensorsFile::open(path), pool, 0);
+  EXPECT_EQ(std::vector<float>(static_cast<const float *>(loaded[2]),
+                               static_cast<const float *>(loaded[2]) + 4),
+            std::vector<float>(4, 0.25f));
+  // Only f32 rounds into a 16-bit state: f64 is refused.
+  std::vector<double> wide(15, 1.0);
+  writeSafeTensors(path, {{"head.weight", DType::F32, {1, 8}, head_.data()},
+                          {"m", DType::F64, {3, 5}, wide.data()}});
+  try {
+    loadStates(info, SafeTensorsFile::open(path), pool, 0);
+    ADD_FAILURE() << "loaded an f64 tensor into a bf16 state";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("tensor 'm' is F64 [3, 5], but the "
+                                        "artifact expects BF16 [3, 5]"));
   }
 }
 

@@ -27,3 +27,17 @@ func.func @updated() -> (tensor<f32> {dsc.output = "loss"}) {
   dsc.store %n to @w : tensor<4xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// The pass runs once: master weights mean it has run.
+dsc.state parameter @w : tensor<4xbf16>
+// expected-error @+1 {{is a master weight already: --dsc-mixed-precision runs once}}
+dsc.state master @w.master : tensor<4xf32>
+
+// -----
+
+// A parameter's master weight takes the name `<param>.master`.
+// expected-error @+1 {{its master weight 'w.master' would shadow a symbol of that name}}
+dsc.state parameter @w : tensor<4xf32>
+dsc.state buffer @w.master : tensor<4xf32>

@@ -1,19 +1,28 @@
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --split-input-file | FileCheck %s
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=fp16 --split-input-file | FileCheck %s --check-prefix=F16
 // RUN: dsc-opt %s --dsc-mixed-precision=precision=fp32 --split-input-file | FileCheck %s --check-prefix=F32
+// RUN: dsc-opt %s --dsc-mixed-precision="precision=bf16 master-weights=0" --split-input-file | FileCheck %s --check-prefix=NOMASTER
 
-// States stay fp32; each float load gets its 16-bit copy and what is
-// computed from it is 16-bit; a constant read by a 16-bit op is rebuilt
-// (rounded to nearest even: 0.1 is 0x3DCD in bf16). The averaged loss adds
-// up its 16-bit per-token losses in fp32, with an fp32 count.
-// CHECK: dsc.state parameter @w : tensor<4x8xf32>
+// DeepSpeed's states: each float parameter becomes 16-bit, loaded as such,
+// beside its fp32 master weight (declared after it); a float buffer stays
+// fp32 and gets its 16-bit copy where it is loaded. What is computed from
+// them is 16-bit; a constant read by a 16-bit op is rebuilt (rounded to
+// nearest even: 0.1 is 0x3DCD in bf16). The averaged loss adds up its
+// 16-bit per-token losses in fp32, with an fp32 count.
+// CHECK: dsc.state parameter @w : tensor<4x8xbf16>
+// CHECK-NEXT: dsc.state master @w.master : tensor<4x8xf32>
+// CHECK-NEXT: dsc.state parameter @b : tensor<4xbf16>
+// CHECK-NEXT: dsc.state master @b.master : tensor<4xf32>
+// CHECK-NEXT: dsc.state buffer @scale : tensor<4xf32>
+// CHECK-NEXT: dsc.state buffer @count : tensor<i64>
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: -> (tensor<f32> {dsc.output = "loss"})
-// CHECK: %[[W:.*]] = dsc.load @w : tensor<4x8xf32>
-// CHECK: %[[W16:.*]] = dsc.convert %[[W]] : tensor<4x8xf32> to tensor<4x8xbf16>
-// CHECK: %[[B:.*]] = dsc.load @b : tensor<4xf32>
-// CHECK: %[[B16:.*]] = dsc.convert %[[B]] : tensor<4xf32> to tensor<4xbf16>
-// CHECK: %[[Y:.*]] = dsc.linear %[[X16:.*]], %[[W16]], %[[B16]] : tensor<2x8xbf16>, tensor<4x8xbf16>, tensor<4xbf16>
+// CHECK: %[[W:.*]] = dsc.load @w : tensor<4x8xbf16>
+// CHECK-NEXT: %[[B:.*]] = dsc.load @b : tensor<4xbf16>
+// CHECK-NEXT: %[[SC:.*]] = dsc.load @scale : tensor<4xf32>
+// CHECK-NEXT: %[[SC16:.*]] = dsc.convert %[[SC]] : tensor<4xf32> to tensor<4xbf16>
+// CHECK: %[[Y0:.*]] = dsc.linear %[[X16:.*]], %[[W]], %[[B]] : tensor<2x8xbf16>, tensor<4x8xbf16>, tensor<4xbf16>
+// CHECK-NEXT: %[[Y:.*]] = dsc.mul %[[Y0]], %[[SC16]] : tensor<2x4xbf16>, tensor<4xbf16>
 // CHECK-NEXT: %[[C:.*]] = dsc.constant dense<1.000980e-01> : tensor<bf16>
 // CHECK-NEXT: %[[S:.*]] = dsc.mul %[[Y]], %[[C]] : tensor<2x4xbf16>, tensor<bf16>
 // CHECK-NEXT: %[[L:.*]] = dsc.cross_entropy %[[S]], %[[T:.*]] reduction = none : tensor<2x4xbf16>, tensor<2xi64>
@@ -23,24 +32,44 @@
 // CHECK-NEXT: %[[N:.*]] = dsc.reduce_sum %[[KEEP]], dims = [0] : tensor<2xf32>
 // CHECK-NEXT: %[[MEAN:.*]] = dsc.div %[[SUM]], %[[N]] : tensor<f32>, tensor<f32>
 // CHECK-NEXT: return %[[MEAN]] : tensor<f32>
+// F16: dsc.state parameter @w : tensor<4x8xf16>
+// F16-NEXT: dsc.state master @w.master : tensor<4x8xf32>
 // F16-LABEL: func.func @linear
-// F16: dsc.convert %{{.*}} : tensor<4x8xf32> to tensor<4x8xf16>
+// F16: dsc.load @w : tensor<4x8xf16>
+// F16: dsc.convert %{{.*}} : tensor<4xf32> to tensor<4xf16>
 // F16: dsc.constant dense<9.997550e-02> : tensor<f16>
 // F16: dsc.cross_entropy %{{.*}} reduction = none : tensor<2x4xf16>, tensor<2xi64>
 // F16: dsc.convert %{{.*}} : tensor<2xf16> to tensor<2xf32>
+// A graph that is not trained (evaluation, gradients) reads the 16-bit
+// parameters alone: no masters.
+// NOMASTER: dsc.state parameter @w : tensor<4x8xbf16>
+// NOMASTER-NEXT: dsc.state parameter @b : tensor<4xbf16>
+// NOMASTER-NEXT: dsc.state buffer @scale : tensor<4xf32>
+// NOMASTER-NOT: master
+// NOMASTER-LABEL: func.func @linear
+// NOMASTER: dsc.load @w : tensor<4x8xbf16>
+// F32: dsc.state parameter @w : tensor<4x8xf32>
+// F32-NOT: master
 // F32-LABEL: func.func @linear
-// F32: dsc.load @b : tensor<4xf32>
+// F32: dsc.load @scale : tensor<4xf32>
+// F32-NEXT: dsc.load @count : tensor<i64>
 // F32-NEXT: dsc.convert %arg0 : tensor<2x8xbf16> to tensor<2x8xf32>
 // F32-NEXT: dsc.linear %{{.*}} : tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+// F32-NEXT: dsc.mul
 // F32-NEXT: dsc.constant dense<1.000000e-01> : tensor<f32>
 dsc.state parameter @w : tensor<4x8xf32>
 dsc.state parameter @b : tensor<4xf32>
+dsc.state buffer @scale : tensor<4xf32>
+dsc.state buffer @count : tensor<i64>
 func.func @linear(%x: tensor<2x8xbf16> {dsc.input = "x"}, %t: tensor<2xi64> {dsc.input = "t"})
     -> (tensor<f32> {dsc.output = "loss"}) {
   %w = dsc.load @w : tensor<4x8xf32>
   %b = dsc.load @b : tensor<4xf32>
+  %sc = dsc.load @scale : tensor<4xf32>
+  %n = dsc.load @count : tensor<i64>
   %xf = dsc.convert %x : tensor<2x8xbf16> to tensor<2x8xf32>
-  %y = dsc.linear %xf, %w, %b : tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+  %y0 = dsc.linear %xf, %w, %b : tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>
+  %y = dsc.mul %y0, %sc : tensor<2x4xf32>, tensor<4xf32>
   %c = dsc.constant dense<0.1> : tensor<f32>
   %s = dsc.mul %y, %c : tensor<2x4xf32>, tensor<f32>
   %loss = dsc.cross_entropy %s, %t : tensor<2x4xf32>, tensor<2xi64>
@@ -49,14 +78,13 @@ func.func @linear(%x: tensor<2x8xbf16> {dsc.input = "x"}, %t: tensor<2xi64> {dsc
 
 // -----
 
-// A tied parameter loaded twice: both uses share one 16-bit copy, so its
-// gradient is summed in 16 bits before the convert to fp32.
+// A tied parameter loaded twice: both uses share one 16-bit load, so its
+// gradient is summed in 16 bits.
 // CHECK-LABEL: func.func @tied
-// CHECK: %[[E:.*]] = dsc.load @emb : tensor<8x4xf32>
-// CHECK-NEXT: %[[E16:.*]] = dsc.convert %[[E]] : tensor<8x4xf32> to tensor<8x4xbf16>
-// CHECK-NEXT: %[[H:.*]] = dsc.embedding %[[E16]], %{{.*}} : tensor<8x4xbf16>, tensor<3xi64>
+// CHECK: %[[E:.*]] = dsc.load @emb : tensor<8x4xbf16>
+// CHECK-NEXT: %[[H:.*]] = dsc.embedding %[[E]], %{{.*}} : tensor<8x4xbf16>, tensor<3xi64>
 // CHECK-NOT: dsc.load
-// CHECK: dsc.linear %[[H]], %[[E16]] : tensor<3x4xbf16>, tensor<8x4xbf16>
+// CHECK: dsc.linear %[[H]], %[[E]] : tensor<3x4xbf16>, tensor<8x4xbf16>
 
 dsc.state parameter @emb : tensor<8x4xf32>
 func.func @tied(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f32> {dsc.output = "loss"}) {

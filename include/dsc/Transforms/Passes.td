@@ -54,16 +54,21 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
 }
 
 def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
-  let summary = "computes the forward graph in bf16 or fp16 from fp32 states";
+  let summary = "computes the forward graph in bf16 or fp16, with fp32 master weights";
   let description = [{
     DeepSpeed's `bf16` / `fp16` training with fp32 master weights, as a
     rewrite of the forward graph that runs after the forward rewrites
-    (and `--dsc-data-parallel`) and before `--dsc-autodiff`:
+    (and `--dsc-data-parallel`) and before `--dsc-autodiff`. The model
+    states are laid out as DeepSpeed holds them (ZeRO's 2 + 2 + 12 bytes
+    per parameter):
 
-    * every float `dsc.state` stays fp32 (the master weights, and later the
-      optimizer state); where it is loaded, a `dsc.convert` makes its 16-bit
-      copy, one per state (a tied parameter's uses share it). These copies
-      are the "16-bit parameters" of ZeRO stage 3;
+    * every float parameter `@p` becomes a 16-bit state, loaded as such by
+      the forward and backward pass (the "16-bit parameters" that ZeRO
+      stage 3 shards and gathers), and a new fp32 state `@p.master` (role
+      `master`) holds its master weight, which `--dsc-optimizer` updates
+      and rounds (to nearest even) into `@p`;
+    * float buffers stay fp32 states; where one is loaded a `dsc.convert`
+      makes its 16-bit copy, one per state;
     * every float value of the graph is computed in the chosen type:
       results are retyped, float constants rebuilt (rounded to nearest
       even), float graph inputs converted on entry (DeepSpeed casts floating
@@ -71,17 +76,18 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
     * the signature is unchanged: float outputs, the loss, are converted
       back to their declared type (fp32).
 
-    `--dsc-autodiff` then differentiates the 16-bit graph: cotangents are
-    16-bit, and the gradient of each load's convert is the 16-bit -> fp32
-    convert, so gradients reach the fp32 parameters (and the optimizer) as
-    fp32. On more than one rank the gradient is all-reduced in 16 bits,
-    before that convert (DeepSpeed's default `communication_data_type`).
-    The kernels widen 16-bit elements to float and accumulate softmax,
-    layer-norm, reduction and cross-entropy sums in double, rounding once
-    per op result, as PyTorch's 16-bit CPU kernels compute in float.
+    `--dsc-autodiff` then differentiates the 16-bit graph: cotangents and
+    the parameters' gradients are 16-bit; on more than one rank the
+    gradient is all-reduced in 16 bits (DeepSpeed's default
+    `communication_data_type`). The optimizer widens it to fp32 for the
+    update. The kernels widen 16-bit elements to float and accumulate
+    softmax, layer-norm, reduction and cross-entropy sums in double, rounding
+    once per op result, as PyTorch's 16-bit CPU kernels compute in float.
 
-    `precision=fp32` leaves the module unchanged. The pass refuses a graph
-    that already has gradients or updates.
+    `master-weights=0` (the pipeline's evaluation and gradient steps,
+    which update nothing) narrows the parameters without declaring their
+    masters. `precision=fp32` leaves the module unchanged. The pass refuses a graph
+    that already has gradients, updates or master weights.
 
     Example:
 
@@ -93,6 +99,9 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
   let options = [
     Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
            "fp32 (no change), bf16 or fp16">,
+    Option<"masterWeights", "master-weights", "bool", /*default=*/"true",
+           "declare each parameter's fp32 master weight (off for a graph "
+           "that is not trained: evaluation, gradients)">,
   ];
 }
 

@@ -241,6 +241,8 @@ private:
       return "Optimizer";
     case StateRole::gradient:
       return "Gradient";
+    case StateRole::master:
+      return "Master";
     }
     llvm_unreachable("unknown state role");
   }

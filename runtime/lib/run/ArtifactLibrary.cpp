@@ -164,7 +164,8 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
     check(role == static_cast<int32_t>(StateRole::Parameter) ||
               role == static_cast<int32_t>(StateRole::Buffer) ||
               role == static_cast<int32_t>(StateRole::Optimizer) ||
-              role == static_cast<int32_t>(StateRole::Gradient),
+              role == static_cast<int32_t>(StateRole::Gradient) ||
+              role == static_cast<int32_t>(StateRole::Master),
           where + ": state '" + info.states[i].tensor.name +
               "' has unknown role " + std::to_string(role));
   }

@@ -321,10 +321,17 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   const std::string where = "checkpoint " + directory_;
   // All buffers first, in state order, as loadStates from a weights file
   // allocates them; then each piece a state needs is read from its shard.
+  // A checkpoint of an fp32 run resumes in mixed precision as weights do
+  // (stateSource, roundsOnLoad).
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
+  std::vector<std::string> sources;
   for (int32_t i = 0; i < info.numStates; ++i) {
+    sources.push_back(stateSource(info.states[i], [&](const std::string &n) {
+      return tensors_.count(n) != 0;
+    }));
     TensorDesc whole = wholeTensor(info.states[i]);
+    whole.name = sources.back().c_str();
     auto found = tensors_.find(whole.name);
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
@@ -335,13 +342,23 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   ReadCache cache;
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &state = info.states[i];
-    const std::string name = state.tensor.name;
+    const std::string &name = sources[size_t(i)];
+    const Entry &entry = tensors_.at(name);
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
     StateSlice slice = stateSlice(state, rank);
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
-    readElements(name, tensors_.at(name), slice.begin, slice.count,
-                 elementSize(state.tensor.type), buffer, cache);
+    if (!roundsOnLoad(state.tensor.type, entry.dtype)) {
+      readElements(name, entry, slice.begin, slice.count,
+                   elementSize(state.tensor.type), buffer, cache);
+      continue;
+    }
+    // An fp32 tensor for a 16-bit state: read wide, then round.
+    std::vector<char> wide(size_t(slice.count) * dtypeSize(entry.dtype));
+    readElements(name, entry, slice.begin, slice.count, dtypeSize(entry.dtype),
+                 wide.data(), cache);
+    copyStored(buffer, state.tensor.type, wide.data(), entry.dtype,
+               size_t(slice.count));
   }
   return buffers;
 }

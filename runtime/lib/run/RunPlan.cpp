@@ -43,7 +43,8 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
                        DType dtype, const std::vector<int64_t> &shape) {
   std::vector<int64_t> expected(state.shape, state.shape + state.rank);
   DType expectedDType = storageDType(state.type);
-  check(shape == expected && dtype == expectedDType,
+  check(shape == expected &&
+            (dtype == expectedDType || roundsOnLoad(state.type, dtype)),
         where + ": tensor '" + state.name + "' is " + dtypeName(dtype) + " " +
             formatShape(shape) + ", but the artifact expects " +
             dtypeName(expectedDType) + " " + formatShape(expected));
@@ -168,14 +169,24 @@ StateSlice stateSlice(const StateDesc &state, int rank) {
 
 void readState(const StateDesc &state, const SafeTensorsFile &weights,
                int rank, void *dst) {
+  const std::string source = stateSource(
+      state, [&](const std::string &name) { return weights.contains(name); });
+  DType stored = weights.info(source).dtype;
   size_t bytes = tensorBytes(state.tensor);
-  if (!isPartitioned(state))
-    return weights.read(state.tensor.name, dst, bytes);
-  std::memset(dst, 0, bytes);
   StateSlice slice = stateSlice(state, rank);
-  size_t element = elementSize(state.tensor.type);
-  weights.readRange(state.tensor.name, size_t(slice.begin) * element, dst,
-                    size_t(slice.count) * element);
+  if (isPartitioned(state))
+    std::memset(dst, 0, bytes);
+  size_t element = dtypeSize(stored);
+  if (!roundsOnLoad(state.tensor.type, stored)) {
+    if (!isPartitioned(state))
+      return weights.read(source, dst, bytes);
+    return weights.readRange(source, size_t(slice.begin) * element, dst,
+                             size_t(slice.count) * element);
+  }
+  std::vector<char> wide(size_t(slice.count) * element);
+  weights.readRange(source, size_t(slice.begin) * element, wide.data(),
+                    wide.size());
+  copyStored(dst, state.tensor.type, wide.data(), stored, size_t(slice.count));
 }
 
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
@@ -184,7 +195,9 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
   const std::string &file = weights.path();
   for (int32_t i = 0; i < info.numStates; ++i) {
     const TensorDesc &state = info.states[i].tensor;
-    std::string name = state.name;
+    std::string name = stateSource(info.states[i], [&](const std::string &n) {
+      return weights.contains(n);
+    });
     bool present = weights.contains(name);
     StateRole role = info.states[i].role;
     if (!present &&
@@ -194,10 +207,11 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
     }
     // A partitioned state is the whole tensor in the file.
     TensorDesc whole = wholeTensor(info.states[i]);
+    whole.name = name.c_str();
     checkStatePresent(present, file, whole);
     const TensorInfo &stored = weights.info(name);
     checkStateMatches(file, whole, stored.dtype, stored.shape);
-    read(i, name, tensorBytes(state), true);
+    read(i, state.name, tensorBytes(state), true);
   }
 }
 

@@ -1022,3 +1022,13 @@ module attributes {dsc.world_size = 2 : i64} {
 // expected-error @+1 {{'dsc.state' op @m is partitioned, but the module has no positive 'dsc.world_size'}}
 dsc.state optimizer @m {partition_of = array<i64: 4>} : tensor<2xf32>
 
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @w.m is a master weight: it must be a float tensor named '<parameter>.master'}}
+dsc.state master @w.m : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @w.master is a master weight: it must be a float tensor named '<parameter>.master'}}
+dsc.state master @w.master : tensor<4xi64>

@@ -11,6 +11,8 @@ dsc.state buffer @"h.0.attn.bias" : tensor<1x1x8x8xf32>
 dsc.state parameter @scalar : tensor<bf16>
 // CHECK: dsc.state optimizer @h.0.attn.c_attn.weight.exp_avg : tensor<96x32xf32>
 dsc.state optimizer @"h.0.attn.c_attn.weight.exp_avg" : tensor<96x32xf32>
+// CHECK: dsc.state master @h.0.attn.c_attn.weight.master : tensor<96x32xf32>
+dsc.state master @"h.0.attn.c_attn.weight.master" : tensor<96x32xf32>
 
 // CHECK-LABEL: func.func @state
 // CHECK-SAME: (%{{.*}}: tensor<2x8xi64> {dsc.input = "tokens"}) -> (tensor<96x32xf32> {dsc.output = "w"})

@@ -16,14 +16,16 @@
 // CHECK: inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_bf16 *a,
 // CHECK-NEXT: dsc_bf16 *c, float alpha, float beta) {
 // CHECK-NEXT: dsc::rt::cpu::gemmBF16(s, a, b, c, alpha, beta);
-// States and inputs keep their fp32 tables.
-// CHECK: {{[{][{]}}"w", ElementType::F32, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter},
+// The parameters are bf16 states beside their fp32 masters; inputs keep
+// their fp32 tables.
+// CHECK: {{[{][{]}}"w", ElementType::BF16, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter},
+// CHECK-NEXT: {{[{][{]}}"w.master", ElementType::F32, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Master},
 // CHECK: {"loss", ElementType::F32, 0, kShape{{[0-9]+}}},
-// The fp32 input and master weights become 16-bit copies.
+// The fp32 input becomes a 16-bit copy.
 // CHECK: DSC_GLOBAL void kernel0_0(const float *__restrict in0, dsc_bf16 *__restrict out0) {
 // CHECK: const dsc_bf16 t0 = static_cast<dsc_bf16>((in0[i]));
 // dsc.linear: a bf16 GEMM into the bias-filled bf16 output.
-// CHECK: static void kernel3(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const dsc_bf16 *__restrict in1, const dsc_bf16 *__restrict in2, dsc_bf16 *__restrict out0) {
+// CHECK: static void kernel{{[0-9]+}}(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const dsc_bf16 *__restrict in1, const dsc_bf16 *__restrict in2, dsc_bf16 *__restrict out0) {
 // CHECK: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
 // Constants are rebuilt in 16 bits and written as float literals.
 // CHECK: alignas(64) const dsc_bf16 kConst0[] = {1.25000000000000000e-01f};

@@ -7,7 +7,8 @@ REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT is a
 `dsc-run --save` directory (its `latest` step), or a safetensors file (what
 `dsc-ckpt export` writes). Every reference tensor must
 be in the checkpoint (reassembled from its pieces when ZeRO partitioned
-it), with the same shape, and within
+it; in mixed precision its fp32 master weight NAME.master, which the
+16-bit NAME is rounded from), with the same shape, and within
 rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
 tensor and the largest error; exits 1 on any mismatch.
 """
@@ -38,7 +39,7 @@ else:
 ref = safetensors.load_numpy(args.reference)[0]
 failed, worst = False, 0.0
 for name, want in sorted(ref.items()):
-    got = ours.get(name)
+    got = ours.get(name + ".master", ours.get(name))
     if got is None or got.shape != want.shape:
         print(f"{name}: MISSING or misshapen in {args.checkpoint}/{step}")
         failed = True

@@ -14,6 +14,14 @@ LogicalResult StateOp::verify() {
                        type.getElementType().getIntOrFloatBitWidth()))
     return emitOpError() << "@" << getSymName() << " of type " << type
                          << " has more elements or bytes than fit in int64";
+  // The runtime gives a master weight that a weights file lacks the
+  // parameter it is named after (Artifact.h).
+  if (getRole() == StateRole::master &&
+      (!isa<FloatType>(type.getElementType()) ||
+       !getSymName().ends_with(".master") || getSymName() == ".master"))
+    return emitOpError() << "@" << getSymName()
+                         << " is a master weight: it must be a float tensor "
+                            "named '<parameter>.master'";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole)
     return success();

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 4;
+constexpr int32_t kArtifactAbiVersion = 5;
 
 class Stream;
 
@@ -42,8 +42,11 @@ struct TensorDesc {
 
 /// Optimizer state (exp_avg, momentum, step count) and Gradient state (the
 /// gradients accumulated over micro-batches) start at zero when the weights
-/// file does not hold them; checkpoints do.
-enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient };
+/// file does not hold them; checkpoints do. Master is mixed precision's fp32
+/// master weight of the 16-bit parameter X, named "X.master": a file without
+/// that tensor gives it the (fp32) tensor X. A 16-bit float state whose file
+/// tensor is f32 is rounded to nearest even as it is read.
+enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient, Master };
 
 struct StateDesc {
   TensorDesc tensor;

@@ -115,7 +115,8 @@ DType storageDType(ElementType type);
 void checkStatePresent(bool present, const std::string &where,
                        const TensorDesc &state);
 /// Throws Error "WHERE: tensor 'NAME' is F32 [16, 9], but the artifact
-/// expects F32 [16, 8]" unless `dtype` and `shape` store `state`.
+/// expects F32 [16, 8]" unless `dtype` and `shape` store `state` (an f32
+/// tensor stores a 16-bit float state too: roundsOnLoad).
 void checkStateMatches(const std::string &where, const TensorDesc &state,
                        DType dtype, const std::vector<int64_t> &shape);
 
@@ -126,6 +127,21 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
 /// gradient state the file does not hold (a weights file, not a checkpoint)
 /// starts at zero:
 /// `read` is then called with `present` false and must zero it.
+/// The tensor that state `state` is read from in a weights file or a
+/// checkpoint that holds the tensors `has` says it holds: the one of its
+/// name, or for a master weight "X.master" that is not there, X (training
+/// in mixed precision from fp32 weights, or from an fp32 checkpoint).
+std::string stateSource(const StateDesc &state,
+                        const std::function<bool(const std::string &)> &has);
+/// Whether a tensor stored as `stored` is rounded (to nearest even) into a
+/// state of `type` as it is read: f32 into a bf16 or f16 state (the 16-bit
+/// parameters of mixed precision, from fp32 weights).
+bool roundsOnLoad(ElementType type, DType stored);
+/// `count` elements at `src`, stored as `stored`, written to `dst` as
+/// `type`: copied, or rounded where roundsOnLoad.
+void copyStored(void *dst, ElementType type, const void *src, DType stored,
+                size_t count);
+
 /// Whether the artifact has a training step: training artifacts carry
 /// optimizer state (at least the step count).
 bool artifactTrains(const ArtifactInfo &info);

@@ -14,6 +14,11 @@ def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
     // Accumulated gradients (gradient accumulation over micro-batches):
     // start at zero like optimizer state; ZeRO stage 2 partitions them.
     I32EnumAttrCase<"gradient", 3>,
+    // Mixed precision's fp32 master weight of parameter `X`, named
+    // `X.master` (--dsc-mixed-precision): the optimizer updates it and
+    // stores its rounding into the 16-bit parameter. A weights file without
+    // it gives it the fp32 weight `X`.
+    I32EnumAttrCase<"master", 4>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

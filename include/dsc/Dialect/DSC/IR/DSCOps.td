@@ -48,6 +48,12 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     `gradient` state, the gradients accumulated over the micro-batches of
     one optimizer step (`<param>.grad_acc`).
 
+    `master` state is mixed precision's fp32 master weight of a 16-bit
+    parameter, named `<param>.master` (created by `--dsc-mixed-precision`):
+    the optimizer updates it and rounds it into the parameter. It must be a
+    float tensor named `<param>.master`; a weights file without that tensor
+    gives it the weight `<param>`.
+
     `partition_of` (set by `--dsc-zero`) marks a state partitioned over the
     module's `dsc.world_size` W data-parallel ranks: the whole tensor has
     that shape, and each rank holds `ceil(numel / W)` consecutive elements
