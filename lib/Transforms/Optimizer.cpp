@@ -307,10 +307,14 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     SmallVector<Value> g;
     for (Gradient &grad : grads)
       g.push_back(grad.value);
+    auto widened = [&](const Gradient &grad, Value gk) -> Value {
+      if (gk.getType() == grad.updateType())
+        return gk;
+      return ConvertOp::create(builder, loc, grad.updateType(), gk);
+    };
     auto widen = [&] {
       for (auto [grad, gk] : llvm::zip(grads, g))
-        if (gk.getType() != grad.updateType())
-          gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+        gk = widened(grad, gk);
     };
 
     // Gradient accumulation, as DeepSpeed's engine does it with
@@ -396,8 +400,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       stores.clear();
     };
     for (auto [grad, gk] : llvm::zip(grads, g)) {
-      if (gk.getType() != grad.updateType())
-        gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+      gk = widened(grad, gk);
       StateOp param = grad.updated();
       RankedTensorType type = param.getTensorType();
       StringRef name = grad.param.getSymName();
