@@ -177,7 +177,7 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
   }
   out << "tensors: " << records.size() << "\n";
   for (const char *role :
-       {"parameter", "buffer", "optimizer", "gradient", "unknown"}) {
+       {"parameter", "master", "buffer", "optimizer", "gradient", "unknown"}) {
     auto found = counts.find(role);
     if (found == counts.end())
       continue;
@@ -189,8 +189,9 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
 
   // The stage, from what is partitioned: stage 3 partitions parameters
   // (those under the persistence threshold stay whole), stages 1 and 2 the
-  // optimizer state (stage 2 also the gradient accumulators, which exist
-  // only with gradient accumulation), stage 0 nothing.
+  // optimizer state and fp32 masters (stage 2 also the gradient
+  // accumulators, which exist only with gradient accumulation), stage 0
+  // nothing.
   auto partitioned = [&](const char *role) {
     auto found = counts.find(role);
     return found != counts.end() && found->second.partitioned > 0;
@@ -202,7 +203,7 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     stage = "3 (parameters partitioned)";
   else if (partitioned("gradient"))
     stage = "2 (gradients and optimizer state partitioned)";
-  else if (partitioned("optimizer"))
+  else if (partitioned("optimizer") || partitioned("master"))
     stage = "1 or 2 (optimizer state partitioned, no gradient state)";
   else
     stage = "0 (nothing partitioned)";

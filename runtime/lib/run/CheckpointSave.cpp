@@ -62,13 +62,15 @@ const char *stateRoleName(StateRole role) {
   case StateRole::Buffer: return "buffer";
   case StateRole::Optimizer: return "optimizer";
   case StateRole::Gradient: return "gradient";
+  case StateRole::Master: return "master";
   }
   return "?";
 }
 
 bool parseStateRole(const std::string &name, StateRole &role) {
   for (StateRole candidate : {StateRole::Parameter, StateRole::Buffer,
-                              StateRole::Optimizer, StateRole::Gradient})
+                              StateRole::Optimizer, StateRole::Gradient,
+                              StateRole::Master})
     if (name == stateRoleName(candidate)) {
       role = candidate;
       return true;
