@@ -68,6 +68,8 @@ constexpr Flag kFlags[] = {
                    "state partitioned), 2 (+ gradients), 3 (+ parameters)"},
     {"zero-persistence-threshold", "stage 3: parameters of at most this many "
                                    "elements stay whole (default 1e5)"},
+    {"zero-unshard-budget", "stage 3: bytes per rank of parameters kept whole, "
+                            "costliest to gather per byte first (default 0)"},
     {"zero-prefetch-bucket-size", "stage 3: elements of parameter gathers issued "
                                   "ahead of use (default 5e7)"},
     {"zero-max-live-parameters", "stage 3: prefetched parameter elements alive "

@@ -94,6 +94,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     ZeroPartitionOptions zero;
     zero.stage = options.zeroStage;
     zero.persistenceThreshold = options.zeroPersistenceThreshold;
+    zero.unshardBudget = options.zeroUnshardBudget;
     pm.addPass(createZeroPartition(zero));
   }
   // Collectives where they overlap and free memory early (after

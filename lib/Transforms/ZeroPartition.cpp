@@ -26,6 +26,7 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Support/TensorSize.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -358,6 +359,37 @@ struct ZeroPartitionPass
     : public dsc::impl::ZeroPartitionBase<ZeroPartitionPass> {
   using ZeroPartitionBase::ZeroPartitionBase;
 
+  /// Selective unsharding (as DeepCompile does): the stage-3 parameters
+  /// whose gathers cost most per byte stay whole while the extra bytes per
+  /// rank fit `unshard-budget`. A gather's cost is a fixed latency plus a
+  /// term per byte, so per byte it costs most for the smallest tensors:
+  /// they are kept first (ties by name, so every rank decides alike).
+  void unshardWithinBudget(DenseMap<StringAttr, StateOp> &partitioned,
+                           int64_t world) {
+    if (unshardBudget == 0)
+      return;
+    SmallVector<StateOp> parameters;
+    for (auto [name, state] : partitioned)
+      if (state.getRole() == StateRole::parameter)
+        parameters.push_back(state);
+    llvm::sort(parameters, [](StateOp a, StateOp b) {
+      int64_t na = a.getTensorType().getNumElements();
+      int64_t nb = b.getTensorType().getNumElements();
+      return na != nb ? na < nb : a.getSymName() < b.getSymName();
+    });
+    int64_t spent = 0;
+    for (StateOp state : parameters) {
+      RankedTensorType type = state.getTensorType();
+      int64_t numel = type.getNumElements();
+      int64_t extra = (numel - shardSize(numel, world)) *
+                      bytesPerElement(type.getElementTypeBitWidth());
+      if (spent + extra > unshardBudget)
+        break;
+      spent += extra;
+      partitioned.erase(state.getSymNameAttr());
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (stage < 0 || stage > 3) {
@@ -365,6 +397,11 @@ struct ZeroPartitionPass
                          << " does not exist; stages are 0 (off), 1 "
                             "(optimizer state), 2 (+ gradients) and 3 "
                             "(+ parameters)";
+      return signalPassFailure();
+    }
+    if (unshardBudget < 0) {
+      module.emitError() << "ZeRO unshard budget " << int64_t(unshardBudget)
+                         << " is negative; it counts bytes per rank";
       return signalPassFailure();
     }
     if (persistenceThreshold < 0) {
@@ -413,6 +450,7 @@ struct ZeroPartitionPass
       if (state.getTensorType().getRank() > 0)
         partitioned[state.getSymNameAttr()] = state;
     }
+    unshardWithinBudget(partitioned, *world);
     if (!trains) {
       module.emitError() << "ZeRO stage " << int64_t(stage)
                          << " partitions the optimizer's state, but the "

@@ -127,6 +127,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("stage 3: parameters of at most this many elements stay "
                      "whole on every rank (stage3_param_persistence_threshold)"),
       llvm::cl::init(100000)};
+  Option<int64_t> zeroUnshardBudget{
+      *this, "zero-unshard-budget",
+      llvm::cl::desc("stage 3: bytes per rank of parameters kept whole, the "
+                     "costliest to gather per byte first (selective "
+                     "unsharding; default 0: off)"),
+      llvm::cl::init(0)};
   Option<int64_t> zeroPrefetchBucketSize{
       *this, "zero-prefetch-bucket-size",
       llvm::cl::desc("stage 3: elements of parameter gathers issued ahead of "

@@ -387,6 +387,10 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
            "stage 3: parameters of at most this many elements stay whole "
            "(stage3_param_persistence_threshold; dsc-opt's "
            "--zero-persistence-threshold defaults to DeepSpeed's 1e5)">,
+    Option<"unshardBudget", "unshard-budget", "int64_t", /*default=*/"0",
+           "stage 3: bytes per rank of parameters kept whole beyond the "
+           "threshold, smallest (costliest per byte to gather) first "
+           "(selective unsharding)">,
   ];
 }
 
