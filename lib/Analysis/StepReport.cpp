@@ -108,8 +108,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       report.parameterElements += numel;
       int64_t perRank =
           report.zeroStage >= 2 ? shardSize(numel, report.worldSize) : numel;
-      report.gradientElementBytes = elementBytes(whole.getElementType());
-      m.gradients += perRank * report.gradientElementBytes;
+      // The gradient has the parameter's element type (16-bit in mixed
+      // precision: autodiff differentiates the 16-bit parameter).
+      m.gradients += perRank * elementBytes(whole.getElementType());
       break;
     }
     case StateRole::buffer:

@@ -183,16 +183,17 @@ struct ScheduleCollectivesPass
         gathers.push_back({gather, load, first, numElements(gather)});
     }
     // Gather i is issued before the first user of gather j <= i, the
-    // earliest j whose gathers j..i fit the bucket and the live limit.
+    // earliest j whose gathers j..i fit the bucket and the live limit (j = i
+    // when gather i alone does not). That j never decreases as i grows: a
+    // sliding window.
+    int64_t limit = std::min<int64_t>(prefetchBucketSize, maxLiveParameters);
     SmallVector<Operation *> targets;
+    size_t j = 0;
+    int64_t ahead = 0; // elements of gathers j..i
     for (size_t i = 0; i < gathers.size(); ++i) {
-      size_t j = i;
-      int64_t ahead = gathers[i].elements;
-      while (j > 0 && ahead + gathers[j - 1].elements <= prefetchBucketSize &&
-             ahead + gathers[j - 1].elements <= maxLiveParameters) {
-        ahead += gathers[j - 1].elements;
-        --j;
-      }
+      ahead += gathers[i].elements;
+      while (j < i && ahead > limit)
+        ahead -= gathers[j++].elements;
       targets.push_back(gathers[j].firstUser);
     }
     for (auto [g, target] : llvm::zip(gathers, targets)) {

@@ -79,7 +79,6 @@ struct StepReport {
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
   int64_t parameterElements = 0; // Ψ, whole parameters
-  int64_t gradientElementBytes = 0;
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;
   RankMemory memory;
