@@ -7,12 +7,14 @@
 #include "dsc/Support/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/DebugStringHelper.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::dsc;
@@ -21,8 +23,7 @@ using namespace mlir::dsc;
 static constexpr int64_t kAllocatorAlignment = 256;
 
 static int64_t roundUp(int64_t bytes) {
-  return (bytes + kAllocatorAlignment - 1) / kAllocatorAlignment *
-         kAllocatorAlignment;
+  return int64_t(llvm::alignTo(uint64_t(bytes), kAllocatorAlignment));
 }
 
 static int64_t elementBytes(Type element) {
@@ -32,14 +33,9 @@ static int64_t elementBytes(Type element) {
 /// Bytes of a tensor type (verified modules: no overflow).
 static int64_t tensorBytes(Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() * elementBytes(tensor.getElementType());
-}
-
-static std::string typeName(Type type) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  type.print(os);
-  return text;
+  return checkedByteSize(tensor.getShape(),
+                         tensor.getElementType().getIntOrFloatBitWidth())
+      .value_or(0);
 }
 
 int64_t mlir::dsc::collectiveBytesSent(StringRef kind, int64_t payload,
@@ -152,12 +148,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     CollectiveReport c;
     c.kind = kind.str();
     Type element = cast<RankedTensorType>(payload.getType()).getElementType();
-    c.element = typeName(element);
+    c.element = debugString(element);
     c.elementBytes = elementBytes(element);
-    std::string loc;
-    llvm::raw_string_ostream os(loc);
-    op->getLoc().print(os);
-    c.location = loc;
+    c.location = debugString(op->getLoc());
     c.payloadBytes = tensorBytes(payload.getType());
     c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, report.worldSize);
     c.busBytes = collectiveBusBytes(kind, c.payloadBytes, report.worldSize);
