@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/DebugStringHelper.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
@@ -57,6 +58,71 @@ double mlir::dsc::collectiveBusBytes(StringRef kind, int64_t payload,
   if (kind == "all_reduce")
     return double(payload) * 2 * (n - 1) / n;
   return double(payload) * n * (n - 1) / n;
+}
+
+/// Whether `gather` assembles stage-3 parameters: loaded shards, or a
+/// bucket of them.
+static bool gathersLoadedShards(Operation &gather) {
+  Operation *input = gather.getOperand(0).getDefiningOp();
+  if (auto concat = dyn_cast_or_null<ConcatOp>(input))
+    return llvm::all_of(concat.getInputs(),
+                        [](Value v) { return v.getDefiningOp<LoadOp>(); });
+  return isa_and_nonnull<LoadOp>(input);
+}
+
+/// The most bytes of gathered parameters waiting, at one op, for their
+/// first reader other than that op: stage-3 gathers issued ahead of use. Reshapes
+/// and slices only view a gathered tensor; each member of a bucketed
+/// gather (a slice of it) waits on its own.
+static int64_t prefetchedBytes(Block &block) {
+  DenseMap<Value, Operation *> pieceOf; // views of a gathered tensor
+  DenseSet<Value> buckets;              // views of a bucketed gather
+  llvm::SetVector<Operation *> waiting; // pieces not read yet
+  auto bytes = [](Operation *piece) {
+    return tensorBytes(piece->getResult(0).getType());
+  };
+  int64_t waitingBytes = 0, most = 0;
+  auto issue = [&](Operation *piece) {
+    pieceOf[piece->getResult(0)] = piece;
+    waiting.insert(piece);
+    waitingBytes += bytes(piece);
+  };
+  for (Operation &op : block) {
+    if (isa<ReshapeOp, SliceOp>(op)) {
+      Value input = op.getOperand(0);
+      if (buckets.contains(input)) {
+        if (isa<SliceOp>(op))
+          issue(&op); // a member
+        else
+          buckets.insert(op.getResult(0));
+        continue;
+      }
+      if (Operation *piece = pieceOf.lookup(input)) {
+        pieceOf[op.getResult(0)] = piece;
+        continue;
+      }
+    }
+    llvm::SetVector<Operation *> read;
+    for (Value operand : op.getOperands())
+      if (Operation *piece = pieceOf.lookup(operand))
+        if (waiting.contains(piece))
+          read.insert(piece);
+    int64_t readBytes = 0;
+    for (Operation *piece : read)
+      readBytes += bytes(piece);
+    most = std::max(most, waitingBytes - readBytes);
+    for (Operation *piece : read) {
+      waiting.remove(piece);
+      waitingBytes -= bytes(piece);
+    }
+    if (isa<AllGatherOp>(op) && gathersLoadedShards(op)) {
+      if (op.hasAttr(DSCDialect::kBucketAttrName))
+        buckets.insert(op.getResult(0));
+      else
+        issue(&op);
+    }
+  }
+  return most;
 }
 
 StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
@@ -154,8 +220,16 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     c.payloadBytes = tensorBytes(payload.getType());
     c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, report.worldSize);
     c.busBytes = collectiveBusBytes(kind, c.payloadBytes, report.worldSize);
+    if (auto members =
+            op->getAttrOfType<IntegerAttr>(DSCDialect::kBucketAttrName)) {
+      c.members = members.getInt();
+      m.buckets = std::max(m.buckets, tensorBytes(op->getOperand(0).getType()) +
+                                          tensorBytes(op->getResult(0).getType()));
+    }
     report.collectives.push_back(std::move(c));
   });
+  if (graph.getBody().hasOneBlock())
+    m.prefetch = prefetchedBytes(graph.getBody().front());
   return report;
 }
 
@@ -357,7 +431,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                                          {"loc", c.location},
                                          {"payload_bytes", c.payloadBytes},
                                          {"bytes_sent", c.bytesSent},
-                                         {"bus_bytes", c.busBytes}});
+                                         {"bus_bytes", c.busBytes},
+                                         {"members", c.members}});
     llvm::json::Array kinds;
     for (const CollectiveGroup &g : groupCollectives(*this))
       kinds.push_back(llvm::json::Object{{"kind", g.kind},

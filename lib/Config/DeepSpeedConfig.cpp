@@ -515,7 +515,9 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
        {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
                                         "zero-persistence-threshold"},
         {"stage3_prefetch_bucket_size", "zero-prefetch-bucket-size"},
-        {"stage3_max_live_parameters", "zero-max-live-parameters"}}) {
+        {"stage3_max_live_parameters", "zero-max-live-parameters"},
+        {"reduce_bucket_size", "zero-reduce-bucket-size"},
+        {"allgather_bucket_size", "zero-allgather-bucket-size"}}) {
     FailureOr<std::optional<int64_t>> v = integer(zero, path, key);
     if (failed(v))
       return failure();

@@ -75,6 +75,10 @@ constexpr Flag kFlags[] = {
     {"zero-max-live-parameters", "stage 3: prefetched parameter elements alive "
                                  "at once (default 1e9)"},
     {"zero-overlap-comm", "prefetch parameter gathers (default true)"},
+    {"zero-reduce-bucket-size", "elements per bucketed gradient all-reduce or "
+                                "reduce-scatter (default 5e8; 0: off)"},
+    {"zero-allgather-bucket-size", "elements per bucketed all-gather "
+                                   "(default 5e8; 0: off)"},
     {"checkpoint-activations", "recompute every transformer block in the "
                                "backward (activation checkpointing)"},
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},

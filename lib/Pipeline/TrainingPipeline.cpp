@@ -106,6 +106,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
         options.zeroOverlapComm ? int64_t(options.zeroPrefetchBucketSize) : 0;
     schedule.maxLiveParameters = options.zeroMaxLiveParameters;
     pm.addPass(createScheduleCollectives(schedule));
+    // Then merge the small collectives where they ended up side by side.
+    BucketCollectivesOptions buckets;
+    buckets.reduceBucketSize = options.zeroReduceBucketSize;
+    buckets.allgatherBucketSize = options.zeroAllgatherBucketSize;
+    pm.addPass(createBucketCollectives(buckets));
   }
   if (!options.report.empty()) {
     StepReportOptions report;

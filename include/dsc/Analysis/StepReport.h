@@ -42,7 +42,9 @@ struct RankMemory {
   }
   // Other state: buffers that are not trained (running statistics, masks).
   int64_t buffers = 0;
-  // Staging of collectives: bucketed gradients and prefetched parameters.
+  // Staging of collectives, inside the arena: the largest bucket's packed
+  // buffer and result (--dsc-bucket-collectives), and the most bytes of
+  // gathered parameters waiting for their first use at once (prefetch).
   int64_t buckets = 0;
   int64_t prefetch = 0;
   // The runtime's allocations: states, the arena, inputs and outputs.
@@ -61,6 +63,7 @@ struct CollectiveReport {
   int64_t bytesSent = 0;    // by this rank, per call
   double busBytes = 0;      // nccl-tests: size * bus factor, per call
   int64_t elementBytes = 0;
+  int64_t members = 1; // collectives merged into this call (a bucket)
 };
 
 /// DeepSpeed's model-state estimator (estimate_zero2/3_model_states_mem_

@@ -143,6 +143,16 @@ struct TrainingPipelineOptions
       llvm::cl::desc("stage 3: prefetched parameter elements alive at once "
                      "(stage3_max_live_parameters)"),
       llvm::cl::init(1000000000)};
+  Option<int64_t> zeroReduceBucketSize{
+      *this, "zero-reduce-bucket-size",
+      llvm::cl::desc("elements per bucketed gradient all_reduce / "
+                     "reduce_scatter (reduce_bucket_size; 0: off)"),
+      llvm::cl::init(500000000)};
+  Option<int64_t> zeroAllgatherBucketSize{
+      *this, "zero-allgather-bucket-size",
+      llvm::cl::desc("elements per bucketed all_gather "
+                     "(allgather_bucket_size; 0: off)"),
+      llvm::cl::init(500000000)};
   Option<bool> zeroOverlapComm{
       *this, "zero-overlap-comm",
       llvm::cl::desc("prefetch parameter gathers to overlap them with compute "

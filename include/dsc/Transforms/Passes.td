@@ -442,6 +442,46 @@ def ScheduleCollectives : Pass<"dsc-schedule-collectives", "::mlir::ModuleOp"> {
   ];
 }
 
+def BucketCollectives : Pass<"dsc-bucket-collectives", "::mlir::ModuleOp"> {
+  let summary = "merges consecutive small collectives into bucketed calls";
+  let description = [{
+    Merges collectives of one kind and element type that follow each other
+    in the block into one call on a packed buffer, in block order, while
+    their elements (whole tensors: W * S for a shard of S) fit the bucket:
+    `reduce-bucket-size` for all_reduce and reduce_scatter (DeepSpeed's
+    reduce_bucket_size), `allgather-bucket-size` for all_gather
+    (allgather_bucket_size); 0 turns bucketing of that kind off. The merged
+    call replaces the last member; a member whose result is used before it
+    by anything but a reshape or a store (which move after it) ends the
+    bucket, so compute never waits for a bucket and stage-3 gathers merge
+    only where the prefetch placed them side by side. Each member keeps its
+    padding and every rank receives its own shard of each; the merged
+    collective carries `dsc.bucket` = its number of members
+    (lib/Transforms/BucketCollectives.cpp).
+
+    Example (W = 2, two reduce-scatters of 8 and 4 elements):
+
+    ```mlir
+    %r = dsc.reshape %a : tensor<8xf32> -> tensor<2x4xf32>
+    %s = dsc.reshape %b : tensor<4xf32> -> tensor<2x2xf32>
+    %c = dsc.concat(%r, %s), dim = 1 : tensor<2x4xf32>, tensor<2x2xf32>
+    %f = dsc.reshape %c : tensor<2x6xf32> -> tensor<12xf32>
+    %x = dsc.reduce_scatter %f {dsc.bucket = 2 : i64}
+        : tensor<12xf32> -> tensor<6xf32>
+    %sa = dsc.slice %x, dim = 0, start = 0, end = 4, step = 1 : tensor<6xf32>
+    %sb = dsc.slice %x, dim = 0, start = 4, end = 6, step = 1 : tensor<6xf32>
+    ```
+  }];
+  let options = [
+    Option<"reduceBucketSize", "reduce-bucket-size", "int64_t",
+           /*default=*/"500000000",
+           "elements per all_reduce / reduce_scatter bucket (0: off)">,
+    Option<"allgatherBucketSize", "allgather-bucket-size", "int64_t",
+           /*default=*/"500000000",
+           "elements per all_gather bucket (0: off)">,
+  ];
+}
+
 def StepReport : Pass<"dsc-step-report", "::mlir::ModuleOp"> {
   let summary = "prints each rank's memory and communication of the step";
   let description = [{

@@ -73,6 +73,9 @@ def DSC_Dialect : Dialect {
     /// `{value = f64, state = @name}` (state optional).
     static constexpr ::llvm::StringLiteral kBackwardSeedAttrName =
         "dsc.backward_seed";
+    /// Collective attribute: the collectives `--dsc-bucket-collectives`
+    /// merged into this one (an i64 count).
+    static constexpr ::llvm::StringLiteral kBucketAttrName = "dsc.bucket";
   }];
 }
 
