@@ -32,6 +32,7 @@ PyTorch on the CPU and only the bundle's CPU artifacts.
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import shlex
@@ -39,6 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "python"))
@@ -50,6 +52,7 @@ from dsc.export import parse_overrides  # noqa: E402
 
 MODEL = os.path.join(ROOT, "examples/models/gpt2.py")
 LR = 1e-3  # dsc-compile's default (Passes.td, --dsc-optimizer)
+WORK = "/tmp/dsc-gpu-train"
 TOLERANCES = {"fp32": (1e-5, 1e-6), "bf16": (1.6e-2, 1e-6)}
 
 
@@ -72,15 +75,24 @@ def export_weights(sets, work, env):
     return weights
 
 
+class DscRunError(Exception):
+    pass
+
+
 def run_dsc(bundle, artifact, weights, batch, seq, steps, metrics):
     """dsc-run's training steps: losses, step times, learning rates and the
     lines that are not per-step."""
     cmd = [os.path.join(bundle, "bin/dsc-run"), artifact, "--weights", weights,
            "--data", os.path.join(bundle, "data.bin"), "--batch", str(batch),
            "--seq", str(seq), "--steps", str(steps), "--metrics", metrics]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    env = os.environ
+    if artifact.endswith("_cpu.so"):  # its OpenMP runtime (make-bundle.sh)
+        path = [os.environ.get("LD_LIBRARY_PATH"), os.path.join(bundle, "lib-cpu")]
+        env = dict(env, LD_LIBRARY_PATH=":".join(p for p in path if p))
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     if out.returncode:
-        sys.exit(f"{shlex.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+        raise DscRunError(f"{shlex.join(cmd)} failed ({out.returncode}):\n"
+                          f"{out.stdout}{out.stderr}")
     rows = list(csv.DictReader(open(metrics)))
     lrs = [float(x) for x in re.findall(r"^step=\d+ .* lr=(\S+)", out.stdout, re.M)]
     return dict(loss=[float(r["loss"]) for r in rows],
@@ -101,6 +113,8 @@ def run_torch(sets, weights, data, batch, seq, steps, precision, device, work):
 
 
 def worst_rel(got, want):
+    if len(got) != len(want) or not got:
+        return math.inf
     return max(abs(a - b) / abs(b) for a, b in zip(got, want))
 
 
@@ -111,6 +125,63 @@ def check(what, got, want, rtol, atol):
     print(f"  {what}: worst relative difference {worst_rel(got, want):.2e} "
           f"(rtol {rtol:g}, atol {atol:g}): {'ok' if ok else 'MISMATCH'}")
     return ok
+
+
+def run_artifact(args, name, d, sets, flags, zero, weights, stage0):
+    """Runs one training artifact beside PyTorch and prints the checks;
+    returns whether they hold, and the numbers."""
+    precision = flag(flags, "precision", "fp32")
+    rtol, atol = TOLERANCES[precision]
+    overrides = parse_overrides(sets[1::2])
+    batch, seq = overrides["batch"], overrides["seq"]
+    work = os.path.join(WORK, name)
+    os.makedirs(work, exist_ok=True)
+    print(f"== {name}: gpt2 {shlex.join(sets)}; dsc-compile {shlex.join(flags) or '(defaults)'}"
+          f" ({precision})")
+    ok = True
+    runs = {}
+    for t in (["cuda"] if args.device == "cuda" else []) + ["cpu"]:
+        if os.path.exists(os.path.join(d, f"step_{t}.so")):
+            try:
+                runs[t] = run_dsc(args.bundle, os.path.join(d, f"step_{t}.so"), weights, batch,
+                                  seq, args.steps, os.path.join(work, f"{t}.csv"))
+            except DscRunError as e:
+                print(f"  {e}")
+                ok = False
+    targets = list(runs)
+    ref = run_torch(sets, weights, os.path.join(args.bundle, "data.bin"), batch, seq,
+                    args.steps, precision, args.device, work)
+    cols = [(f"dsc {t}", runs[t]) for t in targets] + [(f"pytorch {args.device}", ref)]
+    print("  step " + "".join(f"{c:>16}" for c, _ in cols))
+    for i in range(args.steps):
+        print(f"  {i + 1:4} " + "".join(f"{r['loss'][i]:16.7f}" for _, r in cols))
+    for t in targets:
+        ok &= check(f"dsc {t} vs pytorch {args.device}", runs[t]["loss"], ref["loss"],
+                    rtol, atol)
+        # dsc prints its f32 learning rate; golden's are doubles.
+        ok &= check(f"dsc {t} lr vs pytorch's", runs[t]["lr"], ref["lr"], 1e-6, 0)
+    if "cuda" in runs and "cpu" in runs:
+        ok &= check("dsc cuda vs dsc cpu", runs["cuda"]["loss"], runs["cpu"]["loss"],
+                    rtol, atol)
+    base = [f for f in flags if not f.startswith("--zero-")]
+    for t in targets:
+        key = (tuple(sets), tuple(base), t)
+        if zero == 0:
+            stage0[key] = (name, runs[t]["loss"])
+        elif key in stage0:
+            ok &= check(f"dsc {t} ZeRO stage {zero} vs stage 0 ({stage0[key][0]})",
+                        runs[t]["loss"], stage0[key][1], 0, 0)
+    if targets:
+        main_run = runs[targets[0]]
+        dm, tm = statistics.median(main_run["step_s"][1:]), statistics.median(ref["step_s"][1:])
+        tok = batch * seq
+        print(f"  step time, median of steps 2..{args.steps}: dsc {targets[0]} {dm:.5f} s "
+              f"({tok / dm:.0f} tokens/s), pytorch {args.device} {tm:.5f} s "
+              f"({tok / tm:.0f} tokens/s); dsc / pytorch {dm / tm:.3f}")
+        print("  dsc-run " + targets[0] + ":", *main_run["log"], sep="\n    ")
+    else:
+        print(f"  no dsc run on {args.device}: PyTorch only")
+    return ok, dict(sets=sets, flags=flags, precision=precision, dsc=runs, torch=ref)
 
 
 def main():
@@ -131,9 +202,7 @@ def main():
         if unknown:
             p.error(f"--only: no artifact {', '.join(sorted(unknown))} in {root}")
         names = [n for n in names if n in args.only.split(",")]
-    data = os.path.join(args.bundle, "data.bin")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
-    work_root = "/tmp/dsc-gpu-train"
     results = {"torch": torch.__version__, "device": args.device, "steps": args.steps,
                "artifacts": {}}
     if args.device == "cuda":
@@ -145,7 +214,7 @@ def main():
         d = os.path.join(root, name)
         sets = open(os.path.join(d, "sets.txt")).read().split()
         flags = open(os.path.join(d, "flags.txt")).read().split()
-        work = os.path.join(work_root, "-".join(s.replace("=", "") for s in sets[1::2]))
+        work = os.path.join(WORK, "-".join(s.replace("=", "") for s in sets[1::2]))
         weights = export_weights(sets, work, env)
         arts.append((os.path.getsize(weights), int(flag(flags, "zero-stage", "0")), name, d,
                      sets, flags, weights))
@@ -153,52 +222,13 @@ def main():
     failed = False
     stage0 = {}  # (sets, flags without ZeRO's, target) -> (name, losses)
     for _, zero, name, d, sets, flags, weights in arts:
-        precision = flag(flags, "precision", "fp32")
-        rtol, atol = TOLERANCES[precision]
-        overrides = parse_overrides(sets[1::2])
-        batch, seq = overrides["batch"], overrides["seq"]
-        work = os.path.join(work_root, name)
-        os.makedirs(work, exist_ok=True)
-        targets = [t for t in (["cuda"] if args.device == "cuda" else []) + ["cpu"]
-                   if os.path.exists(os.path.join(d, f"step_{t}.so"))]
-        print(f"== {name}: gpt2 {shlex.join(sets)}; dsc-compile {shlex.join(flags) or '(defaults)'}"
-              f" ({precision})")
-        runs = {t: run_dsc(args.bundle, os.path.join(d, f"step_{t}.so"), weights, batch, seq,
-                           args.steps, os.path.join(work, f"{t}.csv")) for t in targets}
-        ref = run_torch(sets, weights, data, batch, seq, args.steps, precision, args.device, work)
-        cols = [(f"dsc {t}", runs[t]) for t in targets] + [(f"pytorch {args.device}", ref)]
-        print("  step " + "".join(f"{c:>16}" for c, _ in cols))
-        for i in range(args.steps):
-            print(f"  {i + 1:4} " + "".join(f"{r['loss'][i]:16.7f}" for _, r in cols))
-        for t in targets:
-            failed |= not check(f"dsc {t} vs pytorch {args.device}", runs[t]["loss"],
-                                ref["loss"], rtol, atol)
-            # dsc prints its f32 learning rate; golden's are doubles.
-            failed |= not check(f"dsc {t} lr vs pytorch's", runs[t]["lr"], ref["lr"], 1e-6, 0)
-        if "cuda" in runs and "cpu" in runs:
-            failed |= not check("dsc cuda vs dsc cpu", runs["cuda"]["loss"],
-                                runs["cpu"]["loss"], rtol, atol)
-        base = [f for f in flags if not f.startswith("--zero-")]
-        for t in targets:
-            key = (tuple(sets), tuple(base), t)
-            if zero == 0:
-                stage0[key] = (name, runs[t]["loss"])
-            elif key in stage0:
-                failed |= not check(f"dsc {t} ZeRO stage {zero} vs stage 0 ({stage0[key][0]})",
-                                    runs[t]["loss"], stage0[key][1], 0, 0)
-        if targets:
-            main_run = runs[targets[0]]
-            dm, tm = statistics.median(main_run["step_s"][1:]), statistics.median(ref["step_s"][1:])
-            tok = batch * seq
-            print(f"  step time, median of steps 2..{args.steps}: dsc {targets[0]} {dm:.5f} s "
-                  f"({tok / dm:.0f} tokens/s), pytorch {args.device} {tm:.5f} s "
-                  f"({tok / tm:.0f} tokens/s); dsc / pytorch {dm / tm:.3f}")
-            print("  dsc-run " + targets[0] + ":", *main_run["log"], sep="\n    ")
-        else:
-            print(f"  no step_{args.device}.so: PyTorch only")
-        results["artifacts"][name] = dict(
-            sets=sets, flags=flags, precision=precision,
-            dsc=runs, torch=ref)
+        try:
+            ok, results["artifacts"][name] = run_artifact(args, name, d, sets, flags, zero,
+                                                          weights, stage0)
+        except Exception:  # the next artifacts still run: one GPU call answers all
+            traceback.print_exc(file=sys.stdout)
+            ok = False
+        failed |= not ok
     if args.out:
         with open(os.path.join(args.out, "gpt2_train_cuda.json"), "w") as f:
             json.dump(results, f, indent=1)

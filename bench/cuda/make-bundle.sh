@@ -23,17 +23,20 @@ cp "$BUILD/bin/dsc-run" "$OUT/bin/"
 for t in RuntimeCudaTest RuntimeStreamCudaTest RuntimeCudaNcclTest; do
   cp "$BUILD/runtime/tests/$t" "$OUT/tests/"
 done
-# Copies every library the ldd output on stdin names into the bundle,
-# except glibc's own and CUDA's.
+# Copies every library the ldd output on stdin names into the bundle's
+# folder $1, except glibc's own and CUDA's and those lib/ has.
 copy_libs() {
+  mkdir -p "$OUT/$1"
   awk '/=>/ {print $3}' | sort -u |
     grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcudart|libcublas|libcublasLt|libnccl|libcuda)\.so' |
-    while read -r lib; do cp -L "$lib" "$OUT/lib/"; done
+    while read -r lib; do
+      [[ -e $OUT/lib/$(basename "$lib") ]] || cp -L "$lib" "$OUT/$1/"
+    done
 }
 # What dsc-run and Open MPI's plugins load.
 plugins=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 cp -r "$plugins" "$OUT/openmpi3"
-{ ldd "$BUILD/bin/dsc-run" "$OUT"/tests/*; ldd "$plugins"/*.so; } | copy_libs
+{ ldd "$BUILD/bin/dsc-run" "$OUT"/tests/*; ldd "$plugins"/*.so; } | copy_libs lib
 
 # The torch-1.13 exports (make_fx) of every model the comparison covers.
 while read -r name model sets; do
@@ -85,8 +88,10 @@ tiny-bf16-z2 tiny --precision=bf16 --zero-stage=2
 small-fp32-z0 small-b8-t512
 small-bf16-z0 small-b8-t512 --precision=bf16
 LIST
-# What the CPU artifacts load beside dsc-run's libraries (OpenMP's runtime).
-ldd "$OUT"/train/*/step_cpu.so | copy_libs
+# What the CPU artifacts load beside dsc-run's libraries (OpenMP's
+# runtime): in lib-cpu/, which only their dsc-run sees (run-on-gpu.sh puts
+# lib/ on every process's path, PyTorch's too).
+ldd "$OUT"/train/*/step_cpu.so | copy_libs lib-cpu
 $PY -m dsc.data -o "$OUT/data.bin" > /dev/null
 tar -C "$BUILD" -cJf "$BUILD/gpu-bundle.tar.xz" gpu-bundle
 du -h "$BUILD/gpu-bundle.tar.xz"
