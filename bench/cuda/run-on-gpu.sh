@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU session: unpacks build/gpu-bundle.tar.xz (bench/cuda/make-bundle.sh),
 # compares torch.export's IR with torch 1.13's, then runs the CUDA artifacts
-# beside PyTorch. OUT receives the logs.
+# beside PyTorch: the eval steps (gpt2_eval_cuda.py), then the training
+# steps (gpt2_train_cuda.py). OUT receives the logs.
 #
 #   bench/cuda/run-on-gpu.sh OUT
 set -uo pipefail
@@ -15,7 +16,7 @@ nvcc --version | tail -1
 tar -xJf "$ROOT/build/gpu-bundle.tar.xz" -C /tmp
 B=/tmp/gpu-bundle
 cuda_dirs=$(find /usr /opt -xdev \( -name 'libcublasLt.so.13' -o -name 'libnccl.so.2' \
-  -o -name 'libcudart.so.13' \) 2>/dev/null | xargs -r -n1 dirname | sort -u | paste -sd:)
+  -o -name 'libcudart.so.13' \) -print0 2>/dev/null | xargs -0 -r -n1 dirname | sort -u | paste -sd:)
 echo "CUDA libraries from: $cuda_dirs"
 export LD_LIBRARY_PATH=$B/lib:$cuda_dirs
 # A singleton MPI process: no mpirun, no daemon; plugins from the bundle.
@@ -35,3 +36,6 @@ for f in /tmp/exports/*.log; do echo "== $f"; tail -20 "$f"; done > "$OUT/export
 echo "== CUDA artifacts"
 PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/gpt2_eval_cuda.py" --bundle "$B" --out "$OUT" 2>&1 |
   tee "$OUT/gpt2_eval_cuda.txt"
+echo "== CUDA training steps"
+PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/gpt2_train_cuda.py" --bundle "$B" --out "$OUT" 2>&1 |
+  tee "$OUT/gpt2_train_cuda.txt"

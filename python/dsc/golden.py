@@ -23,6 +23,11 @@ of --batch sequences (the next N batches), each loss divided by N before its
 backward, as DeepSpeed's engine does. Batches follow
 dsc.data.batch. Runs are deterministic: one thread, deterministic algorithms,
 fixed seeds; two runs write bit-identical files.
+
+With --device cuda the same loop runs on the GPU (TF32 off: fp32 GEMMs are
+fp32) with PyTorch's default CUDA kernels, which are not deterministic;
+bench/cuda/gpt2_train_cuda.py uses it as the PyTorch side of dsc's CUDA
+training step (`train` also returns each step's wall time).
 """
 
 import argparse
@@ -31,6 +36,7 @@ import math
 import os
 import struct
 import sys
+import time
 
 import torch
 
@@ -155,9 +161,9 @@ class MasterWeights:
             t.grad = None if g is None else g.float()
 
 
-def check_precision(dtype):
+def check_precision(dtype, device):
     """torch's CPU kernels must have the 16-bit GEMM the model needs."""
-    if dtype is None:
+    if dtype is None or device != "cpu":
         return
     try:
         x = torch.ones(2, 2, dtype=dtype)
@@ -167,13 +173,31 @@ def check_precision(dtype):
                           f"reference on the CPU ({e})") from None
 
 
+def use_device(device):
+    """Deterministic kernels on the CPU; on CUDA, PyTorch's defaults with
+    TF32 off."""
+    if device == "cpu":
+        torch.use_deterministic_algorithms(True)
+        return
+    if not torch.cuda.is_available():
+        raise ExportError(f"error: --device {device}: torch {torch.__version__} "
+                          "sees no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def train(args):
+    """Returns the losses, the first step's gradients, the final state, the
+    learning rates and the wall time of every step."""
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    torch.use_deterministic_algorithms(True)
+    use_device(args.device)
     dtype = PRECISIONS[args.precision]
-    check_precision(dtype)
+    check_precision(dtype, args.device)
     model, _ = build_model(args.model, parse_overrides(args.set))
+    # Before load_weights: moving a module replaces its buffers, which the
+    # state must see.
+    model.to(args.device)
     state = load_weights(model, args.weights)
     tokens_all = data.load(args.data)
     master = MasterWeights(model, state, dtype) if dtype else None
@@ -183,8 +207,10 @@ def train(args):
     opt = make_optimizer(args, params)
     schedule = Schedule(args)
     model.train()
-    losses, grads, lrs = [], None, []
+    losses, grads, lrs, times = [], None, [], []
     for step in range(args.steps):
+        sync(args.device)
+        start = time.perf_counter()
         lr = schedule.lr(step - 1)
         for group in opt.param_groups:
             group["lr"] = lr
@@ -201,9 +227,9 @@ def train(args):
             index = step * args.grad_accum + micro
             # With --ranks N, DeepSpeed's data parallelism: each rank's loss
             # on its own micro-batch, averaged (an MoE routes per micro-batch).
-            loss = sum(model(*map(torch.from_numpy,
-                                  data.batch(tokens_all, index, args.batch, args.seq, r,
-                                             args.ranks)))
+            loss = sum(model(*(torch.from_numpy(a).to(args.device)
+                               for a in data.batch(tokens_all, index, args.batch, args.seq,
+                                                   r, args.ranks)))
                        for r in range(args.ranks)) / args.ranks
             (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
             total += float(loss.detach())
@@ -216,11 +242,19 @@ def train(args):
         if args.grad_clip:
             torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
-    final = {n: fp32.get(n, t).detach() for n, t in state.tensors.items()}
-    return losses, grads, final, lrs
+        sync(args.device)
+        times.append(time.perf_counter() - start)
+    final = {n: fp32.get(n, t).detach().cpu() for n, t in state.tensors.items()}
+    grads = grads and {n: g.cpu() for n, g in grads.items()}
+    return losses, grads, final, lrs, times
 
 
-def main(argv=None):
+def sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def parser():
     p = argparse.ArgumentParser(prog="python3 -m dsc.golden", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("model")
@@ -259,9 +293,18 @@ def main(argv=None):
                    help="compute in bf16 or fp16 with fp32 master weights (DeepSpeed's "
                         "mixed precision; fp16 needs 16-bit GEMMs in torch's CPU kernels)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where PyTorch trains (cuda: TF32 off, PyTorch's default, "
+                        "non-deterministic kernels)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="the same build() overrides as the export")
     p.add_argument("-o", "--output", required=True)
+    return p
+
+
+def parse_args(argv=None):
+    """The command line's arguments, checked."""
+    p = parser()
     args = p.parse_args(argv)
     if args.ranks < 1 or args.batch % args.ranks:
         p.error(f"--ranks {args.ranks} must be positive and divide --batch {args.batch}")
@@ -271,11 +314,16 @@ def main(argv=None):
         p.error(f"--warmup-num-steps must be positive, got {args.warmup_num_steps}")
     if args.scheduler in ("warmup-decay-lr", "warmup-cosine-lr") and not args.total_num_steps:
         p.error(f"--scheduler {args.scheduler} needs --total-num-steps")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     try:
         for path in (args.model, args.weights, args.data):
             if not os.path.isfile(path):
                 raise ExportError(f"{path}: error: no such file")
-        losses, grads, final, lrs = train(args)
+        losses, grads, final, lrs, _ = train(args)
     except (ExportError, safetensors.SafetensorsError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
