@@ -58,34 +58,81 @@ static int64_t bucketElements(Operation *op) {
                   tensorType(op->getResult(0)).getNumElements());
 }
 
-/// The ops of `block` before `limit` that use the results of `members`,
-/// transitively, in block order; failure if one of them may not move after
-/// `limit` (anything but a reshape or a store, or `limit` itself, which
-/// would then depend on a member).
-static FailureOr<SmallVector<Operation *>>
-usersBefore(ArrayRef<Operation *> members, Operation *limit, Block &block) {
-  llvm::SetVector<Operation *> users;
-  SmallVector<Operation *> worklist(members.begin(), members.end());
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    for (Operation *user : op->getUsers()) {
-      user = block.findAncestorOpInBlock(*user);
-      if (!user || user == limit)
-        return failure();
-      if (!user->isBeforeInBlock(limit) || users.contains(user))
-        continue;
-      if (!isa<ReshapeOp, StoreOp>(user))
-        return failure();
-      users.insert(user);
-      worklist.push_back(user);
-    }
-  }
-  SmallVector<Operation *> ops = users.takeVector();
-  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ops;
-}
-
 namespace {
+/// The bucket being filled: its members, and the ops that use their
+/// results, transitively, before the latest member (`waiting`: they move
+/// after the merged call) or not yet reached (`ahead`). The users are
+/// followed incrementally as members join, so filling a bucket of k
+/// members visits each user once per later candidate at most.
+class OpenBucket {
+public:
+  explicit OpenBucket(Block &block) : block(block) {}
+
+  bool empty() const { return members.empty(); }
+  ArrayRef<Operation *> getMembers() const { return members; }
+  ArrayRef<Operation *> getWaiting() const { return waiting; }
+  int64_t getElements() const { return elements; }
+
+  void start(Operation *op, int64_t n) {
+    members.assign({op});
+    waiting.clear();
+    ahead.clear();
+    seen.clear();
+    elements = n;
+    follow(op);
+  }
+
+  /// Adds `op` if the members' results can wait for it: every user before
+  /// it is a reshape or a store (which may move after it), and `op` does
+  /// not use them itself.
+  bool tryAdd(Operation *op, int64_t n) {
+    SmallVector<Operation *> reached, stillAhead;
+    SmallVector<Operation *> worklist(ahead.begin(), ahead.end());
+    while (!worklist.empty()) {
+      Operation *user = worklist.pop_back_val();
+      if (user == op)
+        return false;
+      if (!user->isBeforeInBlock(op)) {
+        stillAhead.push_back(user);
+        continue;
+      }
+      if (!isa<ReshapeOp, StoreOp>(user))
+        return false;
+      reached.push_back(user);
+      for (Operation *next : user->getUsers())
+        if (Operation *top = block.findAncestorOpInBlock(*next);
+            top && seen.insert(top).second)
+          worklist.push_back(top);
+    }
+    waiting.append(reached);
+    ahead = std::move(stillAhead);
+    members.push_back(op);
+    elements += n;
+    follow(op);
+    return true;
+  }
+
+  /// `waiting` in block order, for the merge.
+  void sortWaiting() {
+    llvm::sort(waiting, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+  }
+
+private:
+  void follow(Operation *member) {
+    for (Operation *user : member->getUsers())
+      if (Operation *top = block.findAncestorOpInBlock(*user);
+          top && seen.insert(top).second)
+        ahead.push_back(top);
+  }
+
+  Block &block;
+  SmallVector<Operation *> members, waiting, ahead;
+  DenseSet<Operation *> seen;
+  int64_t elements = 0;
+};
+
 /// Builds the merged collective of a bucket just after its last member.
 class BucketBuilder {
 public:
@@ -233,39 +280,28 @@ struct BucketCollectivesPass
     for (Operation &op : block)
       if (isa<OpTy>(op))
         collectives.push_back(&op);
-    SmallVector<Operation *> open;
-    int64_t elements = 0;
+    OpenBucket open(block);
     for (Operation *op : collectives) {
       int64_t n = bucketElements(op);
-      if (!open.empty() && !canJoin(open, elements, op, n, limit, block)) {
-        merge(open, world, block);
-        open.clear();
-        elements = 0;
-      }
-      open.push_back(op);
-      elements += n;
+      if (!open.empty() && open.getElements() + n <= limit &&
+          getElementTypeOrSelf(op->getResult(0).getType()) ==
+              getElementTypeOrSelf(
+                  open.getMembers().front()->getResult(0).getType()) &&
+          open.tryAdd(op, n))
+        continue;
+      merge(open, world);
+      open.start(op, n);
     }
-    merge(open, world, block);
+    merge(open, world);
   }
 
-  bool canJoin(ArrayRef<Operation *> open, int64_t elements, Operation *op,
-               int64_t n, int64_t limit, Block &block) {
-    if (elements + n > limit)
-      return false;
-    if (getElementTypeOrSelf(op->getResult(0).getType()) !=
-        getElementTypeOrSelf(open.front()->getResult(0).getType()))
-      return false;
-    return succeeded(usersBefore(open, op, block));
-  }
-
-  void merge(ArrayRef<Operation *> members, int64_t world, Block &block) {
+  void merge(OpenBucket &open, int64_t world) {
+    ArrayRef<Operation *> members = open.getMembers();
     if (members.size() < 2)
       return;
-    // Checked by canJoin when the last member joined.
-    SmallVector<Operation *> waiting =
-        *usersBefore(members.drop_back(), members.back(), block);
+    open.sortWaiting();
     Operation *last = BucketBuilder(members, world).build();
-    for (Operation *op : waiting) {
+    for (Operation *op : open.getWaiting()) {
       op->moveAfter(last);
       last = op;
     }
