@@ -58,3 +58,32 @@ TEST(ModuleSummary, CountsStateGraphsAndOps) {
   EXPECT_NE(text.find("parameters: 36"), std::string::npos);
   EXPECT_NE(text.find("input  x : tensor<2x8xf32>"), std::string::npos);
 }
+
+// Optimizer state, fp32 masters and accumulators are neither parameters nor
+// buffers: they are counted, and printed, on their own.
+TEST(ModuleSummary, CountsTrainingStateApart) {
+  DialectRegistry registry;
+  dsc::registerAllDialects(registry);
+  MLIRContext ctx(registry);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(R"mlir(
+dsc.state parameter @"w" : tensor<4x8xbf16>
+dsc.state buffer @"mask" : tensor<8xi1>
+dsc.state master @"w.master" : tensor<4x8xf32>
+dsc.state optimizer @"w.exp_avg" : tensor<4x8xf32>
+dsc.state gradient @"w.grad_acc" : tensor<4x8xbf16>
+)mlir",
+                                                             &ctx);
+  ASSERT_TRUE(module);
+  dsc::ModuleSummary s = dsc::ModuleSummary::compute(*module);
+  EXPECT_EQ(s.parameterBytes, 64);
+  EXPECT_EQ(s.bufferElements, 8);
+  EXPECT_EQ(s.trainingStateElements, 96);
+  EXPECT_EQ(s.trainingStateBytes, 128 + 128 + 64);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  s.print(os);
+  EXPECT_NE(text.find("buffers: 8 "), std::string::npos);
+  EXPECT_NE(text.find("training state (optimizer, master weights, "
+                      "accumulators): 96 "),
+            std::string::npos);
+}

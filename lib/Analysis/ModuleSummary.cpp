@@ -38,12 +38,21 @@ ModuleSummary ModuleSummary::compute(ModuleOp module) {
     s.bytes = checkedByteSize(s.type.getShape(),
                               s.type.getElementType().getIntOrFloatBitWidth())
                   .value_or(0);
-    if (state.getRole() == StateRole::parameter) {
+    switch (state.getRole()) {
+    case StateRole::parameter:
       summary.parameterElements += s.numElements;
       summary.parameterBytes += s.bytes;
-    } else {
+      break;
+    case StateRole::buffer:
       summary.bufferElements += s.numElements;
       summary.bufferBytes += s.bytes;
+      break;
+    case StateRole::optimizer:
+    case StateRole::master:
+    case StateRole::gradient:
+      summary.trainingStateElements += s.numElements;
+      summary.trainingStateBytes += s.bytes;
+      break;
     }
     summary.states.push_back(std::move(s));
   }
@@ -119,6 +128,10 @@ void ModuleSummary::print(llvm::raw_ostream &os, size_t maxStates) const {
      << ")\n";
   os << "buffers: " << bufferElements << " (" << humanCount(bufferElements)
      << ", " << humanBytes(bufferBytes) << ")\n";
+  if (trainingStateElements)
+    os << "training state (optimizer, master weights, accumulators): "
+       << trainingStateElements << " (" << humanCount(trainingStateElements)
+       << ", " << humanBytes(trainingStateBytes) << ")\n";
   for (const GraphSummary &g : graphs) {
     os << "graph @" << g.name << ":\n";
     for (const auto &[name, type] : g.inputs)

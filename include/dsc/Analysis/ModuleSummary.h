@@ -41,6 +41,9 @@ struct ModuleSummary {
   std::vector<std::pair<std::string, int64_t>> opCounts;
   int64_t parameterElements = 0, parameterBytes = 0;
   int64_t bufferElements = 0, bufferBytes = 0;
+  /// What training adds: optimizer state, fp32 master weights and gradient
+  /// accumulators (roles optimizer, master, gradient).
+  int64_t trainingStateElements = 0, trainingStateBytes = 0;
   int64_t totalOps = 0;
 
   /// Summarizes a verified module (sizes are then known to fit in int64).
