@@ -71,9 +71,9 @@ static bool gathersLoadedShards(Operation &gather) {
 }
 
 /// The most bytes of gathered parameters waiting, at one op, for their
-/// first reader other than that op: stage-3 gathers issued ahead of use. Reshapes
-/// and slices only view a gathered tensor; each member of a bucketed
-/// gather (a slice of it) waits on its own.
+/// first reader other than that op: stage-3 gathers issued ahead of use.
+/// Reshapes and slices only view a gathered tensor; each member of a
+/// bucketed gather (a slice of it) waits on its own.
 static int64_t prefetchedBytes(Block &block) {
   DenseMap<Value, Operation *> pieceOf; // views of a gathered tensor
   DenseSet<Value> buckets;              // views of a bucketed gather

@@ -38,7 +38,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_BUCKETCOLLECTIVES
@@ -255,16 +255,16 @@ struct BucketCollectivesPass
                             "allgather-bucket-size must not be negative";
       return signalPassFailure();
     }
-    auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
-    if (!world || world.getInt() <= 1)
+    int64_t world = lookupWorldSize(module).value_or(1);
+    if (world <= 1)
       return; // no collectives to merge
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func.getBody().hasOneBlock())
         continue;
       Block &block = func.getBody().front();
-      bucket<AllReduceOp>(block, reduceBucketSize, world.getInt());
-      bucket<ReduceScatterOp>(block, reduceBucketSize, world.getInt());
-      bucket<AllGatherOp>(block, allgatherBucketSize, world.getInt());
+      bucket<AllReduceOp>(block, reduceBucketSize, world);
+      bucket<ReduceScatterOp>(block, reduceBucketSize, world);
+      bucket<AllGatherOp>(block, allgatherBucketSize, world);
     }
   }
 

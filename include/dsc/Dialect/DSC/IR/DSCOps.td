@@ -878,8 +878,11 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
   let summary = "sum over every data-parallel rank";
   let description = [{
     Every rank contributes its `input`; every rank receives the elementwise
-    sum. Collectives are not pure: they are never removed, merged or
-    reordered, so all ranks issue them in the same order. Every collective
+    sum. Collectives are not pure: generic passes (CSE, canonicalization)
+    never remove, merge or reorder them; only dsc's own deterministic
+    scheduling passes (`--dsc-schedule-collectives`,
+    `--dsc-bucket-collectives`) move and merge them, identically on every
+    rank, so all ranks issue them in the same order. Every collective
     sits in the body of a single-block function, never in a nested region
     (a kernel, a branch), which a rank could run a different number of
     times than another: the verifier checks it, so that the order of
