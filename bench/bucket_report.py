@@ -7,26 +7,16 @@ The bytes sent must not change with the buckets; the calls and the arena do.
     bench/bucket_report.py MODEL.mlir [--world-size 8] [--precision bf16]
 """
 import argparse
-import json
 import os
-import subprocess
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from zero_report import report  # the same dsc-opt --dsc-report call
 
 SETTINGS = [
     ("5e8 / 5e8 (default)", []),
     ("5e7 / 5e8", ["--zero-reduce-bucket-size=50000000"]),
     ("off", ["--zero-reduce-bucket-size=0", "--zero-allgather-bucket-size=0"]),
 ]
-
-
-def report(dsc_opt, model, flags):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([dsc_opt, model, *flags, "--dsc-report=memory,comm",
-                        "--dsc-report-format=json", f"--dsc-report-file={out.name}",
-                        "-o", os.devnull], check=True)
-        return json.load(open(out.name))
 
 
 def main():
@@ -36,26 +26,27 @@ def main():
     p.add_argument("--precision", default="bf16")
     p.add_argument("--stages", default="0,1,2,3")
     p.add_argument("--extra", default="--zero-persistence-threshold=0")
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = p.parse_args()
-    dsc_opt = os.path.join(args.build, "bin/dsc-opt")
     print("| stage | buckets (reduce / allgather elements) | calls / step | bytes sent / rank "
           "| largest bucket (B) | prefetch (B) | arena (B) | peak (B) |")
     print("|---|---|---|---|---|---|---|---|")
-    for stage in args.stages.split(","):
-        sent = set()
-        for name, flags in SETTINGS:
-            r = report(dsc_opt, args.model, [f"--world-size={args.world_size}",
-                                             f"--precision={args.precision}",
-                                             f"--zero-stage={stage}", *args.extra.split(),
-                                             *flags])
-            m, c = r["memory"][0], r["comm"]
-            sent.add(c["bytes_sent_per_update"])
-            print(f"| {stage} | {name} | {len(c['per_call'])} | {c['bytes_sent_per_update']:,} "
-                  f"| {m['buckets']:,} | {m['prefetch']:,} | {m['activations']:,} "
-                  f"| {m['peak']:,} |")
-        if len(sent) != 1:
-            raise SystemExit(f"stage {stage}: bytes sent differ with the buckets: {sent}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for stage in args.stages.split(","):
+            table(args, stage, os.path.join(tmp, "report.json"))
+
+
+def table(args, stage, path):
+    sent = set()
+    for name, flags in SETTINGS:
+        r, _ = report(args.model, stage, args.world_size, args.precision,
+                      [*args.extra.split(), *flags], path)
+        m, c = r["memory"][0], r["comm"]
+        sent.add(c["bytes_sent_per_update"])
+        print(f"| {stage} | {name} | {len(c['per_call'])} | {c['bytes_sent_per_update']:,} "
+              f"| {m['buckets']:,} | {m['prefetch']:,} | {m['activations']:,} "
+              f"| {m['peak']:,} |")
+    if len(sent) != 1:
+        raise SystemExit(f"stage {stage}: bytes sent differ with the buckets: {sent}")
 
 
 if __name__ == "__main__":
