@@ -36,14 +36,15 @@
 // TRAIN: dsc.store %{{.*}} to @w
 
 // Bad values are errors.
-// RUN: not dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: %expect_exit 1 dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD-FLAG
+// BAD-FLAG: dsc-opt: error: --step: 'bogus' is not one of train, gradients, eval
 // RUN: not dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: Cannot find option named 'bogus'
 // The flag is checked before any pass runs (the pass, given world-size=0
 // another way, refuses it too: Transforms/data-parallel-invalid.mlir).
 // RUN: %expect_exit 1 dsc-opt %s --world-size=0 2>&1 | FileCheck %s --check-prefix=WORLD
 // RUN: %expect_exit 1 dsc-opt %s --world-size=0 --zero-stage=3 2>&1 | FileCheck %s --check-prefix=WORLD
-// WORLD: error: --world-size must be >= 1, got 0
+// WORLD: dsc-opt: error: --world-size: must be in [1, 1048576], got 0
 // WORLD-NOT: see current operation
 
 dsc.state parameter @w : tensor<4xf32>
