@@ -122,8 +122,15 @@ public:
     if (!*value)
       return std::optional<int64_t>();
     double v = **value;
-    if (v != std::floor(v) || std::fabs(v) > 9.0e15)
+    if (v != std::floor(v))
       return error(join(path, key), "expected an integer, got " + formatNumber(v));
+    // Beyond 2^53 a double no longer holds every integer.
+    if (std::fabs(v) > double(kMaxCount)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.0f", v);
+      return error(join(path, key), "expected an integer of magnitude at most " +
+                                        Twine(kMaxCount) + ", got " + text);
+    }
     return std::optional<int64_t>(int64_t(v));
   }
 
