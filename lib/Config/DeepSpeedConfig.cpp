@@ -382,38 +382,26 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   if (!type)
     return error("scheduler.type",
                  "expected a string (WarmupLR, WarmupDecayLR or WarmupCosineLR)");
-  // DeepSpeed's parameter names and the pipeline options they set; each
-  // schedule's constructor takes only its own.
-  struct Param {
-    StringRef key, option;
-    bool integer;
-  };
-  const Param warmupLR[] = {{"warmup_min_lr", "warmup-min-lr", false},
-                            {"warmup_max_lr", "warmup-max-lr", false},
-                            {"warmup_num_steps", "warmup-num-steps", true}};
-  const Param totalSteps[] = {{"total_num_steps", "total-num-steps", true}};
-  const Param cosine[] = {{"warmup_min_ratio", "warmup-min-ratio", false},
-                          {"cos_min_ratio", "cos-min-ratio", false},
-                          {"warmup_num_steps", "warmup-num-steps", true}};
-  SmallVector<Param> params;
-  StringRef name;
-  if (*type == "WarmupLR") {
-    name = "warmup-lr";
-    params.append(std::begin(warmupLR), std::end(warmupLR));
-  } else if (*type == "WarmupDecayLR") {
-    name = "warmup-decay-lr";
-    params.append(std::begin(warmupLR), std::end(warmupLR));
-    params.append(std::begin(totalSteps), std::end(totalSteps));
-  } else if (*type == "WarmupCosineLR") {
-    name = "warmup-cosine-lr";
-    params.append(std::begin(cosine), std::end(cosine));
-    params.append(std::begin(totalSteps), std::end(totalSteps));
-  } else {
+  StringRef name = llvm::StringSwitch<StringRef>(*type)
+                       .Case("WarmupLR", "warmup-lr")
+                       .Case("WarmupDecayLR", "warmup-decay-lr")
+                       .Case("WarmupCosineLR", "warmup-cosine-lr")
+                       .Default("");
+  if (name.empty())
     return error("scheduler.type",
                  "scheduler '" + *type +
                      "' is not supported by dsc (WarmupLR, WarmupDecayLR, "
                      "WarmupCosineLR)");
-  }
+  // DeepSpeed's parameter names are the options' with `_` for `-`; each
+  // schedule's constructor takes only its own.
+  struct Param {
+    std::string key;
+    StringRef option;
+  };
+  SmallVector<Param> params;
+  for (StringRef option : scheduleOptions(name))
+    if (option != "warmup-type")
+      params.push_back({llvm::join(llvm::split(option, '-'), "_"), option});
   settings["scheduler"] = name.str();
   const Object empty;
   FailureOr<const Object *> paramsOr = section(scheduler, "params");
@@ -427,7 +415,7 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   if (failed(onlyKeys(values, path, known, (*type + "'s parameters").str())))
     return failure();
   for (const Param &param : params) {
-    if (param.integer) {
+    if (isIntegerPipelineOption(param.option)) {
       FailureOr<std::optional<int64_t>> v = integer(values, path, param.key);
       if (failed(v))
         return failure();
@@ -450,7 +438,7 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
     settings["warmup-type"] = t->str();
   }
   // A required argument of these schedules' constructors.
-  if (name != "warmup-lr" && !settings.count("total-num-steps"))
+  if (scheduleNeedsTotal(name) && !settings.count("total-num-steps"))
     return error(*paramsOr ? StringRef(path) : StringRef("scheduler.type"),
                  *type + " needs total_num_steps");
   FailureOr<std::optional<int64_t>> last = integer(values, path, "last_batch_iteration");

@@ -220,6 +220,41 @@ bool mlir::dsc::isBooleanPipelineOption(StringRef option) {
   return range && range->kind == Kind::Boolean;
 }
 
+bool mlir::dsc::isIntegerPipelineOption(StringRef option) {
+  const Range *range = find(option);
+  return range && range->kind == Kind::Integer;
+}
+
+namespace {
+constexpr StringLiteral kWarmupLR[] = {"warmup-min-lr", "warmup-max-lr",
+                                       "warmup-num-steps", "warmup-type"};
+constexpr StringLiteral kWarmupDecayLR[] = {"warmup-min-lr", "warmup-max-lr",
+                                            "warmup-num-steps", "warmup-type",
+                                            "total-num-steps"};
+constexpr StringLiteral kWarmupCosineLR[] = {
+    "warmup-min-ratio", "cos-min-ratio", "warmup-num-steps", "warmup-type",
+    "total-num-steps"};
+constexpr StringLiteral kAnySchedule[] = {
+    "warmup-min-lr", "warmup-max-lr",    "warmup-num-steps", "warmup-type",
+    "total-num-steps", "warmup-min-ratio", "cos-min-ratio"};
+} // namespace
+
+ArrayRef<StringLiteral> mlir::dsc::scheduleOptions(StringRef scheduler) {
+  if (scheduler == "warmup-lr")
+    return kWarmupLR;
+  if (scheduler == "warmup-decay-lr")
+    return kWarmupDecayLR;
+  if (scheduler == "warmup-cosine-lr")
+    return kWarmupCosineLR;
+  return {};
+}
+
+bool mlir::dsc::scheduleNeedsTotal(StringRef scheduler) {
+  return scheduler == "warmup-decay-lr" || scheduler == "warmup-cosine-lr";
+}
+
+ArrayRef<StringLiteral> mlir::dsc::allScheduleOptions() { return kAnySchedule; }
+
 std::optional<std::string> mlir::dsc::checkPipelineOption(StringRef option,
                                                           StringRef value) {
   if (const Range *range = find(option))

@@ -204,6 +204,30 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   // Flags given on the command line win over the config.
   for (auto &[name, value] : given)
     settings[name] = value;
+  // Schedule options the schedule does not take (DeepSpeed's constructors
+  // reject them) or a total it needs, named as the user gave them.
+  auto scheduler = settings.find("scheduler");
+  std::string schedule =
+      scheduler == settings.end() ? std::string("none") : scheduler->second;
+  std::string scheduleSource =
+      given.count("scheduler") || scheduler == settings.end()
+          ? "--scheduler=" + schedule
+          : "the config's scheduler (" + schedule + ")";
+  bool scheduleValid = true;
+  for (StringRef option : allScheduleOptions())
+    if (given.count(option.str()) &&
+        !llvm::is_contained(scheduleOptions(schedule), option)) {
+      llvm::errs() << "dsc-opt: error: --" << option << " does not apply to "
+                   << scheduleSource << "\n";
+      scheduleValid = false;
+    }
+  if (scheduleNeedsTotal(schedule) && !settings.count("total-num-steps")) {
+    llvm::errs() << "dsc-opt: error: " << scheduleSource
+                 << " needs --total-num-steps\n";
+    scheduleValid = false;
+  }
+  if (!scheduleValid)
+    return failure();
   // ZeRO partitions the optimizer step, which only a training step has.
   auto zero = settings.find("zero-stage");
   auto step = settings.find("step");

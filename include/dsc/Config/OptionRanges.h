@@ -42,6 +42,21 @@ std::optional<std::string> checkPipelineOption(StringRef option,
 /// Whether `option` is a flag that means `true` when given without a value.
 bool isBooleanPipelineOption(StringRef option);
 
+/// Whether `option` takes an integer.
+bool isIntegerPipelineOption(StringRef option);
+
+/// The options a learning-rate schedule (`scheduler` option) takes, as
+/// DeepSpeed's schedule of that name takes its parameters (their names with
+/// `-` for `_`); its constructor rejects any other. Empty for `none`.
+ArrayRef<StringLiteral> scheduleOptions(StringRef scheduler);
+
+/// Whether the schedule cannot do without `total-num-steps` (a required
+/// argument of DeepSpeed's WarmupDecayLR and WarmupCosineLR).
+bool scheduleNeedsTotal(StringRef scheduler);
+
+/// Every option some schedule takes.
+ArrayRef<StringLiteral> allScheduleOptions();
+
 } // namespace mlir::dsc
 
 #endif // DSC_CONFIG_OPTIONRANGES_H
