@@ -50,6 +50,7 @@ public:
     if (std::optional<std::string> problem = checkPipelineOption(option, value))
       return error(key, *problem);
     settings[option.str()] = value;
+    keys[option.str()] = key.str();
     return success();
   }
 
@@ -163,6 +164,8 @@ public:
   LogicalResult readZero(const Object &zero);
 
   PipelineSettings settings;
+  /// The config key each checked setting came from, by option.
+  std::map<std::string, std::string> keys;
 
 private:
   llvm::SourceMgr &sourceMgr;
@@ -332,6 +335,7 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     // "Adam" forces AdamW's decoupled decay unless adam_w_mode is false.
     bool decoupled = name == "adamw" || wMode->value_or(true);
     settings["optimizer"] = decoupled ? "adamw" : "adam";
+    keys["optimizer"] = "optimizer.type";
     // FusedAdam's default decay is 0; torch.optim.AdamW's is 0.01.
     settings["weight-decay"] =
         torchAdam->value_or(false) && decoupled ? "0.01" : "0";
@@ -364,6 +368,7 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     if (!get(params, "lr"))
       return error("optimizer", "SGD needs params.lr (torch.optim.SGD has no default)");
     settings["optimizer"] = "sgd";
+    keys["optimizer"] = "optimizer.type";
     settings["weight-decay"] = "0";
     if (failed(set(join(path, "momentum"), "momentum",
                    formatNumber(momentum->value_or(0)))))
@@ -403,6 +408,7 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
     if (option != "warmup-type")
       params.push_back({llvm::join(llvm::split(option, '-'), "_"), option});
   settings["scheduler"] = name.str();
+  keys["scheduler"] = "scheduler.type";
   const Object empty;
   FailureOr<const Object *> paramsOr = section(scheduler, "params");
   if (failed(paramsOr))
@@ -436,6 +442,7 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
     if (!t || (*t != "log" && *t != "linear"))
       return error(join(path, "warmup_type"), "expected \"log\" or \"linear\"");
     settings["warmup-type"] = t->str();
+    keys["warmup-type"] = join(path, "warmup_type");
   }
   // A required argument of these schedules' constructors.
   if (scheduleNeedsTotal(name) && !settings.count("total-num-steps"))
@@ -487,6 +494,7 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
       return failed(autoCast) ? failure()
                               : error("fp16.auto_cast", "auto_cast is not supported");
     settings["precision"] = "fp16";
+    keys["precision"] = "fp16.enabled";
     settings["loss-scaling"] = "true";
     struct Key {
       StringRef key, option;
@@ -523,6 +531,7 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
   }
   if (bf16On)
     settings["precision"] = "bf16";
+    keys["precision"] = "bf16.enabled";
   return success();
 }
 
@@ -571,6 +580,7 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
                  "the ranks' device memory");
   }
   settings["zero-stage"] = std::to_string(s);
+  keys["zero-stage"] = join(path, "stage");
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
                                         "zero-persistence-threshold"},
@@ -603,7 +613,7 @@ std::string mlir::dsc::formatPipelineNumber(double value) {
 
 FailureOr<PipelineSettings>
 mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                               int64_t worldSize) {
+                               int64_t worldSize, ConfigOrigins *origins) {
   FailureOr<LocatedJson> json = parseLocatedJson(sourceMgr, bufferId);
   if (failed(json))
     return failure();
@@ -613,5 +623,12 @@ mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
     return reader.error("", "a DeepSpeed config is a JSON object");
   if (failed(reader.read(*root, worldSize)))
     return failure();
+  if (origins)
+    for (const auto &[option, key] : reader.keys) {
+      auto [line, column] = sourceMgr.getLineAndColumn(json->locate(key), bufferId);
+      (*origins)[option] = {
+          key, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier().str(),
+          line, column};
+    }
   return std::move(reader.settings);
 }

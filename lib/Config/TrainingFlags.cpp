@@ -159,7 +159,8 @@ FailureOr<std::unique_ptr<llvm::MemoryBuffer>> readConfigFile(StringRef path) {
 }
 } // namespace
 
-FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
+FailureOr<std::optional<TrainingPipelineRequest>>
+mlir::dsc::trainingPipelineFromFlags() {
   TrainingFlags &f = *flags;
   PipelineSettings given;
   bool valid = true;
@@ -181,13 +182,14 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
   if (!valid)
     return failure();
   if (given.empty() && !f.config.getNumOccurrences())
-    return std::optional<std::string>();
+    return std::optional<TrainingPipelineRequest>();
 
   // Checked above, before the config's batch rules divide by it.
   int64_t worldSize = 1;
   if (auto it = given.find("world-size"); it != given.end())
     llvm::to_integer(it->second, worldSize, 10);
   PipelineSettings settings;
+  TrainingPipelineRequest request;
   if (f.config.getNumOccurrences()) {
     FailureOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
         readConfigFile(f.config);
@@ -196,14 +198,16 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
     llvm::SourceMgr sourceMgr;
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
     FailureOr<PipelineSettings> fromConfig =
-        readDeepSpeedConfig(sourceMgr, id, worldSize);
+        readDeepSpeedConfig(sourceMgr, id, worldSize, &request.fromConfig);
     if (failed(fromConfig))
       return failure();
     settings = std::move(*fromConfig);
   }
   // Flags given on the command line win over the config.
-  for (auto &[name, value] : given)
+  for (auto &[name, value] : given) {
     settings[name] = value;
+    request.fromConfig.erase(name);
+  }
   // Schedule options the schedule does not take (DeepSpeed's constructors
   // reject them) or a total it needs, named as the user gave them.
   auto scheduler = settings.find("scheduler");
@@ -239,8 +243,7 @@ FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
     return failure();
   }
 
-  std::string options;
   for (const auto &[name, value] : settings)
-    options += (options.empty() ? "" : " ") + name + "=" + value;
-  return std::optional<std::string>(options);
+    request.options += (request.options.empty() ? "" : " ") + name + "=" + value;
+  return std::optional<TrainingPipelineRequest>(std::move(request));
 }

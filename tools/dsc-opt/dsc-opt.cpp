@@ -18,12 +18,15 @@
 #include "dsc/Pipeline/TrainingPipeline.h"
 #include "dsc/Support/InputLimits.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -52,6 +55,43 @@ static void printNoOpOnDiagnostic() {
   auto it = options.find("mlir-print-op-on-diagnostic");
   if (it != options.end())
     static_cast<llvm::cl::opt<bool> *>(it->second)->setInitialValue(false);
+}
+
+/// Whether `message` names pipeline option `option` as a word of its own
+/// ("the micro-batch per rank is 2" names `micro-batch`).
+static bool mentions(llvm::StringRef message, llvm::StringRef option) {
+  auto isWordChar = [](char c) { return llvm::isAlnum(c) || c == '-' || c == '_'; };
+  for (size_t at = message.find(option); at != llvm::StringRef::npos;
+       at = message.find(option, at + 1)) {
+    size_t end = at + option.size();
+    if ((at == 0 || !isWordChar(message[at - 1])) &&
+        (end == message.size() || !isWordChar(message[end])))
+      return true;
+  }
+  return false;
+}
+
+/// A pass's error about an option the DeepSpeed config set (the graph's
+/// micro-batch disagreeing with `train_micro_batch_size_per_gpu`, say) gets
+/// a note at that key of the config, in DeepSpeed's spelling: the value is
+/// the config's, and the pass knows nothing of it.
+static void pointAtConfigKeys(mlir::MLIRContext &context,
+                              const mlir::dsc::ConfigOrigins &origins) {
+  if (origins.empty())
+    return;
+  context.getDiagEngine().registerHandler(
+      [&context, origins](mlir::Diagnostic &diag) -> mlir::LogicalResult {
+        if (diag.getSeverity() != mlir::DiagnosticSeverity::Error)
+          return mlir::failure();
+        std::string message = diag.str();
+        for (const auto &[option, origin] : origins)
+          if (mentions(message, option))
+            diag.attachNote(mlir::FileLineColLoc::get(
+                &context, origin.file, origin.line, origin.column))
+                << "'" << origin.key << "' sets " << option << " here";
+        // Printed by the handlers registered before this one.
+        return mlir::failure();
+      });
 }
 
 /// Writes nothing more to `output` and reports whether everything written
@@ -85,19 +125,21 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  mlir::FailureOr<std::optional<std::string>> training =
+  mlir::FailureOr<std::optional<mlir::dsc::TrainingPipelineRequest>> training =
       mlir::dsc::trainingPipelineFromFlags();
   if (mlir::failed(training))
     return 1;
   if (*training) {
     std::shared_ptr<mlir::dsc::TrainingPipelineOptions> options =
-        mlir::dsc::TrainingPipelineOptions::createFromString(**training);
+        mlir::dsc::TrainingPipelineOptions::createFromString((*training)->options);
     if (!options)
       return 1;
     // The training pipeline first, then the passes the command line names
     // (dsc-compile adds the lowering that way).
     config.setPassPipelineSetupFn(
-        [commandLine = config, options](mlir::PassManager &pm) {
+        [commandLine = config, options,
+         origins = (*training)->fromConfig](mlir::PassManager &pm) {
+          pointAtConfigKeys(*pm.getContext(), origins);
           mlir::dsc::buildTrainingPipeline(pm, *options);
           return commandLine.setupPassPipeline(pm);
         });
