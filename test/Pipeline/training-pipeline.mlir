@@ -38,8 +38,13 @@
 // Bad values are errors.
 // RUN: %expect_exit 1 dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD-FLAG
 // BAD-FLAG: dsc-opt: error: --step: 'bogus' is not one of train, gradients, eval
-// RUN: not dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: Cannot find option named 'bogus'
+// RUN: %expect_exit 1 dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: dsc-pipeline option 'step': 'bogus' is not one of train, gradients, eval
+// The option string of --dsc-pipeline is checked with the flags' table.
+// RUN: %expect_exit 1 dsc-opt %s --dsc-pipeline="lr=nan betas={0.9,} world-size=0" 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
+// BAD-PIPELINE: error: dsc-pipeline option 'lr': 'nan' is not a finite number
+// BAD-PIPELINE: error: dsc-pipeline option 'betas': expected 2 comma-separated numbers, got '0.9,'
+// BAD-PIPELINE: error: dsc-pipeline option 'world-size': must be in [1, 1048576], got 0
 // The flag is checked before any pass runs (the pass, given world-size=0
 // another way, refuses it too: Transforms/data-parallel-invalid.mlir).
 // RUN: %expect_exit 1 dsc-opt %s --world-size=0 2>&1 | FileCheck %s --check-prefix=WORLD
