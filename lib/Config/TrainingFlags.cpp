@@ -1,8 +1,10 @@
 //===- TrainingFlags.cpp - dsc-opt's top-level training flags -------------===//
 //
-// Each flag is a --dsc-pipeline option of the same name, passed on as text:
-// the pipeline's option parser checks the values, so the types and defaults
-// live in one place (TrainingPipeline.h).
+// Each flag is a --dsc-pipeline option of the same name, passed on as text,
+// so that the types and defaults live in one place (TrainingPipeline.h).
+// Each value is first checked against the options' range table
+// (OptionRanges.h), so that a bad one is an error naming the flag, and all
+// of a command line's bad flags are reported together.
 //
 //===----------------------------------------------------------------------===//
 
