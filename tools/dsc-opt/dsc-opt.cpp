@@ -28,6 +28,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -145,6 +146,17 @@ int main(int argc, char **argv) {
         });
   }
 
+  // A device (/dev/zero) would be read until memory runs out; a pipe is
+  // still fine (`dsc-opt <(...)`, stdin).
+  llvm::sys::fs::file_status inputStatus;
+  if (inputFilename != "-" && !llvm::sys::fs::status(inputFilename, inputStatus) &&
+      (inputStatus.type() == llvm::sys::fs::file_type::character_file ||
+       inputStatus.type() == llvm::sys::fs::file_type::block_file ||
+       inputStatus.type() == llvm::sys::fs::file_type::directory_file)) {
+    llvm::errs() << "dsc-opt: error: '" << inputFilename
+                 << "' is not a regular file\n";
+    return 1;
+  }
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputFilename, &error);
