@@ -109,8 +109,11 @@ public:
     if (!value)
       return std::optional<double>();
     std::optional<double> number = value->getAsNumber();
-    if (!number || !std::isfinite(*number))
+    if (!number)
       return error(join(path, key), "expected a number");
+    // llvm::json reads 1e400 as inf.
+    if (!std::isfinite(*number))
+      return error(join(path, key), "expected a finite number");
     return std::optional<double>(*number);
   }
 
