@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::MemoryBuffer> input =
       mlir::openInputFile(inputFilename, &error);
   if (!input) {
-    llvm::errs() << error << "\n";
+    llvm::errs() << "dsc-opt: error: " << error << "\n";
     return 1;
   }
   {
@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);
   if (!output) {
-    llvm::errs() << error << "\n";
+    llvm::errs() << "dsc-opt: error: " << error << "\n";
     return 1;
   }
   if (mlir::failed(mlir::MlirOptMain(output->os(), std::move(input), registry,
