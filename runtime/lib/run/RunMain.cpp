@@ -31,6 +31,7 @@
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/JobAgreement.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/OutputFile.h"
 #include "dsc/runtime/RankInfo.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -409,6 +410,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       createCheckpointRoot(options.save);
     if (rank == 0 && !options.metrics.empty())
       metrics = std::make_unique<MetricsCsv>(options.metrics);
+    if (rank == 0 && !options.dumpOutputs.empty())
+      (void)resolveOutputFile(options.dumpOutputs); // written after step 1
     target->allocate(info);
     unfed.resize(static_cast<size_t>(plan.microBatch * plan.seqLen));
     tokens = plan.tokensInput >= 0
