@@ -8,6 +8,9 @@
 // same non-zero status. So a mistake that every rank makes alike (a wrong
 // --batch) prints one line, not N, and a rank that fails alone (a file
 // missing on one node) cannot leave the others waiting in a collective.
+// Before the artifact's first collective the ranks compare what they run
+// (JobAgreement.h), and from before MPI_Init until then a start-up
+// watchdog (StartupWatchdog.h) ends a job whose start-up hangs.
 // The artifact's target (RunTarget, Run.h) says where its buffers live and
 // which communicator sums: host memory and MPI for "cpu", GPU memory and
 // NCCL for "cuda" (CudaRun.cpp). Once the steps run, an error on a rank
