@@ -7,11 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/JobAgreement.h"
 #include "dsc/runtime/Run.h"
+#include "dsc/runtime/Xxh64.h"
 
+#include "ErrorOf.h"
 #include "ScratchDir.h"
 
 #include <gmock/gmock.h>
@@ -22,19 +23,10 @@
 namespace dsc::rt {
 namespace {
 
+using test::errorOf;
 using test::ScratchDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-/// The message of the Error that `body` throws ("" if none).
-template <typename Body> std::string errorOf(Body &&body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    return error.what();
-  }
-  return "";
-}
 
 TEST(JobAgreementTest, FileDigestIsTheDigestOfTheBytes) {
   ScratchDir dir;
@@ -43,11 +35,11 @@ TEST(JobAgreementTest, FileDigestIsTheDigestOfTheBytes) {
     bytes[i] = static_cast<char>(i * 131 % 251);
   std::string a = dir.write("a.bin", bytes);
   std::string copy = dir.write("copy.bin", bytes);
-  EXPECT_EQ(fileDigest(a), fnv1a64(bytes.data(), bytes.size()));
+  EXPECT_EQ(fileDigest(a), Xxh64::of(bytes.data(), bytes.size()));
   EXPECT_EQ(fileDigest(a), fileDigest(copy));
   bytes[bytes.size() / 2] ^= 1;
   EXPECT_NE(fileDigest(a), fileDigest(dir.write("flipped.bin", bytes)));
-  EXPECT_EQ(fileDigest(dir.write("empty.bin", "")), kFnv1a64Offset);
+  EXPECT_EQ(fileDigest(dir.write("empty.bin", "")), Xxh64::of("", 0));
 }
 
 TEST(JobAgreementTest, FileDigestRefusesWhatIsNoRegularFile) {
@@ -92,8 +84,8 @@ TEST(JobAgreementTest, DescribeJobHashesTheArtifactAndTheWeights) {
   JobDigest digest;
   JobDescription description;
   describeJob(run, nullptr, digest, description);
-  EXPECT_EQ(digest.artifact, fnv1a64("artifact bytes", 14));
-  EXPECT_EQ(digest.state, fnv1a64("weights bytes", 13));
+  EXPECT_EQ(digest.artifact, Xxh64::of("artifact bytes", 14));
+  EXPECT_EQ(digest.state, Xxh64::of("weights bytes", 13));
   EXPECT_EQ(description.artifact, run.artifact);
   EXPECT_EQ(description.state, "weights " + run.weights);
   EXPECT_EQ(description.options, "--batch 4 --seq 16 --steps 5");

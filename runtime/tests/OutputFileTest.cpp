@@ -12,6 +12,7 @@
 #include "dsc/runtime/OutputFile.h"
 #include "dsc/runtime/SafeTensors.h"
 
+#include "ErrorOf.h"
 #include "ScratchDir.h"
 
 #include <gmock/gmock.h>
@@ -27,17 +28,9 @@ namespace dsc::rt {
 namespace {
 
 using test::readBytes;
+using test::errorOf;
 using test::ScratchDir;
 using ::testing::HasSubstr;
-
-template <typename Body> std::string errorOf(Body &&body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    return error.what();
-  }
-  return "";
-}
 
 const float kValues[3] = {1.0f, -2.5f, 3.25f};
 

@@ -6,6 +6,7 @@
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
+#include "dsc/runtime/Xxh64.h"
 
 #include <cerrno>
 #include <cstring>
@@ -88,7 +89,7 @@ uint64_t fileDigest(const std::string &path) {
   if (fd < 0)
     throwErrno(path, "cannot open");
   std::vector<unsigned char> buffer(kReadChunk);
-  uint64_t hash = kFnv1a64Offset;
+  Xxh64 hash;
   for (;;) {
     ssize_t got = ::read(fd, buffer.data(), buffer.size());
     if (got < 0 && errno == EINTR)
@@ -101,10 +102,10 @@ uint64_t fileDigest(const std::string &path) {
     }
     if (got == 0)
       break;
-    hash = fnv1a64(buffer.data(), static_cast<size_t>(got), hash);
+    hash.update(buffer.data(), static_cast<size_t>(got));
   }
   ::close(fd);
-  return hash;
+  return hash.digest();
 }
 
 std::string sharedOptionsText(const RunOptions &options) {
@@ -129,7 +130,7 @@ void describeJob(const RunOptions &options, const Checkpoint *resumed,
   description.options = sharedOptionsText(options);
   digest.artifact = fileDigest(options.artifact);
   digest.options =
-      fnv1a64(description.options.data(), description.options.size());
+      Xxh64::of(description.options.data(), description.options.size());
   if (resumed) {
     description.state = "checkpoint " + resumed->directory();
     digest.state = fileDigest(

@@ -9,8 +9,8 @@
 // every rank with a message that names the ranks on each side and what
 // differs. Paths are not compared: each node may keep its own copy.
 //
-// The digests are FNV-1a 64 (the checksum of checkpoint tensors): they
-// catch a different or damaged file, not a forged one.
+// The digests are XXH64 (Xxh64.h), fast enough to read a whole weights file
+// at disk speed: they catch a different or damaged file, not a forged one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,7 +50,7 @@ struct JobDescription {
   static JobDescription deserialize(const std::string &text);
 };
 
-/// FNV-1a 64 of the bytes of the regular file `path`. Throws Error naming
+/// XXH64 of the bytes of the regular file `path`. Throws Error naming
 /// the file when it is not a regular file or cannot be read.
 uint64_t fileDigest(const std::string &path);
 
