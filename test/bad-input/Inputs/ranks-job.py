@@ -1,7 +1,7 @@
 """Writes the inputs of the ranks-* tests for the tiny language model of
 runtime/tests/Inputs/tiny_lm.mlir (vocabulary 16, width 8).
 
-    ranks_job.py OUTDIR
+    ranks-job.py OUTDIR
 
 OUTDIR/weights.safetensors  the weights (deterministic values)
 OUTDIR/other.safetensors    the same but for one element of head.bias
