@@ -5,7 +5,8 @@ Docs cite code and tests by path (`test/e2e/train-zero.test`,
 pointing nowhere. Checked in every Markdown file: relative links, and
 backquoted paths that start with a top-level directory of the repository
 (`lib/...`, `test/...`), resolved from the repository's root or from the
-document's own directory. `*` and one `{a,b}` group are globs.
+document's own directory. `*` and one `{a,b}` group are globs; a path
+with a placeholder (`lib/Transforms/<Name>.cpp`) is not checked.
 
     doc_paths.py ROOT
 

@@ -24,7 +24,7 @@ from tracked_files import read_text, tracked_files
 NOTES = ["DESIGN" + ".md", "STYLE" + ".md", "mlir-22-" + "notes",
          "deepspeed-" + "semantics", "gpu-" + "kernels.md"]
 # The notes' folder (`shared/`, `../shared/`) and the machine's /work/ tree.
-OUTSIDE = [r"(?<![\w/.-])" + "shared/", "/work" + "/"]
+OUTSIDE = [r"(?:\.\./)+" + "shared/", r"(?<![\w/.-])" + "shared/", "/work" + "/"]
 
 
 def main(argv):
