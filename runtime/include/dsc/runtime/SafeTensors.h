@@ -2,7 +2,7 @@
 //-*-===//
 //
 // Weights and checkpoints live in safetensors files keyed by fully-qualified
-// PyTorch names (DESIGN.md §2.2). The format
+// PyTorch names, the names the IR's dsc.state ops carry. The format
 // (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
 // length N, N bytes of JSON mapping each tensor name to
 // {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the

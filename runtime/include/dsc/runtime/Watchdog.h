@@ -1,8 +1,8 @@
 //===- Watchdog.h - collectives that never finish end the job ---*- C++ -*-===//
 //
 // A rank that dies or diverges leaves the others blocked in a collective
-// forever (DESIGN.md §2.8: a hung rank ends the job with a message, not a
-// hang). So every collective is numbered (the same numbers on every rank,
+// forever; a hung rank must end the job with a message, not a hang. So
+// every collective is numbered (the same numbers on every rank,
 // since all ranks issue the same collectives in the same order) and issued
 // nonblocking; the watchdog polls it against a deadline, and keeps the last
 // kHistoryLength collectives so that the message says where each rank was.
