@@ -33,6 +33,10 @@ constexpr double kDefaultCollectiveTimeoutSeconds = 600;
 /// Exit status of a job ended by the watchdog (timeout(1)'s "timed out").
 constexpr int kCollectiveTimeoutExitCode = 124;
 
+/// Whether `seconds` is a timeout the watchdogs accept: finite, in (0, 1e9]
+/// (a bound that keeps the deadline arithmetic exact).
+bool isValidTimeout(double seconds);
+
 /// DSC_COLLECTIVE_TIMEOUT in seconds, or the default when it is not set.
 /// Throws Error unless the value is a positive finite decimal number of at
 /// most 1e9 seconds (a bound that keeps the deadline arithmetic exact).
