@@ -1,7 +1,8 @@
 """Spelling of MLIR types and attributes for the exporter.
 
 The exporter prints dsc ops in MLIR's generic form, the most stable syntax
-(mlir-22-notes.md); `dsc-opt model.mlir` prints the custom form.
+(there are no MLIR Python bindings in Debian, so the exporter writes
+text); `dsc-opt model.mlir` prints the custom form.
 """
 
 import math

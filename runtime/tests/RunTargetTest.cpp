@@ -16,6 +16,7 @@
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/Stream.h"
 
+#include "ErrorOf.h"
 #include "ScratchDir.h"
 
 #include <gmock/gmock.h>
@@ -31,14 +32,7 @@ using testing::HasSubstr;
 
 namespace {
 
-template <typename Body> std::string errorOf(Body &&body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    return error.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 /// One state w f32 [2, 3]; tokens and targets i64 [1, 4]; loss f32; one
 /// rank; an arena of 300 bytes.

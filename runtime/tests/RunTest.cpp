@@ -15,6 +15,7 @@
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/Stream.h"
 
+#include "ErrorOf.h"
 #include "Inputs/TinyModel.h"
 #include "ScratchDir.h"
 
@@ -35,15 +36,7 @@ std::string artifactPath(const std::string &name) {
   return std::string(DSC_TEST_ARTIFACT_DIR) + "/" + name + ".so";
 }
 
-/// The message of the Error that `body` throws ("" if none).
-template <typename Body> std::string errorOf(Body &&body) {
-  try {
-    body();
-  } catch (const Error &error) {
-    return error.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 /// A communicator of one rank: every collective is the identity, but it is
 /// numbered and counted like any other.

@@ -22,3 +22,4 @@ add_test(NAME SafeTensorsPythonTest COMMAND SafeTensorsPythonTest)
 set_tests_properties(SafeTensorsPythonTest PROPERTIES
   ENVIRONMENT DSC_SAFETENSORS_FROM_PYTHON=${safetensors_from_python}
   FIXTURES_REQUIRED SafeTensorsFromPython)
+dsc_runtime_test(OutputFileTest OutputFileTest.cpp)

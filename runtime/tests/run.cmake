@@ -76,3 +76,10 @@ if(NOT TARGET dsc_runtime_cuda)
   gtest_discover_tests(RunNoCudaToolTest DISCOVERY_TIMEOUT 60
     PROPERTIES TIMEOUT 120)
 endif()
+
+# What the ranks compare before the first step (JobAgreement.h); dsc-run's
+# refusal of ranks that disagree is in test/bad-input/ranks-*.test.
+add_executable(JobAgreementTest JobAgreementTest.cpp)
+target_link_libraries(JobAgreementTest PRIVATE dsc_runtime GTest::gmock
+  GTest::gtest GTest::gtest_main)
+gtest_discover_tests(JobAgreementTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)

@@ -42,7 +42,10 @@ const char *const kUsage =
     "           master copy where the checkpoint holds one), to one "
     "safetensors file,\n"
     "           whatever the ZeRO stage and world size that saved them\n"
-    "  -o FILE  the file export writes (replaced atomically)\n"
+    "  -o FILE  the file export writes: a regular file is replaced "
+    "atomically, a\n"
+    "           character device or FIFO written to, a symbolic link "
+    "followed\n"
     "  -h, --help  this text\n";
 
 struct UsageError : std::runtime_error {
@@ -55,14 +58,17 @@ struct Options {
 
 Options parse(const std::vector<std::string> &args) {
   Options options;
+  bool outputGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     if (arg == "-o" || arg == "--output") {
       if (i + 1 == args.size())
         throw UsageError(arg + " needs a file name");
       options.output = args[++i];
+      outputGiven = true;
     } else if (arg.rfind("--output=", 0) == 0) {
       options.output = arg.substr(9);
+      outputGiven = true;
     } else if (!arg.empty() && arg[0] == '-') {
       throw UsageError("unknown option '" + arg + "'");
     } else if (options.command.empty()) {
@@ -80,6 +86,8 @@ Options parse(const std::vector<std::string> &args) {
                      "' (info or export)");
   if (options.checkpoint.empty())
     throw UsageError(options.command + " needs a checkpoint directory");
+  if (outputGiven && options.output.empty())
+    throw UsageError("-o needs a file name, got ''");
   if (options.command == "export" && options.output.empty())
     throw UsageError("export needs -o OUT.safetensors");
   if (options.command == "info" && !options.output.empty())

@@ -67,7 +67,7 @@ struct CollectiveReport {
 };
 
 /// DeepSpeed's model-state estimator (estimate_zero2/3_model_states_mem_
-/// needs, deepspeed-semantics.md) on this graph's Ψ, its largest module L
+/// needs in deepspeed.runtime.zero) on this graph's Ψ, its largest module L
 /// and N ranks: GPU bytes per rank for each offload choice.
 struct DeepSpeedEstimate {
   int64_t zero2 = 0;               // 2Ψ + 18Ψ/N

@@ -1,7 +1,7 @@
 //===- DeepSpeedConfig.h - ds_config.json as --dsc-pipeline options -*- C++ -*-===//
 //
 // `dsc-opt --config ds_config.json` reads a DeepSpeed configuration with
-// DeepSpeed's rules (those of DeepSpeed v0.19's config reader) and
+// DeepSpeed's rules (docs/configuration.md says which and how) and
 // turns it into options of the training pipeline (TrainingPipeline.h), which
 // command-line flags then override.
 //

@@ -7,4 +7,5 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/MpiFloat16Ops.cpp
   ${CMAKE_CURRENT_LIST_DIR}/MpiCommunicator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RankInfo.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/StartupWatchdog.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Watchdog.cpp)

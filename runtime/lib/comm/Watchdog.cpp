@@ -26,15 +26,15 @@ constexpr std::chrono::milliseconds kHotPolling{50};
 constexpr std::chrono::microseconds kFirstSleep{10};
 constexpr std::chrono::microseconds kLongestSleep{1000};
 
-bool isValidTimeout(double seconds) {
-  return std::isfinite(seconds) && seconds > 0 && seconds <= kMaxTimeoutSeconds;
-}
-
 double secondsSince(Clock::time_point start, Clock::time_point now) {
   return std::chrono::duration<double>(now - start).count();
 }
 
 } // namespace
+
+bool isValidTimeout(double seconds) {
+  return std::isfinite(seconds) && seconds > 0 && seconds <= kMaxTimeoutSeconds;
+}
 
 double collectiveTimeoutFromEnvironment(const EnvLookup &lookup) {
   std::optional<std::string> value = lookup(kTimeoutVariable);

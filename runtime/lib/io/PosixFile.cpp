@@ -43,6 +43,10 @@ PosixFile PosixFile::createNew(const std::string &path) {
   return openChecked(path, O_WRONLY | O_CREAT | O_EXCL, "cannot create");
 }
 
+PosixFile PosixFile::openForWritingInPlace(const std::string &path) {
+  return openChecked(path, O_WRONLY, "cannot open for writing");
+}
+
 PosixFile PosixFile::openDirectory(const std::string &path) {
   return openChecked(path, O_RDONLY | O_DIRECTORY, "cannot open directory");
 }

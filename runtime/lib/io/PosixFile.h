@@ -24,6 +24,9 @@ public:
   /// Creates `path`, which must not exist yet, for writing (mode 0666 less
   /// the umask, as for any new file).
   static PosixFile createNew(const std::string &path);
+  /// Opens an existing file for writing at its start, without creating or
+  /// truncating it: a character device or FIFO an output names.
+  static PosixFile openForWritingInPlace(const std::string &path);
   /// Opens a directory, for sync() after a rename into it.
   static PosixFile openDirectory(const std::string &path);
 
@@ -63,6 +66,12 @@ private:
 /// failure the temporary file is removed and `path` is untouched.
 void replaceFileAtomically(const std::string &path,
                            const std::function<void(PosixFile &)> &write);
+
+/// Writes an output the user named (OutputFile.h): through
+/// replaceFileAtomically for a regular file or a new path, in place for a
+/// character device or FIFO; refuses anything else.
+void writeOutputFile(const std::string &path,
+                     const std::function<void(PosixFile &)> &write);
 
 } // namespace dsc::rt::detail
 

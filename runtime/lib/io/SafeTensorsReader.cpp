@@ -2,7 +2,7 @@
 //
 // Everything in the header is checked once, in open(), against the file's
 // real size: a corrupt or hostile checkpoint is one located Error before any
-// byte of it reaches a tensor (DESIGN.md §2.8).
+// byte of it reaches a tensor.
 //
 //===----------------------------------------------------------------------===//
 

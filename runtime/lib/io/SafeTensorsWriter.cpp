@@ -86,7 +86,7 @@ void writeSafeTensors(const std::string &path,
   std::vector<PlannedTensor> planned = plan(path, tensors);
   std::string header = headerText(path, planned, metadata);
 
-  detail::replaceFileAtomically(path, [&](PosixFile &file) {
+  detail::writeOutputFile(path, [&](PosixFile &file) {
     unsigned char length[8];
     for (int i = 0; i < 8; ++i)
       length[i] = static_cast<unsigned char>(

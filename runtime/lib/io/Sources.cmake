@@ -5,4 +5,5 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/TensorShape.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsReader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsWriter.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/OutputFile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/TokenData.cpp)

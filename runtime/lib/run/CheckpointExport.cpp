@@ -3,7 +3,8 @@
 // The checkpoint reader (CheckpointLoad.cpp) reassembles each tensor from
 // the pieces that hold it, checking their checksums; this file decides
 // which tensors are the model's and writes them with the safetensors
-// writer, which replaces its file atomically.
+// writer, which replaces a regular file atomically and writes a device or
+// FIFO in place (OutputFile.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,14 +13,12 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Float16.h"
+#include "dsc/runtime/OutputFile.h"
 
-#include <filesystem>
 #include <map>
 #include <sstream>
 
 namespace dsc::rt {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -104,19 +103,7 @@ std::vector<ExportedTensor> exportWeights(const Checkpoint &checkpoint,
                                           const std::string &path) {
   // Refuse an output nobody can write before reading a byte of the
   // checkpoint (the writer would refuse it too, but only after).
-  fs::path parent = fs::path(path).parent_path();
-  if (parent.empty())
-    parent = ".";
-  std::error_code error;
-  check(!path.empty() && fs::path(path).has_filename(),
-        "'" + path + "': the output must name a file");
-  check(fs::exists(parent, error),
-        path + ": cannot write: directory " + parent.string() +
-            " does not exist");
-  check(fs::is_directory(parent, error),
-        path + ": cannot write: " + parent.string() + " is not a directory");
-  check(!fs::is_directory(path, error),
-        path + ": cannot write: it is a directory");
+  (void)resolveOutputFile(path);
 
   std::vector<ExportedTensor> plan = planWeightsExport(checkpoint);
   std::vector<std::vector<char>> data(plan.size());

@@ -8,6 +8,9 @@
 // same non-zero status. So a mistake that every rank makes alike (a wrong
 // --batch) prints one line, not N, and a rank that fails alone (a file
 // missing on one node) cannot leave the others waiting in a collective.
+// Before the artifact's first collective the ranks compare what they run
+// (JobAgreement.h), and from before MPI_Init until then a start-up
+// watchdog (StartupWatchdog.h) ends a job whose start-up hangs.
 // The artifact's target (RunTarget, Run.h) says where its buffers live and
 // which communicator sums: host memory and MPI for "cpu", GPU memory and
 // NCCL for "cuda" (CudaRun.cpp). Once the steps run, an error on a rank
@@ -29,17 +32,22 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/Comm.h"
+#include "dsc/runtime/JobAgreement.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/OutputFile.h"
 #include "dsc/runtime/RankInfo.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/StartupWatchdog.h"
 #include "dsc/runtime/TokenData.h"
 #include "dsc/runtime/Watchdog.h"
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <optional>
@@ -80,14 +88,6 @@ template <typename Body> Outcome attempt(Body &&body) {
   }
 }
 
-/// "rank 2", "ranks 0, 1, 3".
-std::string rankList(const std::vector<int> &ranks) {
-  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
 /// The launcher's coordination between ranks, on its own communicator.
 class Control {
 public:
@@ -117,20 +117,29 @@ public:
     int result = 0;
     MPI_Request request;
     MPI_Iallreduce(&code, &result, 1, MPI_INT, MPI_MAX, comm_, &request);
-    bool done = watchdog.waitUntilComplete(record, [&] {
-      int flag = 0;
-      MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
-      return flag != 0;
-    });
-    if (!done) {
-      std::fprintf(stderr,
-                   "dsc-run: rank %d: the other ranks did not finish setting "
-                   "up in time\n%s\n",
-                   rank_, watchdog.timeoutReport(rank_, record).c_str());
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, kCollectiveTimeoutExitCode);
-    }
+    wait(watchdog, record, request);
     return result;
+  }
+
+  /// Every rank's digest, in rank order, on every rank; under the same
+  /// watchdog as agree().
+  std::vector<JobDigest> allGather(const JobDigest &digest) {
+    constexpr int kWords = sizeof(JobDigest) / sizeof(uint64_t);
+    static_assert(sizeof(JobDigest) == kWords * sizeof(uint64_t));
+    uint64_t mine[kWords] = {digest.artifact, digest.state, digest.options};
+    std::vector<uint64_t> all(static_cast<size_t>(size_) * kWords);
+    CollectiveWatchdog watchdog(timeoutSeconds_);
+    CollectiveRecord record =
+        watchdog.begin(CollectiveKind::AllGather, kWords, CommDType::I64);
+    MPI_Request request;
+    MPI_Iallgather(mine, kWords, MPI_UINT64_T, all.data(), kWords,
+                   MPI_UINT64_T, comm_, &request);
+    wait(watchdog, record, request);
+    std::vector<JobDigest> digests(static_cast<size_t>(size_));
+    for (size_t r = 0; r < digests.size(); ++r)
+      digests[r] = {all[r * kWords], all[r * kWords + 1],
+                    all[r * kWords + 2]};
+    return digests;
   }
 
   /// Every rank's `text`, in rank order, on rank 0; empty elsewhere.
@@ -155,6 +164,23 @@ public:
   }
 
 private:
+  void wait(const CollectiveWatchdog &watchdog, const CollectiveRecord &record,
+            MPI_Request &request) {
+    bool done = watchdog.waitUntilComplete(record, [&] {
+      int flag = 0;
+      MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      return flag != 0;
+    });
+    if (!done) {
+      std::fprintf(stderr,
+                   "dsc-run: rank %d: the other ranks did not finish setting "
+                   "up in time\n%s\n",
+                   rank_, watchdog.timeoutReport(rank_, record).c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, kCollectiveTimeoutExitCode);
+    }
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
@@ -192,6 +218,31 @@ int settle(Control &control, const Outcome &outcome) {
     std::fprintf(stderr, "dsc-run: 'dsc-run --help' shows the usage\n");
   std::fflush(stderr);
   return code;
+}
+
+/// 0 when every rank runs what rank 0 runs (JobAgreement.h); else rank 0
+/// prints what differs and on which ranks, and every rank returns 1.
+int checkRanksAgree(Control &control, const JobDigest &digest,
+                    const JobDescription &description) {
+  std::vector<JobDigest> digests = control.allGather(digest);
+  bool agreed = true;
+  for (const JobDigest &other : digests)
+    agreed = agreed && other == digests.front();
+  if (agreed)
+    return 0;
+  std::vector<std::string> texts = control.gather(description.serialize());
+  if (control.rank() == 0) {
+    std::vector<JobDescription> descriptions;
+    for (const std::string &text : texts)
+      descriptions.push_back(JobDescription::deserialize(text));
+    for (const std::string &line : describeDisagreement(digests, descriptions))
+      std::fprintf(stderr, "dsc-run: error: %s\n", line.c_str());
+    std::fprintf(stderr, "dsc-run: every rank must run the same artifact on "
+                         "the same state with the same options; stopped "
+                         "before the first step\n");
+    std::fflush(stderr);
+  }
+  return kErrorExitCode;
 }
 
 /// This rank's summary, one line per figure, each prefixed "[rank R]".
@@ -275,17 +326,49 @@ int saveCheckpoint(Control &control, const std::string &root,
   return 0;
 }
 
+/// DSC_COLLECTIVE_TIMEOUT, or the default when it is malformed (the first
+/// setup phase reports that, on every rank alike).
+double startupTimeoutSeconds() {
+  try {
+    return collectiveTimeoutFromEnvironment();
+  } catch (const Error &) {
+    return kDefaultCollectiveTimeoutSeconds;
+  }
+}
+
+/// The start-up watchdog's expiry, on its thread: says where this rank was
+/// stuck and ends it with the collective watchdog's status; once MPI is up
+/// through MPI_Abort, so that the launcher ends every rank.
+[[noreturn]] void endStuckStartup(const std::string &phase, double seconds,
+                                  bool mpiUp) {
+  std::string rank = "?";
+  try {
+    rank = std::to_string(detectRankFromEnvironment().rank);
+  } catch (const Error &) {
+  }
+  std::fprintf(stderr,
+               "dsc-run: rank %s: error: start-up did not finish within %g s "
+               "(DSC_COLLECTIVE_TIMEOUT) while %s\n",
+               rank.c_str(), seconds, phase.c_str());
+  std::fflush(stderr);
+  if (mpiUp)
+    MPI_Abort(MPI_COMM_WORLD, kCollectiveTimeoutExitCode);
+  std::_Exit(kCollectiveTimeoutExitCode);
+}
+
 double readScalar(const void *buffer, ElementType type) {
   if (type == ElementType::F64)
     return *static_cast<const double *>(buffer);
   return *static_cast<const float *>(buffer);
 }
 
-int runJob(const std::vector<std::string> &args) {
+int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
+  startup.enter("joining the job (MPI_Comm_dup), waiting for every rank");
   Control control;
   const int rank = control.rank(), size = control.size();
 
   // Phase 1: what every rank can check without touching any file.
+  startup.enter("checking the command line");
   RunOptions options;
   Outcome outcome = attempt([&] {
     RankInfo launcher = detectRankFromEnvironment();
@@ -306,6 +389,9 @@ int runJob(const std::vector<std::string> &args) {
   int64_t *tokens = nullptr, *targets = nullptr;
   std::unique_ptr<MetricsCsv> metrics;
   std::optional<Checkpoint> resumed;
+  JobDigest digest;
+  JobDescription description;
+  startup.enter("loading the artifact, the data and the state");
   outcome = attempt([&] {
     artifact = ArtifactLibrary::open(options.artifact);
     const ArtifactInfo &info = artifact->info();
@@ -327,6 +413,8 @@ int runJob(const std::vector<std::string> &args) {
       createCheckpointRoot(options.save);
     if (rank == 0 && !options.metrics.empty())
       metrics = std::make_unique<MetricsCsv>(options.metrics);
+    if (rank == 0 && !options.dumpOutputs.empty())
+      (void)resolveOutputFile(options.dumpOutputs); // written after step 1
     target->allocate(info);
     unfed.resize(static_cast<size_t>(plan.microBatch * plan.seqLen));
     tokens = plan.tokensInput >= 0
@@ -341,19 +429,31 @@ int runJob(const std::vector<std::string> &args) {
       target->loadStates(info, *resumed);
     else
       target->loadStates(info, *weights);
+    if (size > 1)
+      describeJob(options, resumed ? &*resumed : nullptr, digest, description);
   });
   if (int code = settle(control, outcome))
     return code;
 
+  // Before the first collective whose sizes depend on the artifact: ranks
+  // that run different artifacts would crash in it.
+  startup.enter("comparing what every rank runs");
+  if (size > 1)
+    if (int code = checkRanksAgree(control, digest, description))
+      return code;
+
   // Phase 3: the communicator, collective over MPI_COMM_WORLD (MPI, or NCCL
   // for a CUDA artifact, which fails on every rank alike).
   RunStepContext *stepContext = nullptr;
+  startup.enter("connecting the artifact's communicator");
   outcome = attempt([&] {
     stepContext = &target->connect();
     stepContext->setTraining(!options.eval);
   });
   if (int code = settle(control, outcome))
     return code;
+  // From here on the collective watchdog watches every wait.
+  startup.disarm();
 
   const ArtifactInfo &info = artifact->info();
   const ElementType lossType = info.outputs[plan.lossOutput].type;
@@ -483,6 +583,16 @@ int runMain(int argc, char **argv) {
       return 0;
     }
 
+  // Armed before MPI_Init: a rank that never starts leaves the others
+  // inside MPI_Init, which no collective watchdog sees.
+  std::atomic<bool> mpiUp{false};
+  StartupWatchdog startup(
+      startupTimeoutSeconds(),
+      "in MPI_Init, waiting for every rank of the job to start",
+      [&](const std::string &phase, double seconds) {
+        endStuckStartup(phase, seconds, mpiUp.load());
+      });
+
   // Serialized: a CPU artifact's collectives run on its collectives
   // stream's worker thread (never two MPI calls at once). The CPU target
   // checks the level MPI provides when an artifact needs it.
@@ -494,11 +604,12 @@ int runMain(int argc, char **argv) {
     std::fprintf(stderr, "dsc-run: error: MPI_Init_thread failed\n");
     return kErrorExitCode;
   }
+  mpiUp = true;
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int code = kErrorExitCode;
   try {
-    code = runJob(args);
+    code = runJob(args, startup);
   } catch (...) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -508,6 +619,7 @@ int runMain(int argc, char **argv) {
     if (size > 1)
       MPI_Abort(MPI_COMM_WORLD, kErrorExitCode);
   }
+  startup.disarm();
   MPI_Finalize();
   return code;
 }

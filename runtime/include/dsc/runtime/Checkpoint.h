@@ -12,7 +12,8 @@
 //
 // N counts completed steps: a resumed run starts at step N + 1 and feeds
 // data batch N. Tensors are stored under their fully-qualified names
-// (DESIGN.md §2.2), each exactly once, and metadata.json maps each name to
+// (the names the IR and weights files use), each exactly once, and
+// metadata.json maps each name to
 // its shard, dtype, shape, size and checksum, so a job of any number of
 // ranks can load a checkpoint that W ranks wrote. A state partitioned over
 // the ranks (ZeRO) is stored in pieces, one per rank that holds any of it,

@@ -1,9 +1,10 @@
 //===- Comm.h - the communicator interface ----------------------*- C++ -*-===//
 //
-// The collectives that generated code calls (DESIGN.md §2.7). All ranks of a
+// The collectives that generated code calls. All ranks of a
 // communicator must issue the same collectives in the same order with the
 // same counts, dtypes, ops and roots: the compiler emits them that way
-// (DESIGN.md §2.3), and the watchdog turns a violation into a message.
+// (every collective is an op of the program, in one order on every rank),
+// and the watchdog turns a violation into a message.
 //
 // The public calls are not virtual: they check the arguments, number the
 // collective (Watchdog.h), add it to the counters (CommStats.h), and only

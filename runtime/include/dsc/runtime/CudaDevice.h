@@ -3,7 +3,7 @@
 // The CUDA backend (docs/cuda.md) lives in its own library, dsc_runtime_cuda,
 // built when the CUDA toolkit is found. It compiles and links on machines
 // without a GPU (CI has none); what needs a GPU checks for one first and
-// fails with a clear Error when there is none (DESIGN.md §2.6).
+// fails with a clear Error when there is none.
 //
 // Device selection: every rank uses one GPU, chosen by its local rank (its
 // index among the ranks on the same host), which launchers publish as

@@ -2,8 +2,9 @@
 //
 // Generated code and the runtime allocate their host buffers from a
 // MemoryPool. Its high-water mark is the per-rank peak memory that dsc-run
-// reports, and tests hold it equal to the compiler's memory plan (DESIGN.md
-// §2.5). Both count every buffer at roundUp(bytes, alignment), 256 by
+// reports, and tests hold it equal to the compiler's memory plan
+// (test/e2e/report-agreement.test). Both count every buffer at
+// roundUp(bytes, alignment), 256 by
 // default, as the compiler's planBuffers (dsc/Analysis/BufferPlan.h) does:
 // that rounding is what "equal within the allocator's rounding" allows, and
 // with it the pool's high-water mark for a step is the plan's maxLiveBytes.

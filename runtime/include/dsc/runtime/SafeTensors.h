@@ -2,7 +2,7 @@
 //-*-===//
 //
 // Weights and checkpoints live in safetensors files keyed by fully-qualified
-// PyTorch names (DESIGN.md §2.2). The format
+// PyTorch names, the names the IR's dsc.state ops carry. The format
 // (https://huggingface.co/docs/safetensors): an 8-byte little-endian header
 // length N, N bytes of JSON mapping each tensor name to
 // {"dtype", "shape", "data_offsets": [begin, end]} (offsets relative to the
@@ -98,7 +98,10 @@ struct TensorView {
 
 /// Writes `tensors` to `path` atomically: a temporary file in the same
 /// directory, fsync, rename over `path`, fsync of the directory, so that a
-/// crash leaves either the old file or the new one. Tensors go in sorted
+/// crash leaves either the old file or the new one. A `path` that is a
+/// character device or FIFO is written in place, never replaced; a symbolic
+/// link is followed; a directory, block device or socket is refused
+/// (OutputFile.h). Tensors go in sorted
 /// name order and the header is padded with spaces to a multiple of 8 bytes,
 /// as python/dsc/safetensors.py does: the two write identical bytes for the
 /// same tensors and metadata. Throws Error "PATH: <problem>" for duplicate

@@ -1,7 +1,7 @@
 //===- Stream.h - streams and events ----------------------------*- C++ -*-===//
 //
 // Streams and events, so that communication and compute can overlap on both
-// targets (DESIGN.md §2.7; docs/streams.md). A stream is an in-order queue
+// targets (docs/streams.md). A stream is an in-order queue
 // of work; an event marks a point in one stream's queue, and another stream
 // can wait for it. The same interface has two backends:
 //

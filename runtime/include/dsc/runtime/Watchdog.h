@@ -1,8 +1,8 @@
 //===- Watchdog.h - collectives that never finish end the job ---*- C++ -*-===//
 //
 // A rank that dies or diverges leaves the others blocked in a collective
-// forever (DESIGN.md §2.8: a hung rank ends the job with a message, not a
-// hang). So every collective is numbered (the same numbers on every rank,
+// forever; a hung rank must end the job with a message, not a hang. So
+// every collective is numbered (the same numbers on every rank,
 // since all ranks issue the same collectives in the same order) and issued
 // nonblocking; the watchdog polls it against a deadline, and keeps the last
 // kHistoryLength collectives so that the message says where each rank was.
@@ -32,6 +32,10 @@ namespace dsc::rt {
 constexpr double kDefaultCollectiveTimeoutSeconds = 600;
 /// Exit status of a job ended by the watchdog (timeout(1)'s "timed out").
 constexpr int kCollectiveTimeoutExitCode = 124;
+
+/// Whether `seconds` is a timeout the watchdogs accept: finite, in (0, 1e9]
+/// (a bound that keeps the deadline arithmetic exact).
+bool isValidTimeout(double seconds);
 
 /// DSC_COLLECTIVE_TIMEOUT in seconds, or the default when it is not set.
 /// Throws Error unless the value is a positive finite decimal number of at
