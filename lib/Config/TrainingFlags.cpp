@@ -220,13 +220,22 @@ mlir::dsc::trainingPipelineFromFlags() {
           ? "--scheduler=" + schedule
           : "the config's scheduler (" + schedule + ")";
   bool scheduleValid = true;
-  for (StringRef option : allScheduleOptions())
-    if (given.count(option.str()) &&
-        !llvm::is_contained(scheduleOptions(schedule), option)) {
+  for (StringRef option : allScheduleOptions()) {
+    if (!settings.count(option.str()) ||
+        llvm::is_contained(scheduleOptions(schedule), option))
+      continue;
+    // From the config, when --scheduler replaced the config's schedule.
+    auto origin = request.fromConfig.find(option.str());
+    if (origin != request.fromConfig.end())
+      llvm::errs() << origin->second.file << ":" << origin->second.line << ":"
+                   << origin->second.column << ": error: '"
+                   << origin->second.key << "' does not apply to "
+                   << scheduleSource << "\n";
+    else
       llvm::errs() << "dsc-opt: error: --" << option << " does not apply to "
                    << scheduleSource << "\n";
-      scheduleValid = false;
-    }
+    scheduleValid = false;
+  }
   if (scheduleNeedsTotal(schedule) && !settings.count("total-num-steps")) {
     llvm::errs() << "dsc-opt: error: " << scheduleSource
                  << " needs --total-num-steps\n";
