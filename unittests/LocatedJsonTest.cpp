@@ -81,3 +81,17 @@ TEST(LocatedJson, SyntaxErrorsAreLocated) {
   EXPECT_TRUE(failed(string.json));
   EXPECT_EQ(string.diagnostics, "1:7: unterminated string");
 }
+
+TEST(LocatedJson, NestingIsBoundedBeforeParsing) {
+  std::string deepest(kMaxJsonNesting, '[');
+  deepest += std::string(kMaxJsonNesting, ']');
+  Parsed ok(deepest);
+  EXPECT_TRUE(succeeded(ok.json)) << ok.diagnostics;
+  // One level more is refused at its bracket; brackets in strings and
+  // comments do not count.
+  Parsed deep("[" + deepest + "]");
+  EXPECT_TRUE(failed(deep.json));
+  EXPECT_EQ(deep.diagnostics.substr(0, 5), "1:65:");
+  Parsed quoted("[\"" + std::string(1000, '[') + "\" /* [[[[ */]");
+  EXPECT_TRUE(succeeded(quoted.json)) << quoted.diagnostics;
+}

@@ -13,6 +13,7 @@
 #include "dsc/Config/DeepSpeedConfig.h"
 
 #include "dsc/Config/LocatedJson.h"
+#include "dsc/Config/OptionRanges.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -42,6 +43,28 @@ public:
     return failure();
   }
 
+  /// Sets pipeline option `option` from the config's `key`, if the value
+  /// is one the option accepts (OptionRanges.h); otherwise an error at the
+  /// key, in DeepSpeed's spelling.
+  LogicalResult set(StringRef key, StringRef option, const std::string &value) {
+    if (std::optional<std::string> problem = checkPipelineOption(option, value))
+      return error(key, *problem);
+    settings[option.str()] = value;
+    keys[option.str()] = key.str();
+    return success();
+  }
+
+  /// Sets `option` from the number at `key` of `object`, if there is one.
+  LogicalResult setNumber(const Object &object, StringRef path, StringRef key,
+                          StringRef option) {
+    FailureOr<std::optional<double>> value = number(object, path, key);
+    if (failed(value))
+      return failure();
+    if (!*value)
+      return success();
+    return set(join(path, key), option, formatNumber(**value));
+  }
+
   /// Keys of `object` (at `path`) outside `known` are errors.
   LogicalResult onlyKeys(const Object &object, StringRef path,
                          ArrayRef<StringRef> known, StringRef what) {
@@ -65,14 +88,32 @@ public:
     return value;
   }
 
+  /// `"key": null` where a number or a boolean belongs: DeepSpeed passes
+  /// the None on (to the optimizer's constructor, say), which rejects it;
+  /// it is not the default.
+  LogicalResult checkNotNull(const Object &object, StringRef path, StringRef key,
+                             StringRef expected) {
+    const Value *value = object.get(key);
+    if (value && value->kind() == Value::Null)
+      return error(join(path, key), "expected " + expected +
+                                        ", got null (leave the key out for "
+                                        "the default)");
+    return success();
+  }
+
   FailureOr<std::optional<double>> number(const Object &object, StringRef path,
                                           StringRef key) {
+    if (failed(checkNotNull(object, path, key, "a number")))
+      return failure();
     const Value *value = get(object, key);
     if (!value)
       return std::optional<double>();
     std::optional<double> number = value->getAsNumber();
-    if (!number || !std::isfinite(*number))
+    if (!number)
       return error(join(path, key), "expected a number");
+    // llvm::json reads 1e400 as inf.
+    if (!std::isfinite(*number))
+      return error(join(path, key), "expected a finite number");
     return std::optional<double>(*number);
   }
 
@@ -85,13 +126,22 @@ public:
     if (!*value)
       return std::optional<int64_t>();
     double v = **value;
-    if (v != std::floor(v) || std::fabs(v) > 9.0e15)
+    if (v != std::floor(v))
       return error(join(path, key), "expected an integer, got " + formatNumber(v));
+    // Beyond 2^53 a double no longer holds every integer.
+    if (std::fabs(v) > double(kMaxCount)) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.0f", v);
+      return error(join(path, key), "expected an integer of magnitude at most " +
+                                        Twine(kMaxCount) + ", got " + text);
+    }
     return std::optional<int64_t>(int64_t(v));
   }
 
   FailureOr<std::optional<bool>> boolean(const Object &object, StringRef path,
                                          StringRef key) {
+    if (failed(checkNotNull(object, path, key, "true or false")))
+      return failure();
     const Value *value = get(object, key);
     if (!value)
       return std::optional<bool>();
@@ -117,6 +167,8 @@ public:
   LogicalResult readZero(const Object &zero);
 
   PipelineSettings settings;
+  /// The config key each checked setting came from, by option.
+  std::map<std::string, std::string> keys;
 
 private:
   llvm::SourceMgr &sourceMgr;
@@ -145,42 +197,44 @@ constexpr StringRef kHandledKeys[] = {
     "gradient_clipping", "zero_optimization"};
 
 LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
+  // Every key and every section is read, so that one run reports each
+  // mistake of the file (within a section, its first).
+  bool ok = true;
+  auto check = [&](LogicalResult result) { ok &= succeeded(result); };
   for (const auto &[key, value] : root) {
     StringRef k = key;
     if (llvm::is_contained(kHandledKeys, k) || llvm::is_contained(kLoggingKeys, k))
       continue;
     if (k == "activation_checkpointing")
-      return error(k, "DeepSpeed's checkpointing API settings do not apply: "
-                      "dsc recomputes blocks with --checkpoint-activations");
-    if (llvm::is_contained(kUnsupportedKeys, k))
-      return error(k, "this DeepSpeed feature is not supported by dsc");
-    return error(k, "unknown key");
+      check(error(k, "DeepSpeed's checkpointing API settings do not apply: "
+                     "dsc recomputes blocks with --checkpoint-activations"));
+    else if (llvm::is_contained(kUnsupportedKeys, k))
+      check(error(k, "this DeepSpeed feature is not supported by dsc"));
+    else
+      check(error(k, "unknown key"));
   }
-  if (failed(readBatch(root, worldSize)))
-    return failure();
+  check(readBatch(root, worldSize));
 
   FailureOr<const Object *> optimizer = section(root, "optimizer");
-  if (failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer))))
-    return failure();
+  check(failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer)))
+            ? failure()
+            : success());
   FailureOr<const Object *> scheduler = section(root, "scheduler");
-  if (failed(scheduler) || (*scheduler && failed(readScheduler(**scheduler))))
-    return failure();
-  if (failed(readPrecision(root)))
-    return failure();
+  check(failed(scheduler) || (*scheduler && failed(readScheduler(**scheduler)))
+            ? failure()
+            : success());
+  check(readPrecision(root));
 
   FailureOr<std::optional<double>> clip = number(root, "", "gradient_clipping");
-  if (failed(clip))
-    return failure();
-  if (*clip) {
-    if (**clip < 0)
-      return error("gradient_clipping", "must be >= 0, got " + formatNumber(**clip));
-    settings["grad-clip"] = formatNumber(**clip);
-  }
+  check(failed(clip) || (*clip && failed(set("gradient_clipping", "grad-clip",
+                                              formatNumber(**clip))))
+            ? failure()
+            : success());
 
   FailureOr<const Object *> zero = section(root, "zero_optimization");
-  if (failed(zero) || (*zero && failed(readZero(**zero))))
-    return failure();
-  return success();
+  check(failed(zero) || (*zero && failed(readZero(**zero))) ? failure()
+                                                             : success());
+  return success(ok);
 }
 
 LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
@@ -194,6 +248,24 @@ LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
   std::optional<int64_t> t = *train, m = *micro, g = *accum;
   if (!t && !m && !g)
     return success(); // the exported inputs fix the micro-batch
+  // Bounded before they are multiplied (OptionRanges.h).
+  struct Given {
+    StringRef key;
+    std::optional<int64_t> value;
+    int64_t max;
+  } given[] = {
+      {"train_batch_size", t, kMaxBatchFactor * kMaxBatchFactor * kMaxWorldSize},
+      {"train_micro_batch_size_per_gpu", m, kMaxBatchFactor},
+      {"gradient_accumulation_steps", g, kMaxBatchFactor}};
+  bool inRange = true;
+  for (const Given &b : given)
+    if (b.value && (*b.value < 1 || *b.value > b.max)) {
+      (void)error(b.key, "must be in [1, " + Twine(b.max) + "], got " +
+                             Twine(*b.value));
+      inRange = false;
+    }
+  if (!inRange)
+    return failure();
   // DeepSpeed's completion of the triple, with its integer divisions.
   if (t && m && !g)
     g = *m > 0 ? *t / *m / worldSize : 0;
@@ -221,8 +293,9 @@ LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
                         "gradient_acc_step * world_size: " +
                             Twine(*t) + " != " + Twine(*m) + " * " + Twine(*g) +
                             " * " + Twine(worldSize));
-  settings["micro-batch"] = std::to_string(*m);
-  settings["grad-accum"] = std::to_string(*g);
+  if (failed(set(where, "micro-batch", std::to_string(*m))) ||
+      failed(set(where, "grad-accum", std::to_string(*g))))
+    return failure();
   return success();
 }
 
@@ -244,6 +317,8 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     return failure();
   const Object &params = *paramsOr ? **paramsOr : empty;
   StringRef path = "optimizer.params";
+  // The numbers are each checked, so that one run reports all of them.
+  bool numbersOk = true;
   if (adam) {
     if (failed(onlyKeys(params, path,
                         {"lr", "betas", "eps", "weight_decay", "adam_w_mode",
@@ -263,6 +338,7 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     // "Adam" forces AdamW's decoupled decay unless adam_w_mode is false.
     bool decoupled = name == "adamw" || wMode->value_or(true);
     settings["optimizer"] = decoupled ? "adamw" : "adam";
+    keys["optimizer"] = "optimizer.type";
     // FusedAdam's default decay is 0; torch.optim.AdamW's is 0.01.
     settings["weight-decay"] =
         torchAdam->value_or(false) && decoupled ? "0.01" : "0";
@@ -270,15 +346,14 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
       const llvm::json::Array *array = betas->getAsArray();
       if (!array || array->size() != 2 || !(*array)[0].getAsNumber() ||
           !(*array)[1].getAsNumber())
-        return error(join(path, "betas"), "expected two numbers [beta1, beta2]");
-      settings["betas"] = formatNumber(*(*array)[0].getAsNumber()) + "," +
-                          formatNumber(*(*array)[1].getAsNumber());
+        numbersOk = succeeded(
+            error(join(path, "betas"), "expected two numbers [beta1, beta2]"));
+      else if (failed(set(join(path, "betas"), "betas",
+                          formatNumber(*(*array)[0].getAsNumber()) + "," +
+                              formatNumber(*(*array)[1].getAsNumber()))))
+        numbersOk = false;
     }
-    FailureOr<std::optional<double>> eps = number(params, path, "eps");
-    if (failed(eps))
-      return failure();
-    if (*eps)
-      settings["eps"] = formatNumber(**eps);
+    numbersOk &= succeeded(setNumber(params, path, "eps", "eps"));
   } else {
     if (failed(onlyKeys(params, path,
                         {"lr", "momentum", "weight_decay", "dampening", "nesterov"},
@@ -296,18 +371,15 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     if (!get(params, "lr"))
       return error("optimizer", "SGD needs params.lr (torch.optim.SGD has no default)");
     settings["optimizer"] = "sgd";
+    keys["optimizer"] = "optimizer.type";
     settings["weight-decay"] = "0";
-    settings["momentum"] = formatNumber(momentum->value_or(0));
+    if (failed(set(join(path, "momentum"), "momentum",
+                   formatNumber(momentum->value_or(0)))))
+      return failure();
   }
-  FailureOr<std::optional<double>> lr = number(params, path, "lr");
-  FailureOr<std::optional<double>> decay = number(params, path, "weight_decay");
-  if (failed(lr) || failed(decay))
-    return failure();
-  if (*lr)
-    settings["lr"] = formatNumber(**lr);
-  if (*decay)
-    settings["weight-decay"] = formatNumber(**decay);
-  return success();
+  numbersOk &= succeeded(setNumber(params, path, "lr", "lr"));
+  numbersOk &= succeeded(setNumber(params, path, "weight_decay", "weight-decay"));
+  return success(numbersOk);
 }
 
 LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
@@ -318,39 +390,28 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   if (!type)
     return error("scheduler.type",
                  "expected a string (WarmupLR, WarmupDecayLR or WarmupCosineLR)");
-  // DeepSpeed's parameter names and the pipeline options they set; each
-  // schedule's constructor takes only its own.
-  struct Param {
-    StringRef key, option;
-    bool integer;
-  };
-  const Param warmupLR[] = {{"warmup_min_lr", "warmup-min-lr", false},
-                            {"warmup_max_lr", "warmup-max-lr", false},
-                            {"warmup_num_steps", "warmup-num-steps", true}};
-  const Param totalSteps[] = {{"total_num_steps", "total-num-steps", true}};
-  const Param cosine[] = {{"warmup_min_ratio", "warmup-min-ratio", false},
-                          {"cos_min_ratio", "cos-min-ratio", false},
-                          {"warmup_num_steps", "warmup-num-steps", true}};
-  SmallVector<Param> params;
-  StringRef name;
-  if (*type == "WarmupLR") {
-    name = "warmup-lr";
-    params.append(std::begin(warmupLR), std::end(warmupLR));
-  } else if (*type == "WarmupDecayLR") {
-    name = "warmup-decay-lr";
-    params.append(std::begin(warmupLR), std::end(warmupLR));
-    params.append(std::begin(totalSteps), std::end(totalSteps));
-  } else if (*type == "WarmupCosineLR") {
-    name = "warmup-cosine-lr";
-    params.append(std::begin(cosine), std::end(cosine));
-    params.append(std::begin(totalSteps), std::end(totalSteps));
-  } else {
+  StringRef name = llvm::StringSwitch<StringRef>(*type)
+                       .Case("WarmupLR", "warmup-lr")
+                       .Case("WarmupDecayLR", "warmup-decay-lr")
+                       .Case("WarmupCosineLR", "warmup-cosine-lr")
+                       .Default("");
+  if (name.empty())
     return error("scheduler.type",
                  "scheduler '" + *type +
                      "' is not supported by dsc (WarmupLR, WarmupDecayLR, "
                      "WarmupCosineLR)");
-  }
+  // DeepSpeed's parameter names are the options' with `_` for `-`; each
+  // schedule's constructor takes only its own.
+  struct Param {
+    std::string key;
+    StringRef option;
+  };
+  SmallVector<Param> params;
+  for (StringRef option : scheduleOptions(name))
+    if (option != "warmup-type")
+      params.push_back({llvm::join(llvm::split(option, '-'), "_"), option});
   settings["scheduler"] = name.str();
+  keys["scheduler"] = "scheduler.type";
   const Object empty;
   FailureOr<const Object *> paramsOr = section(scheduler, "params");
   if (failed(paramsOr))
@@ -363,26 +424,33 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   if (failed(onlyKeys(values, path, known, (*type + "'s parameters").str())))
     return failure();
   for (const Param &param : params) {
-    if (param.integer) {
+    if (isIntegerPipelineOption(param.option)) {
       FailureOr<std::optional<int64_t>> v = integer(values, path, param.key);
       if (failed(v))
         return failure();
-      if (*v)
-        settings[param.option.str()] = std::to_string(**v);
+      if (*v && failed(set(join(path, param.key), param.option,
+                           std::to_string(**v))))
+        return failure();
       continue;
     }
     FailureOr<std::optional<double>> v = number(values, path, param.key);
     if (failed(v))
       return failure();
-    if (*v)
-      settings[param.option.str()] = formatNumber(**v);
+    if (*v &&
+        failed(set(join(path, param.key), param.option, formatNumber(**v))))
+      return failure();
   }
   if (const Value *warmupType = get(values, "warmup_type")) {
     std::optional<StringRef> t = warmupType->getAsString();
     if (!t || (*t != "log" && *t != "linear"))
       return error(join(path, "warmup_type"), "expected \"log\" or \"linear\"");
     settings["warmup-type"] = t->str();
+    keys["warmup-type"] = join(path, "warmup_type");
   }
+  // A required argument of these schedules' constructors.
+  if (scheduleNeedsTotal(name) && !settings.count("total-num-steps"))
+    return error(*paramsOr ? StringRef(path) : StringRef("scheduler.type"),
+                 *type + " needs total_num_steps");
   FailureOr<std::optional<int64_t>> last = integer(values, path, "last_batch_iteration");
   if (failed(last))
     return failure();
@@ -429,6 +497,7 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
       return failed(autoCast) ? failure()
                               : error("fp16.auto_cast", "auto_cast is not supported");
     settings["precision"] = "fp16";
+    keys["precision"] = "fp16.enabled";
     settings["loss-scaling"] = "true";
     struct Key {
       StringRef key, option;
@@ -443,14 +512,16 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
         FailureOr<std::optional<int64_t>> v = integer(fp16Section, "fp16", k.key);
         if (failed(v))
           return failure();
-        if (*v)
-          settings[k.option.str()] = std::to_string(**v);
+        if (*v && failed(set(join("fp16", k.key), k.option,
+                             std::to_string(**v))))
+          return failure();
       } else {
         FailureOr<std::optional<double>> v = number(fp16Section, "fp16", k.key);
         if (failed(v))
           return failure();
-        if (*v)
-          settings[k.option.str()] = formatNumber(**v);
+        if (*v && failed(set(join("fp16", k.key), k.option,
+                             formatNumber(**v))))
+          return failure();
       }
     }
     for (StringRef unsupported : {"consecutive_hysteresis", "fp16_master_weights_and_grads"}) {
@@ -463,6 +534,7 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
   }
   if (bf16On)
     settings["precision"] = "bf16";
+    keys["precision"] = "bf16.enabled";
   return success();
 }
 
@@ -511,6 +583,7 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
                  "the ranks' device memory");
   }
   settings["zero-stage"] = std::to_string(s);
+  keys["zero-stage"] = join(path, "stage");
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
                                         "zero-persistence-threshold"},
@@ -521,10 +594,8 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
     FailureOr<std::optional<int64_t>> v = integer(zero, path, key);
     if (failed(v))
       return failure();
-    if (*v && **v < 0)
-      return error(join(path, key), "must not be negative");
-    if (*v)
-      settings[option.str()] = std::to_string(**v);
+    if (*v && failed(set(join(path, key), option, std::to_string(**v))))
+      return failure();
   }
   FailureOr<std::optional<bool>> overlap = boolean(zero, path, "overlap_comm");
   if (failed(overlap))
@@ -545,7 +616,7 @@ std::string mlir::dsc::formatPipelineNumber(double value) {
 
 FailureOr<PipelineSettings>
 mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                               int64_t worldSize) {
+                               int64_t worldSize, ConfigOrigins *origins) {
   FailureOr<LocatedJson> json = parseLocatedJson(sourceMgr, bufferId);
   if (failed(json))
     return failure();
@@ -555,5 +626,12 @@ mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
     return reader.error("", "a DeepSpeed config is a JSON object");
   if (failed(reader.read(*root, worldSize)))
     return failure();
+  if (origins)
+    for (const auto &[option, key] : reader.keys) {
+      auto [line, column] = sourceMgr.getLineAndColumn(json->locate(key), bufferId);
+      (*origins)[option] = {
+          key, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier().str(),
+          line, column};
+    }
   return std::move(reader.settings);
 }

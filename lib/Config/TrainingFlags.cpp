@@ -1,19 +1,22 @@
 //===- TrainingFlags.cpp - dsc-opt's top-level training flags -------------===//
 //
-// Each flag is a --dsc-pipeline option of the same name, passed on as text:
-// the pipeline's option parser checks the values, so the types and defaults
-// live in one place (TrainingPipeline.h).
+// Each flag is a --dsc-pipeline option of the same name, passed on as text,
+// so that the types and defaults live in one place (TrainingPipeline.h).
+// Each value is first checked against the options' range table
+// (OptionRanges.h), so that a bad one is an error naming the flag, and all
+// of a command line's bad flags are reported together.
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Config/TrainingFlags.h"
 
 #include "dsc/Config/DeepSpeedConfig.h"
+#include "dsc/Config/OptionRanges.h"
 
-#include "mlir/Support/FileUtilities.h"
-
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -115,59 +118,143 @@ void mlir::dsc::registerTrainingFlags() {
   flags = &instance;
 }
 
-FailureOr<std::optional<std::string>> mlir::dsc::trainingPipelineFromFlags() {
+namespace {
+/// A ds_config.json is a few kilobytes; this bounds what a mistyped
+/// `--config` (a log, a core dump) makes dsc-opt read.
+constexpr uint64_t kMaxConfigBytes = 1 << 20;
+
+LogicalResult configError(const Twine &message) {
+  llvm::errs() << "dsc-opt: error: --config: " << message << "\n";
+  return failure();
+}
+
+/// Reads `path`, which must be a regular file of at most kMaxConfigBytes:
+/// /dev/zero or a FIFO would be read for ever (or never).
+FailureOr<std::unique_ptr<llvm::MemoryBuffer>> readConfigFile(StringRef path) {
+  namespace fs = llvm::sys::fs;
+  // By name first: opening a FIFO blocks until someone writes to it.
+  fs::file_status status;
+  if (std::error_code error = fs::status(path, status))
+    return configError("cannot open '" + path + "': " + error.message());
+  if (status.type() != fs::file_type::regular_file)
+    return configError("'" + path + "' is not a regular file");
+  llvm::Expected<fs::file_t> file = fs::openNativeFileForRead(path);
+  if (!file)
+    return configError("cannot open '" + path +
+                       "': " + llvm::toString(file.takeError()));
+  auto close = llvm::make_scope_exit([&] { fs::closeFile(*file); });
+  // Again on what was opened, which may have changed since.
+  if (std::error_code error = fs::status(*file, status))
+    return configError("cannot read '" + path + "': " + error.message());
+  if (status.type() != fs::file_type::regular_file)
+    return configError("'" + path + "' is not a regular file");
+  if (status.getSize() > kMaxConfigBytes)
+    return configError("'" + path + "' is " + Twine(status.getSize()) +
+                       " bytes; a DeepSpeed config is at most " +
+                       Twine(kMaxConfigBytes));
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getOpenFile(*file, path, status.getSize());
+  if (!buffer)
+    return configError("cannot read '" + path + "': " +
+                       buffer.getError().message());
+  return std::move(*buffer);
+}
+} // namespace
+
+FailureOr<std::optional<TrainingPipelineRequest>>
+mlir::dsc::trainingPipelineFromFlags() {
   TrainingFlags &f = *flags;
   PipelineSettings given;
-  for (auto [option, flag] : llvm::zip(f.options, kFlags))
-    if (option.getNumOccurrences())
-      given[flag.option ? flag.option : flag.name] =
-          option.getValue().empty() ? "true" : option.getValue();
-  if (given.empty() && f.config.empty())
-    return std::optional<std::string>();
-
-  int64_t worldSize = 1;
-  if (auto it = given.find("world-size"); it != given.end() &&
-                                          !llvm::to_integer(it->second, worldSize)) {
-    llvm::errs() << "error: --world-size: '" << it->second << "' is not an integer\n";
-    return failure();
-  }
-  // Checked before the config is read: its batch rules divide by it.
-  if (worldSize < 1) {
-    llvm::errs() << "error: --world-size must be >= 1, got " << worldSize << "\n";
-    return failure();
-  }
-  PipelineSettings settings;
-  if (!f.config.empty()) {
-    std::string error;
-    std::unique_ptr<llvm::MemoryBuffer> buffer = openInputFile(f.config, &error);
-    if (!buffer) {
-      llvm::errs() << "error: --config: " << error << "\n";
-      return failure();
+  bool valid = true;
+  for (auto [option, flag] : llvm::zip(f.options, kFlags)) {
+    if (!option.getNumOccurrences())
+      continue;
+    StringRef name = flag.option ? flag.option : flag.name;
+    // `--checkpoint-activations` is `true`; `--lr=` is an empty value.
+    std::string value = option.getValue();
+    if (value.empty() && isBooleanPipelineOption(name))
+      value = "true";
+    if (std::optional<std::string> error = checkPipelineOption(name, value)) {
+      llvm::errs() << "dsc-opt: error: --" << flag.name << ": " << *error
+                   << "\n";
+      valid = false;
     }
+    given[name.str()] = value;
+  }
+  if (!valid)
+    return failure();
+  if (given.empty() && !f.config.getNumOccurrences())
+    return std::optional<TrainingPipelineRequest>();
+
+  // Checked above, before the config's batch rules divide by it.
+  int64_t worldSize = 1;
+  if (auto it = given.find("world-size"); it != given.end())
+    llvm::to_integer(it->second, worldSize, 10);
+  PipelineSettings settings;
+  TrainingPipelineRequest request;
+  if (f.config.getNumOccurrences()) {
+    FailureOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+        readConfigFile(f.config);
+    if (failed(buffer))
+      return failure();
     llvm::SourceMgr sourceMgr;
-    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
     FailureOr<PipelineSettings> fromConfig =
-        readDeepSpeedConfig(sourceMgr, id, worldSize);
+        readDeepSpeedConfig(sourceMgr, id, worldSize, &request.fromConfig);
     if (failed(fromConfig))
       return failure();
     settings = std::move(*fromConfig);
   }
   // Flags given on the command line win over the config.
-  for (auto &[name, value] : given)
+  for (auto &[name, value] : given) {
     settings[name] = value;
+    request.fromConfig.erase(name);
+  }
+  // Schedule options the schedule does not take (DeepSpeed's constructors
+  // reject them) or a total it needs, named as the user gave them.
+  auto scheduler = settings.find("scheduler");
+  std::string schedule =
+      scheduler == settings.end() ? std::string("none") : scheduler->second;
+  std::string scheduleSource =
+      given.count("scheduler") || scheduler == settings.end()
+          ? "--scheduler=" + schedule
+          : "the config's scheduler (" + schedule + ")";
+  bool scheduleValid = true;
+  for (StringRef option : allScheduleOptions()) {
+    if (!settings.count(option.str()) ||
+        llvm::is_contained(scheduleOptions(schedule), option))
+      continue;
+    // From the config, when --scheduler replaced the config's schedule.
+    auto origin = request.fromConfig.find(option.str());
+    if (origin != request.fromConfig.end())
+      llvm::errs() << origin->second.file << ":" << origin->second.line << ":"
+                   << origin->second.column << ": error: '"
+                   << origin->second.key << "' does not apply to "
+                   << scheduleSource << "\n";
+    else
+      llvm::errs() << "dsc-opt: error: --" << option << " does not apply to "
+                   << scheduleSource << "\n";
+    scheduleValid = false;
+  }
+  if (scheduleNeedsTotal(schedule) && !settings.count("total-num-steps")) {
+    llvm::errs() << "dsc-opt: error: " << scheduleSource
+                 << " needs --total-num-steps\n";
+    scheduleValid = false;
+  }
+  if (!scheduleValid)
+    return failure();
   // ZeRO partitions the optimizer step, which only a training step has.
   auto zero = settings.find("zero-stage");
   auto step = settings.find("step");
   if (zero != settings.end() && zero->second != "0" && step != settings.end() &&
       step->second != "train") {
-    llvm::errs() << "error: ZeRO stage " << zero->second
+    llvm::errs() << "dsc-opt: error: ZeRO stage " << zero->second
                  << " partitions the training step; it does not apply to --step="
                  << step->second << "\n";
     return failure();
   }
 
-  std::string options;
   for (const auto &[name, value] : settings)
-    options += (options.empty() ? "" : " ") + name + "=" + value;
-  return std::optional<std::string>(options);
+    request.options += (request.options.empty() ? "" : " ") + name + "=" + value;
+  return std::optional<TrainingPipelineRequest>(std::move(request));
 }

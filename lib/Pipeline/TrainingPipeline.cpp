@@ -2,11 +2,15 @@
 
 #include "dsc/Pipeline/TrainingPipeline.h"
 
+#include "dsc/Config/OptionRanges.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 
@@ -121,13 +125,71 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   }
 }
 
+/// Checks each `name=value` of a --dsc-pipeline option string against the
+/// table the top-level flags are checked with (OptionRanges.h): the option
+/// parser would read `lr=nan` and `betas=0.9,` as values.
+static LogicalResult checkOptionString(StringRef text) {
+  bool valid = true;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (llvm::isSpace(text[i])) {
+      ++i;
+      continue;
+    }
+    // One item: up to a blank outside quotes and braces, as MLIR's option
+    // parser splits them.
+    size_t start = i;
+    int depth = 0;
+    char quote = 0;
+    for (; i < text.size(); ++i) {
+      char c = text[i];
+      if (quote) {
+        quote = c == quote ? 0 : quote;
+        continue;
+      }
+      if (c == '"' || c == '\'')
+        quote = c;
+      else if (c == '{')
+        ++depth;
+      else if (c == '}')
+        --depth;
+      else if (llvm::isSpace(c) && depth <= 0)
+        break;
+    }
+    auto [name, value] = text.slice(start, i).split('=');
+    if (value.empty() && isBooleanPipelineOption(name))
+      continue;
+    if (value.size() >= 2 &&
+        ((value.front() == '{' && value.back() == '}') ||
+         (value.front() == '"' && value.back() == '"') ||
+         (value.front() == '\'' && value.back() == '\'')))
+      value = value.drop_front().drop_back();
+    // Printed here: MLIR's errorHandler has no location to give ("<unknown>:0").
+    if (std::optional<std::string> problem = checkPipelineOption(name, value)) {
+      llvm::errs() << "error: dsc-pipeline option '" << name << "': " << *problem
+                   << "\n";
+      valid = false;
+    }
+  }
+  return success(valid);
+}
+
 void mlir::dsc::registerTrainingPipeline() {
-  PassPipelineRegistration<TrainingPipelineOptions>(
+  registerPassPipeline(
       "dsc-pipeline",
       "the training step in the standard pass order: data parallelism, "
       "autodiff, the optimizer (dsc-opt --world-size/--optimizer/... and "
       "--config ds_config.json fill these options)",
-      [](OpPassManager &pm, const TrainingPipelineOptions &options) {
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainingPipelineOptions options;
+        if (failed(checkOptionString(text)) ||
+            failed(options.parseFromString(text)))
+          return failure();
         buildTrainingPipeline(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+        optionHandler(TrainingPipelineOptions());
       });
 }

@@ -72,8 +72,18 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
       report.printJson(*os, parts);
     else
       report.printText(*os, parts);
-    if (file)
+    if (file) {
+      // A failed write (--dsc-report-file=/dev/full) is an error here, not
+      // a fatal one when the stream is destroyed.
+      file->os().close();
+      if (file->os().has_error()) {
+        module.emitError() << "--dsc-report-file: cannot write '" << output
+                           << "': " << file->os().error().message();
+        file->os().clear_error();
+        return signalPassFailure();
+      }
       file->keep();
+    }
   }
 
   /// The arena dsc-compile's memory plan gives the step, from a lowered

@@ -447,8 +447,22 @@ struct ZeroPartitionPass
       if (parameter &&
           state.getTensorType().getNumElements() <= persistenceThreshold)
         continue;
-      if (state.getTensorType().getRank() > 0)
-        partitioned[state.getSymNameAttr()] = state;
+      if (state.getTensorType().getRank() == 0)
+        continue;
+      // Padded to W * S elements, which for a world size near int64's
+      // limit no longer fits (the ops built from it could not exist).
+      RankedTensorType type = state.getTensorType();
+      int64_t shard = shardSize(type.getNumElements(), *world);
+      if (!checkedByteSize({shard, *world},
+                           type.getElementType().getIntOrFloatBitWidth())) {
+        state.emitError() << "partitioned over " << *world
+                          << " ranks, its padded size (" << shard << " x "
+                          << *world
+                          << " elements) has more elements or bytes than fit "
+                             "in int64";
+        return signalPassFailure();
+      }
+      partitioned[state.getSymNameAttr()] = state;
     }
     unshardWithinBudget(partitioned, *world);
     if (!trains) {

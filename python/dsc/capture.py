@@ -118,6 +118,58 @@ def _record_stack_traces():
         torch.fx.proxy.TracerBase.record_stack_traces = old
 
 
+@contextlib.contextmanager
+def _record_module_paths(model):
+    """Tags each node traced while a submodule of `model` runs with that
+    module's qualified name and class (node.meta["dsc_module"]), so that an
+    error names the module as well as the source line. make_fx in torch 1.13
+    traces through functional_call and keeps no module hierarchy of its own."""
+    from torch.nn.modules import module as nn_module
+    names = {id(m): name for name, m in model.named_modules()}
+    running = []
+
+    def enter(module, args):
+        running.append((names.get(id(module)), type(module).__name__))
+
+    def leave(module, args, result):
+        running.pop()
+
+    create_node = torch.fx.proxy.TracerBase.create_node
+
+    def create_tagged_node(self, *args, **kwargs):
+        node = create_node(self, *args, **kwargs)
+        inner = next((m for m in reversed(running) if m[0] is not None), None)
+        if inner is not None:
+            node.meta["dsc_module"] = inner
+        return node
+
+    handles = [nn_module.register_module_forward_pre_hook(enter),
+               nn_module.register_module_forward_hook(leave)]
+    torch.fx.proxy.TracerBase.create_node = create_tagged_node
+    try:
+        yield
+    finally:
+        torch.fx.proxy.TracerBase.create_node = create_node
+        for handle in handles:
+            handle.remove()
+
+
+def module_path(node):
+    """'module 'h.0.mlp' (MLP)' for a node traced inside that submodule, 'the
+    top-level module (GPT2)' for one of the model's own forward, or None."""
+    tagged = node.meta.get("dsc_module")
+    if tagged is None:
+        # torch.export records its own: {key: (qualified name, class)}.
+        stack = node.meta.get("nn_module_stack") or {}
+        if not stack:
+            return None
+        name, cls = list(stack.values())[-1]
+        name = name.replace("L['self'].", "").replace("L['self']", "")
+        tagged = (name, getattr(cls, "__name__", str(cls).rsplit(".", 1)[-1]))
+    name, cls = tagged
+    return f"module '{name}' ({cls})" if name else f"the top-level module ({cls})"
+
+
 METHODS = ("auto", "make_fx", "torch.export")
 
 # Ops whose result depends on their tensor arguments' shapes only: on meta
@@ -210,7 +262,7 @@ class Capture:
             with _OneHotAsCompare(), factories:
                 return _functional_call(model, dict(zip(names, state_list)), inputs)
 
-        with _record_stack_traces(), torch.no_grad():
+        with _record_stack_traces(), _record_module_paths(self.model), torch.no_grad():
             try:
                 self.graph_module = make_fx(forward)(flat_state, *inputs)
             except (NotImplementedError, RuntimeError) as e:

@@ -15,7 +15,7 @@ import sys
 import torch
 
 from . import mlir
-from .capture import op_name, source_line
+from .capture import module_path, op_name, source_line
 
 
 class ExportError(Exception):
@@ -97,7 +97,9 @@ class Lowering:
     # -- helpers ---------------------------------------------------------
 
     def error(self, node, message):
-        return ExportError(f"{source_line(node, self.model_file)}: error: {message}")
+        module = module_path(node)
+        where = f", in {module}" if module else ""
+        return ExportError(f"{source_line(node, self.model_file)}: error: {message}{where}")
 
     def fresh(self, hint="v"):
         self.counter += 1

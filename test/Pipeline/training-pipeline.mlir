@@ -36,14 +36,20 @@
 // TRAIN: dsc.store %{{.*}} to @w
 
 // Bad values are errors.
-// RUN: not dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
-// BAD: Cannot find option named 'bogus'
+// RUN: %expect_exit 1 dsc-opt %s --step=bogus 2>&1 | FileCheck %s --check-prefix=BAD-FLAG
+// BAD-FLAG: dsc-opt: error: --step: 'bogus' is not one of train, gradients, eval
+// RUN: %expect_exit 1 dsc-opt %s --dsc-pipeline="step=bogus" 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: dsc-pipeline option 'step': 'bogus' is not one of train, gradients, eval
+// The option string of --dsc-pipeline is checked with the flags' table.
+// RUN: %expect_exit 1 dsc-opt %s --dsc-pipeline="lr=nan betas={0.9,} world-size=0" 2>&1 | FileCheck %s --check-prefix=BAD-PIPELINE
+// BAD-PIPELINE: error: dsc-pipeline option 'lr': 'nan' is not a finite number
+// BAD-PIPELINE: error: dsc-pipeline option 'betas': expected 2 comma-separated numbers, got '0.9,'
+// BAD-PIPELINE: error: dsc-pipeline option 'world-size': must be in [1, 1048576], got 0
 // The flag is checked before any pass runs (the pass, given world-size=0
 // another way, refuses it too: Transforms/data-parallel-invalid.mlir).
 // RUN: %expect_exit 1 dsc-opt %s --world-size=0 2>&1 | FileCheck %s --check-prefix=WORLD
 // RUN: %expect_exit 1 dsc-opt %s --world-size=0 --zero-stage=3 2>&1 | FileCheck %s --check-prefix=WORLD
-// WORLD: error: --world-size must be >= 1, got 0
+// WORLD: dsc-opt: error: --world-size: must be in [1, 1048576], got 0
 // WORLD-NOT: see current operation
 
 dsc.state parameter @w : tensor<4xf32>

@@ -34,9 +34,14 @@ struct LocatedJson {
   llvm::SMLoc start;
 };
 
+/// Objects and arrays nested deeper than this are an error before
+/// llvm::json sees the text. DeepSpeed's deepest key is four levels down.
+constexpr unsigned kMaxJsonNesting = 64;
+
 /// Parses the buffer `bufferId` of `sourceMgr`. Syntax errors, unterminated
 /// comments and duplicate keys are reported through `sourceMgr` at their
-/// position and give failure.
+/// position and give failure, and so does nesting deeper than
+/// kMaxJsonNesting.
 FailureOr<LocatedJson> parseLocatedJson(llvm::SourceMgr &sourceMgr,
                                         unsigned bufferId);
 

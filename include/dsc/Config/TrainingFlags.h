@@ -11,6 +11,8 @@
 #ifndef DSC_CONFIG_TRAININGFLAGS_H
 #define DSC_CONFIG_TRAININGFLAGS_H
 
+#include "dsc/Config/DeepSpeedConfig.h"
+
 #include "mlir/Support/LLVM.h"
 
 #include <optional>
@@ -21,10 +23,18 @@ namespace mlir::dsc {
 /// Registers the flags with llvm::cl; call before parsing the command line.
 void registerTrainingFlags();
 
-/// After parsing: the `--dsc-pipeline` options the flags and the config ask
-/// for, or std::nullopt when none was given. Errors (an unreadable or
-/// invalid config) are printed; the result is then failure.
-FailureOr<std::optional<std::string>> trainingPipelineFromFlags();
+/// The `--dsc-pipeline` options the flags and the config ask for.
+struct TrainingPipelineRequest {
+  std::string options;
+  /// Where the config set the options it set (flags that override one
+  /// remove it), so that a pass's later error about one can point there.
+  ConfigOrigins fromConfig;
+};
+
+/// After parsing: what the flags and the config ask for, or std::nullopt
+/// when none was given. Errors (an unreadable or invalid config, a value
+/// out of range) are printed; the result is then failure.
+FailureOr<std::optional<TrainingPipelineRequest>> trainingPipelineFromFlags();
 
 } // namespace mlir::dsc
 

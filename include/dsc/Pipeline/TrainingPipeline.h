@@ -4,7 +4,8 @@
 // that turn an exported forward graph into a training step, in the one order
 // that is correct (docs/configuration.md). The users' spellings,
 // `dsc-opt --world-size=2 --optimizer=sgd` and `dsc-opt --config
-// ds_config.json`, fill these options and run the same pipeline.
+// ds_config.json`, fill these options and run the same pipeline. Every value
+// is checked against the range table of OptionRanges.h before a pass runs.
 //
 //===----------------------------------------------------------------------===//
 

@@ -578,6 +578,9 @@ void mlir::dsc::registerToCppTranslation() {
         cuda ? "print a lowered dsc module as CUDA (nvcc) for the cuda target"
              : "print a lowered dsc module as C++ (OpenMP) for the cpu target",
         [cuda](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+          // An error here is one located message; mlir-translate would
+          // print the whole module after it.
+          op->getContext()->printOpOnDiagnostic(false);
           auto module = dyn_cast<ModuleOp>(op);
           if (!module)
             return op->emitError("expected a module");

@@ -42,9 +42,10 @@ constexpr llvm::StringLiteral kWorldSizeAttrName = "dsc.world_size";
 std::optional<int64_t> lookupWorldSize(Operation *op);
 
 /// Elements per rank of a tensor of `numel` elements partitioned over
-/// `worldSize` ranks: ceil(numel / worldSize).
+/// `worldSize` ranks: ceil(numel / worldSize), without the overflow of
+/// numel + worldSize - 1 near int64's limit.
 inline int64_t shardSize(int64_t numel, int64_t worldSize) {
-  return (numel + worldSize - 1) / worldSize;
+  return numel / worldSize + (numel % worldSize != 0);
 }
 
 } // namespace mlir::dsc
