@@ -9,6 +9,10 @@
 //
 // A save fills ROOT/step_<N>.saving and renames it to step_<N> once its
 // metadata.json is written, so a step directory only ever exists complete.
+// A second save of a step that has a directory (a run resumed from an
+// earlier step) goes to step_<N>.<V> instead, and the one it supersedes is
+// removed only once `latest` names the new one (CheckpointSave.cpp): a
+// crash at any point leaves `latest` naming a complete checkpoint.
 //
 // N counts completed steps: a resumed run starts at step N + 1 and feeds
 // data batch N. Tensors are stored under their fully-qualified names
@@ -64,6 +68,9 @@ constexpr int kCheckpointVersion = 1;
 
 /// "step_<N>".
 std::string checkpointStepName(int64_t step);
+/// N of a step directory's name, "step_<N>" or "step_<N>.<V>" (a re-save);
+/// -1 for any other name (a staging directory "step_<N>.saving").
+int64_t checkpointStepOf(const std::string &name);
 /// "shard-<r>-of-<W>.safetensors".
 std::string checkpointShardName(int rank, int worldSize);
 /// The rank that writes replicated state `index` (ArtifactInfo::states
@@ -118,9 +125,10 @@ std::string writeCheckpointShard(const std::string &root,
 
 /// Rank 0, once every rank's shard is durable: checks that the reports
 /// (in rank order) hold every state once, writes metadata.json atomically,
-/// renames the staging directory to ROOT/step_<N> (replacing a previous
-/// save of the same step), then points ROOT/latest at it atomically.
-/// Returns ROOT/step_<N>. Throws Error; `latest` is untouched then.
+/// renames the staging directory to ROOT/step_<N> (ROOT/step_<N>.<V> when
+/// a save of the step exists), points ROOT/latest at it atomically, then
+/// removes the saves of step N it supersedes. Returns the new directory.
+/// Throws Error; `latest` is untouched then.
 std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                              const ArtifactInfo &info,
                              const std::vector<std::string> &reports);

@@ -89,6 +89,9 @@ struct FeedPlan {
   int32_t skippedOutput = -1;
   int64_t microBatch = 0; // per rank
   int64_t seqLen = 0;
+  /// Token ids must lie in [0, tokenLimit): the smaller indexLimit of the
+  /// two inputs (the vocabulary); 0 when the artifact records none.
+  int64_t tokenLimit = 0;
 };
 
 /// Throws Error "WHERE: ..." unless dsc-run can run artifacts of `target`:
