@@ -285,9 +285,10 @@ private:
 
   std::string tensorDesc(StringRef name, ShapedType type, int64_t indexLimit = 0) {
     std::string shape = shapeArray(type.getShape());
+    // TensorDesc::indexLimit is 0 unless written.
     return "{" + cString(name) + ", " + elementTypeEnum(type.getElementType()) +
-           ", " + std::to_string(type.getRank()) + ", " + shape + ", " +
-           std::to_string(indexLimit) + "}";
+           ", " + std::to_string(type.getRank()) + ", " + shape +
+           (indexLimit ? ", " + std::to_string(indexLimit) : std::string()) + "}";
   }
 
   /// The bound [0, N) that the values of `input` must lie in because
@@ -338,7 +339,7 @@ private:
             int64_t classes = cast<ShapedType>(ce.getLogits().getType()).getShape().back();
             // A target equal to ignore_index is skipped; one at or above
             // the classes would make [0, classes) the wrong bound.
-            if (ce.getIgnoreIndex() < classes)
+            if (static_cast<int64_t>(ce.getIgnoreIndex()) < classes)
               bound(classes);
           }
         }

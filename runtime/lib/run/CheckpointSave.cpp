@@ -258,6 +258,10 @@ std::string writeCheckpointShard(const std::string &root,
       shape = {slice.count};
       bytes = size_t(slice.count) * elementSize(state.type);
     }
+    // A non-finite state would be refused when resumed: never save one.
+    checkFinite(states[size_t(i)], dtype, bytes / dtypeSize(dtype),
+                "the state after step " + std::to_string(job.step),
+                state.name);
     views.push_back({state.name, dtype, shape, states[size_t(i)]});
     ordered_json entry = {
         {"dtype", dtypeName(dtype)},
