@@ -117,7 +117,8 @@ void beginCheckpoint(const std::string &root, int64_t step);
 /// staging directory, and returns its report for commitCheckpoint: the
 /// shard's size and each tensor's dtype, shape and checksum (JSON). Throws
 /// Error, naming the directory when rank 0's staging directory is not
-/// visible here (ROOT must be shared by every rank).
+/// visible here (ROOT must be shared by every rank), and naming the tensor
+/// when a state holds NaN or an infinity: a resume would refuse it.
 std::string writeCheckpointShard(const std::string &root,
                                  const CheckpointJob &job,
                                  const ArtifactInfo &info,
@@ -148,8 +149,8 @@ public:
   /// refusing with an Error naming the directory: no checkpoint there, a
   /// missing or malformed metadata.json or one of another format version, a
   /// missing shard, a shard whose size differs from the metadata's
-  /// (truncated), or whose header does not hold a tensor as the metadata
-  /// says.
+  /// (truncated), whose header does not hold a tensor as the metadata
+  /// says, or that holds a tensor the metadata does not place there.
   static Checkpoint open(const std::string &dir);
 
   const std::string &directory() const { return directory_; }
@@ -162,8 +163,9 @@ public:
 
   /// Reads every state of `info` into buffers from `pool`, in
   /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
-  /// file; refuses a state the checkpoint lacks, another dtype or shape
-  /// (naming both), and a tensor whose bytes fail their checksum.
+  /// file; refuses a state the checkpoint lacks, another dtype, shape
+  /// (naming both) or role, a tensor whose bytes fail their checksum, and
+  /// one holding NaN or an infinity.
   /// `rank` is the loading rank: a partitioned state gets its slice
   /// (stateSlice, Run.h), zero-padded.
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,

@@ -177,7 +177,7 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order. Throws Error naming the tensor when the file
 /// lacks it or holds it with another dtype or shape (both shapes in the
-/// message). Tensors of the file that no state names are ignored.
+/// message), or when what it reads holds NaN or an infinity (readState). Tensors of the file that no state names are ignored.
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank = 0);
