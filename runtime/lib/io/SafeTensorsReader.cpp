@@ -62,6 +62,12 @@ json parseHeader(const PosixFile &file, uint64_t headerBytes) {
     throw Error(path + ": header is not valid JSON: " + why);
   }
   check(header.is_object(), path + ": header is not a JSON object");
+  // The format's header is the object from its first byte, padded with
+  // spaces only (JSON would also allow other whitespace around it).
+  check(text[0] == '{' && text[text.find_last_not_of(' ')] == '}',
+        path + ": header of " + std::to_string(headerBytes) +
+            " bytes is not a JSON object padded with spaces (is the header "
+            "length right?)");
   return header;
 }
 
