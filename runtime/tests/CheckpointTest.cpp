@@ -415,6 +415,15 @@ TEST_F(DscRunCheckpoint, RefusesMetadataThatLostATensor) {
                 "or the shard is another save's)");
 }
 
+TEST_F(DscRunCheckpoint, RefusesAShardTheMetadataDoesNotList) {
+  save(2, 2);
+  fs::copy_file(step2("shard-1-of-2.safetensors"),
+                step2("shard-2-of-3.safetensors"));
+  EXPECT_EQ(refusal(root_), "checkpoint " + step2() +
+                                ": shard shard-2-of-3.safetensors is not "
+                                "listed in metadata.json");
+}
+
 TEST_F(DscRunCheckpoint, RefusesATensorOfAnotherRoleThanTheArtifacts) {
   save(2, 2);
   json meta = metadata();

@@ -251,6 +251,20 @@ Checkpoint Checkpoint::open(const std::string &dir) {
     checkpoint.tensors_.emplace(name, std::move(entry));
   }
 
+  // No shard the metadata does not list: one of another save, or of a
+  // metadata file that lost it.
+  std::error_code listError;
+  for (fs::directory_iterator it(stepDir, listError), end;
+       !listError && it != end; it.increment(listError)) {
+    std::string file = it->path().filename().string();
+    bool shardName = file.rfind("shard-", 0) == 0 &&
+                     file.size() > 12 &&
+                     file.compare(file.size() - 12, 12, ".safetensors") == 0;
+    check(!shardName || std::find(checkpoint.shards_.begin(),
+                                  checkpoint.shards_.end(),
+                                  file) != checkpoint.shards_.end(),
+          where + ": shard " + file + " is not listed in metadata.json");
+  }
   // Every shard: present, of the size the saver saw, its header holding
   // each tensor as the metadata says. Opened one at a time (see shards_).
   for (size_t r = 0; r < shardList.size(); ++r) {
