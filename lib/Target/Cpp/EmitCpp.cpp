@@ -294,8 +294,9 @@ private:
   /// The bound [0, N) that the values of `input` must lie in because
   /// kernels index with them (TensorDesc::indexLimit): the smallest table
   /// it reaches through copies and views (an embedding's rows, a gather's
-  /// or scatter-add's dimension, one-hot's or cross-entropy's classes); 0
-  /// when it indexes nothing. A value that passes through any other
+  /// or scatter-add's dimension, cross-entropy's classes); 0 when it
+  /// indexes nothing (one-hot takes any index: outside its classes it gives
+  /// a row of zeros, as autodiff relies on for ignored targets). A value that passes through any other
   /// computation is not followed: its kernel's own check still holds.
   static int64_t indexLimit(Value input) {
     int64_t limit = 0;
@@ -332,8 +333,6 @@ private:
             bound(dimOf(g.getInput(), g.getDim()));
           else if (auto s = dyn_cast<ScatterAddOp>(op); s && s.getIndex() == value)
             bound(dimOf(s.getInput(), s.getDim()));
-          else if (auto h = dyn_cast<OneHotOp>(op))
-            bound(cast<ShapedType>(h.getType()).getShape().back());
           else if (auto ce = dyn_cast<CrossEntropyOp>(op);
                    ce && ce.getTargets() == value) {
             int64_t classes = cast<ShapedType>(ce.getLogits().getType()).getShape().back();

@@ -527,13 +527,8 @@ private:
     if (isa<OneHotOp>(op)) {
       int64_t classes = outShape.back();
       beginLoop(numel(outShape));
-      // As torch.nn.functional.one_hot, a class outside [0, classes) is an
-      // error, not a row of zeros.
-      body << "    const int64_t j = static_cast<int64_t>(" << in(op, 0) << "[i / "
-           << classes << "]);\n"
-           << "    if (j < 0 || j >= " << classes
-           << ") DSC_INDEX_ERROR(\"dsc.one_hot\", j, " << classes << ");\n"
-           << "    out0[i] = static_cast<" << oty << ">(j == i % " << classes << ");\n";
+      body << "    out0[i] = static_cast<" << oty << ">(" << in(op, 0) << "[i / "
+           << classes << "] == i % " << classes << ");\n";
       return success();
     }
     if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
