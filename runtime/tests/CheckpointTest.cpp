@@ -27,6 +27,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 using namespace dsc::rt;
 using dsc::rt::test::readBytes;
@@ -230,9 +231,9 @@ TEST_F(DscRunCheckpoint, LoadsTheSameBitsWhateverTheSaversWorldSize) {
   // Four ranks for three states: rank 3 writes a shard with no tensor.
   for (int worldSize : {1, 2, 3, 4}) {
     SCOPED_TRACE("saved by " + std::to_string(worldSize) + " rank(s)");
-    save(2, worldSize);
-    expectLoadsTheModel(root_);   // through latest
-    expectLoadsTheModel(step2()); // the step directory itself
+    std::string directory = save(2, worldSize);
+    expectLoadsTheModel(root_);     // through latest
+    expectLoadsTheModel(directory); // the step directory itself
     EXPECT_EQ(Checkpoint::open(root_).job().worldSize, worldSize);
   }
 }
@@ -256,11 +257,26 @@ TEST_F(DscRunCheckpoint, ReportsTheJobThatSavedIt) {
 
 TEST_F(DscRunCheckpoint, ASecondSaveOfAStepReplacesTheFirst) {
   save(2, 3);
-  save(2, 1);
-  EXPECT_FALSE(fs::exists(step2("shard-0-of-3.safetensors")));
-  EXPECT_TRUE(fs::exists(step2("shard-0-of-1.safetensors")));
-  EXPECT_FALSE(fs::exists(root_ + "/step_2.replaced"));
+  // The new save goes beside the old one, `latest` moves to it, and only
+  // then is the old one removed.
+  EXPECT_EQ(save(2, 1), root_ + "/step_2.1");
+  EXPECT_EQ(readText(root_ + "/latest"), "step_2.1\n");
+  EXPECT_FALSE(fs::exists(step2()));
+  EXPECT_TRUE(fs::exists(root_ + "/step_2.1/shard-0-of-1.safetensors"));
   expectLoadsTheModel(root_);
+  // A third save takes the free name again.
+  EXPECT_EQ(save(2, 2), step2());
+  EXPECT_EQ(readText(root_ + "/latest"), "step_2\n");
+  EXPECT_FALSE(fs::exists(root_ + "/step_2.1"));
+  expectLoadsTheModel(root_);
+}
+
+TEST_F(DscRunCheckpoint, StepDirectoryNames) {
+  EXPECT_EQ(checkpointStepOf("step_12"), 12);
+  EXPECT_EQ(checkpointStepOf("step_12.3"), 12);
+  for (const char *other : {"step_", "step_1.", "step_1.saving", "step_x",
+                            "step_1.2.3", "latest", "step_-1", "xstep_1"})
+    EXPECT_EQ(checkpointStepOf(other), -1) << other;
 }
 
 TEST_F(DscRunCheckpoint, LatestMovesOnlyWhenASaveCommits) {
@@ -371,18 +387,70 @@ TEST_F(DscRunCheckpoint, RefusesMetadataThatDisagreesWithTheShard) {
   setMetadata(meta);
   EXPECT_EQ(refusal(root_),
             "checkpoint " + step2() +
-                ": shard shard-1-of-2.safetensors does not hold tensor "
-                "'wte.weight', which metadata.json places there");
+                ": shard shard-0-of-2.safetensors holds tensor 'wte.weight', "
+                "which metadata.json does not place there (the metadata lost "
+                "it, or the shard is another save's)");
 }
 
 TEST_F(DscRunCheckpoint, RefusesACheckpointThatLacksAState) {
   save(2, 2);
+  const StateDesc more[] = {
+      kStates[0], kStates[1], kStates[2],
+      {{"extra", ElementType::F32, 1, kBiasShape}, StateRole::Buffer}};
+  ArtifactInfo moreInfo = infoWith(more, 4);
+  EXPECT_EQ(refusal(root_, &moreInfo),
+            "checkpoint " + step2() +
+                ": no tensor 'extra'; the artifact needs it as f32 [16]");
+}
+
+TEST_F(DscRunCheckpoint, RefusesMetadataThatLostATensor) {
+  save(2, 2);
   json meta = metadata();
   meta["tensors"].erase("bias");
   setMetadata(meta);
+  EXPECT_EQ(refusal(root_),
+            "checkpoint " + step2() +
+                ": shard shard-0-of-2.safetensors holds tensor 'bias', which "
+                "metadata.json does not place there (the metadata lost it, "
+                "or the shard is another save's)");
+}
+
+TEST_F(DscRunCheckpoint, RefusesAShardTheMetadataDoesNotList) {
+  save(2, 2);
+  fs::copy_file(step2("shard-1-of-2.safetensors"),
+                step2("shard-2-of-3.safetensors"));
   EXPECT_EQ(refusal(root_), "checkpoint " + step2() +
-                                ": no tensor 'bias'; the artifact needs it as "
-                                "f32 [16]");
+                                ": shard shard-2-of-3.safetensors is not "
+                                "listed in metadata.json");
+}
+
+TEST_F(DscRunCheckpoint, RefusesATensorOfAnotherRoleThanTheArtifacts) {
+  save(2, 2);
+  json meta = metadata();
+  meta["tensors"]["head.weight"]["role"] = "optimizer";
+  setMetadata(meta);
+  EXPECT_EQ(refusal(root_),
+            "checkpoint " + step2() +
+                ": tensor 'head.weight' is recorded as optimizer state, but "
+                "the artifact has it as parameter state");
+}
+
+// Loading refuses a NaN behind a valid checksum too
+// (test/bad-input/data-checkpoint-damage.test); a save never writes one.
+TEST_F(DscRunCheckpoint, NeverSavesNonFiniteState) {
+  save(1, 2);
+  model_.head[3] = std::numeric_limits<float>::quiet_NaN();
+  beginCheckpoint(root_, 2);
+  try {
+    writeCheckpointShard(root_, job(2, 2), info_, states_, 1);
+    ADD_FAILURE() << "saved a NaN";
+  } catch (const Error &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "the state after step 2: tensor 'head.weight' holds nan at "
+              "element 3 (of 8); weights must be finite");
+  }
+  abandonCheckpoint(root_, 2);
+  EXPECT_EQ(readText(root_ + "/latest"), "step_1\n");
 }
 
 TEST_F(DscRunCheckpoint, RefusesAnotherDtypeOrShapeThanTheArtifacts) {
@@ -446,7 +514,7 @@ TEST_F(DscRunCheckpoint, RefusesWhatIsNoCheckpoint) {
                                     "and it is no step_<N> directory");
   writeText(root_ + "/latest", "../elsewhere\n");
   EXPECT_EQ(refusal(root_), root_ + "/latest: names no step directory "
-                                    "(step_<N>): '../elsewhere'");
+                                    "(step_<N>[.<V>]): '../elsewhere'");
   writeText(root_ + "/latest", "step_9\n");
   EXPECT_EQ(refusal(root_),
             root_ + "/latest: names step_9, which does not exist");
@@ -470,12 +538,13 @@ constexpr int64_t kShardOf2[] = {8};      // ceil(15 / 2)
 constexpr int64_t kShardOf4[] = {4};      // ceil(15 / 4)
 
 /// One replicated parameter and a moment of 15 elements partitioned over
-/// `shard` elements per rank (`shard` null: not partitioned).
-std::vector<StateDesc> partitionedStates(const int64_t *shard) {
-  StateDesc moment{{"m", ElementType::F32, 2, kWholeShape}, StateRole::Optimizer};
+/// `shard` elements per rank (`shard` null: not partitioned); `role` makes
+/// "m" a partitioned parameter instead (ZeRO stage 3).
+std::vector<StateDesc> partitionedStates(const int64_t *shard,
+                                         StateRole role = StateRole::Optimizer) {
+  StateDesc moment{{"m", ElementType::F32, 2, kWholeShape}, role};
   if (shard)
-    moment = {{"m", ElementType::F32, 1, shard}, StateRole::Optimizer, 2,
-              kWholeShape};
+    moment = {{"m", ElementType::F32, 1, shard}, role, 2, kWholeShape};
   return {{{"head.weight", ElementType::F32, 2, kHeadShape}, StateRole::Parameter},
           moment};
 }
@@ -498,8 +567,8 @@ protected:
   }
 
   /// A save by 2 ranks, each holding its block of the moment.
-  void saveByTwo() {
-    std::vector<StateDesc> states = partitionedStates(kShardOf2);
+  void saveByTwo(StateRole role = StateRole::Optimizer) {
+    std::vector<StateDesc> states = partitionedStates(kShardOf2, role);
     ArtifactInfo info = infoWith(states.data(), 2);
     CheckpointJob job{3, 2, "tiny.mlir", "cpu", 4, 4};
     beginCheckpoint(root_, 3);
@@ -599,7 +668,7 @@ void expectMixedPrecisionSlices(const std::vector<void *> &states,
 TEST_F(DscRunPartitionedCheckpoint, ResumesAnFp32CheckpointInMixedPrecision) {
   for (int i = 0; i < 15; ++i) // values bf16 must round
     whole_[size_t(i)] = 1.0f + float(i) / 3.0f;
-  saveByTwo();
+  saveByTwo(StateRole::Parameter);
   std::vector<StateDesc> states = mixedPrecisionStates();
   ArtifactInfo info = infoWith(states.data(), 3);
   for (int r = 0; r < 4; ++r) {

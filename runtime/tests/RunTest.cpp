@@ -179,6 +179,15 @@ TEST(DscRunPlan, FeedsTokensAndTargets) {
   EXPECT_EQ(plan.seqLen, 4);
 }
 
+TEST(DscRunPlan, TokenIdsMustFitTheSmallerIndexLimit) {
+  FakeArtifact fake;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).tokenLimit, 0);
+  fake.inputs[0].indexLimit = 96; // the embedding's rows
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).tokenLimit, 96);
+  fake.inputs[1].indexLimit = 50; // the classifier's classes
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).tokenLimit, 50);
+}
+
 TEST(DscRunPlan, FindsTheLearningRateOutput) {
   FakeArtifact fake;
   TensorDesc outputs[2] = {{"loss", ElementType::F32, 0, nullptr},
@@ -291,6 +300,10 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "has more bytes than int64 can count"},
       {[](FakeArtifact &f) { f.states[0].tensor.type = ElementType(42); },
        "unknown element type 42"},
+      {[](FakeArtifact &f) { f.inputs[0].indexLimit = -1; },
+       "input 0 'tokens' has negative index limit -1"},
+      {[](FakeArtifact &f) { f.states[0].tensor.indexLimit = 3; },
+       "state 0 'w' of f32 has an index limit; only integer tensors index"},
       {[](FakeArtifact &f) { f.states[0].role = StateRole(7); },
        "unknown role 7"},
       {[](FakeArtifact &f) { f.inputs[1].name = "tokens"; },

@@ -208,19 +208,47 @@ TEST(SafeTensors, MissingTensorAndWrongDestinationSize) {
   EXPECT_THROW(file.read("y", dst.data(), 12), Error);
 }
 
-TEST(SafeTensors, HolesBetweenTensorsAreAllowed) {
+TEST(SafeTensors, EmptyTensorsMayLieAnywhereOnTheTiling) {
   ScratchDir dir;
   std::string header =
       R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
-      R"("b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]},)"
-      R"("c":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}})";
-  std::string path =
-      dir.write("holes.safetensors", fileBytes(header, "ab....cdextra"));
+      R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},)"
+      R"("c":{"dtype":"U8","shape":[0],"data_offsets":[2,2]}})"
+      "      "; // padding spaces, as the format allows
+  std::string path = dir.write("tiled.safetensors", fileBytes(header, "abcd"));
   SafeTensorsFile file = SafeTensorsFile::open(path);
   char b[2];
   file.read("b", b, 2);
   EXPECT_EQ(std::string(b, 2), "cd");
-  EXPECT_EQ(file.info("b").offset, 8 + header.size() + 6);
+}
+
+// The header length field a few bytes short: the JSON still parses (its
+// padding absorbs the difference), but every tensor would be read shifted.
+TEST(SafeTensors, AHeaderLengthThatIsOffIsRefused) {
+  ScratchDir dir;
+  std::vector<float> x = {1, 2, 3}, y = {4, 5};
+  std::string path = dir.file("w.safetensors");
+  writeSafeTensors(path, {{"x", DType::F32, {3}, x.data()},
+                          {"y", DType::F32, {2}, y.data()}});
+  std::string good = readBytes(path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i)
+    n = (n << 8) | static_cast<unsigned char>(good[size_t(i)]);
+  for (uint64_t shortBy = 1; shortBy <= 4; ++shortBy) {
+    std::string bad = good;
+    for (int i = 0; i < 8; ++i)
+      bad[size_t(i)] = static_cast<char>(((n - shortBy) >> (8 * i)) & 0xff);
+    std::string damaged = dir.write("short.safetensors", bad);
+    std::string message = openError(damaged);
+    // Cut into the JSON, the header no longer parses; cut into its padding,
+    // it does, and the tiling is what refuses it.
+    bool intoPadding = good[8 + n - shortBy] == ' ';
+    EXPECT_NE(message.find(intoPadding ? "after the last tensor's data"
+                                       : "header is not valid JSON"),
+              std::string::npos)
+        << "short by " << shortBy << ": " << message;
+  }
+  EXPECT_EQ(good[8 + n - 1], ' ') << "no padding: the case is not tested";
 }
 
 // Every way a file can be corrupt: each is an Error "PATH: <problem>".
@@ -307,6 +335,26 @@ INSTANTIATE_TEST_SUITE_P(
                       R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
                       "123456"),
             "tensors 'a' and 'b' overlap"},
+        CorruptFile{
+            "Hole",
+            fileBytes(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                      R"("b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
+                      "123456"),
+            "2 unused bytes before tensor 'b'"},
+        CorruptFile{"HoleFirst", oneTensor("U8", "[1]", "[1,2]", "12"),
+                    "1 unused bytes before tensor 't'"},
+        CorruptFile{"DataAfterTheLastTensor",
+                    oneTensor("U8", "[1]", "[0,1]", "123"),
+                    "2 bytes after the last tensor's data"},
+        CorruptFile{"DataButNoTensor", fileBytes("{}", "1"),
+                    "1 bytes after the last tensor's data"},
+        CorruptFile{"LeadingSpace", fileBytes(" {}", ""),
+                    "header of 3 bytes is not a JSON object padded with spaces"},
+        CorruptFile{"PaddedWithANewline", fileBytes("{}\n", ""),
+                    "is not a JSON object padded with spaces"},
+        CorruptFile{"PartOfTheDataInTheHeader",
+                    fileBytes(R"({"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}x)", ""),
+                    "header is not valid JSON"},
         CorruptFile{"MetadataNotStrings",
                     fileBytes(R"({"__metadata__":{"step":7}})", ""),
                     "__metadata__ entry 'step' is not a string"},

@@ -162,3 +162,27 @@ TEST(TokenData, BatchErrors) {
             std::string::npos);
   EXPECT_NO_THROW(batchOf(data, 0, 1, 98)); // 99 tokens: exactly one sequence
 }
+
+TEST(TokenData, TokensAtOrAboveTheLimitAreRefusedWithTheirOffset) {
+  ScratchDir dir;
+  // Tokens 0..99: with a vocabulary of 50 the first sequence (0..8, its
+  // targets included) is fine, the sequence starting at 48 holds id 50.
+  TokenData data = TokenData::open(arangeFile(dir, 100), 50);
+  std::vector<int64_t> x(8), y(8);
+  EXPECT_NO_THROW(data.batch(0, 1, 8, 0, 1, x.data(), y.data()));
+  // Step 5 with batch 1 and sequence 8 starts at token 40: its targets run
+  // to token 48, fine; step 6 starts at 48, and token 50 is at byte 100.
+  EXPECT_NO_THROW(data.batch(5, 1, 8, 0, 1, x.data(), y.data()));
+  EXPECT_EQ(errorOf([&] { data.batch(6, 1, 8, 0, 1, x.data(), y.data()); }),
+            data.path() + ": token id 50 at byte offset 100 is outside the "
+                          "artifact's vocabulary [0, 50)");
+  // The last target counts too: step 5's sequence is 40..47, its targets
+  // 41..48; with a limit of 48 the target 48 is refused.
+  TokenData tight = TokenData::open(data.path(), 48);
+  EXPECT_EQ(errorOf([&] { tight.batch(5, 1, 8, 0, 1, x.data(), y.data()); }),
+            data.path() + ": token id 48 at byte offset 96 is outside the "
+                          "artifact's vocabulary [0, 48)");
+  // No limit: every uint16 is taken.
+  EXPECT_NO_THROW(TokenData::open(data.path())
+                      .batch(6, 1, 8, 0, 1, x.data(), y.data()));
+}

@@ -25,3 +25,9 @@ target_link_libraries(CheckpointExportTest PRIVATE dsc_runtime
   nlohmann_json::nlohmann_json GTest::gmock GTest::gtest GTest::gtest_main)
 gtest_discover_tests(CheckpointExportTest DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 60)
+
+add_executable(CheckpointCrashTest CheckpointCrashTest.cpp)
+target_link_libraries(CheckpointCrashTest PRIVATE dsc_runtime
+  GTest::gtest GTest::gtest_main)
+gtest_discover_tests(CheckpointCrashTest DISCOVERY_TIMEOUT 60
+  PROPERTIES TIMEOUT 120)

@@ -36,12 +36,14 @@ func.func @train(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.outpu
 // CHECK: dscrt.synchronize %[[C]]
 // CHECK-NEXT: return
 
-// The evaluation exit drains the streams after the loss's copy is enqueued.
+// The evaluation exit drains the streams after the loss's copy is enqueued,
+// then fails the step if a kernel found an index outside its table.
 // CPP: dsc::rt::StateRole::Parameter
 // CPP: dsc::rt::StateRole::Optimizer
 // CPP: "device to host copy");
 // CPP-NEXT: if (!ctx->training()) {
 // CPP-NEXT: .synchronize();
+// CPP-NEXT: dsc_raise_index_error();
 // CPP-NEXT: return;
 // CPP-NEXT: }
 

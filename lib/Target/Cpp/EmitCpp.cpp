@@ -18,6 +18,7 @@ using namespace mlir::dsc;
 
 static const char *kCommonPreamble = R"cpp(
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -33,13 +34,16 @@ static const char *kCpuPreamble = R"cpp(
 #define DSC_GLOBAL static
 #define DSC_FOR(i, n) _Pragma("omp parallel for") for (int64_t i = 0; i < (n); ++i)
 #define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
-#define DSC_LAUNCH(f, n, ...) f(__VA_ARGS__)
-#define DSC_LAUNCH_SERIAL(f, ...) f(__VA_ARGS__)
+// An index check inside a loop records the first bad index and skips the
+// element (an exception must not leave an OpenMP region); each launch raises
+// what its loop recorded, as an error of the stream task running the kernel.
+#define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
+#define DSC_LAUNCH_SERIAL(f, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
 #define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta)
 #define DSC_INF(T) std::numeric_limits<T>::infinity()
 #define DSC_NAN(T) std::numeric_limits<T>::quiet_NaN()
 #define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
-#define DSC_INDEX_ERROR(op, index, size) dsc_index_error(op, index, size)
+#define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 #define DSC_HD
 
 namespace {
@@ -66,9 +70,30 @@ inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_f16 *a, const d
 using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
 using std::tanh; using std::cos; using std::sin;
 
-[[noreturn]] void dsc_index_error(const char *op, int64_t index, int64_t size) {
-  throw std::out_of_range(std::string(op) + ": index " + std::to_string(index) +
-                          " is outside [0, " + std::to_string(size) + ")");
+// The first index outside its table that a loop found (DSC_INDEX_ERROR).
+struct dsc_index_fault_t {
+  std::atomic<int> state{0}; // 0 none, 1 being written, 2 recorded
+  const char *op = nullptr;
+  int64_t index = 0, size = 0;
+};
+dsc_index_fault_t dsc_index_fault;
+void dsc_index_error(const char *op, int64_t index, int64_t size) {
+  int none = 0;
+  if (!dsc_index_fault.state.compare_exchange_strong(none, 1))
+    return;
+  dsc_index_fault.op = op;
+  dsc_index_fault.index = index;
+  dsc_index_fault.size = size;
+  dsc_index_fault.state.store(2, std::memory_order_release);
+}
+void dsc_raise_index_error() {
+  if (dsc_index_fault.state.load(std::memory_order_acquire) != 2)
+    return;
+  std::string message = std::string(dsc_index_fault.op) + ": index " +
+                        std::to_string(dsc_index_fault.index) + " is outside [0, " +
+                        std::to_string(dsc_index_fault.size) + ")";
+  dsc_index_fault.state.store(0);
+  throw std::out_of_range(message);
 }
 )cpp";
 
@@ -86,8 +111,10 @@ static const char *kCudaPreamble = R"cpp(
 #define DSC_INF(T) static_cast<T>(INFINITY)
 #define DSC_NAN(T) static_cast<T>(NAN)
 #define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
-#define DSC_INDEX_ERROR(op, index, size) \
-  do { printf("%s: index %lld is outside [0, %lld)\n", op, (long long)(index), (long long)(size)); __trap(); } while (0)
+// An index check records the first bad index in device memory and skips
+// the element; the host reads the record once the step's streams are
+// synchronized (dsc_raise_index_error) and fails the step.
+#define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 #define DSC_HD __host__ __device__
 
 // The runtime's cuBLASLt GEMM and CUDA streams, resolved when dsc-run loads
@@ -114,6 +141,23 @@ struct dsc_f16 {
   DSC_HD operator float() const { return __half2float(value); }
 };
 static_assert(sizeof(dsc_bf16) == 2 && sizeof(dsc_f16) == 2, "2-byte elements");
+struct dsc_index_fault_t {
+  int state; // 0 none, 1 recorded
+  long long index, size;
+  char op[32];
+};
+__device__ dsc_index_fault_t dsc_index_fault;
+inline __device__ void dsc_index_error(const char *op, int64_t index, int64_t size) {
+  if (atomicCAS(&dsc_index_fault.state, 0, 1) != 0)
+    return;
+  dsc_index_fault.index = index;
+  dsc_index_fault.size = size;
+  int k = 0;
+  for (; k < 31 && op[k]; ++k)
+    dsc_index_fault.op[k] = op[k];
+  dsc_index_fault.op[k] = 0;
+  __threadfence();
+}
 inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const float *a, const float *b,
                      float *c, float alpha, float beta, cudaStream_t stream) {
   dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream);
@@ -148,6 +192,20 @@ inline cudaStream_t dsc_handle(dsc::rt::Stream &stream) {
   if (std::strcmp(stream.backend(), "cuda") != 0)
     throw std::runtime_error("stream '" + stream.name() + "' is not a CUDA stream");
   return static_cast<dsc::rt::cuda::CudaStream &>(stream).handle();
+}
+// After every stream of the step is synchronized: fails the step when a
+// kernel recorded an index outside its table.
+inline void dsc_raise_index_error() {
+  dsc_index_fault_t fault;
+  dsc_check(cudaMemcpyFromSymbol(&fault, dsc_index_fault, sizeof fault),
+            "reading the kernels' index check");
+  if (fault.state == 0)
+    return;
+  const dsc_index_fault_t none = {};
+  dsc_check(cudaMemcpyToSymbol(dsc_index_fault, &none, sizeof none),
+            "clearing the kernels' index check");
+  throw std::out_of_range(std::string(fault.op) + ": index " + std::to_string(fault.index) +
+                          " is outside [0, " + std::to_string(fault.size) + ")");
 }
 template <typename T> const T *dsc_upload(const T *host, size_t bytes) {
   void *device = nullptr;
@@ -225,10 +283,68 @@ private:
     return name;
   }
 
-  std::string tensorDesc(StringRef name, ShapedType type) {
+  std::string tensorDesc(StringRef name, ShapedType type, int64_t indexLimit = 0) {
     std::string shape = shapeArray(type.getShape());
+    // TensorDesc::indexLimit is 0 unless written.
     return "{" + cString(name) + ", " + elementTypeEnum(type.getElementType()) +
-           ", " + std::to_string(type.getRank()) + ", " + shape + "}";
+           ", " + std::to_string(type.getRank()) + ", " + shape +
+           (indexLimit ? ", " + std::to_string(indexLimit) : std::string()) + "}";
+  }
+
+  /// The bound [0, N) that the values of `input` must lie in because
+  /// kernels index with them (TensorDesc::indexLimit): the smallest table
+  /// it reaches through copies and views (an embedding's rows, a gather's
+  /// or scatter-add's dimension, cross-entropy's classes); 0 when it
+  /// indexes nothing (one-hot takes any index: outside its classes it gives
+  /// a row of zeros, as autodiff relies on for ignored targets). A value that passes through any other
+  /// computation is not followed: its kernel's own check still holds.
+  static int64_t indexLimit(Value input) {
+    int64_t limit = 0;
+    auto bound = [&](int64_t size) {
+      limit = limit == 0 ? size : std::min(limit, size);
+    };
+    SmallVector<Value> buffers{input};
+    while (!buffers.empty()) {
+      Value buffer = buffers.pop_back_val();
+      for (OpOperand &use : buffer.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto copy = dyn_cast<dscrt::CopyOp>(user)) {
+          if (use.get() == copy.getSource())
+            buffers.push_back(copy.getTarget());
+          continue;
+        }
+        if (auto view = dyn_cast<dscrt::ViewOp>(user)) {
+          buffers.push_back(view.getResult());
+          continue;
+        }
+        auto kernel = dyn_cast<dscrt::KernelOp>(user);
+        if (!kernel || use.getOperandNumber() < 1 ||
+            use.getOperandNumber() - 1 >= kernel.getIns().size())
+          continue;
+        Value value =
+            kernel.getBody().front().getArgument(use.getOperandNumber() - 1);
+        for (Operation *op : value.getUsers()) {
+          auto dimOf = [](Value v, int64_t d) {
+            return cast<ShapedType>(v.getType()).getShape()[d];
+          };
+          if (auto e = dyn_cast<EmbeddingOp>(op); e && e.getIndices() == value)
+            bound(dimOf(e.getTable(), 0));
+          else if (auto g = dyn_cast<GatherOp>(op); g && g.getIndex() == value)
+            bound(dimOf(g.getInput(), g.getDim()));
+          else if (auto s = dyn_cast<ScatterAddOp>(op); s && s.getIndex() == value)
+            bound(dimOf(s.getInput(), s.getDim()));
+          else if (auto ce = dyn_cast<CrossEntropyOp>(op);
+                   ce && ce.getTargets() == value) {
+            int64_t classes = cast<ShapedType>(ce.getLogits().getType()).getShape().back();
+            // A target equal to ignore_index is skipped; one at or above
+            // the classes would make [0, classes) the wrong bound.
+            if (static_cast<int64_t>(ce.getIgnoreIndex()) < classes)
+              bound(classes);
+          }
+        }
+      }
+    }
+    return limit;
   }
 
   static std::string runtimeRole(StateRole role) {
@@ -260,7 +376,8 @@ private:
     }
     SmallVector<std::pair<int64_t, std::string>> in, out;
     for (auto input : step.getOps<dscrt::InputOp>())
-      in.push_back({input.getIndex(), tensorDesc(input.getName(), input.getType())});
+      in.push_back({input.getIndex(), tensorDesc(input.getName(), input.getType(),
+                                                 indexLimit(input.getResult()))});
     for (auto output : step.getOps<dscrt::OutputOp>())
       out.push_back({output.getIndex(), tensorDesc(output.getName(), output.getType())});
     llvm::sort(in);
@@ -431,7 +548,7 @@ private:
           os << "    dsc_check(cudaGetLastError(), \"a kernel launch\");\n";
         for (Value stream : unsynchronized)
           os << "    " << var(stream) << ".synchronize();\n";
-        os << "    return;\n  }\n";
+        os << "    dsc_raise_index_error();\n    return;\n  }\n";
       } else if (isa<dscrt::AllocOp>(op)) {
         return op.emitError("unplanned buffer: run --dsc-plan-memory first");
       } else if (!isa<func::ReturnOp>(op)) {
@@ -443,7 +560,7 @@ private:
              << "stream '" << stream.getDefiningOp<dscrt::StreamOp>().getName()
              << "' has work after its last dscrt.synchronize: the step would "
                 "return before it ran";
-    os << "}\n";
+    os << "  dsc_raise_index_error();\n}\n";
     return success();
   }
 

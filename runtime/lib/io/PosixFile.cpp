@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 
 namespace dsc::rt::detail {
@@ -132,8 +133,10 @@ void replaceFileAtomically(const std::string &path,
     write(file);
     file.sync();
     file.close();
+    crashPoint();
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
       PosixFile::throwErrno(path, "cannot rename " + tmp + " over it");
+    crashPoint();
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
@@ -146,6 +149,17 @@ void replaceFileAtomically(const std::string &path,
     PosixFile::openDirectory(dir).sync();
   } catch (const Error &) {
   }
+}
+
+void crashPoint() {
+  static std::atomic<long> reached{0};
+  const char *at = std::getenv(kCrashAtVariable);
+  if (!at || !*at)
+    return;
+  char *end = nullptr;
+  long target = std::strtol(at, &end, 10);
+  if (*end == '\0' && ++reached == target)
+    ::_exit(kCrashExitCode);
 }
 
 } // namespace dsc::rt::detail

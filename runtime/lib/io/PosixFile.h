@@ -73,6 +73,15 @@ void replaceFileAtomically(const std::string &path,
 void writeOutputFile(const std::string &path,
                      const std::function<void(PosixFile &)> &write);
 
+/// A point where a crash must leave the files consistent: a rename of
+/// replaceFileAtomically, and each step of a checkpoint's commit. With the
+/// environment variable DSC_TEST_CRASH_AT=K, the K-th point the process
+/// reaches ends it at once (_exit(kCrashExitCode), no cleanup), as a kill
+/// would; tests loop over K to interrupt a save at every point.
+void crashPoint();
+constexpr const char *kCrashAtVariable = "DSC_TEST_CRASH_AT";
+constexpr int kCrashExitCode = 86;
+
 } // namespace dsc::rt::detail
 
 #endif // DSC_RUNTIME_LIB_IO_POSIXFILE_H

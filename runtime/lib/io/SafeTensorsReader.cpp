@@ -62,6 +62,12 @@ json parseHeader(const PosixFile &file, uint64_t headerBytes) {
     throw Error(path + ": header is not valid JSON: " + why);
   }
   check(header.is_object(), path + ": header is not a JSON object");
+  // The format's header is the object from its first byte, padded with
+  // spaces only (JSON would also allow other whitespace around it).
+  check(text[0] == '{' && text[text.find_last_not_of(' ')] == '}',
+        path + ": header of " + std::to_string(headerBytes) +
+            " bytes is not a JSON object padded with spaces (is the header "
+            "length right?)");
   return header;
 }
 
@@ -136,25 +142,45 @@ TensorInfo parseTensor(const std::string &name, const json &entry,
   return info;
 }
 
-// Hugging Face's format forbids both overlaps and holes; dsc refuses
-// overlaps (two tensors sharing bytes is a corrupt file) but allows holes,
-// which cost nothing to read around.
-void checkNoOverlap(const std::map<std::string, TensorInfo> &tensors,
-                    const std::string &path) {
+// The format has the tensors tile the data section: no two share a byte,
+// none leaves a hole, and the last ends where the file does. Holding a
+// file to that is what catches a header length that is a few bytes off:
+// the JSON still parses (the header's padding spaces absorb the error),
+// but every tensor would be read shifted.
+void checkTiling(const std::map<std::string, TensorInfo> &tensors,
+                 const Layout &layout, const std::string &path) {
   std::vector<const TensorInfo *> byOffset;
   for (const auto &entry : tensors)
-    if (entry.second.bytes > 0) // an empty tensor shares no bytes
-      byOffset.push_back(&entry.second);
+    byOffset.push_back(&entry.second);
   std::sort(byOffset.begin(), byOffset.end(),
             [](const TensorInfo *a, const TensorInfo *b) {
-              return a->offset < b->offset;
+              return a->offset != b->offset ? a->offset < b->offset
+                                            : a->bytes < b->bytes;
             });
-  for (size_t i = 1; i < byOffset.size(); ++i) {
-    const TensorInfo &prev = *byOffset[i - 1], &next = *byOffset[i];
-    check(prev.offset + prev.bytes <= next.offset, path + ": tensors '" +
-                                                       prev.name + "' and '" +
-                                                       next.name + "' overlap");
+  const uint64_t base = 8 + layout.headerBytes;
+  uint64_t cursor = base;
+  const TensorInfo *previous = nullptr;
+  for (const TensorInfo *tensor : byOffset) {
+    if (tensor->offset < cursor)
+      throw Error(path + ": tensors '" + previous->name + "' and '" +
+                  tensor->name + "' overlap");
+    check(tensor->offset == cursor,
+          path + ": " + std::to_string(tensor->offset - cursor) +
+              " unused bytes before tensor '" + tensor->name +
+              "' (data_offsets begin at " +
+              std::to_string(tensor->offset - base) + ", the tensor before "
+              "ends at " + std::to_string(cursor - base) +
+              "); tensors must fill the data section exactly");
+    cursor += tensor->bytes;
+    if (tensor->bytes > 0)
+      previous = tensor;
   }
+  uint64_t end = base + layout.dataBytes;
+  check(cursor == end,
+        path + ": " + std::to_string(end - cursor) +
+            " bytes after the last tensor's data; tensors must end where the "
+            "file does (is the header length, " +
+            std::to_string(layout.headerBytes) + ", right?)");
 }
 
 } // namespace
@@ -172,7 +198,7 @@ SafeTensorsFile SafeTensorsFile::open(const std::string &path) {
     else
       result.tensors_.emplace(name, parseTensor(name, entry, layout, path));
   }
-  checkNoOverlap(result.tensors_, path);
+  checkTiling(result.tensors_, layout, path);
   result.file_ = std::move(file);
   return result;
 }

@@ -9,7 +9,7 @@
 
 namespace dsc::rt {
 
-TokenData TokenData::open(const std::string &path) {
+TokenData TokenData::open(const std::string &path, int64_t tokenLimit) {
   auto file = detail::PosixFile::openForReading(path);
   uint64_t bytes = file.size();
   check(bytes % 2 == 0, path + ": " + std::to_string(bytes) +
@@ -23,6 +23,7 @@ TokenData TokenData::open(const std::string &path) {
   TokenData data;
   data.path_ = path;
   data.size_ = bytes / 2;
+  data.tokenLimit_ = tokenLimit;
   data.bytes_ = std::shared_ptr<const unsigned char>(
       static_cast<const unsigned char *>(mapped),
       [bytes](const unsigned char *p) {
@@ -67,9 +68,17 @@ void TokenData::batch(int64_t step, int64_t globalBatch, int64_t seqLen,
         static_cast<unsigned __int128>(step) * globalBatch + j;
     auto sequence = static_cast<uint64_t>(global % nseq);
     uint64_t start = sequence * T;
-    for (uint64_t t = 0; t < T; ++t) {
-      tokens[row * T + t] = token(start + t);
-      targets[row * T + t] = token(start + t + 1);
+    for (uint64_t t = 0; t <= T; ++t) {
+      uint16_t id = token(start + t);
+      if (tokenLimit_ > 0 && id >= tokenLimit_)
+        throw Error(path_ + ": token id " + std::to_string(id) +
+                    " at byte offset " + std::to_string(2 * (start + t)) +
+                    " is outside the artifact's vocabulary [0, " +
+                    std::to_string(tokenLimit_) + ")");
+      if (t < T)
+        tokens[row * T + t] = id;
+      if (t > 0)
+        targets[row * T + t - 1] = id;
     }
   }
 }

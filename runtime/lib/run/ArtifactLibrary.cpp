@@ -7,7 +7,10 @@
 
 #include <cxxabi.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -90,6 +93,13 @@ void validateTensor(const TensorDesc &tensor, const std::string &where,
               " has more bytes than int64 can count");
     elements *= dim;
   }
+  check(tensor.indexLimit >= 0,
+        named + " has negative index limit " +
+            std::to_string(tensor.indexLimit));
+  check(tensor.indexLimit == 0 || tensor.type == ElementType::I64 ||
+            tensor.type == ElementType::I32,
+        named + " of " + elementTypeName(tensor.type) +
+            " has an index limit; only integer tensors index");
 }
 
 template <typename Desc, typename GetTensor>
@@ -105,6 +115,80 @@ void validateList(const Desc *list, int32_t count, const std::string &where,
     validateTensor(tensor, where, std::string(what) + " " + std::to_string(i));
     check(names.insert(tensor.name).second,
           where + ": two " + what + "s named '" + tensor.name + "'");
+  }
+}
+
+/// Refuses a file that dlopen would map past its end: the loader maps the
+/// segments the program headers name, and touching a page beyond the end of
+/// the file raises SIGBUS (a copy cut short, a build that died mid-write).
+/// Checks the ELF header, then that the program and section header tables
+/// and every segment's and section's bytes lie inside the file.
+void checkElfExtents(const std::string &path, uint64_t fileSize) {
+  auto fail = [&](const std::string &why) {
+    throw Error(path + ": cannot load artifact: " + why);
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw Error(path + ": cannot open artifact: " + std::strerror(errno));
+  auto readAt = [&](void *dst, uint64_t bytes, uint64_t offset) {
+    if (offset > fileSize || bytes > fileSize - offset)
+      return false;
+    auto *out = static_cast<char *>(dst);
+    while (bytes > 0) {
+      ssize_t got = ::pread(fd, out, bytes, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR)
+        continue;
+      if (got <= 0)
+        return false;
+      out += got, offset += uint64_t(got), bytes -= uint64_t(got);
+    }
+    return true;
+  };
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  Elf64_Ehdr header;
+  if (!readAt(&header, sizeof header, 0) ||
+      std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    fail("not an ELF shared library (" + std::to_string(fileSize) +
+         " bytes, no ELF header)");
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 ||
+      header.e_ident[EI_DATA] != ELFDATA2LSB)
+    fail("not a 64-bit little-endian ELF file");
+  if (header.e_type != ET_DYN)
+    fail("an ELF file, but not a shared library");
+  auto inFile = [&](uint64_t offset, uint64_t bytes) {
+    return offset <= fileSize && bytes <= fileSize - offset;
+  };
+  auto truncated = [&](const std::string &what, uint64_t end) {
+    fail("truncated: " + what + " ends at byte " + std::to_string(end) +
+         ", but the file has " + std::to_string(fileSize) +
+         " bytes (an interrupted copy or build?)");
+  };
+  uint64_t phBytes = uint64_t(header.e_phnum) * header.e_phentsize;
+  if (header.e_phentsize != sizeof(Elf64_Phdr) ||
+      !inFile(header.e_phoff, phBytes))
+    truncated("the program header table", header.e_phoff + phBytes);
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    readAt(&segment, sizeof segment, header.e_phoff + i * sizeof segment);
+    if (segment.p_type != PT_NULL &&
+        !inFile(segment.p_offset, segment.p_filesz))
+      truncated("segment " + std::to_string(i),
+                segment.p_offset + segment.p_filesz);
+  }
+  uint64_t shBytes = uint64_t(header.e_shnum) * header.e_shentsize;
+  if (header.e_shnum != 0 && (header.e_shentsize != sizeof(Elf64_Shdr) ||
+                              !inFile(header.e_shoff, shBytes)))
+    truncated("the section header table", header.e_shoff + shBytes);
+  for (unsigned i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section;
+    readAt(&section, sizeof section, header.e_shoff + i * sizeof section);
+    if (section.sh_type != SHT_NOBITS && section.sh_type != SHT_NULL &&
+        !inFile(section.sh_offset, section.sh_size))
+      truncated("section " + std::to_string(i),
+                section.sh_offset + section.sh_size);
   }
 }
 
@@ -195,6 +279,7 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
   if (::stat(path.c_str(), &st) != 0)
     throw Error(path + ": cannot open artifact: " + std::strerror(errno));
   check(S_ISREG(st.st_mode), path + ": artifact is not a regular file");
+  checkElfExtents(path, static_cast<uint64_t>(st.st_size));
 
   // dlopen searches the library path for names without a slash; a file
   // named on the command line is meant relative to the current directory.

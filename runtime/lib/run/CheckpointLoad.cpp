@@ -34,21 +34,6 @@ using nlohmann::json;
 
 namespace {
 
-/// N of "step_<N>", or -1 for any other name.
-int64_t parseStepName(const std::string &name) {
-  const std::string prefix = "step_";
-  if (name.size() <= prefix.size() || name.size() > prefix.size() + 18 ||
-      name.compare(0, prefix.size(), prefix) != 0)
-    return -1;
-  int64_t step = 0;
-  for (size_t i = prefix.size(); i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9')
-      return -1;
-    step = step * 10 + (name[i] - '0');
-  }
-  return step;
-}
-
 /// The last component of `dir`, trailing slashes ignored.
 std::string baseName(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/')
@@ -72,7 +57,7 @@ std::string findStepDirectory(const std::string &dir) {
   std::error_code error;
   check(fs::is_directory(dir, error),
         dir + ": no checkpoint here: no such directory");
-  if (parseStepName(baseName(dir)) >= 0 ||
+  if (checkpointStepOf(baseName(dir)) >= 0 ||
       fs::exists(joinPath(dir, detail::kCheckpointMetadataFile), error))
     return dir;
   std::string latest = joinPath(dir, detail::kCheckpointLatestFile);
@@ -82,8 +67,9 @@ std::string findStepDirectory(const std::string &dir) {
   std::string name = readText(latest, 64);
   while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
     name.pop_back();
-  check(parseStepName(name) >= 0,
-        latest + ": names no step directory (step_<N>): '" + name + "'");
+  check(checkpointStepOf(name) >= 0,
+        latest + ": names no step directory (step_<N>[.<V>]): '" + name +
+            "'");
   std::string stepDir = joinPath(dir, name);
   check(fs::is_directory(stepDir, error),
         latest + ": names " + name + ", which does not exist");
@@ -172,7 +158,7 @@ Checkpoint Checkpoint::open(const std::string &dir) {
   check(field<std::string>(metadata, "checksum", metaPath) ==
             detail::kCheckpointChecksumName,
         metaPath + ": checksums are not " + detail::kCheckpointChecksumName);
-  int64_t named = parseStepName(baseName(stepDir));
+  int64_t named = checkpointStepOf(baseName(stepDir));
   check(named < 0 || named == job.step,
         where + ": metadata.json is for step " + std::to_string(job.step) +
             ", not the directory's step " + std::to_string(named));
@@ -265,6 +251,20 @@ Checkpoint Checkpoint::open(const std::string &dir) {
     checkpoint.tensors_.emplace(name, std::move(entry));
   }
 
+  // No shard the metadata does not list: one of another save, or of a
+  // metadata file that lost it.
+  std::error_code listError;
+  for (fs::directory_iterator it(stepDir, listError), end;
+       !listError && it != end; it.increment(listError)) {
+    std::string file = it->path().filename().string();
+    bool shardName = file.rfind("shard-", 0) == 0 &&
+                     file.size() > 12 &&
+                     file.compare(file.size() - 12, 12, ".safetensors") == 0;
+    check(!shardName || std::find(checkpoint.shards_.begin(),
+                                  checkpoint.shards_.end(),
+                                  file) != checkpoint.shards_.end(),
+          where + ": shard " + file + " is not listed in metadata.json");
+  }
   // Every shard: present, of the size the saver saw, its header holding
   // each tensor as the metadata says. Opened one at a time (see shards_).
   for (size_t r = 0; r < shardList.size(); ++r) {
@@ -280,6 +280,19 @@ Checkpoint Checkpoint::open(const std::string &dir) {
               " bytes, but metadata.json says " + std::to_string(expected) +
               " (truncated or overwritten)");
     SafeTensorsFile shard = SafeTensorsFile::open(path);
+    // Whatever the shard holds, metadata.json places there: a tensor it
+    // lost would otherwise go unnoticed by every reader of the metadata.
+    for (const std::string &name : shard.names()) {
+      auto found = checkpoint.tensors_.find(name);
+      bool placed = found != checkpoint.tensors_.end() &&
+                    std::any_of(found->second.pieces.begin(),
+                                found->second.pieces.end(),
+                                [&](const Piece &p) { return p.shard == file; });
+      check(placed, where + ": shard " + file + " holds tensor '" + name +
+                        "', which metadata.json does not place there "
+                        "(the metadata lost it, or the shard is another "
+                        "save's)");
+    }
     for (const auto &[name, entry] : checkpoint.tensors_) {
       for (const Piece &piece : entry.pieces) {
         if (piece.shard != file)
@@ -335,6 +348,15 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     auto found = tensors_.find(whole.name);
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
+    // A master weight read from its fp32 parameter has that one's role.
+    const std::optional<StateRole> &role = found->second.role;
+    StateRole expected = sources.back() == info.states[i].tensor.name
+                             ? info.states[i].role
+                             : StateRole::Parameter;
+    check(!role || *role == expected,
+          where + ": tensor '" + sources.back() + "' is recorded as " +
+              stateRoleName(*role) + " state, but the artifact has it as " +
+              stateRoleName(expected) + " state");
   }
   for (int32_t i = 0; i < info.numStates; ++i)
     buffers.push_back(pool.allocate(tensorBytes(info.states[i].tensor)));
@@ -390,6 +412,8 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
               detail::kCheckpointChecksumName + " " +
               formatChecksum(checksum) + ", metadata.json says " +
               formatChecksum(piece.checksum) + "): the shard is corrupt");
+    checkFinite(data, entry.dtype, size_t(piece.count),
+                "checkpoint " + directory_ + ": " + piece.shard, name);
     if (!exact)
       std::memcpy(dst + size_t(from - begin) * element,
                   data + size_t(from - piece.offset) * element,

@@ -5,12 +5,19 @@
 //      (temporary file, fsync, rename: writeSafeTensors);
 //   2. once every rank's shard is durable, metadata.json is written into
 //      the same directory, atomically;
-//   3. the directory is renamed to ROOT/step_<N>, so a step directory
-//      exists only complete (a previous save of the same step is replaced);
-//   4. ROOT/latest is replaced, atomically, to name it.
-// A crash before 4 leaves `latest` naming the previous complete checkpoint;
-// what a crash before 3 leaves is the staging directory, which the next
-// save of that step removes.
+//   3. the directory is renamed to a name nothing has: ROOT/step_<N>, or
+//      for a second save of step N (a run resumed from an earlier step)
+//      ROOT/step_<N>.<V>, V = 1, 2, ... the first free; then ROOT is synced;
+//   4. ROOT/latest is replaced, atomically, to name it;
+//   5. only then are the saves it supersedes removed: the other
+//      directories of step N.
+// Nothing that `latest` names is renamed or removed before `latest` names
+// something else that is complete, so a crash anywhere leaves it naming a
+// complete checkpoint: the previous one before 4, the new one after. What
+// a crash leaves besides is a staging directory, which the next save of
+// that step removes, or a superseded save, which the next commit of that
+// step removes. detail::crashPoint marks each step for the tests that
+// interrupt a save at every one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +29,7 @@
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -49,6 +57,26 @@ std::string detail::checkpointStagingDirectory(const std::string &root,
 
 std::string checkpointStepName(int64_t step) {
   return "step_" + std::to_string(step);
+}
+
+int64_t checkpointStepOf(const std::string &name) {
+  const std::string prefix = "step_";
+  if (name.compare(0, prefix.size(), prefix) != 0)
+    return -1;
+  auto digits = [&](size_t from, size_t to) {
+    if (to <= from || to - from > 18)
+      return false;
+    for (size_t i = from; i < to; ++i)
+      if (name[i] < '0' || name[i] > '9')
+        return false;
+    return true;
+  };
+  size_t dot = name.find('.', prefix.size());
+  size_t stepEnd = dot == std::string::npos ? name.size() : dot;
+  if (!digits(prefix.size(), stepEnd) ||
+      (dot != std::string::npos && !digits(dot + 1, name.size())))
+    return -1;
+  return std::stoll(name.substr(prefix.size(), stepEnd - prefix.size()));
 }
 
 std::string checkpointShardName(int rank, int worldSize) {
@@ -164,24 +192,19 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
   return tensors;
 }
 
-/// Renames `from` to `to`, replacing a directory `to` if there is one. The
-/// old one is moved aside first (rename cannot replace a non-empty
-/// directory); a crash between the two renames leaves no `to`, which a
-/// resume reports, never a mix of two saves.
-void replaceDirectory(const std::string &from, const std::string &to) {
+/// The directories of saves of step `step` in `root` (step_<N> and
+/// step_<N>.<V>), by name.
+std::vector<std::string> savesOfStep(const std::string &root, int64_t step) {
+  std::vector<std::string> names;
   std::error_code error;
-  std::string aside = to + ".replaced";
-  bool exists = fs::exists(to, error);
-  if (exists) {
-    fs::remove_all(aside, error);
-    fs::rename(to, aside, error);
-    checkFs(error, to, "cannot move the previous save aside to " + aside);
+  for (fs::directory_iterator it(root, error), end; !error && it != end;
+       it.increment(error)) {
+    std::string name = it->path().filename().string();
+    if (checkpointStepOf(name) == step)
+      names.push_back(name);
   }
-  fs::rename(from, to, error);
-  checkFs(error, from, "cannot rename to " + to);
-  syncDirectory(fs::path(to).parent_path().string());
-  if (exists)
-    fs::remove_all(aside, error); // what remains is only untidy
+  checkFs(error, root, "cannot list the checkpoint directory");
+  return names;
 }
 
 } // namespace
@@ -235,6 +258,10 @@ std::string writeCheckpointShard(const std::string &root,
       shape = {slice.count};
       bytes = size_t(slice.count) * elementSize(state.type);
     }
+    // A non-finite state would be refused when resumed: never save one.
+    checkFinite(states[size_t(i)], dtype, bytes / dtypeSize(dtype),
+                "the state after step " + std::to_string(job.step),
+                state.name);
     views.push_back({state.name, dtype, shape, states[size_t(i)]});
     ordered_json entry = {
         {"dtype", dtypeName(dtype)},
@@ -301,11 +328,25 @@ std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
       joinPath(staging, detail::kCheckpointMetadataFile),
       metadata.dump(2, ' ', false, ordered_json::error_handler_t::replace) +
           "\n");
+  std::vector<std::string> superseded = savesOfStep(root, job.step);
   std::string name = checkpointStepName(job.step);
+  for (int version = 1; std::find(superseded.begin(), superseded.end(),
+                                  name) != superseded.end();
+       ++version)
+    name = checkpointStepName(job.step) + "." + std::to_string(version);
   std::string directory = joinPath(root, name);
-  replaceDirectory(staging, directory);
+  std::error_code error;
+  detail::crashPoint();
+  fs::rename(staging, directory, error);
+  checkFs(error, staging, "cannot rename to " + directory);
+  detail::crashPoint();
+  syncDirectory(root);
   writeFileAtomically(joinPath(root, detail::kCheckpointLatestFile),
                       name + "\n");
+  for (const std::string &old : superseded) {
+    detail::crashPoint();
+    fs::remove_all(joinPath(root, old), error); // what remains is only untidy
+  }
   return directory;
 }
 

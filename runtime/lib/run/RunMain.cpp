@@ -46,6 +46,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -398,7 +399,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     plan = planFeeds(info, options, size);
     target = makeRunTarget(info.target);
     target->prepare(rank);
-    data = TokenData::open(options.data);
+    data = TokenData::open(options.data, plan.tokenLimit);
     // Cheap checks first: the checkpoint's metadata and shard headers or
     // the weights file's header, the checkpoint root, the metrics file, and
     // one batch (the data must hold a sequence), before any tensor is read.
@@ -502,6 +503,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   // on the next batch of the data (a micro-batch of --batch sequences); the
   // update applies on the N-th and the step's loss is their mean.
   const int64_t microSteps = info.gradAccumSteps;
+  const bool trains = !options.eval && artifactTrains(info);
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
@@ -544,6 +546,13 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           metrics->close();
         if (!options.dumpOutputs.empty() && step == firstStep)
           dumpOutputs(options.dumpOutputs, info, *target);
+        // Without loss scaling nothing skips such a step: its update has
+        // made the weights non-finite, so stop before any save can.
+        if (!std::isfinite(record.loss) && trains && plan.lossScaleOutput < 0)
+          throw Error("step " + std::to_string(step) + ": the loss is " +
+                      formatLoss(record.loss, record.lossType) +
+                      "; training stops here, no checkpoint of this state "
+                      "is saved");
       }
     } catch (...) {
       std::fprintf(stderr, "dsc-run: rank %d: error: %s\n", rank,

@@ -139,6 +139,14 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.lrOutput = optionalScalar("lr");
   plan.lossScaleOutput = optionalScalar("loss_scale");
   plan.skippedOutput = optionalScalar("skipped");
+  // Token ids feed both inputs (targets are the next tokens), so every id
+  // must fit the smaller bound.
+  for (int32_t input : {plan.tokensInput, plan.targetsInput})
+    if (input >= 0 && info.inputs[input].indexLimit > 0)
+      plan.tokenLimit = plan.tokenLimit == 0
+                            ? info.inputs[input].indexLimit
+                            : std::min(plan.tokenLimit,
+                                       info.inputs[input].indexLimit);
   return plan;
 }
 
@@ -179,13 +187,17 @@ void readState(const StateDesc &state, const SafeTensorsFile &weights,
   size_t element = dtypeSize(stored);
   if (!roundsOnLoad(state.tensor.type, stored)) {
     if (!isPartitioned(state))
-      return weights.read(source, dst, bytes);
-    return weights.readRange(source, size_t(slice.begin) * element, dst,
-                             size_t(slice.count) * element);
+      weights.read(source, dst, bytes);
+    else
+      weights.readRange(source, size_t(slice.begin) * element, dst,
+                        size_t(slice.count) * element);
+    checkFinite(dst, stored, size_t(slice.count), weights.path(), source);
+    return;
   }
   std::vector<char> wide(size_t(slice.count) * element);
   weights.readRange(source, size_t(slice.begin) * element, wide.data(),
                     wide.size());
+  checkFinite(wide.data(), stored, size_t(slice.count), weights.path(), source);
   copyStored(dst, state.tensor.type, wide.data(), stored, size_t(slice.count));
 }
 

@@ -1,14 +1,19 @@
 // RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
 
-// The artifact's tables: states by name and role, inputs, outputs, the world
+// The artifact's tables: states by name and role, inputs (y, the targets of
+// a cross-entropy over 4 classes, with its index limit), outputs, the world
 // size and the planned arena.
 // CHECK: #include "dsc/runtime/Artifact.h"
+// An index check records the first bad index and skips the element; each
+// launch raises what its loop recorded (no exception leaves an OpenMP loop).
+// CHECK: #define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
+// CHECK: #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 // CHECK: const dsc::rt::StateDesc kStates[] = {
 // CHECK-NEXT: {{[{][{]}}"fc.weight", ElementType::F32, 2, kShape0}, dsc::rt::StateRole::Parameter},
 // CHECK-NEXT: {{[{][{]}}"fc.bias", ElementType::F32, 1, kShape1}, dsc::rt::StateRole::Parameter},
 // CHECK: const dsc::rt::TensorDesc kInputs[] = {
 // CHECK-NEXT: {"x", ElementType::F32, 2, kShape{{[0-9]+}}},
-// CHECK-NEXT: {"y", ElementType::I64, 1, kShape{{[0-9]+}}},
+// CHECK-NEXT: {"y", ElementType::I64, 1, kShape{{[0-9]+}}, 4},
 // CHECK: const dsc::rt::TensorDesc kOutputs[] = {
 // CHECK-NEXT: {"loss", ElementType::F32, 0, kShape{{[0-9]+}}},
 // Streams: compute runs kernels and copies on the step's thread (Inline);
@@ -74,6 +79,7 @@
 // CHECK-NEXT: [[S]].enqueue([=] { std::memcpy([[L]], v{{[0-9]+}}, 1 * sizeof(*[[L]])); }, "device to host copy");
 // CHECK-NEXT: [[S]].synchronize();
 // CHECK-NEXT: [[M]].synchronize();
+// CHECK-NEXT: dsc_raise_index_error();
 // CHECK-NEXT: }
 
 // The CUDA flavour: the same loops as __global__ grid-stride kernels
@@ -85,8 +91,15 @@
 // CUDA: #define DSC_GLOBAL static __global__
 // CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
 // CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta, stream)
+// A bad index is recorded in device memory and the element skipped; the
+// host fails the step once its streams are synchronized.
+// CUDA: #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 // CUDA: #include "dsc/runtime/CudaStream.h"
+// CUDA: __device__ dsc_index_fault_t dsc_index_fault;
 // CUDA: using dsc_stream_t = cudaStream_t;
+// CUDA: inline void dsc_raise_index_error() {
+// CUDA-NEXT: dsc_index_fault_t fault;
+// CUDA-NEXT: dsc_check(cudaMemcpyFromSymbol(&fault, dsc_index_fault, sizeof fault),
 // CUDA: const dsc::rt::StreamDesc kStreams[] = {
 // CUDA-NEXT: {"compute", false, false},
 // CUDA-NEXT: {"comm", false, true},
@@ -102,6 +115,8 @@
 // CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToHost, [[S]]_h), "device to host copy");
 // CUDA-NEXT: dsc_check(cudaGetLastError(), "a kernel launch");
 // CUDA-NEXT: [[S]].synchronize();
+// CUDA: dsc_raise_index_error();
+// CUDA-NEXT: }
 // CUDA-NOT: cudaDeviceSynchronize
 
 dsc.state parameter @"fc.weight" : tensor<4x8xf32>

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 5;
+constexpr int32_t kArtifactAbiVersion = 6;
 
 class Stream;
 
@@ -38,6 +38,11 @@ struct TensorDesc {
   ElementType type;
   int32_t rank;
   const int64_t *shape; // `rank` dimensions
+  /// An integer input whose values index a table (token ids into the
+  /// embedding, targets into the classifier's classes): every value must
+  /// lie in [0, indexLimit), which dsc-run checks as it feeds the data.
+  /// 0: no bound (every state and output, and inputs that index nothing).
+  int64_t indexLimit;
 };
 
 /// Optimizer state (exp_avg, momentum, step count) and Gradient state (the

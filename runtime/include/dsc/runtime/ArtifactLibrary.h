@@ -3,8 +3,9 @@
 // dsc-run's view of an artifact (Artifact.h): the shared library, opened
 // with dlopen, its two entry points, and its ArtifactInfo checked once so
 // that nothing later has to distrust it. Every problem is one Error naming
-// the artifact's path: a missing or unloadable file, a library that is no
-// artifact, an ABI version other than kArtifactAbiVersion, an ArtifactInfo
+// the artifact's path: a missing or unloadable file, one that is no ELF
+// shared library or is cut short (checked before dlopen, which would map
+// it and raise SIGBUS past its end), a library that is no artifact, an ABI version other than kArtifactAbiVersion, an ArtifactInfo
 // whose fields make no sense.
 //
 // Artifacts call runtime functions (CpuGemm.h, Error.h, ...) that they do

@@ -9,6 +9,10 @@
 //
 // A save fills ROOT/step_<N>.saving and renames it to step_<N> once its
 // metadata.json is written, so a step directory only ever exists complete.
+// A second save of a step that has a directory (a run resumed from an
+// earlier step) goes to step_<N>.<V> instead, and the one it supersedes is
+// removed only once `latest` names the new one (CheckpointSave.cpp): a
+// crash at any point leaves `latest` naming a complete checkpoint.
 //
 // N counts completed steps: a resumed run starts at step N + 1 and feeds
 // data batch N. Tensors are stored under their fully-qualified names
@@ -65,6 +69,9 @@ constexpr int kCheckpointVersion = 1;
 
 /// "step_<N>".
 std::string checkpointStepName(int64_t step);
+/// N of a step directory's name, "step_<N>" or "step_<N>.<V>" (a re-save);
+/// -1 for any other name (a staging directory "step_<N>.saving").
+int64_t checkpointStepOf(const std::string &name);
 /// "shard-<r>-of-<W>.safetensors".
 std::string checkpointShardName(int rank, int worldSize);
 /// The rank that writes replicated state `index` (ArtifactInfo::states
@@ -111,7 +118,8 @@ void beginCheckpoint(const std::string &root, int64_t step);
 /// staging directory, and returns its report for commitCheckpoint: the
 /// shard's size and each tensor's dtype, shape and checksum (JSON). Throws
 /// Error, naming the directory when rank 0's staging directory is not
-/// visible here (ROOT must be shared by every rank).
+/// visible here (ROOT must be shared by every rank), and naming the tensor
+/// when a state holds NaN or an infinity: a resume would refuse it.
 std::string writeCheckpointShard(const std::string &root,
                                  const CheckpointJob &job,
                                  const ArtifactInfo &info,
@@ -119,9 +127,10 @@ std::string writeCheckpointShard(const std::string &root,
 
 /// Rank 0, once every rank's shard is durable: checks that the reports
 /// (in rank order) hold every state once, writes metadata.json atomically,
-/// renames the staging directory to ROOT/step_<N> (replacing a previous
-/// save of the same step), then points ROOT/latest at it atomically.
-/// Returns ROOT/step_<N>. Throws Error; `latest` is untouched then.
+/// renames the staging directory to ROOT/step_<N> (ROOT/step_<N>.<V> when
+/// a save of the step exists), points ROOT/latest at it atomically, then
+/// removes the saves of step N it supersedes. Returns the new directory.
+/// Throws Error; `latest` is untouched then.
 std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                              const ArtifactInfo &info,
                              const std::vector<std::string> &reports);
@@ -141,8 +150,8 @@ public:
   /// refusing with an Error naming the directory: no checkpoint there, a
   /// missing or malformed metadata.json or one of another format version, a
   /// missing shard, a shard whose size differs from the metadata's
-  /// (truncated), or whose header does not hold a tensor as the metadata
-  /// says.
+  /// (truncated), whose header does not hold a tensor as the metadata
+  /// says, or that holds a tensor the metadata does not place there.
   static Checkpoint open(const std::string &dir);
 
   const std::string &directory() const { return directory_; }
@@ -155,8 +164,9 @@ public:
 
   /// Reads every state of `info` into buffers from `pool`, in
   /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
-  /// file; refuses a state the checkpoint lacks, another dtype or shape
-  /// (naming both), and a tensor whose bytes fail their checksum.
+  /// file; refuses a state the checkpoint lacks, another dtype, shape
+  /// (naming both) or role, a tensor whose bytes fail their checksum, and
+  /// one holding NaN or an infinity.
   /// `rank` is the loading rank: a partitioned state gets its slice
   /// (stateSlice, Run.h), zero-padded.
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,

@@ -89,6 +89,9 @@ struct FeedPlan {
   int32_t skippedOutput = -1;
   int64_t microBatch = 0; // per rank
   int64_t seqLen = 0;
+  /// Token ids must lie in [0, tokenLimit): the smaller indexLimit of the
+  /// two inputs (the vocabulary); 0 when the artifact records none.
+  int64_t tokenLimit = 0;
 };
 
 /// Throws Error "WHERE: ..." unless dsc-run can run artifacts of `target`:
@@ -174,7 +177,7 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order. Throws Error naming the tensor when the file
 /// lacks it or holds it with another dtype or shape (both shapes in the
-/// message). Tensors of the file that no state names are ignored.
+/// message), or when what it reads holds NaN or an infinity (readState). Tensors of the file that no state names are ignored.
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank = 0);

@@ -36,6 +36,14 @@ size_t dtypeSize(DType dtype);
 const char *dtypeName(DType dtype);
 /// Inverse of dtypeName; throws Error for any other string.
 DType parseDType(const std::string &name);
+/// The index of the first of `count` elements of `dtype` at `data` that is
+/// NaN or infinite, or -1 when every one is finite (always for integers).
+/// Loading refuses such weights: training from them cannot recover.
+int64_t firstNonFinite(const void *data, DType dtype, size_t count);
+/// Throws Error "WHERE: tensor 'NAME' holds <nan|inf|-inf> at element I
+/// (of COUNT)" when firstNonFinite finds one.
+void checkFinite(const void *data, DType dtype, size_t count,
+                 const std::string &where, const std::string &name);
 
 struct TensorInfo {
   std::string name;
@@ -54,9 +62,11 @@ class PosixFile;
 
 class SafeTensorsFile {
 public:
-  /// Opens `path` and validates its header: dtypes, shapes, byte counts,
-  /// offsets within the data section, no two tensors overlapping (holes
-  /// between tensors are allowed). Throws Error "PATH: <problem>".
+  /// Opens `path` and validates its header: JSON exactly filling its
+  /// declared length (padding spaces allowed), dtypes, shapes, byte counts,
+  /// and data_offsets that tile the data section exactly, as the format
+  /// requires (no overlap, no hole, nothing after the last tensor). Throws
+  /// Error "PATH: <problem>".
   static SafeTensorsFile open(const std::string &path);
 
   /// Throws Error naming the file and the tensor when there is no such

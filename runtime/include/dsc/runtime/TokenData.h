@@ -21,7 +21,9 @@ class TokenData {
 public:
   /// Maps `path` read-only. Throws Error "PATH: <problem>" when the file is
   /// missing, has an odd number of bytes, or holds fewer than 2 tokens.
-  static TokenData open(const std::string &path);
+  /// With `tokenLimit` > 0 (the artifact's vocabulary, FeedPlan), batch()
+  /// refuses any token id at or above it.
+  static TokenData open(const std::string &path, int64_t tokenLimit = 0);
 
   /// Number of tokens.
   size_t size() const { return size_; }
@@ -36,7 +38,10 @@ public:
   /// ((step*B + j) % nseq) * T; tokens are data[start, start+T) and targets
   /// data[start+1, start+T+1); rank r takes j in [r*B/N, (r+1)*B/N).
   /// Throws Error when B % N != 0, nseq < 1, the rank is out of range, or a
-  /// size is not positive.
+  /// size is not positive, and "PATH: token id V at byte offset O is
+  /// outside the vocabulary ..." for a token at or above the limit. Every
+  /// token is checked as it is cut, rather than the whole file when it is
+  /// opened: files run to tens of GB, and each rank reads only its share.
   void batch(int64_t step, int64_t globalBatch, int64_t seqLen, int rank,
              int worldSize, int64_t *tokens, int64_t *targets) const;
 
@@ -48,6 +53,7 @@ private:
   // must not be rewritten while it is open. Shared so that copies are cheap.
   std::shared_ptr<const unsigned char> bytes_;
   size_t size_ = 0;
+  int64_t tokenLimit_ = 0;
 };
 
 } // namespace dsc::rt

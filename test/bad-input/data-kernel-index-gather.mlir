@@ -1,0 +1,22 @@
+// The kernels' own index checks on the CPU target (as
+// data-kernel-index.mlir): a gather index outside its range fails the step naming the
+// op, never an abort or an out-of-bounds access.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: dsc-compile %s --eval -o %t/eval.so > /dev/null
+// RUN: %torch_python -c "import numpy as np; from dsc import safetensors; safetensors.save({'table': np.ones((1, 16), np.float32)}, '%t/w.safetensors'); np.array([1, 2, 3, 16, 4], np.uint16).tofile('%t/bad.bin'); np.array([1, 2, 3, 4, 5], np.uint16).tofile('%t/ok.bin')"
+// RUN: dsc-run %t/eval.so --weights %t/w.safetensors --data %t/ok.bin --batch 1 --seq 4 --steps 1 | FileCheck %s --check-prefix=OK
+// OK: step=1 loss=
+// RUN: %expect_exit 1 dsc-run %t/eval.so --weights %t/w.safetensors --data %t/bad.bin --batch 1 --seq 4 --steps 1 2>&1 | FileCheck %s
+// CHECK: dsc-run: rank 0: error: {{.*}}dsc.gather: index 16 is outside [0, 16)
+// CHECK-NOT: step=1
+
+dsc.state parameter @"table" : tensor<1x16xf32>
+
+func.func @forward(%tokens: tensor<1x4xi64> {dsc.input = "tokens"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %ids = dsc.convert %tokens : tensor<1x4xi64> to tensor<1x4xi32>
+  %table = dsc.load @"table" : tensor<1x16xf32>
+  %g = dsc.gather %table, %ids, dim = 1 : tensor<1x16xf32>, tensor<1x4xi32>
+  %loss = dsc.reduce_sum %g, dims = [0, 1] : tensor<1x4xf32>
+  return %loss : tensor<f32>
+}
