@@ -199,6 +199,31 @@ def use_device(device):
     torch.backends.cudnn.allow_tf32 = False
 
 
+class _Float32AsFloat64(torch.overrides.TorchFunctionMode):
+    """Runs a module's forward in float64 even where it asks for float32
+    itself (`.float()` on a mask, `dtype=torch.float32`, `.to(torch.float32)`),
+    with factories defaulting to float64."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.float:
+            return args[0].to(torch.float64)
+        if kwargs.get("dtype") is torch.float32:
+            kwargs["dtype"] = torch.float64
+        if func is torch.Tensor.to:
+            args = tuple(torch.float64 if a is torch.float32 else a for a in args)
+        return func(*args, **kwargs)
+
+    def __enter__(self):
+        self.default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.set_default_dtype(self.default)
+        return super().__exit__(*exc)
+
+
 class GradHistory:
     """Every step's optimizer gradients and their rounding noise nu (the
     largest distance over a tensor to the float64 gradient of the same
@@ -223,7 +248,8 @@ class GradHistory:
                 if t.is_floating_point():
                     t.copy_(self.state.tensors[n].detach().to(torch.float64))
                 t.grad = None
-        backward(self.model64)
+        with _Float32AsFloat64():
+            backward(self.model64)
         torch.set_rng_state(rng)
         g64 = {n: self.state64.tensors[n].grad for n in grads}
         if grad_clip:
