@@ -33,6 +33,15 @@ if subprocess.run([sys.executable, os.path.join(config.test_source_root, "Inputs
     lit_config.fatal(f"the e2e inputs could not be made in {inputs}")
 config.substitutions.append(("%e2e_inputs", inputs))
 
+# dsc-compile through Inputs/compile_shared.py: files that build the same
+# artifact (the same model, options and compiler) share one compilation,
+# kept in build/test/e2e-artifacts under a hash of what it is made from.
+artifacts = os.path.join(config.dsc_obj_root, "test", "e2e-artifacts")
+for i, (pattern, replacement) in enumerate(config.substitutions):
+    if isinstance(replacement, str) and replacement.endswith("/dsc-compile"):
+        shared = os.path.join(config.test_source_root, "Inputs", "compile_shared.py")
+        config.substitutions[i] = (pattern, f"{sys.executable} {shared} {replacement} {artifacts}")
+
 coretype = lit_config.params.get("openblas_coretype")
 if coretype:
     helper = os.path.join(config.test_source_root, "Inputs", "openblas_coretype.py")

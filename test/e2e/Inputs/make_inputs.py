@@ -26,8 +26,12 @@ SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 MODELS = {
     "gpt2": (os.path.join(SRC, "examples", "models", "gpt2.py"), []),
     "moe": (os.path.join(SRC, "examples", "models", "moe_gpt.py"), ["k=2"]),
+    "bert": (os.path.join(SRC, "examples", "models", "bert.py"), []),
+    # A decoder outside the zoo: RMS norm, rotary positions, SwiGLU, untied head.
+    "llama": (os.path.join(SRC, "test", "export", "Inputs", "llama_like.py"), []),
 }
-EXPORTS = [("gpt2", 4), ("gpt2", 2), ("gpt2", 1), ("moe", 4), ("moe", 2)]
+EXPORTS = [("gpt2", 4), ("gpt2", 2), ("gpt2", 1), ("moe", 4), ("moe", 2),
+           ("bert", 4), ("bert", 2), ("llama", 4), ("llama", 2)]
 
 ADAMW = ["--optim", "adamw", "--lr", "0.01"]
 SGD = ["--optim", "sgd", "--lr", "0.1", "--momentum", "0.9", "--grad-clip", "1.0"]
@@ -46,6 +50,10 @@ GOLDEN = {
     "moe-adamw-r2": ("moe", RANKS2 + ADAMW),
     "moe-sgd": ("moe", SGD),
     "moe-sgd-r2": ("moe", RANKS2 + SGD),
+    "bert-adamw": ("bert", ADAMW),
+    "bert-sgd": ("bert", SGD),
+    "llama-adamw": ("llama", ADAMW),
+    "llama-sgd": ("llama", SGD),
 }
 PYTHON = "/usr/bin/python3"
 
