@@ -13,8 +13,8 @@ dsc-opt, dsc-translate, the artifact flags and the runtime headers the
 generated code includes; the compilation is deterministic (the same inputs
 give the same bytes), so a copy is what a compilation would write. A lock
 per key lets concurrent files wait for one compilation. With --keep (the
-caller wants the intermediate files) or when the key's inputs cannot be
-read, it runs DSC_COMPILE as it is.
+caller wants the intermediate files), --dsc-report-file (a second output)
+or when the key's inputs cannot be read, it runs DSC_COMPILE as it is.
 """
 import fcntl
 import hashlib
@@ -55,7 +55,8 @@ def made_from(dsc_compile):
 def main():
     dsc_compile, cache, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     plain = [dsc_compile] + args
-    if "-o" not in args or any(a == "--keep" or a.startswith("--keep=") for a in args):
+    side_outputs = ("--keep", "--dsc-report-file")
+    if "-o" not in args or any(a.split("=")[0] in side_outputs for a in args):
         return subprocess.run(plain).returncode
     i = args.index("-o")
     out, options = args[i + 1], args[:i] + args[i + 2:]
