@@ -7,8 +7,9 @@ that lit alone works) instead of once per file.
 Usage: make_inputs.py OUT_DIR [-j N]
 
 OUT_DIR/data.bin, OUT_DIR/<model>/b<B> (`dsc.export --set batch=B --set
-seq=16`) and OUT_DIR/gold/<name> (dsc.golden, 5 steps of batch 4, seq 16,
-on the weights of the batch-4 export): see INPUTS. Everything is
+seq=16`, EXPORTS) and OUT_DIR/gold/<name> (dsc.golden, 5 steps of batch 4,
+seq 16, unless GOLDEN's options say otherwise, on the weights of the
+batch-4 export). Everything is
 deterministic. OUT_DIR/stamp records a hash of what the inputs are made
 from (this file, python/dsc, the models); when it matches, nothing is
 redone. A lock makes concurrent callers wait for one another.
@@ -42,6 +43,8 @@ RANKS2 = ["--ranks", "2"]
 GOLDEN = {
     "gpt2-adamw": ("gpt2", ADAMW),
     "gpt2-sgd": ("gpt2", SGD),
+    # Gradient accumulation: 2 micro-batches of 2 sequences per step.
+    "gpt2-sgd-accum2": ("gpt2", SGD + ["--batch", "2", "--grad-accum", "2"]),
     "gpt2-bf16-adamw": ("gpt2", BF16 + ADAMW),
     "gpt2-bf16-adamw-r2": ("gpt2", BF16 + RANKS2 + ADAMW),
     "gpt2-bf16-sgd": ("gpt2", BF16 + SGD_NOCLIP),
@@ -50,6 +53,10 @@ GOLDEN = {
     "moe-adamw-r2": ("moe", RANKS2 + ADAMW),
     "moe-sgd": ("moe", SGD),
     "moe-sgd-r2": ("moe", RANKS2 + SGD),
+    # First-step gradients (dsc-run --gradients) of every zoo model.
+    "gpt2-grad": ("gpt2", ["--optim", "sgd", "--lr", "0", "--steps", "1"]),
+    "bert-grad": ("bert", ["--optim", "sgd", "--lr", "0", "--steps", "1"]),
+    "moe-grad": ("moe", ["--optim", "sgd", "--lr", "0", "--steps", "1"]),
     "bert-adamw": ("bert", ADAMW),
     "bert-sgd": ("bert", SGD),
     "llama-adamw": ("llama", ADAMW),
