@@ -12,7 +12,8 @@ from lit.llvm import llvm_config
 config.name = "DSC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+# e2e/ is a suite of its own (e2e/lit.cfg.py), run by ctest's `e2e` label.
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "e2e"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.dsc_obj_root, "test")
 

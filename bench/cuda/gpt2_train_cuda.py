@@ -16,7 +16,7 @@ bundle holds the CPU artifact of a step, it runs too (dsc-run on the host,
 a singleton MPI process). Checks, each printed with ok or MISMATCH:
   * dsc against PyTorch, and the CUDA target against the CPU target: fp32
     rtol 1e-5 / atol 1e-6; bf16 rtol 1.6e-2 (two bf16 ulps, as
-    test/e2e/train-mixed-precision.test);
+    test/e2e/train-mp-*.test);
   * a ZeRO stage against the stage-0 artifact of the same model and
     precision on the same target: identical losses (one rank: each rank's
     update is the stage-0 one).

@@ -24,6 +24,18 @@ backward, as DeepSpeed's engine does. Batches follow
 dsc.data.batch. Runs are deterministic: one thread, deterministic algorithms,
 fixed seeds; two runs write bit-identical files.
 
+With --optim adam or adamw (on the CPU) it also writes what a comparison of
+Adam's weights needs to know how far rounding alone can move them
+(test/e2e/Inputs/adam_bound.py): GOLD/grad_history.safetensors holds, for
+every step t (1-based) and parameter NAME, `step<t>/NAME`, the gradient the
+optimizer used; GOLD/grad_history.json the optimizer's settings, each
+step's lr and, per step and parameter, nu: the largest |g - g64| over the
+tensor, where g64 is the gradient of the same module weights on the same
+batch computed in float64 (a float64 copy of the module). In 16-bit runs g
+is the 16-bit module's gradient, so nu is the 16-bit rounding noise. The
+float64 pass runs after the step's gradients are taken, with the random
+state saved and restored, so every other output is what it was without it.
+
 With --device cuda the same loop runs on the GPU (TF32 off: fp32 GEMMs are
 fp32) with PyTorch's default CUDA kernels, which are not deterministic;
 bench/cuda/gpt2_train_cuda.py uses it as the PyTorch side of dsc's CUDA
@@ -31,6 +43,7 @@ training step (`train` also returns each step's wall time).
 """
 
 import argparse
+import copy
 import json
 import math
 import os
@@ -186,9 +199,76 @@ def use_device(device):
     torch.backends.cudnn.allow_tf32 = False
 
 
-def train(args):
+class _Float32AsFloat64(torch.overrides.TorchFunctionMode):
+    """Runs a module's forward in float64 even where it asks for float32
+    itself (`.float()` on a mask, `dtype=torch.float32`, `.to(torch.float32)`),
+    with factories defaulting to float64."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.float:
+            return args[0].to(torch.float64)
+        if kwargs.get("dtype") is torch.float32:
+            kwargs["dtype"] = torch.float64
+        if func is torch.Tensor.to:
+            args = tuple(torch.float64 if a is torch.float32 else a for a in args)
+        return func(*args, **kwargs)
+
+    def __enter__(self):
+        self.default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.set_default_dtype(self.default)
+        return super().__exit__(*exc)
+
+
+class GradHistory:
+    """Every step's optimizer gradients and their rounding noise nu (the
+    largest distance over a tensor to the float64 gradient of the same
+    weights and batch)."""
+
+    def __init__(self):
+        self.grads = {}   # "step<t>/NAME" -> fp32 gradient
+        self.nu = []      # per step: {NAME: nu}
+
+    def attach(self, model, state):
+        """A float64 copy of `model`, whose weights `state` names."""
+        self.model64 = copy.deepcopy(model).to(torch.float64)
+        self.state64 = NamedState(self.model64)
+        self.state = state
+
+    def record(self, step, grads, backward, grad_clip):
+        """`grads`: {NAME: the gradient the optimizer uses}; `backward(model)`
+        runs the step's forward and backward on a module."""
+        rng = torch.get_rng_state()
+        with torch.no_grad():
+            for n, t in self.state64.tensors.items():
+                if t.is_floating_point():
+                    t.copy_(self.state.tensors[n].detach().to(torch.float64))
+                t.grad = None
+        with _Float32AsFloat64():
+            backward(self.model64)
+        torch.set_rng_state(rng)
+        g64 = {n: self.state64.tensors[n].grad for n in grads}
+        if grad_clip:
+            total = torch.sqrt(sum((g * g).sum() for g in g64.values() if g is not None))
+            scale = min(1.0, grad_clip / (float(total) + 1e-6))
+            g64 = {n: None if g is None else g * scale for n, g in g64.items()}
+        nu = {}
+        for n, g in grads.items():
+            self.grads[f"step{step + 1}/{n}"] = g.detach().cpu().float().clone()
+            ref = torch.zeros_like(g, dtype=torch.float64) if g64[n] is None else g64[n]
+            nu[n] = float((g.detach().to(torch.float64) - ref).abs().max()) if g.numel() else 0.0
+        self.nu.append(nu)
+
+
+def train(args, history=None):
     """Returns the losses, the first step's gradients, the final state, the
-    learning rates and the wall time of every step."""
+    learning rates and the wall time of every step. With `history` (a
+    GradHistory) every step's gradients and their rounding noise go to
+    it."""
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     use_device(args.device)
@@ -200,6 +280,8 @@ def train(args):
     model.to(args.device)
     state = load_weights(model, args.weights)
     tokens_all = data.load(args.data)
+    if history:
+        history.attach(model, state)
     master = MasterWeights(model, state, dtype) if dtype else None
     fp32 = master.tensors if master else state.tensors
     params = [t for n, t in fp32.items()
@@ -222,17 +304,21 @@ def train(args):
         # micro-batches (the next N batches of the data), each loss scaled
         # by 1/N before its backward, one optimizer step; the step's loss
         # is their mean.
-        total = 0.0
-        for micro in range(args.grad_accum):
-            index = step * args.grad_accum + micro
-            # With --ranks N, DeepSpeed's data parallelism: each rank's loss
-            # on its own micro-batch, averaged (an MoE routes per micro-batch).
-            loss = sum(model(*(torch.from_numpy(a).to(args.device)
-                               for a in data.batch(tokens_all, index, args.batch, args.seq,
-                                                   r, args.ranks)))
-                       for r in range(args.ranks)) / args.ranks
-            (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
-            total += float(loss.detach())
+        def backward(module, step=step):
+            total = 0.0
+            for micro in range(args.grad_accum):
+                index = step * args.grad_accum + micro
+                # With --ranks N, DeepSpeed's data parallelism: each rank's loss
+                # on its own micro-batch, averaged (an MoE routes per micro-batch).
+                loss = sum(module(*(torch.from_numpy(a).to(args.device)
+                                    for a in data.batch(tokens_all, index, args.batch,
+                                                        args.seq, r, args.ranks)))
+                           for r in range(args.ranks)) / args.ranks
+                (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
+                total += float(loss.detach())
+            return total
+
+        total = backward(model)
         losses.append(total / args.grad_accum)
         if master:
             master.take_gradients()
@@ -241,12 +327,30 @@ def train(args):
                      if state.role[n] == "parameter" and t.grad is not None}
         if args.grad_clip:
             torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
+        if history:
+            history.record(step, {n: t.grad for n, t in fp32.items()
+                                  if state.role[n] == "parameter" and t.grad is not None},
+                           backward, args.grad_clip)
         opt.step()
         sync(args.device)
         times.append(time.perf_counter() - start)
     final = {n: fp32.get(n, t).detach().cpu() for n, t in state.tensors.items()}
     grads = grads and {n: g.cpu() for n, g in grads.items()}
     return losses, grads, final, lrs, times
+
+
+def write_history(history, args, lrs):
+    """GOLD/grad_history.safetensors and GOLD/grad_history.json."""
+    safetensors.save(history.grads, os.path.join(args.output, "grad_history.safetensors"))
+    opt = make_optimizer(args, [torch.zeros(1, requires_grad=True)]).defaults
+    doc = {"optim": args.optim, "betas": list(opt["betas"]), "eps": opt["eps"],
+           "weight_decay": opt["weight_decay"], "precision": args.precision,
+           "steps": args.steps, "lrs": lrs, "nu": history.nu}
+    path = os.path.join(args.output, "grad_history.json")
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
 
 
 def sync(device):
@@ -323,7 +427,9 @@ def main(argv=None):
         for path in (args.model, args.weights, args.data):
             if not os.path.isfile(path):
                 raise ExportError(f"{path}: error: no such file")
-        losses, grads, final, lrs, _ = train(args)
+        history = GradHistory() if args.optim in ("adam", "adamw") \
+            and args.device == "cpu" else None
+        losses, grads, final, lrs, _ = train(args, history)
     except (ExportError, safetensors.SafetensorsError, ValueError) as e:
         print(e, file=sys.stderr)
         return 1
@@ -338,6 +444,8 @@ def main(argv=None):
                os.path.join(args.output, "losses.json"))
     safetensors.save(grads, os.path.join(args.output, "grads_step1.safetensors"))
     safetensors.save(final, os.path.join(args.output, "weights_final.safetensors"))
+    if history:
+        write_history(history, args, lrs)
     print("\n".join(f"step={i} loss={x:.6f} lr={lr:.9g}"
                     for i, (x, lr) in enumerate(zip(losses, lrs))))
     return 0

@@ -2,6 +2,7 @@
 """Compares the parameters a dsc-run checkpoint holds with reference weights.
 
 Usage: compare_weights.py REFERENCE.safetensors CHECKPOINT [--rtol R] [--atol A]
+                          [--adam GOLD_DIR]
 
 REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT is a
 `dsc-run --save` directory (its `latest` step), or a safetensors file (what
@@ -11,6 +12,13 @@ it; in mixed precision its fp32 master weight NAME.master, which the
 16-bit NAME is rounded from), with the same shape, and within
 rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
 tensor and the largest error; exits 1 on any mismatch.
+
+With --adam GOLD_DIR (a dsc.golden run with --optim adam or adamw, whose
+weights_final is REFERENCE), each parameter's bound also holds how far
+rounding noise in the gradients can move Adam's weights (adam_bound.py:
+derived per element from the recorded gradients, their noise, the betas,
+eps and every step's lr), and each line says how many elements were held
+to the noise-limited part of it.
 """
 import argparse
 import os
@@ -22,13 +30,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "python"))
 from dsc import safetensors  # noqa: E402
 from checkpoints import load  # noqa: E402
+from adam_bound import AdamBound  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("reference")
 p.add_argument("checkpoint")
 p.add_argument("--rtol", type=float, default=1e-5)
 p.add_argument("--atol", type=float, default=1e-6)
+p.add_argument("--adam", metavar="GOLD_DIR",
+               help="add the bound Adam's rounding noise implies (adam_bound.py)")
 args = p.parse_args()
+adam = AdamBound(args.adam) if args.adam else None
 
 if os.path.isdir(args.checkpoint):
     step = open(os.path.join(args.checkpoint, "latest")).read().strip()
@@ -46,9 +58,14 @@ for name, want in sorted(ref.items()):
         continue
     err = np.abs(got.astype(np.float64) - want.astype(np.float64))
     bound = args.atol + args.rtol * np.abs(want.astype(np.float64))
+    note = ""
+    if adam and adam.has(name):
+        term, limited = adam.weight_term(name, pair=False)
+        bound = bound + term
+        note = f" ({int(limited.sum())} of {limited.size} elements noise-limited)"
     ok = bool(np.all(err <= bound))
     worst = max(worst, float(np.max(err / bound)) if err.size else 0.0)
-    print(f"{name}: {'ok' if ok else 'MISMATCH'}")
+    print(f"{name}: {'ok' if ok else 'MISMATCH'}{note}")
     failed |= not ok
 print(f"largest error / tolerance: {worst:.3f}")
 sys.exit(1 if failed else 0)
