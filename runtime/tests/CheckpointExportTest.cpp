@@ -4,7 +4,7 @@
 // CheckpointTest.cpp does), then exported: the model's tensors whole
 // whatever the saver's world size and partitioning, optimizer state left
 // out, master copies exported in their parameter's place, 16-bit floats
-// widened, and each refusal with its message. test/e2e/ckpt-export.test
+// widened, and each refusal with its message. test/e2e/ckpt-export-zero-w2.test
 // runs the tool on real GPT-2 checkpoints.
 //
 //===----------------------------------------------------------------------===//

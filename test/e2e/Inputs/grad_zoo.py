@@ -1,6 +1,6 @@
 """Small language models that, together, put every differentiable dsc op
 between a parameter and the loss, for the gradient checks against
-torch.autograd (test/e2e/gradients.test). `block` picks one:
+torch.autograd (test/e2e/gradients-ops.test). `block` picks one:
 
     elementwise  every unary and binary elementwise op, select, convert,
                  a tied embedding with padding_idx, mean cross-entropy

@@ -3,7 +3,7 @@
 // The communicator counts, per collective kind, how many calls this rank
 // issued and how many bytes this rank sent. The compiler's communication
 // report predicts the same figures from the program (tests hold the two
-// equal: test/e2e/report-agreement.test), so the
+// equal: test/e2e/report-agreement-*.test), so the
 // byte count is not measured on the wire (that depends on the MPI or NCCL
 // algorithm of the day) but computed from the call by the formulas below,
 // those of the ring algorithms that the bandwidth-optimal implementations

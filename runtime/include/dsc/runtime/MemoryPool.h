@@ -3,7 +3,7 @@
 // Generated code and the runtime allocate their host buffers from a
 // MemoryPool. Its high-water mark is the per-rank peak memory that dsc-run
 // reports, and tests hold it equal to the compiler's memory plan
-// (test/e2e/report-agreement.test). Both count every buffer at
+// (test/e2e/report-agreement-*.test). Both count every buffer at
 // roundUp(bytes, alignment), 256 by
 // default, as the compiler's planBuffers (dsc/Analysis/BufferPlan.h) does:
 // that rounding is what "equal within the allocator's rounding" allows, and
