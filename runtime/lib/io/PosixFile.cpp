@@ -32,11 +32,17 @@ PosixFile PosixFile::openChecked(const std::string &path, int flags,
 }
 
 PosixFile PosixFile::openForReading(const std::string &path) {
-  PosixFile file = openChecked(path, O_RDONLY, "cannot open");
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer
+  // that may never come (a job hung in start-up); the type is then checked
+  // on the descriptor itself, so nothing can swap the file in between.
+  PosixFile file = openChecked(path, O_RDONLY | O_NONBLOCK, "cannot open");
   struct stat st;
   if (::fstat(file.fd_, &st) != 0)
     throwErrno(path, "cannot stat");
   check(S_ISREG(st.st_mode), path + ": not a regular file");
+  int flags = ::fcntl(file.fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(file.fd_, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    throwErrno(path, "cannot set blocking mode");
   return file;
 }
 
