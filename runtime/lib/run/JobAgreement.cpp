@@ -3,27 +3,20 @@
 #include "dsc/runtime/JobAgreement.h"
 
 #include "CheckpointFiles.h"
+#include "../io/PosixFile.h"
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Xxh64.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
+#include <algorithm>
 #include <map>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace dsc::rt {
 
 namespace {
 
 constexpr size_t kReadChunk = size_t(1) << 20;
-
-[[noreturn]] void throwErrno(const std::string &path, const char *what) {
-  throw Error(path + ": " + what + ": " + std::strerror(errno));
-}
 
 /// "the ranks run different artifacts: rank 0: a.so (digest ...); ...".
 std::string
@@ -77,34 +70,17 @@ JobDescription JobDescription::deserialize(const std::string &text) {
 }
 
 uint64_t fileDigest(const std::string &path) {
-  // stat before open: opening a FIFO for reading would wait for a writer.
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    throwErrno(path, "cannot open");
-  check(S_ISREG(st.st_mode), path + ": not a regular file");
-  int fd;
-  do
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  while (fd < 0 && errno == EINTR);
-  if (fd < 0)
-    throwErrno(path, "cannot open");
-  std::vector<unsigned char> buffer(kReadChunk);
+  // openForReading refuses anything but a regular file without waiting (a
+  // FIFO would block for a writer).
+  detail::PosixFile file = detail::PosixFile::openForReading(path);
+  uint64_t size = file.size();
+  std::vector<unsigned char> buffer(std::min<uint64_t>(kReadChunk, size));
   Xxh64 hash;
-  for (;;) {
-    ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0) {
-      int saved = errno;
-      ::close(fd);
-      errno = saved;
-      throwErrno(path, "cannot read");
-    }
-    if (got == 0)
-      break;
-    hash.update(buffer.data(), static_cast<size_t>(got));
+  for (uint64_t offset = 0; offset < size; offset += buffer.size()) {
+    size_t bytes = std::min<uint64_t>(buffer.size(), size - offset);
+    file.readAt(buffer.data(), bytes, offset);
+    hash.update(buffer.data(), bytes);
   }
-  ::close(fd);
   return hash.digest();
 }
 
