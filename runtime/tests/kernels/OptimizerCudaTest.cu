@@ -278,7 +278,7 @@ template <typename T> void sumSquaresAgainstCpu(int misalign) {
   DeviceBuffer work(bytes), out((count + 1) * sizeof(float));
   Scalars s;
   float cpuTotal;
-  std::vector<float> cpuPer(std::size_t(count));
+  std::vector<float> cpuPer(static_cast<std::size_t>(count));
   cpu::multiTensorSumSquares(cpu::Queue{}, hostTable.data(), count, chunks,
                              &s.unscale, &cpuTotal, cpuPer.data(),
                              hostWork.data());
