@@ -32,3 +32,6 @@ endfunction()
 # Optimizer family: multi-tensor Adam/AdamW/SGD, sum of squares, non-finite check.
 dsc_runtime_test(KernelsOptimizerTest kernels/OptimizerTest.cpp)
 dsc_kernels_cuda_test(KernelsOptimizerCudaTest kernels/OptimizerCudaTest.cu)
+
+# GEMM family: strided-batched GEMM and cuBLASLt-style epilogues.
+dsc_runtime_test(KernelsBatchedGemmTest kernels/BatchedGemmTest.cpp)
