@@ -35,3 +35,4 @@ dsc_kernels_cuda_test(KernelsOptimizerCudaTest kernels/OptimizerCudaTest.cu)
 
 # GEMM family: strided-batched GEMM and cuBLASLt-style epilogues.
 dsc_runtime_test(KernelsBatchedGemmTest kernels/BatchedGemmTest.cpp)
+dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
