@@ -1,4 +1,7 @@
 # The kernel library (runtime/include/dsc/kernels/): one .cpp of explicit
 # instantiations per family, compiled into dsc_runtime with OpenMP (the
 # runtime links OpenMP::OpenMP_CXX). One line per family.
+# Optimizer: -fno-math-errno lets sqrt vectorise (it changes no value);
+# -ffp-contract=off keeps every product and sum rounded, as the pass's.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-ffp-contract=off")

@@ -45,6 +45,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace dsc::kernels::cpu {
 
@@ -82,22 +83,74 @@ inline void chunkRange(int64_t chunk, int64_t first, int64_t numel,
   end = begin + kOptimizerChunk < numel ? begin + kOptimizerChunk : numel;
 }
 
-/// The gradient factors of OptimizerStep, read once per call.
+/// The gradient factors of OptimizerStep, read once per call. An absent
+/// factor is 1: x * 1.0f is x bit for bit (NaN included), so multiplying
+/// by it matches the pass, which multiplies only by the factors it has,
+/// and keeps the loops free of branches.
 struct GradFactors {
-  bool hasUnscale, hasClip;
   float unscale, clipCoef;
   explicit GradFactors(const OptimizerStep &s)
-      : hasUnscale(s.unscale), hasClip(s.clipCoef),
-        unscale(s.unscale ? *s.unscale : 1.0f),
+      : unscale(s.unscale ? *s.unscale : 1.0f),
         clipCoef(s.clipCoef ? *s.clipCoef : 1.0f) {}
-  float apply(float g) const {
-    if (hasUnscale)
-      g = g * unscale;
-    if (hasClip)
-      g = g * clipCoef;
-    return g;
-  }
+  float apply(float g) const { return (g * unscale) * clipCoef; }
 };
+
+/// Adam's per-call scalars (Optimizer.h's header: the pass's formulas).
+struct AdamScalars {
+  float stepSize, correction2Sqrt, decayFactor;
+};
+
+/// Adam/AdamW on elements [begin, end) of one tensor. L2 and Copy are
+/// template flags so that each instantiation is one branch-free,
+/// vectorisable loop.
+template <bool L2, bool Copy, typename T>
+void adamRange(const AdamTensor<T> &e, int64_t begin, int64_t end,
+               const AdamConfig &c, const GradFactors &factors,
+               const AdamScalars &k) {
+  float *param = e.param, *m = e.expAvg, *v = e.expAvgSq;
+  const T *grad = e.grad;
+  T *copy = e.copy;
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    float g = factors.apply(float(grad[i]));
+    float p = param[i] * k.decayFactor;
+    if constexpr (L2)
+      g = g + p * c.weightDecay;
+    const float mi = m[i] * c.beta1 + g * c.oneMinusBeta1;
+    const float vi = v[i] * c.beta2 + (g * g) * c.oneMinusBeta2;
+    const float denom = std::sqrt(vi) / k.correction2Sqrt + c.eps;
+    p = p - (mi / denom) * k.stepSize;
+    m[i] = mi;
+    v[i] = vi;
+    param[i] = p;
+    if constexpr (Copy)
+      copy[i] = T(p);
+  }
+}
+
+/// SGD on elements [begin, end) of one tensor, flags as adamRange's.
+template <bool L2, bool Momentum, bool Copy, typename T>
+void sgdRange(const SgdTensor<T> &e, int64_t begin, int64_t end,
+              const SgdConfig &c, const GradFactors &factors, float lr) {
+  float *param = e.param, *buf = e.momentumBuffer;
+  const T *grad = e.grad;
+  T *copy = e.copy;
+#pragma omp simd
+  for (int64_t i = begin; i < end; ++i) {
+    float g = factors.apply(float(grad[i]));
+    float p = param[i];
+    if constexpr (L2)
+      g = g + p * c.weightDecay;
+    if constexpr (Momentum) {
+      g = buf[i] * c.momentum + g;
+      buf[i] = g;
+    }
+    p = p - g * lr;
+    param[i] = p;
+    if constexpr (Copy)
+      copy[i] = T(p);
+  }
+}
 
 inline bool nonFinite(float x) {
   std::uint32_t bits;
@@ -156,36 +209,25 @@ void adamUpdate(Queue, const AdamTensor<T> *table, int64_t count,
   const float lr = *s.lr, t = *s.step;
   const float stepSize = lr / (1.0f - std::pow(c.beta1, t));
   const float correction2Sqrt = std::sqrt(1.0f - std::pow(c.beta2, t));
-  const bool decay = c.decoupled && c.weightDecay != 0;
+  // AdamW without decay multiplies by 1 (exact); Adam's L2 term is added
+  // only when there is one (g + p * 0 could turn -0 into +0).
+  const float decayFactor = !c.decoupled || c.weightDecay == 0 ? 1.0f
+                            : c.constantDecay ? c.decayFactor
+                                              : 1.0f - lr * c.weightDecay;
   const bool l2 = !c.decoupled && c.weightDecay != 0;
-  const float decayFactor =
-      c.constantDecay ? c.decayFactor : 1.0f - lr * c.weightDecay;
+  const detail::AdamScalars k{stepSize, correction2Sqrt, decayFactor};
+  using Range = void (*)(const AdamTensor<T> &, int64_t, int64_t,
+                         const AdamConfig &, const detail::GradFactors &,
+                         const detail::AdamScalars &);
+  const Range ranges[4] = {
+      detail::adamRange<false, false, T>, detail::adamRange<false, true, T>,
+      detail::adamRange<true, false, T>, detail::adamRange<true, true, T>};
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const AdamTensor<T> &e = table[findChunkOwner(table, count, chunk)];
     int64_t begin, end;
     detail::chunkRange(chunk, e.firstChunk, e.numel, begin, end);
-    float *param = e.param, *m = e.expAvg, *v = e.expAvgSq;
-    const T *grad = e.grad;
-    T *copy = e.copy;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      float g = factors.apply(float(grad[i]));
-      float p = param[i];
-      if (decay)
-        p = p * decayFactor;
-      if (l2)
-        g = g + p * c.weightDecay;
-      const float mi = m[i] * c.beta1 + g * c.oneMinusBeta1;
-      const float vi = v[i] * c.beta2 + (g * g) * c.oneMinusBeta2;
-      const float denom = std::sqrt(vi) / correction2Sqrt + c.eps;
-      p = p - (mi / denom) * stepSize;
-      m[i] = mi;
-      v[i] = vi;
-      param[i] = p;
-      if (copy)
-        copy[i] = T(p);
-    }
+    ranges[2 * l2 + (e.copy != nullptr)](e, begin, end, c, factors, k);
   }
 }
 
@@ -205,29 +247,23 @@ void sgdUpdate(Queue, const SgdTensor<T> *table, int64_t count, int64_t chunks,
   const detail::GradFactors factors(s);
   const float lr = *s.lr;
   const bool l2 = c.weightDecay != 0;
+  using Range = void (*)(const SgdTensor<T> &, int64_t, int64_t,
+                         const SgdConfig &, const detail::GradFactors &, float);
+  const Range ranges[8] = {detail::sgdRange<false, false, false, T>,
+                           detail::sgdRange<false, false, true, T>,
+                           detail::sgdRange<false, true, false, T>,
+                           detail::sgdRange<false, true, true, T>,
+                           detail::sgdRange<true, false, false, T>,
+                           detail::sgdRange<true, false, true, T>,
+                           detail::sgdRange<true, true, false, T>,
+                           detail::sgdRange<true, true, true, T>};
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const SgdTensor<T> &e = table[findChunkOwner(table, count, chunk)];
     int64_t begin, end;
     detail::chunkRange(chunk, e.firstChunk, e.numel, begin, end);
-    float *param = e.param, *buf = e.momentumBuffer;
-    const T *grad = e.grad;
-    T *copy = e.copy;
-#pragma omp simd
-    for (int64_t i = begin; i < end; ++i) {
-      float g = factors.apply(float(grad[i]));
-      float p = param[i];
-      if (l2)
-        g = g + p * c.weightDecay;
-      if (momentum) {
-        g = buf[i] * c.momentum + g;
-        buf[i] = g;
-      }
-      p = p - g * lr;
-      param[i] = p;
-      if (copy)
-        copy[i] = T(p);
-    }
+    ranges[4 * l2 + 2 * momentum + (e.copy != nullptr)](e, begin, end, c,
+                                                         factors, lr);
   }
 }
 
