@@ -1,8 +1,10 @@
 // The CPU optimizer kernels (dsc/kernels/Optimizer.h) on GPT-2 124M's 148
 // parameter tensors (124,439,808 elements, lm_head tied to wte), beside an
-// OpenMP-parallel memcpy of the same traffic measured in the same run: the
-// kernels are memory-bound, so the copy's bandwidth is their roofline.
-// Medians of several repetitions, after a warm-up.
+// OpenMP-parallel memcpy of the same traffic and an OpenMP-parallel read
+// (a sum of 64-bit words) of the gradients, measured in the same run: the
+// kernels are memory-bound, so the copy's bandwidth is the updates'
+// roofline and the read's that of the reductions, which only read.
+// Medians of several repetitions, interleaved, after a warm-up.
 //
 //   build/runtime/bench/bench-kernels-optimizer [repetitions=7]
 //
@@ -76,10 +78,22 @@ void parallelCopy(char *to, const char *from, std::size_t bytes) {
   }
 }
 
+/// The words of `bytes` at `from` summed on OpenMP threads: a read of
+/// the memory at the machine's read bandwidth.
+uint64_t parallelRead(const char *from, std::size_t bytes) {
+  const uint64_t *words = reinterpret_cast<const uint64_t *>(from);
+  const int64_t n = int64_t(bytes / 8);
+  uint64_t sum = 0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i)
+    sum += words[i];
+  return sum;
+}
+
 struct Result {
   const char *name;
   double traffic; // bytes per call
-  double seconds;
+  bool readOnly;  // roofline: the read, else the copy
 };
 
 } // namespace
@@ -133,31 +147,37 @@ int main(int argc, char **argv) {
   const SgdConfig sgd = sgdConfig(0.9, 0.0);
   float sum = 0;
   uint8_t found = 0;
+  uint64_t words = 0;
   const double n = double(total);
   struct Case {
     Result result;
     std::function<void()> run;
   };
   std::vector<Case> cases = {
-      {{"copy (memcpy, OpenMP)", 2.0 * double(copyBytes), 0},
+      {{"copy (memcpy, OpenMP)", 2.0 * double(copyBytes), false},
        [&] { parallelCopy(to.data(), from.data(), copyBytes); }},
-      {{"adamw fp32", 28 * n, 0},
+      {{"read (OpenMP)", 4 * n, true},
+       [&] {
+         words += parallelRead(reinterpret_cast<const char *>(grad.data()),
+                               std::size_t(4 * total));
+       }},
+      {{"adamw fp32", 28 * n, false},
        [&] { cpu::adamUpdate({}, adam32.data(), count, chunks, adamw, s); }},
-      {{"adamw bf16 grad+copy", 28 * n, 0},
+      {{"adamw bf16 grad+copy", 28 * n, false},
        [&] { cpu::adamUpdate({}, adam16.data(), count, chunks, adamw, s); }},
-      {{"sgd momentum fp32", 20 * n, 0},
+      {{"sgd momentum fp32", 20 * n, false},
        [&] { cpu::sgdUpdate({}, sgd32.data(), count, chunks, sgd, s); }},
-      {{"sum of squares fp32", 4 * n, 0},
+      {{"sum of squares fp32", 4 * n, true},
        [&] {
          cpu::multiTensorSumSquares({}, adam32.data(), count, chunks, &unscale,
                                     &sum, nullptr, workspace.data());
        }},
-      {{"sum of squares bf16", 2 * n, 0},
+      {{"sum of squares bf16", 2 * n, true},
        [&] {
          cpu::multiTensorSumSquares({}, adam16.data(), count, chunks, &unscale,
                                     &sum, nullptr, workspace.data());
        }},
-      {{"non-finite bf16", 2 * n, 0},
+      {{"non-finite bf16", 2 * n, true},
        [&] { cpu::multiTensorNonFinite({}, adam16.data(), count, chunks, &found); }},
   };
   // Interleaved repetitions: every case sees the same machine state.
@@ -170,15 +190,19 @@ int main(int argc, char **argv) {
         times[c].push_back(t);
     }
   const double copyRate = cases[0].result.traffic / median(times[0]);
-  std::printf("%-24s %12s %10s %10s %9s\n", "kernel", "traffic MB", "ms",
-              "GB/s", "% copy");
+  const double readRate = cases[1].result.traffic / median(times[1]);
+  std::printf("%-24s %11s %9s %8s %8s %9s\n", "kernel", "traffic MB", "ms",
+              "GB/s", "% copy", "% roof");
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const double t = median(times[c]);
     const double rate = cases[c].result.traffic / t;
-    std::printf("%-24s %12.1f %10.2f %10.2f %8.1f%%\n", cases[c].result.name,
-                cases[c].result.traffic / 1e6, t * 1e3, rate / 1e9,
-                100.0 * rate / copyRate);
+    const double roof = cases[c].result.readOnly ? readRate : copyRate;
+    std::printf("%-24s %11.1f %9.2f %8.2f %7.1f%% %5.1f%% %s\n",
+                cases[c].result.name, cases[c].result.traffic / 1e6, t * 1e3,
+                rate / 1e9, 100.0 * rate / copyRate, 100.0 * rate / roof,
+                cases[c].result.readOnly ? "of read" : "of copy");
   }
-  std::printf("(checksum %g %d)\n", double(sum), int(found));
+  std::printf("(checksums %g %d %llu)\n", double(sum), int(found),
+              (unsigned long long)words);
   return 0;
 }

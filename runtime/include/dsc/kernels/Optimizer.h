@@ -25,7 +25,7 @@
 //
 // Every loop is `omp parallel for` over the table's chunks; the update is
 // elementwise, so its result does not depend on the thread count. The sum
-// of squares accumulates each chunk in double (four fixed lanes), sums a
+// of squares accumulates each chunk in double (eight fixed lanes), sums a
 // tensor's chunk partials in chunk order in double, rounds the tensor's sum
 // to float and adds the tensors' sums in table order in float (what the
 // pass computes from one reduce_sum per tensor): fixed chunking and a fixed
@@ -152,11 +152,17 @@ void sgdRange(const SgdTensor<T> &e, int64_t begin, int64_t end,
   }
 }
 
+/// Whether x is an inf or a NaN: its exponent bits all set, tested on the
+/// stored bits (no widening; the loops vectorise).
 inline bool nonFinite(float x) {
   std::uint32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
   return (bits & 0x7F800000u) == 0x7F800000u;
 }
+inline bool nonFinite(dsc::rt::BFloat16 x) {
+  return (x.bits & 0x7F80u) == 0x7F80u;
+}
+inline bool nonFinite(dsc::rt::Half x) { return (x.bits & 0x7C00u) == 0x7C00u; }
 
 } // namespace detail
 
@@ -276,31 +282,30 @@ void multiTensorSumSquares(Queue, const Entry *table, int64_t count,
     throw std::invalid_argument(
         "multiTensorSumSquares: no total or no workspace");
   double *partial = static_cast<double *>(workspace);
-  const bool scaled = scale;
+  using T = std::remove_cv_t<std::remove_pointer_t<decltype(table->grad)>>;
   const float factor = scale ? *scale : 1.0f;
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const Entry &e = table[findChunkOwner(table, count, chunk)];
     int64_t begin, end;
     detail::chunkRange(chunk, e.firstChunk, e.numel, begin, end);
-    // Four lanes, element i in lane i % 4: a fixed order that the
-    // compiler may vectorise without reassociating.
-    double lane[4] = {0, 0, 0, 0};
+    // Eight lanes, element i in lane (i - begin) % 8: a fixed order that
+    // the compiler vectorises without reassociating. x * 1.0f is x, so an
+    // absent scale costs no branch.
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    const T *grad = e.grad;
     int64_t i = begin;
-    for (; i + 4 <= end; i += 4)
-      for (int k = 0; k < 4; ++k) {
-        float x = float(e.grad[i + k]);
-        if (scaled)
-          x = x * factor;
+    for (; i + 8 <= end; i += 8)
+      for (int k = 0; k < 8; ++k) {
+        const float x = float(grad[i + k]) * factor;
         lane[k] += double(x * x);
       }
     for (int k = 0; i < end; ++i, ++k) {
-      float x = float(e.grad[i]);
-      if (scaled)
-        x = x * factor;
+      const float x = float(grad[i]) * factor;
       lane[k] += double(x * x);
     }
-    partial[chunk] = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+    partial[chunk] = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                     ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
   float sum = 0.0f;
   for (int64_t t = 0; t < count; ++t) {
@@ -330,7 +335,7 @@ void multiTensorNonFinite(Queue, const Entry *table, int64_t count,
     int bad = 0;
 #pragma omp simd reduction(| : bad)
     for (int64_t i = begin; i < end; ++i)
-      bad |= int(detail::nonFinite(float(e.grad[i])));
+      bad |= int(detail::nonFinite(e.grad[i]));
     any |= bad;
   }
   *found = any ? 1 : 0;
