@@ -93,17 +93,29 @@ void gemmThroughF32(const GemmShape &s, const T *a, const T *b, T *c,
     return;
   GemmShape item = s;
   item.batch = 1;
+  // A broadcast operand (stride 0 in a batch) is widened once, shared by
+  // every item; the others per item, in scratch per thread (items and
+  // streams run concurrently).
+  std::vector<float> sharedA, sharedB;
+  const bool broadcastA = s.batch > 1 && s.strideA == 0;
+  const bool broadcastB = s.batch > 1 && s.strideB == 0;
+  if (broadcastA)
+    widen(a, s.m * s.k, sharedA);
+  if (broadcastB)
+    widen(b, s.k * s.n, sharedB);
   forEachItem(s, [&](int64_t i) {
-    // Scratch per thread: items and streams run concurrently.
     thread_local std::vector<float> wa, wb, wc;
-    widen(a + i * s.strideA, s.m * s.k, wa);
-    widen(b + i * s.strideB, s.k * s.n, wb);
+    if (!broadcastA)
+      widen(a + i * s.strideA, s.m * s.k, wa);
+    if (!broadcastB)
+      widen(b + i * s.strideB, s.k * s.n, wb);
     T *ci = c + i * s.strideC;
     if (beta != 0.0f)
       widen(ci, s.m * s.n, wc);
     else
       wc.assign(std::size_t(s.m * s.n), 0.0f); // BLAS: C is not read
-    gemmF32(item, wa.data(), wb.data(), wc.data(), alpha, beta);
+    gemmF32(item, broadcastA ? sharedA.data() : wa.data(),
+            broadcastB ? sharedB.data() : wb.data(), wc.data(), alpha, beta);
     store(item, wc.data(), ci);
   });
 }
