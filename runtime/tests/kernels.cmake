@@ -1,23 +1,7 @@
 # GoogleTest suites of the kernel library (runtime/include/dsc/kernels/),
-# one block per family. The CUDA suites (*CudaTest.cu) are built with the
-# CUDA language for sm_90 only (compile time) when the CUDA backend is built
-# and nvcc is usable; they skip their checks where there is no GPU.
-if(TARGET dsc_runtime_cuda AND NOT DEFINED DSC_KERNELS_CUDA)
-  include(CheckLanguage)
-  if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
-    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
-  endif()
-  check_language(CUDA)
-  if(CMAKE_CUDA_COMPILER)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
-    set(CMAKE_CUDA_STANDARD 17)
-    enable_language(CUDA)
-    set(DSC_KERNELS_CUDA ON)
-  else()
-    set(DSC_KERNELS_CUDA OFF)
-    message(STATUS "dsc runtime: no usable nvcc; kernel library CUDA tests not built")
-  endif()
-endif()
+# one block per family. The CUDA suites (*CudaTest.cu) are built where
+# runtime/CMakeLists.txt enabled the CUDA language (DSC_KERNELS_CUDA); they
+# skip their checks where there is no GPU.
 # A CUDA suite of the kernel library: `name` built from `sources` (.cu).
 function(dsc_kernels_cuda_test name)
   if(NOT DSC_KERNELS_CUDA)
