@@ -148,11 +148,12 @@ void setEpilogue(cublasLtMatmulDesc_t op, const GemmShape &s,
   checkCublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                              &epilogue, sizeof epilogue),
               "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-  // The bias, or the bias gradient's output.
-  const void *vector = e.kind == K::Bias || e.kind == K::GeluBias ||
-                               e.kind == K::GeluAuxBias
-                           ? e.bias
-                           : e.biasGrad;
+  // The bias, or the bias gradient's output, for the kinds that have one.
+  const bool bias =
+      e.kind == K::Bias || e.kind == K::GeluBias || e.kind == K::GeluAuxBias;
+  const bool grad = e.kind == K::DGeluBGrad || e.kind == K::BGradA ||
+                    e.kind == K::BGradB;
+  const void *vector = bias ? e.bias : grad ? e.biasGrad : nullptr;
   if (vector)
     checkCublas(cublasLtMatmulDescSetAttribute(
                     op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
