@@ -1,21 +1,13 @@
 # GoogleTests of the kernel library (runtime/include/dsc/kernels): one block
 # per family. The CUDA tests check each CUDA kernel against the CPU one; they
-# are built when nvcc is found (sm_90 only, to keep the build short), and
+# are built when nvcc is found (runtime/CMakeLists.txt enables CUDA), and
 # skip without a GPU.
-if(TARGET dsc_runtime_cuda AND NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
-  set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
-endif()
-if(TARGET dsc_runtime_cuda AND CMAKE_CUDA_COMPILER)
-  set(CMAKE_CUDA_ARCHITECTURES 90)
-  enable_language(CUDA)
-  set(DSC_KERNELS_CUDA_TESTS ON)
-endif()
 function(dsc_kernels_cuda_test name)
-  if(NOT DSC_KERNELS_CUDA_TESTS)
+  if(NOT TARGET dsc_runtime_cuda OR NOT CMAKE_CUDA_COMPILER)
     return()
   endif()
   add_executable(${name} ${ARGN})
-  set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES 90 CUDA_STANDARD 17)
+  set_target_properties(${name} PROPERTIES CUDA_STANDARD 17)
   dsc_runtime_cuda_executable(${name})
   target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
