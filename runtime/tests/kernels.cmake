@@ -1,7 +1,9 @@
-# GoogleTests of the kernel library (runtime/include/dsc/kernels): one block
-# per family. The CUDA tests check each CUDA kernel against the CPU one; they
-# are built when nvcc is found (runtime/CMakeLists.txt enables CUDA), and
-# skip without a GPU.
+# The kernel library (dsc/kernels/): one suite per family against plain
+# references.
+dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
+
+# CUDA suites check each CUDA kernel against the CPU one; built when nvcc is
+# found (runtime/CMakeLists.txt enables CUDA), they skip without a GPU.
 function(dsc_kernels_cuda_test name)
   if(NOT TARGET dsc_runtime_cuda OR NOT CMAKE_CUDA_COMPILER)
     return()

@@ -1,9 +1,10 @@
-//===- Queue.h - the queue argument of the CPU library kernels --*- C++ -*-===//
+//===- Queue.h - what a CPU library kernel runs on --------------*- C++ -*-===//
 //
-// Every library kernel takes the queue it runs on as its first argument, so
-// that the CPU and CUDA forms of a kernel have the same argument list (the
-// CUDA form takes a cudaStream_t). A CPU kernel runs as one task of its
-// stream, on the calling thread: the queue carries nothing.
+// Every kernel of the library takes, first, the queue it runs on: a CUDA
+// stream on the CUDA target (dsc/kernels/cuda/), this empty value on the
+// CPU, where a kernel runs on the calling thread (the runtime calls it as a
+// task of its stream) and parallelises with OpenMP. Generated code calls
+// both targets' kernels with the same text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 #define DSC_KERNELS_QUEUE_H
 
 namespace dsc::kernels::cpu {
+
 struct Queue {};
+
 } // namespace dsc::kernels::cpu
 
 #endif // DSC_KERNELS_QUEUE_H
