@@ -63,8 +63,8 @@ double copySeconds(std::size_t bytes) {
   });
 }
 
-template <typename T> std::vector<T> random(std::size_t n, unsigned seed, float lo = -3,
-                                            float hi = 3) {
+template <typename T>
+std::vector<T> random(std::size_t n, unsigned seed, float lo = -3, float hi = 3) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<T> v(n);
@@ -91,32 +91,31 @@ template <typename T> void rowKernels(const char *type, std::int64_t rows, std::
   std::string shape = std::to_string(rows) + "x" + std::to_string(n);
   std::string t = std::string(" ") + type;
   report("softmax" + t, shape, 2 * size * e,
-         [&] { cpu::softmaxForward(q, y.data(), x.data(), rows, n, 1); });
+         [&] { cpu::softmaxForward(q, x.data(), y.data(), rows, n, 1); });
   report("log_softmax" + t, shape, 2 * size * e,
-         [&] { cpu::logSoftmaxForward(q, y.data(), x.data(), rows, n, 1); });
-  cpu::softmaxForward(q, y.data(), x.data(), rows, n, 1);
+         [&] { cpu::logSoftmaxForward(q, x.data(), y.data(), rows, n, 1); });
+  cpu::softmaxForward(q, x.data(), y.data(), rows, n, 1);
   report("softmax backward" + t, shape, 3 * size * e,
-         [&] { cpu::softmaxBackward(q, dx.data(), y.data(), dy.data(), rows, n, 1); });
+         [&] { cpu::softmaxBackward(q, y.data(), dy.data(), dx.data(), rows, n, 1); });
   report("log_softmax backward" + t, shape, 3 * size * e,
-         [&] { cpu::logSoftmaxBackward(q, dx.data(), y.data(), dy.data(), rows, n, 1); });
+         [&] { cpu::logSoftmaxBackward(q, y.data(), dy.data(), dx.data(), rows, n, 1); });
   report("layer_norm" + t, shape, 2 * size * e, [&] {
-    cpu::layerNormForward(q, y.data(), mean.data(), rstd.data(), x.data(), w.data(),
-                          b.data(), rows, n, 1e-5);
+    cpu::layerNormForward(q, x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows,
+                          n, 1e-5);
   });
   report("residual layer_norm" + t, shape, 4 * size * e, [&] {
-    cpu::residualLayerNormForward(q, res.data(), y.data(), mean.data(), rstd.data(),
-                                  x.data(), b2.data(), w.data(), b.data(), rows, n, 1e-5);
+    cpu::residualLayerNormForward(q, x.data(), b2.data(), w.data(), b.data(), res.data(), y.data(),
+                                  mean.data(), rstd.data(), rows, n, 1e-5);
   });
   report("layer_norm backward" + t, shape, 3 * size * e, [&] {
-    cpu::layerNormBackward(q, dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                           w.data(), mean.data(), rstd.data(), rows, n);
+    cpu::layerNormBackward(q, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
+                           dw.data(), db.data(), rows, n);
   });
-  report("rms_norm" + t, shape, 2 * size * e, [&] {
-    cpu::rmsNormForward(q, y.data(), rstd.data(), x.data(), w.data(), rows, n, 1e-6);
-  });
+  report("rms_norm" + t, shape, 2 * size * e,
+         [&] { cpu::rmsNormForward(q, x.data(), w.data(), y.data(), rstd.data(), rows, n, 1e-6); });
   report("rms_norm backward" + t, shape, 3 * size * e, [&] {
-    cpu::rmsNormBackward(q, dx.data(), dw.data(), dy.data(), x.data(), w.data(),
-                         rstd.data(), rows, n);
+    cpu::rmsNormBackward(q, dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(), rows,
+                         n);
   });
 }
 
@@ -131,11 +130,11 @@ template <typename T> void classifier(const char *type, std::int64_t rows, std::
   std::string shape = std::to_string(rows) + "x" + std::to_string(V);
   std::string t = std::string(" ") + type;
   report("cross_entropy" + t, shape, size * e, [&] {
-    cpu::crossEntropyForward(q, loss.data(), logits.data(), targets.data(), rows, V, -100);
+    cpu::crossEntropyForward(q, logits.data(), targets.data(), loss.data(), rows, V, -100);
   });
   report("fused classifier" + t, shape, 2 * size * e, [&] {
-    cpu::fusedClassifier(q, dlogits.data(), loss.data(), logits.data(), targets.data(),
-                         scale.data(), 0, rows, V, -100);
+    cpu::fusedClassifier(q, logits.data(), targets.data(), scale.data(), dlogits.data(),
+                         loss.data(), 0, rows, V, -100);
   });
 }
 
@@ -154,7 +153,7 @@ int main(int argc, char **argv) {
     std::int64_t rows = tokens * 12, n = 128;
     std::vector<float> s = random<float>(std::size_t(rows * n), 7), p(s.size());
     report("softmax f32 (attention)", std::to_string(rows) + "x128", 2 * s.size() * 4,
-           [&] { cpu::softmaxForward(cpu::Queue{}, p.data(), s.data(), rows, n, 1); });
+           [&] { cpu::softmaxForward(cpu::Queue{}, s.data(), p.data(), rows, n, 1); });
   }
   classifier<float>("f32", tokens, 50257);
   classifier<BFloat16>("bf16", tokens, 50257);

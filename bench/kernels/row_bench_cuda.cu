@@ -97,26 +97,24 @@ template <typename T> void rowKernels(const char *type, std::int64_t rows, std::
     *db = deviceZeros<T>(n);
   float *mean = deviceZeros<float>(rows), *rstd = deviceZeros<float>(rows);
   std::string shape = std::to_string(rows) + "x" + std::to_string(n), t = std::string(" ") + type;
-  report("softmax" + t, shape, 2 * size * e, [&] { gpu::softmaxForward<T>(0, y, x, rows, n, 1); });
+  report("softmax" + t, shape, 2 * size * e, [&] { gpu::softmaxForward<T>(0, x, y, rows, n, 1); });
   report("log_softmax" + t, shape, 2 * size * e,
-         [&] { gpu::logSoftmaxForward<T>(0, y, x, rows, n, 1); });
+         [&] { gpu::logSoftmaxForward<T>(0, x, y, rows, n, 1); });
   report("softmax backward" + t, shape, 3 * size * e,
-         [&] { gpu::softmaxBackward<T>(0, dx, y, dy, rows, n, 1); });
-  report("layer_norm" + t, shape, 2 * size * e, [&] {
-    gpu::layerNormForward<T>(0, y, mean, rstd, x, w, b, rows, n, 1e-5);
-  });
+         [&] { gpu::softmaxBackward<T>(0, y, dy, dx, rows, n, 1); });
+  report("layer_norm" + t, shape, 2 * size * e,
+         [&] { gpu::layerNormForward<T>(0, x, w, b, y, mean, rstd, rows, n, 1e-5); });
   report("residual layer_norm" + t, shape, 4 * size * e, [&] {
-    gpu::residualLayerNormForward<T>(0, res, y, mean, rstd, x, b2, w, b, rows, n, 1e-5);
+    gpu::residualLayerNormForward<T>(0, x, b2, w, b, res, y, mean, rstd, rows, n, 1e-5);
   });
-  report("layer_norm backward" + t, shape, 3 * size * e, [&] {
-    gpu::layerNormBackward<T>(0, dx, dw, db, dy, x, w, mean, rstd, rows, n);
-  });
+  report("layer_norm backward" + t, shape, 3 * size * e,
+         [&] { gpu::layerNormBackward<T>(0, dy, x, w, mean, rstd, dx, dw, db, rows, n); });
   report("rms_norm" + t, shape, 2 * size * e,
-         [&] { gpu::rmsNormForward<T>(0, y, rstd, x, w, rows, n, 1e-6); });
+         [&] { gpu::rmsNormForward<T>(0, x, w, y, rstd, rows, n, 1e-6); });
   report("rms_norm backward" + t, shape, 3 * size * e,
-         [&] { gpu::rmsNormBackward<T>(0, dx, dw, dy, x, w, rstd, rows, n); });
-  for (void *p : {(void *)x, (void *)dy, (void *)b2, (void *)y, (void *)dx, (void *)res,
-                  (void *)w, (void *)b, (void *)dw, (void *)db, (void *)mean, (void *)rstd})
+         [&] { gpu::rmsNormBackward<T>(0, dy, x, w, rstd, dx, dw, rows, n); });
+  for (void *p : {(void *)x, (void *)dy, (void *)b2, (void *)y, (void *)dx, (void *)res, (void *)w,
+                  (void *)b, (void *)dw, (void *)db, (void *)mean, (void *)rstd})
     cudaFree(p);
 }
 
@@ -128,18 +126,17 @@ template <typename T> void classifier(const char *type, std::int64_t rows, std::
     targets[r] = (r * 7919) % V;
   std::int64_t *dTargets;
   check(cudaMalloc(&dTargets, rows * sizeof(std::int64_t)), "cudaMalloc");
-  check(cudaMemcpy(dTargets, targets.data(), rows * sizeof(std::int64_t),
-                   cudaMemcpyHostToDevice),
+  check(cudaMemcpy(dTargets, targets.data(), rows * sizeof(std::int64_t), cudaMemcpyHostToDevice),
         "upload");
   T *scale = deviceRandom<T>(1, 7, 0.0001f, 0.0002f);
   gpu::IndexFault *fault = deviceZeros<gpu::IndexFault>(1);
   std::string shape = std::to_string(rows) + "x" + std::to_string(V), t = std::string(" ") + type;
   report("cross_entropy" + t, shape, size * e, [&] {
-    gpu::crossEntropyForward<T, std::int64_t>(0, loss, logits, dTargets, rows, V, -100, fault);
+    gpu::crossEntropyForward<T, std::int64_t>(0, logits, dTargets, loss, rows, V, -100, fault);
   });
   // In place: the logits become their gradient (the numbers stay finite).
   report("fused classifier (in place)" + t, shape, 2 * size * e, [&] {
-    gpu::fusedClassifier<T, std::int64_t>(0, logits, loss, logits, dTargets, scale, 0, rows, V,
+    gpu::fusedClassifier<T, std::int64_t>(0, logits, dTargets, scale, logits, loss, 0, rows, V,
                                           -100, fault);
   });
   for (void *p : {(void *)logits, (void *)loss, (void *)dTargets, (void *)scale, (void *)fault})
@@ -162,7 +159,7 @@ int main(int argc, char **argv) {
     std::int64_t rows = tokens * 12, n = 1024;
     float *s = deviceRandom<float>(std::size_t(rows * n), 8), *p = deviceZeros<float>(rows * n);
     report("softmax f32 (attention)", std::to_string(rows) + "x1024", 2 * rows * n * 4,
-           [&] { gpu::softmaxForward<float>(0, p, s, rows, n, 1); });
+           [&] { gpu::softmaxForward<float>(0, s, p, rows, n, 1); });
     cudaFree(s);
     cudaFree(p);
   }

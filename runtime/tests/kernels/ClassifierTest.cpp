@@ -81,8 +81,7 @@ TYPED_TEST(ClassifierTest, LossAndGradientMatchTheReference) {
   struct Case {
     std::int64_t rows, classes;
   };
-  for (Case c : {Case{1, 1}, Case{3, 2}, Case{5, 7}, Case{4, 33}, Case{6, 1000},
-                 Case{2, 50257}})
+  for (Case c : {Case{1, 1}, Case{3, 2}, Case{5, 7}, Case{4, 33}, Case{6, 1000}, Case{2, 50257}})
     for (std::int64_t stride : {0, 1}) {
       std::vector<T> logits = randomVector<T>(c.rows * c.classes, c.classes, -4.0f, 4.0f);
       std::vector<std::int64_t> targets = randomTargets(c.rows, c.classes, 5);
@@ -90,14 +89,14 @@ TYPED_TEST(ClassifierTest, LossAndGradientMatchTheReference) {
       std::vector<T> scale = randomVector<T>(c.rows, 6, 0.1f, 2.0f);
       std::vector<T> loss(c.rows, T(7.0f)), dlogits(logits.size(), T(7.0f));
       std::vector<T> lossOnly(c.rows, T(7.0f));
-      cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                           targets.data(), scale.data(), stride, c.rows, c.classes, -100);
-      cpu::crossEntropyForward(cpu::Queue{}, lossOnly.data(), logits.data(), targets.data(),
-                               c.rows, c.classes, -100);
-      Reference ref = classifierReference(widen(logits), targets, widen(scale), stride,
-                                          c.rows, c.classes, -100);
-      std::string what = "rows=" + std::to_string(c.rows) + " V=" +
-                         std::to_string(c.classes) + " stride=" + std::to_string(stride);
+      cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(),
+                           dlogits.data(), loss.data(), stride, c.rows, c.classes, -100);
+      cpu::crossEntropyForward(cpu::Queue{}, logits.data(), targets.data(), lossOnly.data(), c.rows,
+                               c.classes, -100);
+      Reference ref = classifierReference(widen(logits), targets, widen(scale), stride, c.rows,
+                                          c.classes, -100);
+      std::string what = "rows=" + std::to_string(c.rows) + " V=" + std::to_string(c.classes) +
+                         " stride=" + std::to_string(stride);
       expectClose(loss, ref.loss, 0.0, lossTolerance<T>(ref.loss), what + " loss");
       expectClose(lossOnly, ref.loss, 0.0, lossTolerance<T>(ref.loss), what + " loss only");
       expectClose(dlogits, ref.dlogits, relTolerance<T>(), gradientTolerance<T>(widen(scale)),
@@ -115,10 +114,10 @@ TYPED_TEST(ClassifierTest, GradientInPlaceOverTheLogits) {
   std::vector<T> logits = randomVector<T>(rows * classes, 1), dlogits(rows * classes);
   std::vector<std::int64_t> targets = randomTargets(rows, classes, 2);
   std::vector<T> scale = {T(0.25f)}, loss(rows), lossInPlace(rows);
-  cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                       targets.data(), scale.data(), 0, rows, classes, -100);
-  cpu::fusedClassifier(cpu::Queue{}, logits.data(), lossInPlace.data(), logits.data(),
-                       targets.data(), scale.data(), 0, rows, classes, -100);
+  cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(), dlogits.data(),
+                       loss.data(), 0, rows, classes, -100);
+  cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(), logits.data(),
+                       lossInPlace.data(), 0, rows, classes, -100);
   EXPECT_EQ(0, std::memcmp(logits.data(), dlogits.data(), logits.size() * sizeof(T)));
   EXPECT_EQ(0, std::memcmp(loss.data(), lossInPlace.data(), loss.size() * sizeof(T)));
 }
@@ -131,8 +130,8 @@ TYPED_TEST(ClassifierTest, Int32TargetsGiveTheSameResult) {
   t64[2] = 3; // a custom ignore_index
   std::vector<std::int32_t> t32(t64.begin(), t64.end());
   std::vector<T> a(rows), b(rows);
-  cpu::crossEntropyForward(cpu::Queue{}, a.data(), logits.data(), t64.data(), rows, classes, 3);
-  cpu::crossEntropyForward(cpu::Queue{}, b.data(), logits.data(), t32.data(), rows, classes, 3);
+  cpu::crossEntropyForward(cpu::Queue{}, logits.data(), t64.data(), a.data(), rows, classes, 3);
+  cpu::crossEntropyForward(cpu::Queue{}, logits.data(), t32.data(), b.data(), rows, classes, 3);
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(T)));
   EXPECT_EQ(static_cast<float>(a[2]), 0.0f);
 }
@@ -145,12 +144,12 @@ TYPED_TEST(ClassifierTest, ResultsDoNotDependOnTheThreadCount) {
   std::vector<T> scale = randomVector<T>(rows, 10), loss(rows);
   int before = omp_get_max_threads();
   omp_set_num_threads(1);
-  cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                       targets.data(), scale.data(), 1, rows, classes, -100);
+  cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(), dlogits.data(),
+                       loss.data(), 1, rows, classes, -100);
   std::vector<T> d1 = dlogits, l1 = loss;
   omp_set_num_threads(2);
-  cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                       targets.data(), scale.data(), 1, rows, classes, -100);
+  cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(), dlogits.data(),
+                       loss.data(), 1, rows, classes, -100);
   omp_set_num_threads(before);
   EXPECT_EQ(0, std::memcmp(d1.data(), dlogits.data(), d1.size() * sizeof(T)));
   EXPECT_EQ(0, std::memcmp(l1.data(), loss.data(), l1.size() * sizeof(T)));
@@ -167,11 +166,11 @@ TYPED_TEST(ClassifierTest, TargetOutsideTheClassesIsAnIndexError) {
   for (bool fused : {false, true}) {
     try {
       if (fused)
-        cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                             targets.data(), scale.data(), 0, rows, classes, -100);
+        cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(),
+                             dlogits.data(), loss.data(), 0, rows, classes, -100);
       else
-        cpu::crossEntropyForward(cpu::Queue{}, loss.data(), logits.data(), targets.data(),
-                                 rows, classes, -100);
+        cpu::crossEntropyForward(cpu::Queue{}, logits.data(), targets.data(), loss.data(), rows,
+                                 classes, -100);
       ADD_FAILURE() << "no error for a target outside [0, 16)";
     } catch (const std::out_of_range &e) {
       EXPECT_STREQ(e.what(), "dsc.cross_entropy: index 40000 is outside [0, 16)");

@@ -36,8 +36,8 @@ bool haveGpu() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-#define REQUIRE_GPU()                                                                      \
-  if (!haveGpu())                                                                          \
+#define REQUIRE_GPU()                                                                              \
+  if (!haveGpu())                                                                                  \
   GTEST_SKIP() << "no CUDA device"
 
 void ok(cudaError_t status) { ASSERT_EQ(status, cudaSuccess) << cudaGetErrorString(status); }
@@ -53,7 +53,8 @@ template <typename T> struct DeviceBuffer {
     ok(cudaMalloc(&ptr, (n + 1) * sizeof(T) + 16));
     ok(cudaMemset(ptr, 0, (n + 1) * sizeof(T) + 16));
   }
-  template <typename H> DeviceBuffer(const std::vector<H> &host, std::size_t offset = 0)
+  template <typename H>
+  DeviceBuffer(const std::vector<H> &host, std::size_t offset = 0)
       : DeviceBuffer(host.size(), offset) {
     static_assert(sizeof(H) == sizeof(T), "same layout");
     ok(cudaMemcpy(get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
@@ -100,28 +101,28 @@ TYPED_TEST(RowCudaTest, SoftmaxLikeForwardAndBackward) {
   REQUIRE_GPU();
   using H = typename TypeParam::Host;
   using D = typename TypeParam::Device;
-  for (Shape s : {Shape{1, 1, 1, 0}, Shape{5, 7, 1, 0}, Shape{512, 768, 1, 0},
-                  Shape{3, 768, 1, 1}, Shape{2, 5000, 1, 0}, Shape{3, 9, 70, 0}})
+  for (Shape s : {Shape{1, 1, 1, 0}, Shape{5, 7, 1, 0}, Shape{512, 768, 1, 0}, Shape{3, 768, 1, 1},
+                  Shape{2, 5000, 1, 0}, Shape{3, 9, 70, 0}})
     for (bool log : {false, true}) {
       std::size_t size = std::size_t(s.outer * s.n * s.inner);
       std::vector<H> x = randomVector<H>(size, 1), dy = randomVector<H>(size, 2, -1, 1);
       std::vector<H> y(size), dx(size);
       auto fwd = log ? cpu::logSoftmaxForward<H> : cpu::softmaxForward<H>;
       auto bwd = log ? cpu::logSoftmaxBackward<H> : cpu::softmaxBackward<H>;
-      fwd(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
-      bwd(cpu::Queue{}, dx.data(), y.data(), dy.data(), s.outer, s.n, s.inner);
+      fwd(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
+      bwd(cpu::Queue{}, y.data(), dy.data(), dx.data(), s.outer, s.n, s.inner);
 
-      DeviceBuffer<D> dX(x, s.offset), dY(size, s.offset), dDy(dy, s.offset),
-          dDx(size, s.offset), dYc(y, s.offset);
+      DeviceBuffer<D> dX(x, s.offset), dY(size, s.offset), dDy(dy, s.offset), dDx(size, s.offset),
+          dYc(y, s.offset);
       if (log) {
-        gpu::logSoftmaxForward<D>(0, dY.get(), dX.get(), s.outer, s.n, s.inner);
-        gpu::logSoftmaxBackward<D>(0, dDx.get(), dYc.get(), dDy.get(), s.outer, s.n, s.inner);
+        gpu::logSoftmaxForward<D>(0, dX.get(), dY.get(), s.outer, s.n, s.inner);
+        gpu::logSoftmaxBackward<D>(0, dYc.get(), dDy.get(), dDx.get(), s.outer, s.n, s.inner);
       } else {
-        gpu::softmaxForward<D>(0, dY.get(), dX.get(), s.outer, s.n, s.inner);
-        gpu::softmaxBackward<D>(0, dDx.get(), dYc.get(), dDy.get(), s.outer, s.n, s.inner);
+        gpu::softmaxForward<D>(0, dX.get(), dY.get(), s.outer, s.n, s.inner);
+        gpu::softmaxBackward<D>(0, dYc.get(), dDy.get(), dDx.get(), s.outer, s.n, s.inner);
       }
-      std::string what = std::string(log ? "log_softmax" : "softmax") + " n=" +
-                         std::to_string(s.n) + " inner=" + std::to_string(s.inner) +
+      std::string what = std::string(log ? "log_softmax" : "softmax") +
+                         " n=" + std::to_string(s.n) + " inner=" + std::to_string(s.inner) +
                          " offset=" + std::to_string(s.offset);
       expectMatches(dY.template download<H>(), y, what);
       expectMatches(dDx.template download<H>(), dx, what + " backward");
@@ -133,7 +134,9 @@ TYPED_TEST(RowCudaTest, NormsForwardAndBackward) {
   using H = typename TypeParam::Host;
   using D = typename TypeParam::Device;
   for (auto [rows, n, offset] : {std::tuple<std::int64_t, std::int64_t, std::size_t>{1, 1, 0},
-                                 {7, 33, 0}, {512, 768, 0}, {300, 768, 1}})
+                                 {7, 33, 0},
+                                 {512, 768, 0},
+                                 {300, 768, 1}})
     for (bool rms : {false, true}) {
       std::size_t size = std::size_t(rows * n);
       std::vector<H> x = randomVector<H>(size, 3), b2 = randomVector<H>(size, 4);
@@ -142,34 +145,32 @@ TYPED_TEST(RowCudaTest, NormsForwardAndBackward) {
       std::vector<H> y(size), res(size), dx(size), dw(n), db(n);
       std::vector<float> mean(rows), rstd(rows);
       if (rms) {
-        cpu::rmsNormForward(cpu::Queue{}, y.data(), rstd.data(), x.data(), w.data(), rows, n,
-                            1e-6);
-        cpu::rmsNormBackward(cpu::Queue{}, dx.data(), dw.data(), dy.data(), x.data(), w.data(),
-                             rstd.data(), rows, n);
+        cpu::rmsNormForward(cpu::Queue{}, x.data(), w.data(), y.data(), rstd.data(), rows, n, 1e-6);
+        cpu::rmsNormBackward(cpu::Queue{}, dy.data(), x.data(), w.data(), rstd.data(), dx.data(),
+                             dw.data(), rows, n);
       } else {
-        cpu::residualLayerNormForward(cpu::Queue{}, res.data(), y.data(), mean.data(),
-                                      rstd.data(), x.data(), b2.data(), w.data(), bias.data(),
-                                      rows, n, 1e-5);
-        cpu::layerNormBackward(cpu::Queue{}, dx.data(), dw.data(), db.data(), dy.data(),
-                               res.data(), w.data(), mean.data(), rstd.data(), rows, n);
+        cpu::residualLayerNormForward(cpu::Queue{}, x.data(), b2.data(), w.data(), bias.data(),
+                                      res.data(), y.data(), mean.data(), rstd.data(), rows, n,
+                                      1e-5);
+        cpu::layerNormBackward(cpu::Queue{}, dy.data(), res.data(), w.data(), mean.data(),
+                               rstd.data(), dx.data(), dw.data(), db.data(), rows, n);
       }
       DeviceBuffer<D> dX(x, offset), dB2(b2, offset), dDy(dy, offset), dW(w), dBias(bias);
       DeviceBuffer<D> dY(size, offset), dRes(size, offset), dDx(size, offset), dDw(n), dDb(n);
       DeviceBuffer<float> dMean(mean), dRstd(rstd);
       if (rms) {
-        gpu::rmsNormForward<D>(0, dY.get(), dRstd.get(), dX.get(), dW.get(), rows, n, 1e-6);
+        gpu::rmsNormForward<D>(0, dX.get(), dW.get(), dY.get(), dRstd.get(), rows, n, 1e-6);
         // The backward from the CPU's statistics: it checks the formula alone.
         DeviceBuffer<float> cpuRstd(rstd);
-        gpu::rmsNormBackward<D>(0, dDx.get(), dDw.get(), dDy.get(), dX.get(), dW.get(),
-                                cpuRstd.get(), rows, n);
+        gpu::rmsNormBackward<D>(0, dDy.get(), dX.get(), dW.get(), cpuRstd.get(), dDx.get(),
+                                dDw.get(), rows, n);
       } else {
-        gpu::residualLayerNormForward<D>(0, dRes.get(), dY.get(), dMean.get(), dRstd.get(),
-                                         dX.get(), dB2.get(), dW.get(), dBias.get(), rows, n,
-                                         1e-5);
+        gpu::residualLayerNormForward<D>(0, dX.get(), dB2.get(), dW.get(), dBias.get(), dRes.get(),
+                                         dY.get(), dMean.get(), dRstd.get(), rows, n, 1e-5);
         DeviceBuffer<D> cpuRes(res, offset);
         DeviceBuffer<float> cpuMean(mean), cpuRstd(rstd);
-        gpu::layerNormBackward<D>(0, dDx.get(), dDw.get(), dDb.get(), dDy.get(), cpuRes.get(),
-                                  dW.get(), cpuMean.get(), cpuRstd.get(), rows, n);
+        gpu::layerNormBackward<D>(0, dDy.get(), cpuRes.get(), dW.get(), cpuMean.get(),
+                                  cpuRstd.get(), dDx.get(), dDw.get(), dDb.get(), rows, n);
       }
       std::string what = std::string(rms ? "rms_norm" : "residual layer_norm") +
                          " rows=" + std::to_string(rows) + " n=" + std::to_string(n);
@@ -198,8 +199,8 @@ TYPED_TEST(RowCudaTest, NormBackwardIsDeterministic) {
   DeviceBuffer<float> dMean(mean), dRstd(rstd);
   std::vector<H> first;
   for (int run = 0; run < 3; ++run) {
-    gpu::layerNormBackward<D>(0, dDx.get(), dDw.get(), dDb.get(), dDy.get(), dX.get(),
-                              dW.get(), dMean.get(), dRstd.get(), rows, n);
+    gpu::layerNormBackward<D>(0, dDy.get(), dX.get(), dW.get(), dMean.get(), dRstd.get(), dDx.get(),
+                              dDw.get(), dDb.get(), rows, n);
     std::vector<H> got = dDw.template download<H>();
     if (run == 0)
       first = got;
@@ -212,8 +213,8 @@ TYPED_TEST(RowCudaTest, FusedClassifier) {
   REQUIRE_GPU();
   using H = typename TypeParam::Host;
   using D = typename TypeParam::Device;
-  for (auto [rows, classes] : {std::pair<std::int64_t, std::int64_t>{3, 1}, {5, 64},
-                               {64, 50257}, {16, 50304}}) {
+  for (auto [rows, classes] :
+       {std::pair<std::int64_t, std::int64_t>{3, 1}, {5, 64}, {64, 50257}, {16, 50304}}) {
     std::size_t size = std::size_t(rows * classes);
     std::vector<H> logits = randomVector<H>(size, 11, -4, 4), dlogits(size), loss(rows);
     std::vector<std::int64_t> targets(rows);
@@ -221,18 +222,17 @@ TYPED_TEST(RowCudaTest, FusedClassifier) {
       targets[r] = (r * 7919) % classes;
     targets[rows - 1] = -100;
     std::vector<H> scale = randomVector<H>(rows, 12, 0.1f, 2.0f);
-    cpu::fusedClassifier(cpu::Queue{}, dlogits.data(), loss.data(), logits.data(),
-                         targets.data(), scale.data(), 1, rows, classes, -100);
+    cpu::fusedClassifier(cpu::Queue{}, logits.data(), targets.data(), scale.data(), dlogits.data(),
+                         loss.data(), 1, rows, classes, -100);
     DeviceBuffer<D> dLogits(logits), dLoss(rows), dLossOnly(rows), dScale(scale);
     DeviceBuffer<std::int64_t> dTargets(targets);
     DeviceBuffer<gpu::IndexFault> fault(1);
-    gpu::crossEntropyForward<D, std::int64_t>(0, dLossOnly.get(), dLogits.get(),
-                                              dTargets.get(), rows, classes, -100,
-                                              fault.get());
+    gpu::crossEntropyForward<D, std::int64_t>(0, dLogits.get(), dTargets.get(), dLossOnly.get(),
+                                              rows, classes, -100, fault.get());
     // In place, over the logits.
-    gpu::fusedClassifier<D, std::int64_t>(0, dLogits.get(), dLoss.get(), dLogits.get(),
-                                          dTargets.get(), dScale.get(), 1, rows, classes,
-                                          -100, fault.get());
+    gpu::fusedClassifier<D, std::int64_t>(0, dLogits.get(), dTargets.get(), dScale.get(),
+                                          dLogits.get(), dLoss.get(), 1, rows, classes, -100,
+                                          fault.get());
     std::string what = "classifier V=" + std::to_string(classes);
     expectMatches(dLoss.template download<H>(), loss, what + " loss");
     expectMatches(dLossOnly.template download<H>(), loss, what + " loss only");
@@ -251,8 +251,8 @@ TYPED_TEST(RowCudaTest, ClassifierRecordsABadTarget) {
   DeviceBuffer<D> dLogits(logits), dLoss(rows);
   DeviceBuffer<std::int64_t> dTargets(targets);
   DeviceBuffer<gpu::IndexFault> fault(1);
-  gpu::crossEntropyForward<D, std::int64_t>(0, dLoss.get(), dLogits.get(), dTargets.get(),
-                                            rows, classes, -100, fault.get());
+  gpu::crossEntropyForward<D, std::int64_t>(0, dLogits.get(), dTargets.get(), dLoss.get(), rows,
+                                            classes, -100, fault.get());
   gpu::IndexFault f = fault.template download<gpu::IndexFault>()[0];
   EXPECT_EQ(f.state, 1);
   EXPECT_EQ(f.index, 40000);

@@ -32,8 +32,8 @@ struct Shape {
 
 // Rows of one element, odd lengths around the SIMD widths, GPT-2's 768,
 // inner > 1 with fewer and with more columns than one block (64).
-const Shape kShapes[] = {{1, 1, 1},  {3, 1, 1},  {5, 7, 1},   {4, 33, 1}, {2, 768, 1},
-                         {3, 5, 3},  {2, 9, 70}, {1, 130, 65}, {2, 1, 5}};
+const Shape kShapes[] = {{1, 1, 1}, {3, 1, 1},  {5, 7, 1},    {4, 33, 1}, {2, 768, 1},
+                         {3, 5, 3}, {2, 9, 70}, {1, 130, 65}, {2, 1, 5}};
 
 std::string name(const Shape &s) {
   return "(" + std::to_string(s.outer) + ", " + std::to_string(s.n) + ", " +
@@ -44,8 +44,7 @@ std::size_t at(const Shape &s, std::int64_t o, std::int64_t j, std::int64_t q) {
   return std::size_t(o * s.n * s.inner + j * s.inner + q);
 }
 
-std::vector<double> softmaxReference(const std::vector<double> &x, const Shape &s,
-                                     bool log) {
+std::vector<double> softmaxReference(const std::vector<double> &x, const Shape &s, bool log) {
   std::vector<double> y(x.size());
   for (std::int64_t o = 0; o < s.outer; ++o)
     for (std::int64_t q = 0; q < s.inner; ++q) {
@@ -63,8 +62,8 @@ std::vector<double> softmaxReference(const std::vector<double> &x, const Shape &
 }
 
 std::vector<double> softmaxBackwardReference(const std::vector<double> &y,
-                                             const std::vector<double> &dy,
-                                             const Shape &s, bool log) {
+                                             const std::vector<double> &dy, const Shape &s,
+                                             bool log) {
   std::vector<double> dx(y.size());
   for (std::int64_t o = 0; o < s.outer; ++o)
     for (std::int64_t q = 0; q < s.inner; ++q) {
@@ -86,8 +85,8 @@ struct NormReference {
 };
 
 NormReference normReference(const std::vector<double> &x, const std::vector<double> *w,
-                            const std::vector<double> *b, std::int64_t rows,
-                            std::int64_t n, double eps, bool rms) {
+                            const std::vector<double> *b, std::int64_t rows, std::int64_t n,
+                            double eps, bool rms) {
   NormReference r{std::vector<double>(x.size()), std::vector<double>(rows),
                   std::vector<double>(rows)};
   for (std::int64_t i = 0; i < rows; ++i) {
@@ -115,14 +114,11 @@ struct NormGradients {
 
 // From the statistics the forward kernel saved (as the backward kernel
 // takes them), so that this checks the backward formula alone.
-NormGradients normBackwardReference(const std::vector<double> &dy,
-                                    const std::vector<double> &x,
-                                    const std::vector<double> *w,
-                                    const std::vector<float> &mean,
+NormGradients normBackwardReference(const std::vector<double> &dy, const std::vector<double> &x,
+                                    const std::vector<double> *w, const std::vector<float> &mean,
                                     const std::vector<float> &rstd, std::int64_t rows,
                                     std::int64_t n, bool rms) {
-  NormGradients g{std::vector<double>(x.size()), std::vector<double>(n),
-                  std::vector<double>(n)};
+  NormGradients g{std::vector<double>(x.size()), std::vector<double>(n), std::vector<double>(n)};
   for (std::int64_t i = 0; i < rows; ++i) {
     double mu = rms ? 0.0 : mean[i], rs = rstd[i], gm = 0, gx = 0;
     for (std::int64_t j = 0; j < n; ++j) {
@@ -166,8 +162,7 @@ TYPED_TEST_SUITE(RowTest, ElementTypes);
 // sums are held to the relative tolerance of the largest result; half also
 // allows its subnormal spacing.
 template <typename T> double absTolerance(const std::vector<double> &ref) {
-  return relTolerance<T>() * maxAbs(ref) +
-         (std::is_same_v<T, Half> ? 6.0e-8 : 0.0);
+  return relTolerance<T>() * maxAbs(ref) + (std::is_same_v<T, Half> ? 6.0e-8 : 0.0);
 }
 
 TEST(RowExp, WithinOneUlpAndExactAtTheEdges) {
@@ -190,9 +185,9 @@ TYPED_TEST(RowTest, SoftmaxAndLogSoftmaxForward) {
     for (bool log : {false, true}) {
       std::vector<T> x = randomVector<T>(s.size(), 1 + s.size()), y(s.size());
       if (log)
-        cpu::logSoftmaxForward(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
+        cpu::logSoftmaxForward(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
       else
-        cpu::softmaxForward(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
+        cpu::softmaxForward(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
       std::vector<double> ref = softmaxReference(widen(x), s, log);
       expectClose(y, ref, relTolerance<T>(),
                   log ? absTolerance<T>(ref) : (std::is_same_v<T, Half> ? 6.0e-8 : 1e-30),
@@ -206,7 +201,7 @@ TYPED_TEST(RowTest, SoftmaxInPlaceEqualsOutOfPlace) {
     for (bool log : {false, true}) {
       std::vector<T> x = randomVector<T>(s.size(), 7), y(s.size());
       auto run = log ? cpu::logSoftmaxForward<T> : cpu::softmaxForward<T>;
-      run(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
+      run(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
       run(cpu::Queue{}, x.data(), x.data(), s.outer, s.n, s.inner);
       EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(T))) << name(s);
     }
@@ -218,12 +213,12 @@ TYPED_TEST(RowTest, SoftmaxOfMaskedScoresIsExactlyZero) {
   std::vector<T> x = randomVector<T>(10, 3), y(10);
   for (int j = 4; j < 10; ++j)
     x[j] = T(-INFINITY);
-  cpu::softmaxForward(cpu::Queue{}, y.data(), x.data(), 1, 10, 1);
+  cpu::softmaxForward(cpu::Queue{}, x.data(), y.data(), 1, 10, 1);
   for (int j = 4; j < 10; ++j)
     EXPECT_EQ(static_cast<float>(y[j]), 0.0f) << j;
   // A row that is entirely -inf has no softmax: NaN, as in PyTorch.
   std::vector<T> masked(5, T(-INFINITY)), out(5);
-  cpu::softmaxForward(cpu::Queue{}, out.data(), masked.data(), 1, 5, 1);
+  cpu::softmaxForward(cpu::Queue{}, masked.data(), out.data(), 1, 5, 1);
   EXPECT_TRUE(std::isnan(static_cast<float>(out[0])));
 }
 
@@ -234,13 +229,12 @@ TYPED_TEST(RowTest, SoftmaxAndLogSoftmaxBackward) {
       std::vector<T> x = randomVector<T>(s.size(), 11), y(s.size()), dx(s.size());
       std::vector<T> dy = randomVector<T>(s.size(), 12, -1.0f, 1.0f);
       if (log) {
-        cpu::logSoftmaxForward(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
-        cpu::logSoftmaxBackward(cpu::Queue{}, dx.data(), y.data(), dy.data(), s.outer, s.n,
+        cpu::logSoftmaxForward(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
+        cpu::logSoftmaxBackward(cpu::Queue{}, y.data(), dy.data(), dx.data(), s.outer, s.n,
                                 s.inner);
       } else {
-        cpu::softmaxForward(cpu::Queue{}, y.data(), x.data(), s.outer, s.n, s.inner);
-        cpu::softmaxBackward(cpu::Queue{}, dx.data(), y.data(), dy.data(), s.outer, s.n,
-                             s.inner);
+        cpu::softmaxForward(cpu::Queue{}, x.data(), y.data(), s.outer, s.n, s.inner);
+        cpu::softmaxBackward(cpu::Queue{}, y.data(), dy.data(), dx.data(), s.outer, s.n, s.inner);
       }
       std::vector<double> ref = softmaxBackwardReference(widen(y), widen(dy), s, log);
       expectClose(dx, ref, relTolerance<T>(), absTolerance<T>(ref),
@@ -257,14 +251,13 @@ TYPED_TEST(RowTest, LayerNormForward) {
       std::vector<T> x = randomVector<T>(rows * n, n, -2.0f, 4.0f), y(rows * n);
       std::vector<T> w = randomVector<T>(n, 2), b = randomVector<T>(n, 3);
       std::vector<float> mean(rows), rstd(rows);
-      cpu::layerNormForward(cpu::Queue{}, y.data(), mean.data(), rstd.data(), x.data(),
-                            hasW ? w.data() : nullptr, hasB ? b.data() : nullptr, rows, n,
+      cpu::layerNormForward(cpu::Queue{}, x.data(), hasW ? w.data() : nullptr,
+                            hasB ? b.data() : nullptr, y.data(), mean.data(), rstd.data(), rows, n,
                             1e-5);
       std::vector<double> wd = widen(w), bd = widen(b);
-      NormReference ref = normReference(widen(x), hasW ? &wd : nullptr,
-                                        hasB ? &bd : nullptr, rows, n, 1e-5, false);
-      std::string what = "layer_norm n=" + std::to_string(n) + " affine=" +
-                         std::to_string(affine);
+      NormReference ref =
+          normReference(widen(x), hasW ? &wd : nullptr, hasB ? &bd : nullptr, rows, n, 1e-5, false);
+      std::string what = "layer_norm n=" + std::to_string(n) + " affine=" + std::to_string(affine);
       expectClose(y, ref.y, relTolerance<T>(), absTolerance<T>(ref.y), what);
       // The statistics are rounded to float once.
       expectClose(mean, ref.mean, 6.0e-8, 1e-30, what + " mean");
@@ -279,21 +272,20 @@ TYPED_TEST(RowTest, ResidualLayerNormIsTheAddThenLayerNorm) {
   std::vector<T> w = randomVector<T>(n, 3), bias = randomVector<T>(n, 4);
   std::vector<T> residual(rows * n), y(rows * n), expected(rows * n);
   std::vector<float> mean(rows), rstd(rows), mean2(rows), rstd2(rows);
-  cpu::residualLayerNormForward(cpu::Queue{}, residual.data(), y.data(), mean.data(),
-                                rstd.data(), a.data(), b.data(), w.data(), bias.data(),
-                                rows, n, 1e-5);
+  cpu::residualLayerNormForward(cpu::Queue{}, a.data(), b.data(), w.data(), bias.data(),
+                                residual.data(), y.data(), mean.data(), rstd.data(), rows, n, 1e-5);
   for (std::size_t i = 0; i < a.size(); ++i) {
     T sum = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
     ASSERT_EQ(0, std::memcmp(&sum, &residual[i], sizeof(T))) << i;
   }
-  cpu::layerNormForward(cpu::Queue{}, expected.data(), mean2.data(), rstd2.data(),
-                        residual.data(), w.data(), bias.data(), rows, n, 1e-5);
+  cpu::layerNormForward(cpu::Queue{}, residual.data(), w.data(), bias.data(), expected.data(),
+                        mean2.data(), rstd2.data(), rows, n, 1e-5);
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * sizeof(T)));
   EXPECT_EQ(mean, mean2);
   EXPECT_EQ(rstd, rstd2);
   // The residual may replace one of its operands.
-  cpu::residualLayerNormForward(cpu::Queue{}, a.data(), y.data(), nullptr, nullptr,
-                                a.data(), b.data(), w.data(), bias.data(), rows, n, 1e-5);
+  cpu::residualLayerNormForward(cpu::Queue{}, a.data(), b.data(), w.data(), bias.data(), a.data(),
+                                y.data(), nullptr, nullptr, rows, n, 1e-5);
   EXPECT_EQ(0, std::memcmp(a.data(), residual.data(), a.size() * sizeof(T)));
   EXPECT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * sizeof(T)));
 }
@@ -305,23 +297,22 @@ TYPED_TEST(RowTest, LayerNormBackward) {
   for (std::int64_t rows : {1, 7, 67})
     for (std::int64_t n : {1, 13, 768})
       for (bool affine : {false, true}) {
-        std::vector<T> x = randomVector<T>(rows * n, 5, -2.0f, 2.0f), y(rows * n),
-                       dx(rows * n), dw(n), db(n);
+        std::vector<T> x = randomVector<T>(rows * n, 5, -2.0f, 2.0f), y(rows * n), dx(rows * n),
+                       dw(n), db(n);
         std::vector<T> w = randomVector<T>(n, 6), b = randomVector<T>(n, 7);
         std::vector<T> dy = randomVector<T>(rows * n, 8, -1.0f, 1.0f);
         std::vector<float> mean(rows), rstd(rows);
         const T *wp = affine ? w.data() : nullptr;
-        cpu::layerNormForward(cpu::Queue{}, y.data(), mean.data(), rstd.data(), x.data(),
-                              wp, affine ? b.data() : nullptr, rows, n, 1e-5);
-        cpu::layerNormBackward(cpu::Queue{}, dx.data(), affine ? dw.data() : nullptr,
-                               affine ? db.data() : nullptr, dy.data(), x.data(), wp,
-                               mean.data(), rstd.data(), rows, n);
+        cpu::layerNormForward(cpu::Queue{}, x.data(), wp, affine ? b.data() : nullptr, y.data(),
+                              mean.data(), rstd.data(), rows, n, 1e-5);
+        cpu::layerNormBackward(cpu::Queue{}, dy.data(), x.data(), wp, mean.data(), rstd.data(),
+                               dx.data(), affine ? dw.data() : nullptr,
+                               affine ? db.data() : nullptr, rows, n);
         std::vector<double> wd = widen(w);
-        NormGradients ref = normBackwardReference(widen(dy), widen(x),
-                                                  affine ? &wd : nullptr, mean, rstd,
-                                                  rows, n, false);
-        std::string what = "layer_norm backward rows=" + std::to_string(rows) +
-                           " n=" + std::to_string(n);
+        NormGradients ref = normBackwardReference(widen(dy), widen(x), affine ? &wd : nullptr, mean,
+                                                  rstd, rows, n, false);
+        std::string what =
+            "layer_norm backward rows=" + std::to_string(rows) + " n=" + std::to_string(n);
         expectClose(dx, ref.dx, relTolerance<T>(), absTolerance<T>(ref.dx), what + " dx");
         if (affine) {
           expectClose(dw, ref.dweight, relTolerance<T>(), absTolerance<T>(ref.dweight),
@@ -342,20 +333,17 @@ TYPED_TEST(RowTest, RmsNormForwardAndBackward) {
         std::vector<T> dy = randomVector<T>(rows * n, 11, -1.0f, 1.0f);
         std::vector<float> rstd(rows);
         const T *wp = affine ? w.data() : nullptr;
-        cpu::rmsNormForward(cpu::Queue{}, y.data(), rstd.data(), x.data(), wp, rows, n,
-                            1e-6);
+        cpu::rmsNormForward(cpu::Queue{}, x.data(), wp, y.data(), rstd.data(), rows, n, 1e-6);
         std::vector<double> wd = widen(w);
-        NormReference ref = normReference(widen(x), affine ? &wd : nullptr, nullptr, rows,
-                                          n, 1e-6, true);
-        std::string what =
-            "rms_norm rows=" + std::to_string(rows) + " n=" + std::to_string(n);
+        NormReference ref =
+            normReference(widen(x), affine ? &wd : nullptr, nullptr, rows, n, 1e-6, true);
+        std::string what = "rms_norm rows=" + std::to_string(rows) + " n=" + std::to_string(n);
         expectClose(y, ref.y, relTolerance<T>(), absTolerance<T>(ref.y), what);
         expectClose(rstd, ref.rstd, 6.0e-8, 1e-30, what + " rstd");
-        cpu::rmsNormBackward(cpu::Queue{}, dx.data(), affine ? dw.data() : nullptr,
-                             dy.data(), x.data(), wp, rstd.data(), rows, n);
-        NormGradients g = normBackwardReference(widen(dy), widen(x),
-                                                affine ? &wd : nullptr, {}, rstd, rows, n,
-                                                true);
+        cpu::rmsNormBackward(cpu::Queue{}, dy.data(), x.data(), wp, rstd.data(), dx.data(),
+                             affine ? dw.data() : nullptr, rows, n);
+        NormGradients g = normBackwardReference(widen(dy), widen(x), affine ? &wd : nullptr, {},
+                                                rstd, rows, n, true);
         expectClose(dx, g.dx, relTolerance<T>(), absTolerance<T>(g.dx), what + " dx");
         if (affine)
           expectClose(dw, g.dweight, relTolerance<T>(), absTolerance<T>(g.dweight),
@@ -373,42 +361,40 @@ TYPED_TEST(RowTest, ResultsDoNotDependOnTheThreadCount) {
   std::vector<float> mean(rows), rstd(rows);
   for (const Shape &s : {Shape{rows, n, 1}, Shape{3, 20, 335}}) {
     expectThreadIndependent(
-        [&] { cpu::softmaxForward(q, y.data(), x.data(), s.outer, s.n, s.inner); }, y,
+        [&] { cpu::softmaxForward(q, x.data(), y.data(), s.outer, s.n, s.inner); }, y,
         "softmax " + name(s));
     expectThreadIndependent(
-        [&] { cpu::logSoftmaxForward(q, y.data(), x.data(), s.outer, s.n, s.inner); }, y,
+        [&] { cpu::logSoftmaxForward(q, x.data(), y.data(), s.outer, s.n, s.inner); }, y,
         "log_softmax " + name(s));
     expectThreadIndependent(
-        [&] { cpu::softmaxBackward(q, dx.data(), x.data(), dy.data(), s.outer, s.n, s.inner); },
-        dx, "softmax backward " + name(s));
+        [&] { cpu::softmaxBackward(q, x.data(), dy.data(), dx.data(), s.outer, s.n, s.inner); }, dx,
+        "softmax backward " + name(s));
     expectThreadIndependent(
-        [&] {
-          cpu::logSoftmaxBackward(q, dx.data(), x.data(), dy.data(), s.outer, s.n, s.inner);
-        },
+        [&] { cpu::logSoftmaxBackward(q, x.data(), dy.data(), dx.data(), s.outer, s.n, s.inner); },
         dx, "log_softmax backward " + name(s));
   }
   expectThreadIndependent(
       [&] {
-        cpu::residualLayerNormForward(q, res.data(), y.data(), mean.data(), rstd.data(),
-                                      x.data(), dy.data(), w.data(), b.data(), rows, n, 1e-5);
+        cpu::residualLayerNormForward(q, x.data(), dy.data(), w.data(), b.data(), res.data(),
+                                      y.data(), mean.data(), rstd.data(), rows, n, 1e-5);
       },
       y, "residual layer_norm");
   expectThreadIndependent(
       [&] {
-        cpu::layerNormBackward(q, dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                               w.data(), mean.data(), rstd.data(), rows, n);
+        cpu::layerNormBackward(q, dy.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                               dx.data(), dw.data(), db.data(), rows, n);
       },
       dw, "layer_norm dweight");
   expectThreadIndependent(
       [&] {
-        cpu::layerNormBackward(q, dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                               w.data(), mean.data(), rstd.data(), rows, n);
+        cpu::layerNormBackward(q, dy.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                               dx.data(), dw.data(), db.data(), rows, n);
       },
       db, "layer_norm dbias");
   expectThreadIndependent(
       [&] {
-        cpu::rmsNormBackward(q, dx.data(), dw.data(), dy.data(), x.data(), w.data(),
-                             rstd.data(), rows, n);
+        cpu::rmsNormBackward(q, dy.data(), x.data(), w.data(), rstd.data(), dx.data(), dw.data(),
+                             rows, n);
       },
       dw, "rms_norm dweight");
 }

@@ -21,7 +21,7 @@
 // computed once. Rows are independent, so results do not depend on the
 // number of threads.
 //
-// Argument order: the queue, the outputs, the inputs, the sizes, then the
+// Argument order: the queue, the inputs, the outputs, the sizes, then the
 // attributes. Targets are int64_t or int32_t (the dsc dialect's index
 // tensors); the templates are instantiated for float, bf16 and half logits
 // with both in runtime/lib/kernels/Classifier.cpp.
@@ -114,7 +114,7 @@ void classifier(T *dlogits, T *loss, const T *logits, const Index *targets,
 /// loss[r] = logsumexp(logits[r]) - logits[r][targets[r]], 0 where the
 /// target is ignoreIndex (F.cross_entropy with reduction = none).
 template <typename T, typename Index>
-void crossEntropyForward(Queue, T *loss, const T *logits, const Index *targets,
+void crossEntropyForward(Queue, const T *logits, const Index *targets, T *loss,
                          std::int64_t rows, std::int64_t classes, std::int64_t ignoreIndex) {
   detail::classifier<T, Index>(nullptr, loss, logits, targets, nullptr, 0, rows, classes,
                                ignoreIndex);
@@ -128,20 +128,20 @@ void crossEntropyForward(Queue, T *loss, const T *logits, const Index *targets,
 /// (sum) or dy / count (mean) with scaleStride 0. dlogits may be logits
 /// itself (the logits are dead once their gradient exists).
 template <typename T, typename Index>
-void fusedClassifier(Queue, T *dlogits, T *loss, const T *logits, const Index *targets,
-                     const T *scale, std::int64_t scaleStride, std::int64_t rows,
+void fusedClassifier(Queue, const T *logits, const Index *targets, const T *scale,
+                     T *dlogits, T *loss, std::int64_t scaleStride, std::int64_t rows,
                      std::int64_t classes, std::int64_t ignoreIndex) {
   detail::classifier<T, Index>(dlogits, loss, logits, targets, scale, scaleStride, rows,
                                classes, ignoreIndex);
 }
 
 // Compiled once, in the runtime (Classifier.cpp).
-#define DSC_KERNELS_CLASSIFIER_DECLARE(Extern, T, Index)                                \
-  Extern template void crossEntropyForward<T, Index>(Queue, T *, const T *, const Index *, \
-                                                     std::int64_t, std::int64_t,         \
-                                                     std::int64_t);                      \
-  Extern template void fusedClassifier<T, Index>(Queue, T *, T *, const T *,             \
-                                                 const Index *, const T *, std::int64_t, \
+#define DSC_KERNELS_CLASSIFIER_DECLARE(Extern, T, Index)                                  \
+  Extern template void crossEntropyForward<T, Index>(Queue, const T *, const Index *, T *, \
+                                                     std::int64_t, std::int64_t,           \
+                                                     std::int64_t);                        \
+  Extern template void fusedClassifier<T, Index>(Queue, const T *, const Index *,          \
+                                                 const T *, T *, T *, std::int64_t,        \
                                                  std::int64_t, std::int64_t, std::int64_t);
 
 DSC_KERNELS_CLASSIFIER_DECLARE(extern, float, std::int64_t)

@@ -22,9 +22,10 @@
 // (dweight, dbias) sum fixed chunks of rows, then combine the chunks'
 // partial sums in chunk order.
 //
-// Argument order: the queue, the outputs, the inputs, the sizes, then the
-// attributes. An output may alias the input of the same shape it replaces
-// (y == x, dx == dy): every element is read before it is written.
+// Argument order, as everywhere in the library: the queue, the inputs, the
+// outputs, the sizes, then the attributes. An output may alias the input of
+// the same shape it replaces (y == x, dx == dy): every element is read
+// before it is written.
 //
 // The templates are instantiated for the three element types in
 // runtime/lib/kernels/Row.cpp and declared `extern` below, so that code
@@ -413,7 +414,7 @@ void normBackward(T *dx, T *dweight, T *dbias, const T *dy, const T *x,
 /// y = exp(x - max) / sum(exp(x - max)). A row of -inf gives NaN, as in
 /// PyTorch.
 template <typename T>
-void softmaxForward(Queue, T *y, const T *x, std::int64_t outer, std::int64_t n,
+void softmaxForward(Queue, const T *x, T *y, std::int64_t outer, std::int64_t n,
                     std::int64_t inner) {
   detail::softmaxLike<false>(y, x, outer, n, inner);
 }
@@ -421,7 +422,7 @@ void softmaxForward(Queue, T *y, const T *x, std::int64_t outer, std::int64_t n,
 /// y = log_softmax(x) = x - max - log(sum(exp(x - max))) along the middle
 /// dimension of (outer, n, inner).
 template <typename T>
-void logSoftmaxForward(Queue, T *y, const T *x, std::int64_t outer, std::int64_t n,
+void logSoftmaxForward(Queue, const T *x, T *y, std::int64_t outer, std::int64_t n,
                        std::int64_t inner) {
   detail::softmaxLike<true>(y, x, outer, n, inner);
 }
@@ -429,14 +430,14 @@ void logSoftmaxForward(Queue, T *y, const T *x, std::int64_t outer, std::int64_t
 /// The gradient of softmax from its output y: dx = (dy - sum(dy * y)) * y,
 /// the sum along the middle dimension of (outer, n, inner).
 template <typename T>
-void softmaxBackward(Queue, T *dx, const T *y, const T *dy, std::int64_t outer,
+void softmaxBackward(Queue, const T *y, const T *dy, T *dx, std::int64_t outer,
                      std::int64_t n, std::int64_t inner) {
   detail::softmaxLikeBackward<false>(dx, y, dy, outer, n, inner);
 }
 
 /// The gradient of log-softmax from its output y: dx = dy - exp(y) * sum(dy).
 template <typename T>
-void logSoftmaxBackward(Queue, T *dx, const T *y, const T *dy, std::int64_t outer,
+void logSoftmaxBackward(Queue, const T *y, const T *dy, T *dx, std::int64_t outer,
                         std::int64_t n, std::int64_t inner) {
   detail::softmaxLikeBackward<true>(dx, y, dy, outer, n, inner);
 }
@@ -447,9 +448,8 @@ void logSoftmaxBackward(Queue, T *dx, const T *y, const T *dy, std::int64_t oute
 /// mean and rstd ([rows]) are not null they receive each row's statistics,
 /// which layerNormBackward takes instead of recomputing them.
 template <typename T>
-void layerNormForward(Queue, T *y, float *mean, float *rstd, const T *x,
-                      const T *weight, const T *bias, std::int64_t rows,
-                      std::int64_t n, double eps) {
+void layerNormForward(Queue, const T *x, const T *weight, const T *bias, T *y, float *mean,
+                      float *rstd, std::int64_t rows, std::int64_t n, double eps) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r)
     detail::layerNormRow(y + r * n, mean ? mean + r : nullptr, rstd ? rstd + r : nullptr,
@@ -460,9 +460,9 @@ void layerNormForward(Queue, T *y, float *mean, float *rstd, const T *x,
 /// b (rounded to T), y = layerNorm(residual) as layerNormForward. residual
 /// may alias a or b.
 template <typename T>
-void residualLayerNormForward(Queue, T *residual, T *y, float *mean, float *rstd,
-                              const T *a, const T *b, const T *weight, const T *bias,
-                              std::int64_t rows, std::int64_t n, double eps) {
+void residualLayerNormForward(Queue, const T *a, const T *b, const T *weight, const T *bias,
+                              T *residual, T *y, float *mean, float *rstd, std::int64_t rows,
+                              std::int64_t n, double eps) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     T *res = residual + r * n;
@@ -481,9 +481,9 @@ void residualLayerNormForward(Queue, T *residual, T *y, float *mean, float *rstd
 /// of dy * xhat and dbias = sum of dy, deterministically (see the file
 /// comment). dweight and dbias may be null (not computed).
 template <typename T>
-void layerNormBackward(Queue, T *dx, T *dweight, T *dbias, const T *dy, const T *x,
-                       const T *weight, const float *mean, const float *rstd,
-                       std::int64_t rows, std::int64_t n) {
+void layerNormBackward(Queue, const T *dy, const T *x, const T *weight, const float *mean,
+                       const float *rstd, T *dx, T *dweight, T *dbias, std::int64_t rows,
+                       std::int64_t n) {
   detail::normBackward<false>(dx, dweight, dbias, dy, x, weight, mean, rstd, rows, n);
 }
 
@@ -491,8 +491,8 @@ void layerNormBackward(Queue, T *dx, T *dweight, T *dbias, const T *dy, const T 
 /// sqrt(mean(x^2) + eps) (as torch.nn.RMSNorm). weight may be null; rstd
 /// ([rows]) receives each row's rstd when not null.
 template <typename T>
-void rmsNormForward(Queue, T *y, float *rstd, const T *x, const T *weight,
-                    std::int64_t rows, std::int64_t n, double eps) {
+void rmsNormForward(Queue, const T *x, const T *weight, T *y, float *rstd, std::int64_t rows,
+                    std::int64_t n, double eps) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r)
     detail::rmsNormRow(y + r * n, rstd ? rstd + r : nullptr, x + r * n, weight, n, eps);
@@ -502,36 +502,35 @@ void rmsNormForward(Queue, T *y, float *rstd, const T *x, const T *weight,
 /// dx = (g - xhat * mean(g * xhat)) * rstd, dweight = sum over rows of
 /// dy * xhat (deterministic; may be null).
 template <typename T>
-void rmsNormBackward(Queue, T *dx, T *dweight, const T *dy, const T *x,
-                     const T *weight, const float *rstd, std::int64_t rows,
-                     std::int64_t n) {
+void rmsNormBackward(Queue, const T *dy, const T *x, const T *weight, const float *rstd,
+                     T *dx, T *dweight, std::int64_t rows, std::int64_t n) {
   detail::normBackward<true>(dx, dweight, static_cast<T *>(nullptr), dy, x, weight,
                              nullptr, rstd, rows, n);
 }
 
 // Compiled once, in the runtime (Row.cpp).
-#define DSC_KERNELS_ROW_DECLARE(Extern, T)                                              \
-  Extern template void softmaxForward<T>(Queue, T *, const T *, std::int64_t,          \
-                                         std::int64_t, std::int64_t);                   \
-  Extern template void logSoftmaxForward<T>(Queue, T *, const T *, std::int64_t,       \
-                                            std::int64_t, std::int64_t);                \
-  Extern template void softmaxBackward<T>(Queue, T *, const T *, const T *,            \
-                                          std::int64_t, std::int64_t, std::int64_t);    \
-  Extern template void logSoftmaxBackward<T>(Queue, T *, const T *, const T *,         \
-                                             std::int64_t, std::int64_t, std::int64_t); \
-  Extern template void layerNormForward<T>(Queue, T *, float *, float *, const T *,    \
-                                           const T *, const T *, std::int64_t,         \
-                                           std::int64_t, double);                      \
-  Extern template void residualLayerNormForward<T>(                                    \
-      Queue, T *, T *, float *, float *, const T *, const T *, const T *, const T *,    \
-      std::int64_t, std::int64_t, double);                                             \
-  Extern template void layerNormBackward<T>(Queue, T *, T *, T *, const T *, const T *, \
-                                            const T *, const float *, const float *,   \
-                                            std::int64_t, std::int64_t);               \
-  Extern template void rmsNormForward<T>(Queue, T *, float *, const T *, const T *,    \
-                                         std::int64_t, std::int64_t, double);          \
-  Extern template void rmsNormBackward<T>(Queue, T *, T *, const T *, const T *,       \
-                                          const T *, const float *, std::int64_t,      \
+#define DSC_KERNELS_ROW_DECLARE(Extern, T)                                                \
+  Extern template void softmaxForward<T>(Queue, const T *, T *, std::int64_t,            \
+                                         std::int64_t, std::int64_t);                     \
+  Extern template void logSoftmaxForward<T>(Queue, const T *, T *, std::int64_t,         \
+                                            std::int64_t, std::int64_t);                  \
+  Extern template void softmaxBackward<T>(Queue, const T *, const T *, T *,              \
+                                          std::int64_t, std::int64_t, std::int64_t);      \
+  Extern template void logSoftmaxBackward<T>(Queue, const T *, const T *, T *,           \
+                                             std::int64_t, std::int64_t, std::int64_t);   \
+  Extern template void layerNormForward<T>(Queue, const T *, const T *, const T *, T *,  \
+                                           float *, float *, std::int64_t, std::int64_t, \
+                                           double);                                      \
+  Extern template void residualLayerNormForward<T>(                                      \
+      Queue, const T *, const T *, const T *, const T *, T *, T *, float *, float *,     \
+      std::int64_t, std::int64_t, double);                                               \
+  Extern template void layerNormBackward<T>(Queue, const T *, const T *, const T *,      \
+                                            const float *, const float *, T *, T *, T *, \
+                                            std::int64_t, std::int64_t);                 \
+  Extern template void rmsNormForward<T>(Queue, const T *, const T *, T *, float *,      \
+                                         std::int64_t, std::int64_t, double);            \
+  Extern template void rmsNormBackward<T>(Queue, const T *, const T *, const T *,        \
+                                          const float *, T *, T *, std::int64_t,         \
                                           std::int64_t);
 
 DSC_KERNELS_ROW_DECLARE(extern, float)

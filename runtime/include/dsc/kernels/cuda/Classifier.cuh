@@ -96,18 +96,19 @@ void launchClassifier(cudaStream_t stream, T *dlogits, T *loss, const T *logits,
 /// loss[r] = logsumexp(logits[r]) - logits[r][targets[r]], 0 for ignored
 /// rows (reduction = none).
 template <typename T, typename Index>
-void crossEntropyForward(cudaStream_t stream, T *loss, const T *logits, const Index *targets,
+void crossEntropyForward(cudaStream_t stream, const T *logits, const Index *targets, T *loss,
                          std::int64_t rows, std::int64_t classes, std::int64_t ignoreIndex,
                          IndexFault *fault) {
-  detail::launchClassifier<T, Index>(stream, nullptr, loss, logits, targets, nullptr, 0, rows,
-                                     classes, ignoreIndex, fault);
+  detail::launchClassifier<T, Index>(stream, static_cast<T *>(nullptr), loss, logits, targets,
+                                     static_cast<const T *>(nullptr), 0, rows, classes,
+                                     ignoreIndex, fault);
 }
 
 /// The loss (when loss is not null) and dlogits = (softmax - onehot) *
 /// scale[r * scaleStride] in one pass per row; dlogits may be logits.
 template <typename T, typename Index>
-void fusedClassifier(cudaStream_t stream, T *dlogits, T *loss, const T *logits,
-                     const Index *targets, const T *scale, std::int64_t scaleStride,
+void fusedClassifier(cudaStream_t stream, const T *logits, const Index *targets,
+                     const T *scale, T *dlogits, T *loss, std::int64_t scaleStride,
                      std::int64_t rows, std::int64_t classes, std::int64_t ignoreIndex,
                      IndexFault *fault) {
   detail::launchClassifier<T, Index>(stream, dlogits, loss, logits, targets, scale,

@@ -465,28 +465,28 @@ void launchNormBackward(cudaStream_t stream, T *dx, T *dweight, T *dbias, const 
 
 /// y = softmax(x) along the middle dimension of (outer, n, inner).
 template <typename T>
-void softmaxForward(cudaStream_t stream, T *y, const T *x, std::int64_t outer, std::int64_t n,
+void softmaxForward(cudaStream_t stream, const T *x, T *y, std::int64_t outer, std::int64_t n,
                     std::int64_t inner) {
   detail::launchSoftmax<false>(stream, y, x, outer, n, inner);
 }
 
 /// y = x - max - log(sum(exp(x - max))) along the middle dimension.
 template <typename T>
-void logSoftmaxForward(cudaStream_t stream, T *y, const T *x, std::int64_t outer,
+void logSoftmaxForward(cudaStream_t stream, const T *x, T *y, std::int64_t outer,
                        std::int64_t n, std::int64_t inner) {
   detail::launchSoftmax<true>(stream, y, x, outer, n, inner);
 }
 
 /// dx = (dy - sum(dy * y)) * y from the softmax output y.
 template <typename T>
-void softmaxBackward(cudaStream_t stream, T *dx, const T *y, const T *dy, std::int64_t outer,
+void softmaxBackward(cudaStream_t stream, const T *y, const T *dy, T *dx, std::int64_t outer,
                      std::int64_t n, std::int64_t inner) {
   detail::launchSoftmaxBackward<false>(stream, dx, y, dy, outer, n, inner);
 }
 
 /// dx = dy - exp(y) * sum(dy) from the log-softmax output y.
 template <typename T>
-void logSoftmaxBackward(cudaStream_t stream, T *dx, const T *y, const T *dy,
+void logSoftmaxBackward(cudaStream_t stream, const T *y, const T *dy, T *dx,
                         std::int64_t outer, std::int64_t n, std::int64_t inner) {
   detail::launchSoftmaxBackward<true>(stream, dx, y, dy, outer, n, inner);
 }
@@ -494,8 +494,8 @@ void logSoftmaxBackward(cudaStream_t stream, T *dx, const T *y, const T *dy,
 /// Layer norm of each row of x [rows, n]; weight, bias, mean, rstd may be
 /// null (see the CPU form in dsc/kernels/Row.h).
 template <typename T>
-void layerNormForward(cudaStream_t stream, T *y, float *mean, float *rstd, const T *x,
-                      const T *weight, const T *bias, std::int64_t rows, std::int64_t n,
+void layerNormForward(cudaStream_t stream, const T *x, const T *weight, const T *bias, T *y,
+                      float *mean, float *rstd, std::int64_t rows, std::int64_t n,
                       double eps) {
   detail::launchNorm<false>(stream, y, mean, rstd, static_cast<T *>(nullptr), x,
                             static_cast<const T *>(nullptr), weight, bias, rows, n, eps);
@@ -503,16 +503,16 @@ void layerNormForward(cudaStream_t stream, T *y, float *mean, float *rstd, const
 
 /// residual = a + b (rounded to T), y = layerNorm(residual).
 template <typename T>
-void residualLayerNormForward(cudaStream_t stream, T *residual, T *y, float *mean,
-                              float *rstd, const T *a, const T *b, const T *weight,
-                              const T *bias, std::int64_t rows, std::int64_t n, double eps) {
+void residualLayerNormForward(cudaStream_t stream, const T *a, const T *b, const T *weight,
+                              const T *bias, T *residual, T *y, float *mean, float *rstd,
+                              std::int64_t rows, std::int64_t n, double eps) {
   detail::launchNorm<false>(stream, y, mean, rstd, residual, a, b, weight, bias, rows, n, eps);
 }
 
 /// dx, dweight, dbias of layer norm from the saved mean and rstd.
 template <typename T>
-void layerNormBackward(cudaStream_t stream, T *dx, T *dweight, T *dbias, const T *dy,
-                       const T *x, const T *weight, const float *mean, const float *rstd,
+void layerNormBackward(cudaStream_t stream, const T *dy, const T *x, const T *weight,
+                       const float *mean, const float *rstd, T *dx, T *dweight, T *dbias,
                        std::int64_t rows, std::int64_t n) {
   detail::launchNormBackward<false>(stream, dx, dweight, dbias, dy, x, weight, mean, rstd,
                                     rows, n);
@@ -520,7 +520,7 @@ void layerNormBackward(cudaStream_t stream, T *dx, T *dweight, T *dbias, const T
 
 /// y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps).
 template <typename T>
-void rmsNormForward(cudaStream_t stream, T *y, float *rstd, const T *x, const T *weight,
+void rmsNormForward(cudaStream_t stream, const T *x, const T *weight, T *y, float *rstd,
                     std::int64_t rows, std::int64_t n, double eps) {
   detail::launchNorm<true>(stream, y, static_cast<float *>(nullptr), rstd,
                            static_cast<T *>(nullptr), x, static_cast<const T *>(nullptr),
@@ -529,8 +529,8 @@ void rmsNormForward(cudaStream_t stream, T *y, float *rstd, const T *x, const T 
 
 /// dx and dweight of RMS norm from the saved rstd.
 template <typename T>
-void rmsNormBackward(cudaStream_t stream, T *dx, T *dweight, const T *dy, const T *x,
-                     const T *weight, const float *rstd, std::int64_t rows, std::int64_t n) {
+void rmsNormBackward(cudaStream_t stream, const T *dy, const T *x, const T *weight,
+                     const float *rstd, T *dx, T *dweight, std::int64_t rows, std::int64_t n) {
   detail::launchNormBackward<true>(stream, dx, dweight, static_cast<T *>(nullptr), dy, x,
                                    weight, static_cast<const float *>(nullptr), rstd, rows, n);
 }
