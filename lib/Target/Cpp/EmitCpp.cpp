@@ -229,9 +229,11 @@ inline void dsc_raise_index_error() {
 static_assert(sizeof(dsc_index_fault_t) == sizeof(dsc::kernels::cuda::IndexFault),
               "one layout for the index record");
 inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
-  static void *address = nullptr;
-  if (!address)
-    dsc_check(cudaGetSymbolAddress(&address, dsc_index_fault), "locating the kernels' index check");
+  static void *const address = [] { // looked up once, by whichever stream comes first
+    void *a = nullptr;
+    dsc_check(cudaGetSymbolAddress(&a, dsc_index_fault), "locating the kernels' index check");
+    return a;
+  }();
   return static_cast<dsc::kernels::cuda::IndexFault *>(address);
 }
 #define DSC_INDEX_FAULT , dsc_index_fault_record()
