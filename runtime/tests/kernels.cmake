@@ -1,19 +1,28 @@
-# The kernel library (dsc/kernels/): one suite per family against plain
-# references.
-dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
-
-# CUDA suites check each CUDA kernel against the CPU one; built when nvcc is
-# found (runtime/CMakeLists.txt enables CUDA), they skip without a GPU.
+# GoogleTest suites of the kernel library (runtime/include/dsc/kernels/),
+# one block per family. The CUDA suites (*CudaTest.cu) are built where
+# runtime/CMakeLists.txt enabled the CUDA language (DSC_KERNELS_CUDA); they
+# skip their checks where there is no GPU.
+# A CUDA suite of the kernel library: `name` built from `sources` (.cu).
 function(dsc_kernels_cuda_test name)
-  if(NOT TARGET dsc_runtime_cuda OR NOT CMAKE_CUDA_COMPILER)
+  if(NOT DSC_KERNELS_CUDA)
     return()
   endif()
   add_executable(${name} ${ARGN})
-  set_target_properties(${name} PROPERTIES CUDA_STANDARD 17)
   dsc_runtime_cuda_executable(${name})
   target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()
+
+# Optimizer family: multi-tensor Adam/AdamW/SGD, sum of squares, non-finite check.
+dsc_runtime_test(KernelsOptimizerTest kernels/OptimizerTest.cpp)
+dsc_kernels_cuda_test(KernelsOptimizerCudaTest kernels/OptimizerCudaTest.cu)
+
+# GEMM family: strided-batched GEMM and cuBLASLt-style epilogues.
+dsc_runtime_test(KernelsBatchedGemmTest kernels/BatchedGemmTest.cpp)
+dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
+
+# Copy and GEMM calls of generated code: copy, linear, a broadcast batch.
+dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
 
 # Row kernels and the fused classifier.
 dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
