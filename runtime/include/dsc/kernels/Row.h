@@ -50,7 +50,7 @@
 namespace dsc::kernels::cpu {
 namespace detail {
 
-/// exp(x) in float that GCC vectorizes inside `omp simd` loops. Cody-Waite
+/// exp(x) in float that compilers vectorize inside `omp simd` loops. Cody-Waite
 /// reduction x = k*ln2 + r, |r| <= ln2/2, and Cephes' degree-6 polynomial
 /// for e^r: within 1 ulp of the exact value (RowTest checks 1.2e-7).
 /// Results that would be float subnormals (x < -87.33) are 0 and results
