@@ -23,3 +23,8 @@ dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
 
 # Copy and GEMM calls of generated code: copy, linear, a broadcast batch.
 dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
+
+# Row kernels and the fused classifier.
+dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
+dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
+dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)

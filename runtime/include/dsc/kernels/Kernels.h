@@ -7,8 +7,10 @@
 #ifndef DSC_KERNELS_KERNELS_H
 #define DSC_KERNELS_KERNELS_H
 
+#include "dsc/kernels/Classifier.h"
 #include "dsc/kernels/Copy.h"
 #include "dsc/kernels/Gemm.h"
 #include "dsc/kernels/Queue.h"
+#include "dsc/kernels/Row.h"
 
 #endif // DSC_KERNELS_KERNELS_H
