@@ -1,0 +1,215 @@
+//===- Reduce.cpp - deterministic two-stage reductions on the CPU ---------===//
+//
+// One engine for sum, mean, sum of squares and max (Reduce.h): an operation
+// supplies its accumulator type, the partial of one chunk of a row (a SIMD
+// reduction) or of a block of rows of columns (a SIMD loop across the
+// columns, rows in order), and how two partials combine. The chunking
+// depends on the shape only, never on the number of threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/kernels/Reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+using namespace dsc::kernels::cpu;
+
+namespace {
+
+/// Below this many elements a reduction runs on the calling thread: a
+/// parallel region costs more than it saves. (Which thread computes a
+/// partial never changes its value.)
+constexpr int64_t kParallelElements = 1 << 15;
+/// Columns per work item of a column reduction (its accumulators fit in L1).
+constexpr int64_t kColumnTile = 256;
+
+/// What an element is read as: 16-bit floats widen to float.
+template <typename T>
+using Wide = std::conditional_t<std::is_integral_v<T> || std::is_same_v<T, double> ||
+                                    std::is_same_v<T, float>,
+                                T, float>;
+/// Sums accumulate in double (float data) or int64.
+template <typename T>
+using SumAcc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+
+template <bool Squares> struct SumOp {
+  template <typename T> using Acc = SumAcc<T>;
+  template <typename T> static Acc<T> identity() { return 0; }
+  template <typename T> static Acc<T> load(T x) {
+    Acc<T> v = Acc<T>(Wide<T>(x));
+    return Squares ? v * v : v;
+  }
+  template <typename T> static Acc<T> row(const T *x, int64_t len) {
+    Acc<T> acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < len; ++i)
+      acc += load(x[i]);
+    return acc;
+  }
+  template <typename T>
+  static void columns(const T *x, int64_t stride, int64_t rows, int64_t width, Acc<T> *acc) {
+    for (int64_t j = 0; j < rows; ++j) {
+      const T *r = x + j * stride;
+#pragma omp simd
+      for (int64_t q = 0; q < width; ++q)
+        acc[q] += load(r[q]);
+    }
+  }
+  template <typename A> static A combine(A a, A b) { return a + b; }
+};
+
+struct MaxOp {
+  template <typename T> using Acc = Wide<T>;
+  template <typename T> static Acc<T> identity() {
+    if constexpr (std::numeric_limits<Acc<T>>::has_infinity)
+      return -std::numeric_limits<Acc<T>>::infinity();
+    else
+      return std::numeric_limits<Acc<T>>::lowest();
+  }
+  template <typename T> static Acc<T> row(const T *x, int64_t len) {
+    Acc<T> m = identity<T>();
+    bool nan = false;
+#pragma omp simd reduction(max : m) reduction(|| : nan)
+    for (int64_t i = 0; i < len; ++i) {
+      Acc<T> v = Acc<T>(x[i]);
+      nan = nan || v != v;
+      m = v > m ? v : m;
+    }
+    if constexpr (std::numeric_limits<Acc<T>>::has_quiet_NaN)
+      if (nan)
+        return std::numeric_limits<Acc<T>>::quiet_NaN();
+    return m;
+  }
+  template <typename T>
+  static void columns(const T *x, int64_t stride, int64_t rows, int64_t width, Acc<T> *acc) {
+    for (int64_t j = 0; j < rows; ++j) {
+      const T *r = x + j * stride;
+#pragma omp simd
+      for (int64_t q = 0; q < width; ++q)
+        acc[q] = combine(acc[q], Acc<T>(r[q]));
+    }
+  }
+  /// NaN-propagating, as torch.amax.
+  template <typename A> static A combine(A a, A b) { return b > a || b != b ? b : a; }
+};
+
+/// The reduction of in[outer, n, inner] over n by `Op`, each result passed
+/// through `finish` (the mean divides there).
+template <class Op, typename T, typename Finish>
+void reduce(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, Finish finish) {
+  using A = typename Op::template Acc<T>;
+  const A identity = Op::template identity<T>();
+  const bool parallel = outer * n * inner >= kParallelElements;
+  if (inner == 1) {
+    int64_t chunks = std::max<int64_t>(1, (n + kReduceChunk - 1) / kReduceChunk);
+    if (chunks == 1) {
+#pragma omp parallel for schedule(static) if (parallel)
+      for (int64_t o = 0; o < outer; ++o)
+        out[o] = finish(Op::combine(identity, Op::row(in + o * n, n)));
+      return;
+    }
+    std::vector<A> partial(outer * chunks);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t item = 0; item < outer * chunks; ++item) {
+      int64_t o = item / chunks, start = (item % chunks) * kReduceChunk;
+      partial[item] = Op::row(in + o * n + start, std::min(kReduceChunk, n - start));
+    }
+#pragma omp parallel for schedule(static) if (parallel && outer > 1)
+    for (int64_t o = 0; o < outer; ++o) {
+      A acc = identity;
+      for (int64_t c = 0; c < chunks; ++c)
+        acc = Op::combine(acc, partial[o * chunks + c]);
+      out[o] = finish(acc);
+    }
+    return;
+  }
+
+  int64_t chunks = std::max<int64_t>(1, (n + kReduceChunkRows - 1) / kReduceChunkRows);
+  int64_t tiles = (inner + kColumnTile - 1) / kColumnTile;
+  std::vector<A> partial(chunks > 1 ? outer * chunks * inner : 0);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t item = 0; item < outer * chunks * tiles; ++item) {
+    int64_t o = item / (chunks * tiles), c = item / tiles % chunks, t = item % tiles;
+    int64_t q0 = t * kColumnTile, width = std::min(kColumnTile, inner - q0);
+    int64_t j0 = c * kReduceChunkRows, rows = std::min(kReduceChunkRows, n - j0);
+    A acc[kColumnTile];
+    std::fill(acc, acc + width, identity);
+    Op::columns(in + (o * n + j0) * inner + q0, inner, std::max<int64_t>(rows, 0),
+                width, acc);
+    if (chunks == 1) {
+      for (int64_t q = 0; q < width; ++q)
+        out[o * inner + q0 + q] = finish(Op::combine(identity, acc[q]));
+    } else {
+      std::copy(acc, acc + width, partial.begin() + (o * chunks + c) * inner + q0);
+    }
+  }
+  if (chunks == 1)
+    return;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t item = 0; item < outer * inner; ++item) {
+    int64_t o = item / inner, q = item % inner;
+    A acc = identity;
+    for (int64_t c = 0; c < chunks; ++c)
+      acc = Op::combine(acc, partial[(o * chunks + c) * inner + q]);
+    out[item] = finish(acc);
+  }
+}
+
+/// An accumulator rounded once to T (16-bit types through float, which is
+/// exact for their range once the double is rounded to float).
+template <typename T, typename A> T store(A value) {
+  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double> || std::is_same_v<T, float>)
+    return static_cast<T>(value);
+  else
+    return T(static_cast<float>(value));
+}
+
+} // namespace
+
+template <typename T>
+void dsc::kernels::cpu::reduceSum(Queue, const T *in, T *out, int64_t outer, int64_t n,
+                                  int64_t inner) {
+  reduce<SumOp<false>>(in, out, outer, n, inner, [](SumAcc<T> a) { return store<T>(a); });
+}
+
+template <typename T>
+void dsc::kernels::cpu::reduceMean(Queue, const T *in, T *out, int64_t outer, int64_t n,
+                                   int64_t inner) {
+  double count = double(n);
+  reduce<SumOp<false>>(in, out, outer, n, inner,
+                       [count](SumAcc<T> a) { return store<T>(double(a) / count); });
+}
+
+template <typename T>
+void dsc::kernels::cpu::sumSquares(Queue, const T *in, T *out, int64_t outer, int64_t n,
+                                   int64_t inner) {
+  reduce<SumOp<true>>(in, out, outer, n, inner, [](SumAcc<T> a) { return store<T>(a); });
+}
+
+template <typename T>
+void dsc::kernels::cpu::reduceMax(Queue, const T *in, T *out, int64_t outer, int64_t n,
+                                  int64_t inner) {
+  reduce<MaxOp>(in, out, outer, n, inner, [](Wide<T> a) { return store<T>(a); });
+}
+
+#define DSC_REDUCE_INSTANTIATE(T)                                              \
+  template void dsc::kernels::cpu::reduceSum<T>(Queue, const T *, T *, int64_t, int64_t, \
+                                                int64_t);                      \
+  template void dsc::kernels::cpu::reduceMax<T>(Queue, const T *, T *, int64_t, int64_t, \
+                                                int64_t);
+#define DSC_REDUCE_INSTANTIATE_FLOAT(T)                                        \
+  DSC_REDUCE_INSTANTIATE(T)                                                    \
+  template void dsc::kernels::cpu::reduceMean<T>(Queue, const T *, T *, int64_t, int64_t, \
+                                                 int64_t);                     \
+  template void dsc::kernels::cpu::sumSquares<T>(Queue, const T *, T *, int64_t, int64_t, \
+                                                 int64_t);
+DSC_REDUCE_INSTANTIATE_FLOAT(float)
+DSC_REDUCE_INSTANTIATE_FLOAT(double)
+DSC_REDUCE_INSTANTIATE_FLOAT(dsc::rt::BFloat16)
+DSC_REDUCE_INSTANTIATE_FLOAT(dsc::rt::Half)
+DSC_REDUCE_INSTANTIATE(int64_t)
+DSC_REDUCE_INSTANTIATE(int32_t)
