@@ -7,3 +7,6 @@ function(dsc_kernel_test name)
 endfunction()
 
 dsc_kernel_test(ReduceKernelTest kernels/ReduceTest.cpp)
+dsc_kernel_test(EmbeddingKernelTest kernels/EmbeddingTest.cpp)
+dsc_kernel_test(PermuteKernelTest kernels/PermuteTest.cpp)
+dsc_kernel_test(RoutingKernelTest kernels/RoutingTest.cpp)

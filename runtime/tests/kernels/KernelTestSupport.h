@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -86,6 +87,16 @@ template <typename T> double subnormalRoundingOf() {
 /// Same bytes.
 template <typename T> bool bitwiseEqual(const std::vector<T> &a, const std::vector<T> &b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+/// The message of the std::out_of_range `f` throws ("" if none).
+template <typename F> std::string outOfRange(F &&f) {
+  try {
+    f();
+  } catch (const std::out_of_range &e) {
+    return e.what();
+  }
+  return "";
 }
 
 /// Runs `f` with `threads` OpenMP threads, then restores the default.

@@ -1,0 +1,98 @@
+//===- Permute.cpp - tiled transpose and permute on the CPU ---------------===//
+
+#include "dsc/kernels/Permute.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace dsc::kernels;
+using namespace dsc::kernels::cpu;
+
+namespace {
+constexpr int64_t kTile = 32;
+constexpr int64_t kParallelElements = 1 << 15;
+
+void stridesOf(const int64_t *size, int rank, int64_t *stride) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    stride[d] = s;
+    s *= size[d];
+  }
+}
+} // namespace
+
+template <typename Word>
+void dsc::kernels::cpu::permuteWords(Queue, const Word *in, Word *out, Dims shape,
+                                     Dims perm) {
+  simplifyPermutation(shape, perm);
+  const int r = shape.rank;
+  int64_t inStride[kMaxRank], outSize[kMaxRank], outStride[kMaxRank];
+  int64_t outStrideOf[kMaxRank]; // by input dimension
+  stridesOf(shape.size, r, inStride);
+  int64_t total = 1;
+  for (int d = 0; d < r; ++d) {
+    outSize[d] = shape.size[perm.size[d]];
+    total *= outSize[d];
+  }
+  stridesOf(outSize, r, outStride);
+  for (int d = 0; d < r; ++d)
+    outStrideOf[perm.size[d]] = outStride[d];
+  const bool parallel = total >= kParallelElements;
+
+  if (perm.size[r - 1] == r - 1) {
+    // The innermost dimension stays: whole rows, copied.
+    int64_t inner = shape.size[r - 1], rows = total / inner;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rest = row, from = 0;
+      for (int d = r - 2; d >= 0; --d) {
+        from += rest % outSize[d] * inStride[perm.size[d]];
+        rest /= outSize[d];
+      }
+      std::memcpy(out + row * inner, in + from, inner * sizeof(Word));
+    }
+    return;
+  }
+
+  // Input dimension a (innermost) moves; b becomes the result's innermost.
+  // The other dimensions are a batch of a <-> b transposes.
+  const int a = r - 1, b = int(perm.size[r - 1]);
+  const int64_t na = shape.size[a], nb = shape.size[b];
+  const int64_t osa = outStrideOf[a], isb = inStride[b];
+  int others[kMaxRank], nothers = 0;
+  int64_t batch = 1;
+  for (int d = 0; d < r; ++d)
+    if (d != a && d != b) {
+      others[nothers++] = d;
+      batch *= shape.size[d];
+    }
+  const int64_t tilesA = (na + kTile - 1) / kTile, tilesB = (nb + kTile - 1) / kTile;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t item = 0; item < batch * tilesB * tilesA; ++item) {
+    int64_t rest = item / (tilesB * tilesA), inBase = 0, outBase = 0;
+    for (int k = nothers - 1; k >= 0; --k) {
+      int d = others[k];
+      int64_t c = rest % shape.size[d];
+      rest /= shape.size[d];
+      inBase += c * inStride[d];
+      outBase += c * outStrideOf[d];
+    }
+    int64_t b0 = item / tilesA % tilesB * kTile, a0 = item % tilesA * kTile;
+    int64_t b1 = std::min(nb, b0 + kTile), a1 = std::min(na, a0 + kTile);
+    for (int64_t j = b0; j < b1; ++j) {
+      const Word *src = in + inBase + j * isb;
+      Word *dst = out + outBase + j;
+      for (int64_t i = a0; i < a1; ++i)
+        dst[i * osa] = src[i];
+    }
+  }
+}
+
+template void dsc::kernels::cpu::permuteWords<uint8_t>(Queue, const uint8_t *, uint8_t *,
+                                                       Dims, Dims);
+template void dsc::kernels::cpu::permuteWords<uint16_t>(Queue, const uint16_t *, uint16_t *,
+                                                        Dims, Dims);
+template void dsc::kernels::cpu::permuteWords<uint32_t>(Queue, const uint32_t *, uint32_t *,
+                                                        Dims, Dims);
+template void dsc::kernels::cpu::permuteWords<uint64_t>(Queue, const uint64_t *, uint64_t *,
+                                                        Dims, Dims);
