@@ -1,0 +1,288 @@
+//===- Routing.cuh - gather, scatter-add, top-k, cumsum, one-hot on CUDA -*- CUDA -*-===//
+//
+// The CUDA side of Routing.h, with the same semantics; kernels that read
+// run-time indices take the IndexFault that records a bad one (the element
+// is skipped; IndexFault.cuh).
+//
+// - gather, one_hot: a thread per result element.
+// - scatter_add: a thread per line (the positions that differ only along
+//   `dim`, the only ones that can add into one element), walking the line
+//   in order: no atomics, the serial loop's sums bitwise.
+// - top_k: a warp per line of the reduced dimension and k passes; pass r
+//   finds, by a shuffle tree, the best element ranked after pick r - 1
+//   (value descending, then index ascending): k is small when gating.
+// - cumsum: rows by a warp each (32-element shuffle scans carried along
+//   the row, in double or int64); along other dimensions a thread per
+//   column, adjacent threads on adjacent columns.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_KERNELS_CUDA_ROUTING_CUH
+#define DSC_KERNELS_CUDA_ROUTING_CUH
+
+#include "dsc/kernels/Dims.h"
+#include "dsc/kernels/cuda/Elements.cuh"
+#include "dsc/kernels/cuda/IndexFault.cuh"
+#include "dsc/kernels/cuda/Permute.cuh"
+
+#include <cstdint>
+
+namespace dsc::kernels::cuda {
+namespace routing_detail {
+
+/// Shapes of an indexed op, by value into the kernels.
+struct IndexPlan {
+  int rank, dim;
+  int64_t size; // of the indexed tensor along dim
+  int64_t indexSize[kMaxRank], indexStride[kMaxRank];
+  int64_t dataStride[kMaxRank], srcStride[kMaxRank];
+};
+
+inline void stridesOf(const Dims &d, int64_t *stride) {
+  for (int i = d.rank - 1; i >= 0; --i)
+    stride[i] = i == d.rank - 1 ? 1 : stride[i + 1] * d.size[i + 1];
+}
+
+inline int64_t numel(const Dims &d) {
+  int64_t n = 1;
+  for (int i = 0; i < d.rank; ++i)
+    n *= d.size[i];
+  return n;
+}
+
+template <typename W>
+__global__ void gather(const W *in, const int64_t *index, W *out, int64_t total, IndexPlan p,
+                       IndexFault *fault) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t t = index[i];
+    if (t < 0 || t >= p.size) {
+      recordIndexFault(fault, "dsc.gather", t, p.size);
+      continue;
+    }
+    int64_t rest = i, from = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t c = rest % p.indexSize[d];
+      rest /= p.indexSize[d];
+      from += (d == p.dim ? t : c) * p.dataStride[d];
+    }
+    out[i] = in[from];
+  }
+}
+
+template <typename T>
+__global__ void scatterAddLines(const int64_t *index, const T *src, T *out, int64_t lines,
+                                IndexPlan p, IndexFault *fault) {
+  for (int64_t line = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; line < lines;
+       line += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = line, outBase = 0, indexBase = 0, srcBase = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      if (d == p.dim)
+        continue;
+      int64_t c = rest % p.indexSize[d];
+      rest /= p.indexSize[d];
+      outBase += c * p.dataStride[d];
+      indexBase += c * p.indexStride[d];
+      srcBase += c * p.srcStride[d];
+    }
+    for (int64_t j = 0; j < p.indexSize[p.dim]; ++j) {
+      int64_t t = index[indexBase + j * p.indexStride[p.dim]];
+      if (t < 0 || t >= p.size) {
+        recordIndexFault(fault, "dsc.scatter_add", t, p.size);
+        continue;
+      }
+      T &target = out[outBase + t * p.dataStride[p.dim]];
+      target = Element<T>::narrow(Element<T>::widen(target) +
+                                  Element<T>::widen(src[srcBase + j * p.srcStride[p.dim]]));
+    }
+  }
+}
+
+/// NaN ranks above every number; then the lower index.
+template <typename V>
+__device__ __forceinline__ bool ranksBefore(V a, int64_t ia, V b, int64_t ib) {
+  bool aNan = a != a, bNan = b != b;
+  if (aNan != bNan)
+    return aNan;
+  if (!aNan && a != b)
+    return a > b;
+  return ia < ib;
+}
+
+template <typename T>
+__global__ void topKWarps(const T *in, T *values, int64_t *indices, int64_t outer, int64_t n,
+                          int64_t inner, int64_t k) {
+  using V = typename Element<T>::Wide;
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t line = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
+       line < outer * inner; line += warps) {
+    int64_t o = line / inner, q = line % inner;
+    const T *x = in + o * n * inner + q;
+    V prev = V(0);
+    int64_t prevIndex = -1;
+    for (int64_t r = 0; r < k; ++r) {
+      V best = V(0);
+      int64_t bestIndex = -1;
+      for (int64_t j = lane; j < n; j += 32) {
+        V v = Element<T>::widen(x[j * inner]);
+        if (prevIndex >= 0 && !ranksBefore(prev, prevIndex, v, j))
+          continue;
+        if (bestIndex < 0 || ranksBefore(v, j, best, bestIndex))
+          best = v, bestIndex = j;
+      }
+      for (int offset = 16; offset > 0; offset /= 2) {
+        V otherBest = __shfl_down_sync(0xffffffffu, best, offset);
+        int64_t otherIndex = __shfl_down_sync(0xffffffffu, bestIndex, offset);
+        if (otherIndex >= 0 && (bestIndex < 0 || ranksBefore(otherBest, otherIndex, best, bestIndex)))
+          best = otherBest, bestIndex = otherIndex;
+      }
+      best = __shfl_sync(0xffffffffu, best, 0);
+      bestIndex = __shfl_sync(0xffffffffu, bestIndex, 0);
+      if (lane == 0) {
+        values[(o * k + r) * inner + q] = x[bestIndex * inner];
+        indices[(o * k + r) * inner + q] = bestIndex;
+      }
+      prev = best, prevIndex = bestIndex;
+    }
+  }
+}
+
+template <typename T>
+__global__ void cumsumRows(const T *in, T *out, int64_t outer, int64_t n) {
+  using Acc = typename Element<T>::Acc;
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  for (int64_t o = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32; o < outer;
+       o += warps) {
+    Acc carry = 0;
+    for (int64_t base = 0; base < n; base += 32) {
+      int64_t j = base + lane;
+      Acc v = j < n ? Acc(Element<T>::widen(in[o * n + j])) : Acc(0);
+      for (int offset = 1; offset < 32; offset *= 2) {
+        Acc up = __shfl_up_sync(0xffffffffu, v, offset);
+        if (lane >= offset)
+          v += up;
+      }
+      v += carry;
+      if (j < n)
+        out[o * n + j] = Element<T>::narrow(v);
+      carry = __shfl_sync(0xffffffffu, v, 31);
+    }
+  }
+}
+
+template <typename T>
+__global__ void cumsumColumns(const T *in, T *out, int64_t outer, int64_t n, int64_t inner) {
+  using Acc = typename Element<T>::Acc;
+  for (int64_t line = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; line < outer * inner;
+       line += int64_t(gridDim.x) * blockDim.x) {
+    int64_t o = line / inner, q = line % inner;
+    Acc acc = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t at = (o * n + j) * inner + q;
+      acc += Acc(Element<T>::widen(in[at]));
+      out[at] = Element<T>::narrow(acc);
+    }
+  }
+}
+
+template <typename T>
+__global__ void oneHot(const int64_t *indices, T *out, int64_t count, int64_t classes) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count * classes;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = Element<T>::narrow(indices[i / classes] == i % classes ? 1 : 0);
+}
+
+inline IndexPlan planOf(Dims data, Dims index, Dims src, int dim) {
+  IndexPlan p{};
+  p.rank = index.rank;
+  p.dim = dim;
+  p.size = data.size[dim];
+  for (int d = 0; d < index.rank; ++d)
+    p.indexSize[d] = index.size[d];
+  stridesOf(index, p.indexStride);
+  stridesOf(data, p.dataStride);
+  stridesOf(src, p.srcStride);
+  return p;
+}
+
+} // namespace routing_detail
+
+/// out[p] = in[p with coordinate `dim` replaced by index[p]] over the
+/// positions p of `index` (Routing.h).
+template <typename T>
+void gather(cudaStream_t stream, const T *in, const int64_t *index, T *out, Dims inShape,
+            Dims indexShape, int dim, IndexFault *fault) {
+  using namespace routing_detail;
+  using W = permute_detail::WordOf<T>;
+  int64_t total = numel(indexShape);
+  if (total == 0)
+    return;
+  routing_detail::gather<W><<<blocksFor((total + 255) / 256), 256, 0, stream>>>(
+      reinterpret_cast<const W *>(in), index, reinterpret_cast<W *>(out), total,
+      planOf(inShape, indexShape, indexShape, dim), fault);
+  check(cudaGetLastError(), "launching a gather");
+}
+
+/// out = in, then out[p with coordinate `dim` replaced by index[p]] +=
+/// src[p], in increasing p per element (Routing.h). `in` may be `out`.
+template <typename T>
+void scatterAdd(cudaStream_t stream, const T *in, const int64_t *index, const T *src, T *out,
+                Dims inShape, Dims indexShape, Dims srcShape, int dim, IndexFault *fault) {
+  using namespace routing_detail;
+  if (in != out)
+    check(cudaMemcpyAsync(out, in, numel(inShape) * sizeof(T), cudaMemcpyDeviceToDevice,
+                          stream),
+          "copying a scatter-add's input");
+  int64_t positions = numel(indexShape);
+  if (positions == 0)
+    return;
+  int64_t lines = positions / indexShape.size[dim];
+  scatterAddLines<T><<<blocksFor((lines + 255) / 256), 256, 0, stream>>>(
+      index, src, out, lines, planOf(inShape, indexShape, srcShape, dim), fault);
+  check(cudaGetLastError(), "launching a scatter-add");
+}
+
+/// The k largest of in[o, :, q] in descending order, ties by lower index,
+/// NaN first: values[o, r, q] and indices[o, r, q] (Routing.h).
+template <typename T>
+void topK(cudaStream_t stream, const T *in, T *values, int64_t *indices, int64_t outer,
+          int64_t n, int64_t inner, int64_t k) {
+  int64_t lines = outer * inner;
+  if (lines == 0 || k == 0)
+    return;
+  routing_detail::topKWarps<T><<<blocksFor((lines + 7) / 8), 256, 0, stream>>>(
+      in, values, indices, outer, n, inner, k);
+  check(cudaGetLastError(), "launching a top-k");
+}
+
+/// out[o, j, q] = sum_{i <= j} in[o, i, q], in double (float data) or int64.
+template <typename T>
+void cumsum(cudaStream_t stream, const T *in, T *out, int64_t outer, int64_t n,
+            int64_t inner) {
+  if (outer * n * inner == 0)
+    return;
+  if (inner == 1)
+    routing_detail::cumsumRows<T><<<blocksFor((outer + 7) / 8), 256, 0, stream>>>(in, out,
+                                                                                 outer, n);
+  else
+    routing_detail::cumsumColumns<T><<<blocksFor((outer * inner + 255) / 256), 256, 0,
+                                       stream>>>(in, out, outer, n, inner);
+  check(cudaGetLastError(), "launching a cumsum");
+}
+
+/// out[i, c] = (indices[i] == c); indices outside [0, classes) give zeros.
+template <typename T>
+void oneHot(cudaStream_t stream, const int64_t *indices, T *out, int64_t count,
+            int64_t classes) {
+  if (count * classes == 0)
+    return;
+  routing_detail::oneHot<T><<<blocksFor((count * classes + 255) / 256), 256, 0, stream>>>(
+      indices, out, count, classes);
+  check(cudaGetLastError(), "launching a one-hot");
+}
+
+} // namespace dsc::kernels::cuda
+
+#endif // DSC_KERNELS_CUDA_ROUTING_CUH
