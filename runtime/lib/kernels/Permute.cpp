@@ -79,11 +79,28 @@ void dsc::kernels::cpu::permuteWords(Queue, const Word *in, Word *out, Dims shap
     }
     int64_t b0 = item / tilesA % tilesB * kTile, a0 = item % tilesA * kTile;
     int64_t b1 = std::min(nb, b0 + kTile), a1 = std::min(na, a0 + kTile);
+    // Through a local tile: the strides of both sides are often powers of
+    // two, whose 32 lines would share one L1 set if read or written in
+    // place; here every line is read or written once, contiguously.
+    Word tile[kTile][kTile];
+    if (b1 - b0 == kTile && a1 - a0 == kTile) { // constant trip counts: vectorized
+      for (int64_t j = 0; j < kTile; ++j)
+        for (int64_t i = 0; i < kTile; ++i)
+          tile[i][j] = in[inBase + (b0 + j) * isb + a0 + i];
+      for (int64_t i = 0; i < kTile; ++i)
+        for (int64_t j = 0; j < kTile; ++j)
+          out[outBase + (a0 + i) * osa + b0 + j] = tile[i][j];
+      continue;
+    }
     for (int64_t j = b0; j < b1; ++j) {
       const Word *src = in + inBase + j * isb;
-      Word *dst = out + outBase + j;
       for (int64_t i = a0; i < a1; ++i)
-        dst[i * osa] = src[i];
+        tile[i - a0][j - b0] = src[i];
+    }
+    for (int64_t i = a0; i < a1; ++i) {
+      Word *dst = out + outBase + i * osa;
+      for (int64_t j = b0; j < b1; ++j)
+        dst[j] = tile[i - a0][j - b0];
     }
   }
 }

@@ -1,9 +1,10 @@
-//===- Queue.h - the queue argument of CPU library kernels ------*- C++ -*-===//
+//===- Queue.h - what a CPU library kernel runs on --------------*- C++ -*-===//
 //
-// Every library kernel takes its queue first: a cudaStream_t on CUDA, this
-// empty struct on the CPU, where a kernel runs as one task of its stream and
-// needs no handle. The argument lists are then the same on both targets, so
-// the emitter writes one call for either.
+// Every kernel of the library takes, first, the queue it runs on: a CUDA
+// stream on the CUDA target (dsc/kernels/cuda/), this empty value on the
+// CPU, where a kernel runs on the calling thread (the runtime calls it as a
+// task of its stream) and parallelises with OpenMP. Generated code calls
+// both targets' kernels with the same text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 #define DSC_KERNELS_QUEUE_H
 
 namespace dsc::kernels::cpu {
+
 struct Queue {};
+
 } // namespace dsc::kernels::cpu
 
 #endif // DSC_KERNELS_QUEUE_H
