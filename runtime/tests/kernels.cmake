@@ -25,4 +25,10 @@ if(TARGET dsc_runtime_cuda AND CUDAToolkit_NVCC_EXECUTABLE)
   dsc_kernel_cuda_test(ReduceKernelCudaTest kernels/ReduceCudaTest.cu)
   dsc_kernel_cuda_test(EmbeddingKernelCudaTest kernels/EmbeddingCudaTest.cu)
   dsc_kernel_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)
+  # The CUDA kernels' bandwidth (bench/cuda/): here, where CUDA is enabled.
+  add_executable(bench-reduce-layout-cuda
+    ${PROJECT_SOURCE_DIR}/../bench/cuda/reduce_layout_bench.cu)
+  set_target_properties(bench-reduce-layout-cuda PROPERTIES CUDA_STANDARD 17)
+  target_include_directories(bench-reduce-layout-cuda PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_link_libraries(bench-reduce-layout-cuda PRIVATE CUDA::cudart)
 endif()
