@@ -3,23 +3,19 @@
 #include "dsc/kernels/Embedding.h"
 #include "dsc/kernels/IndexCheck.h"
 
+#include "ElementTraits.h"
+
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 using namespace dsc::kernels::cpu;
+using namespace dsc::kernels::cpu::detail;
 
 namespace {
 constexpr const char *kWhat = "dsc.embedding";
 constexpr int64_t kParallelElements = 1 << 15;
 
-template <typename T> T store(double value) {
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return static_cast<T>(value);
-  else
-    return T(static_cast<float>(value));
-}
 } // namespace
 
 template <typename T>

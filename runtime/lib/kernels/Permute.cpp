@@ -12,13 +12,6 @@ namespace {
 constexpr int64_t kTile = 32;
 constexpr int64_t kParallelElements = 1 << 15;
 
-void stridesOf(const int64_t *size, int rank, int64_t *stride) {
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    stride[d] = s;
-    s *= size[d];
-  }
-}
 } // namespace
 
 template <typename Word>
@@ -26,15 +19,18 @@ void dsc::kernels::cpu::permuteWords(Queue, const Word *in, Word *out, Dims shap
                                      Dims perm) {
   simplifyPermutation(shape, perm);
   const int r = shape.rank;
-  int64_t inStride[kMaxRank], outSize[kMaxRank], outStride[kMaxRank];
+  int64_t inStride[kMaxRank], outStride[kMaxRank];
+  Dims outShape{r, {}};
   int64_t outStrideOf[kMaxRank]; // by input dimension
-  stridesOf(shape.size, r, inStride);
+  rowMajorStrides(shape, inStride);
   int64_t total = 1;
   for (int d = 0; d < r; ++d) {
-    outSize[d] = shape.size[perm.size[d]];
-    total *= outSize[d];
+    outShape.size[d] = shape.size[perm.size[d]];
+    total *= outShape.size[d];
   }
-  stridesOf(outSize, r, outStride);
+  if (total == 0)
+    return;
+  rowMajorStrides(outShape, outStride);
   for (int d = 0; d < r; ++d)
     outStrideOf[perm.size[d]] = outStride[d];
   const bool parallel = total >= kParallelElements;
@@ -46,8 +42,8 @@ void dsc::kernels::cpu::permuteWords(Queue, const Word *in, Word *out, Dims shap
     for (int64_t row = 0; row < rows; ++row) {
       int64_t rest = row, from = 0;
       for (int d = r - 2; d >= 0; --d) {
-        from += rest % outSize[d] * inStride[perm.size[d]];
-        rest /= outSize[d];
+        from += rest % outShape.size[d] * inStride[perm.size[d]];
+        rest /= outShape.size[d];
       }
       std::memcpy(out + row * inner, in + from, inner * sizeof(Word));
     }

@@ -10,13 +10,15 @@
 
 #include "dsc/kernels/Reduce.h"
 
+#include "ElementTraits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 using namespace dsc::kernels::cpu;
+using namespace dsc::kernels::cpu::detail;
 
 namespace {
 
@@ -26,15 +28,6 @@ namespace {
 constexpr int64_t kParallelElements = 1 << 15;
 /// Columns per work item of a column reduction (its accumulators fit in L1).
 constexpr int64_t kColumnTile = 256;
-
-/// What an element is read as: 16-bit floats widen to float.
-template <typename T>
-using Wide = std::conditional_t<std::is_integral_v<T> || std::is_same_v<T, double> ||
-                                    std::is_same_v<T, float>,
-                                T, float>;
-/// Sums accumulate in double (float data) or int64.
-template <typename T>
-using SumAcc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
 
 template <bool Squares> struct SumOp {
   template <typename T> using Acc = SumAcc<T>;
@@ -157,15 +150,6 @@ void reduce(const T *in, T *out, int64_t outer, int64_t n, int64_t inner, Finish
       acc = Op::combine(acc, partial[(o * chunks + c) * inner + q]);
     out[item] = finish(acc);
   }
-}
-
-/// An accumulator rounded once to T (16-bit types through float, which is
-/// exact for their range once the double is rounded to float).
-template <typename T, typename A> T store(A value) {
-  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return static_cast<T>(value);
-  else
-    return T(static_cast<float>(value));
 }
 
 } // namespace

@@ -3,49 +3,22 @@
 #include "dsc/kernels/Routing.h"
 #include "dsc/kernels/IndexCheck.h"
 
+#include "ElementTraits.h"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <type_traits>
 #include <vector>
 
 using namespace dsc::kernels;
 using namespace dsc::kernels::cpu;
+using namespace dsc::kernels::cpu::detail;
 
 namespace {
 constexpr int64_t kParallelElements = 1 << 15;
 /// Columns per work item where a loop runs down a dimension other than the
 /// last (scatter-add, cumsum): contiguous inner loops, L1-sized state.
 constexpr int64_t kColumnTile = 256;
-
-template <typename T>
-using Wide = std::conditional_t<std::is_integral_v<T> || std::is_same_v<T, double> ||
-                                    std::is_same_v<T, float>,
-                                T, float>;
-template <typename T>
-using SumAcc = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-
-template <typename T, typename A> T store(A value) {
-  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double> || std::is_same_v<T, float>)
-    return static_cast<T>(value);
-  else
-    return T(static_cast<float>(value));
-}
-
-int64_t numel(const Dims &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.size[i];
-  return n;
-}
-
-void stridesOf(const Dims &d, int64_t *stride) {
-  int64_t s = 1;
-  for (int i = d.rank - 1; i >= 0; --i) {
-    stride[i] = s;
-    s *= d.size[i];
-  }
-}
 
 /// The coordinates of the position numbered `linear` (row-major) over the
 /// dimensions of `shape` not in the mask `excluded`; excluded ones are 0.
@@ -75,12 +48,12 @@ void dsc::kernels::cpu::gatherWords(Queue, const Word *in, const int64_t *index,
                                     Dims inShape, Dims indexShape, int dim) {
   const int r = indexShape.rank, last = r - 1;
   const int64_t size = inShape.size[dim], width = indexShape.size[last];
-  const int64_t total = numel(indexShape);
+  const int64_t total = numElements(indexShape);
   if (total == 0)
     return;
   int64_t inStride[kMaxRank], indexStride[kMaxRank];
-  stridesOf(inShape, inStride);
-  stridesOf(indexShape, indexStride);
+  rowMajorStrides(inShape, inStride);
+  rowMajorStrides(indexShape, indexStride);
   IndexCheck check;
 #pragma omp parallel for schedule(static) if (total >= kParallelElements)
   for (int64_t row = 0; row < total / width; ++row) {
@@ -102,27 +75,27 @@ template <typename T>
 void dsc::kernels::cpu::scatterAdd(Queue, const T *in, const int64_t *index, const T *src,
                                    T *out, Dims inShape, Dims indexShape, Dims srcShape,
                                    int dim) {
-  const int64_t total = numel(inShape);
+  const int64_t total = numElements(inShape);
   if (in != out) {
 #pragma omp parallel for schedule(static) if (total >= kParallelElements)
     for (int64_t i = 0; i < total; i += kColumnTile * 64)
       std::memcpy(out + i, in + i, std::min(kColumnTile * 64, total - i) * sizeof(T));
   }
-  if (numel(indexShape) == 0)
+  if (numElements(indexShape) == 0)
     return;
   const int r = indexShape.rank, last = r - 1;
   const int64_t size = inShape.size[dim], steps = indexShape.size[dim];
   int64_t outStride[kMaxRank], indexStride[kMaxRank], srcStride[kMaxRank];
-  stridesOf(inShape, outStride);
-  stridesOf(indexShape, indexStride);
-  stridesOf(srcShape, srcStride);
+  rowMajorStrides(inShape, outStride);
+  rowMajorStrides(indexShape, indexStride);
+  rowMajorStrides(srcShape, srcStride);
   // A line: the positions that differ only along dim. With dim == last a
   // work item is one line; otherwise a tile of adjacent lines along last.
   const int64_t width = dim == last ? 1 : indexShape.size[last];
   const int64_t tiles = (width + kColumnTile - 1) / kColumnTile;
-  const int64_t groups = numel(indexShape) / steps / width;
+  const int64_t groups = numElements(indexShape) / steps / width;
   IndexCheck check;
-#pragma omp parallel for schedule(static) if (numel(indexShape) >= kParallelElements)
+#pragma omp parallel for schedule(static) if (numElements(indexShape) >= kParallelElements)
   for (int64_t item = 0; item < groups * tiles; ++item) {
     int64_t c[kMaxRank];
     decode(item / tiles, indexShape, (1u << dim) | (1u << last), c);

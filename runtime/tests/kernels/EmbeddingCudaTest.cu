@@ -16,29 +16,10 @@ namespace gpu = dsc::kernels::cuda;
 
 namespace {
 
-std::vector<int64_t> randomIds(int64_t count, int64_t rows, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> d(0, rows - 1);
-  std::vector<int64_t> ids(count);
-  for (int64_t &id : ids)
-    id = d(rng);
-  return ids;
-}
-
-/// A zeroed fault record in device memory.
-struct DeviceFault {
-  DeviceFault() {
-    EXPECT_EQ(cudaMalloc(&ptr, sizeof *ptr), cudaSuccess);
-    EXPECT_EQ(cudaMemset(ptr, 0, sizeof *ptr), cudaSuccess);
-  }
-  ~DeviceFault() { cudaFree(ptr); }
-  gpu::IndexFault *ptr = nullptr;
-};
-
 template <typename T> void check(int64_t count, int64_t rows, int64_t dim) {
   auto table = randomTensor<T>(rows * dim, 1);
   auto dy = randomTensor<T>(count * dim, 2);
-  auto ids = randomIds(count, rows, 3);
+  auto ids = randomIndices(count, rows, 3);
   std::vector<T> out(count * dim), dtable(rows * dim);
   cpu::embeddingForward(cpu::Queue{}, table.data(), ids.data(), out.data(), count, rows, dim);
   cpu::embeddingBackward(cpu::Queue{}, dy.data(), ids.data(), dtable.data(), count, rows, dim);

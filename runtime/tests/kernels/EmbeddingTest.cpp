@@ -11,19 +11,9 @@ namespace cpu = dsc::kernels::cpu;
 
 namespace {
 
-/// Ids in [0, rows), with repeats (few rows, many ids) or mostly distinct.
-std::vector<int64_t> randomIds(int64_t count, int64_t rows, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> d(0, rows - 1);
-  std::vector<int64_t> ids(count);
-  for (int64_t &id : ids)
-    id = d(rng);
-  return ids;
-}
-
 template <typename T> void checkForward(int64_t count, int64_t rows, int64_t dim) {
   auto table = randomTensor<T>(rows * dim, 1);
-  auto ids = randomIds(count, rows, 2);
+  auto ids = randomIndices(count, rows, 2);
   std::vector<T> out(count * dim);
   cpu::embeddingForward(cpu::Queue{}, table.data(), ids.data(), out.data(), count, rows, dim);
   for (int64_t i = 0; i < count; ++i)
@@ -34,7 +24,7 @@ template <typename T> void checkForward(int64_t count, int64_t rows, int64_t dim
 
 template <typename T> void checkBackward(int64_t count, int64_t rows, int64_t dim) {
   auto dy = randomTensor<T>(count * dim, 3);
-  auto ids = randomIds(count, rows, 4);
+  auto ids = randomIndices(count, rows, 4);
   std::vector<T> dtable(rows * dim, fromDouble<T>(7)); // overwritten, rows with no id too
   cpu::embeddingBackward(cpu::Queue{}, dy.data(), ids.data(), dtable.data(), count, rows, dim);
   std::vector<double> want(rows * dim, 0.0), magnitude(rows * dim, 0.0);
@@ -68,7 +58,7 @@ TEST(EmbeddingKernels, Half) { checkAll<Half>(); }
 TEST(EmbeddingKernels, BackwardDoesNotDependOnTheThreadCount) {
   int64_t count = 4096, rows = 50, dim = 96; // ~80 ids per row
   auto dy = randomTensor<float>(count * dim, 5);
-  auto ids = randomIds(count, rows, 6);
+  auto ids = randomIndices(count, rows, 6);
   std::vector<float> one(rows * dim), two(rows * dim);
   withThreads(1, [&] {
     cpu::embeddingBackward(cpu::Queue{}, dy.data(), ids.data(), one.data(), count, rows, dim);
@@ -85,7 +75,7 @@ TEST(EmbeddingKernels, BadIdsAreErrorsNamingTheFirstOne) {
   // Several bad ids; the one at the lowest position is named, on any
   // number of threads (the loop is parallel above 2^15 elements).
   int64_t count = 20000;
-  std::vector<int64_t> ids = randomIds(count, rows, 8);
+  std::vector<int64_t> ids = randomIndices(count, rows, 8);
   ids[15000] = -1;
   ids[9000] = 10;
   ids[12000] = 1 << 20;

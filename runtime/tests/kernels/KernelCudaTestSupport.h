@@ -11,6 +11,8 @@
 
 #include "KernelTestSupport.h"
 
+#include "dsc/kernels/cuda/IndexFault.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -63,6 +65,18 @@ private:
   size_t bytes() const { return count * sizeof(T); }
   void *ptr = nullptr;
   size_t count;
+};
+
+/// A zeroed index-fault record in device memory.
+struct DeviceFault {
+  DeviceFault() {
+    EXPECT_EQ(cudaMalloc(&ptr, sizeof *ptr), cudaSuccess);
+    EXPECT_EQ(cudaMemset(ptr, 0, sizeof *ptr), cudaSuccess);
+  }
+  ~DeviceFault() { cudaFree(ptr); }
+  DeviceFault(const DeviceFault &) = delete;
+  DeviceFault &operator=(const DeviceFault &) = delete;
+  dsc::kernels::cuda::IndexFault *ptr = nullptr;
 };
 
 } // namespace dsc::kernels::test

@@ -67,6 +67,16 @@ template <typename T> std::vector<T> randomTensor(int64_t count, unsigned seed) 
   return v;
 }
 
+/// Indices uniform in [0, size).
+inline std::vector<int64_t> randomIndices(int64_t count, int64_t size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> d(0, size - 1);
+  std::vector<int64_t> v(count);
+  for (int64_t &x : v)
+    x = d(rng);
+  return v;
+}
+
 /// Relative error of one rounding to T (half an ulp), 0 for integers.
 template <typename T> double roundingOf() {
   if constexpr (std::is_same_v<T, float>) return std::ldexp(1.0, -24);

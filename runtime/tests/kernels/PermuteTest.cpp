@@ -11,16 +11,10 @@
 
 using namespace dsc::kernels::test;
 using dsc::kernels::Dims;
+using dsc::kernels::numElements;
 namespace cpu = dsc::kernels::cpu;
 
 namespace {
-
-int64_t numel(const Dims &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.size[i];
-  return n;
-}
 
 /// out[c] = in[c permuted], decoding every output position.
 template <typename T> std::vector<T> naivePermute(const std::vector<T> &in, Dims shape, Dims perm) {
@@ -42,7 +36,7 @@ template <typename T> std::vector<T> naivePermute(const std::vector<T> &in, Dims
 }
 
 template <typename T> void checkPermute(Dims shape, Dims perm, unsigned seed) {
-  auto in = randomTensor<T>(numel(shape), seed);
+  auto in = randomTensor<T>(numElements(shape), seed);
   std::vector<T> out(in.size());
   cpu::permute(cpu::Queue{}, in.data(), out.data(), shape, perm);
   auto want = naivePermute(in, shape, perm);

@@ -17,29 +17,14 @@
 
 using namespace dsc::kernels::test;
 using dsc::kernels::Dims;
+using dsc::kernels::numElements;
 namespace cpu = dsc::kernels::cpu;
 namespace gpu = dsc::kernels::cuda;
 
 namespace {
 
-int64_t numel(const Dims &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.size[i];
-  return n;
-}
-
-struct DeviceFault {
-  DeviceFault() {
-    EXPECT_EQ(cudaMalloc(&ptr, sizeof *ptr), cudaSuccess);
-    EXPECT_EQ(cudaMemset(ptr, 0, sizeof *ptr), cudaSuccess);
-  }
-  ~DeviceFault() { cudaFree(ptr); }
-  gpu::IndexFault *ptr = nullptr;
-};
-
 template <typename T> void checkPermute(Dims shape, Dims perm) {
-  auto in = randomTensor<T>(numel(shape), 5);
+  auto in = randomTensor<T>(numElements(shape), 5);
   std::vector<T> want(in.size());
   cpu::permute(cpu::Queue{}, in.data(), want.data(), shape, perm);
   DeviceBuffer<T> din(in), dout(in.size());
@@ -68,20 +53,11 @@ TEST(PermuteCudaKernels, EveryWidth) {
   checkPermutes<uint8_t>();
 }
 
-std::vector<int64_t> randomIndex(int64_t count, int64_t size, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> d(0, size - 1);
-  std::vector<int64_t> v(count);
-  for (int64_t &x : v)
-    x = d(rng);
-  return v;
-}
-
 template <typename T> void checkGatherScatter(Dims in, Dims index, int dim) {
-  auto data = randomTensor<T>(numel(in), 1);
-  auto src = randomTensor<T>(numel(index), 2);
-  auto idx = randomIndex(numel(index), in.size[dim], 3);
-  std::vector<T> gathered(numel(index)), scattered(numel(in));
+  auto data = randomTensor<T>(numElements(in), 1);
+  auto src = randomTensor<T>(numElements(index), 2);
+  auto idx = randomIndices(numElements(index), in.size[dim], 3);
+  std::vector<T> gathered(numElements(index)), scattered(numElements(in));
   cpu::scatterAdd(cpu::Queue{}, data.data(), idx.data(), src.data(), scattered.data(), in,
                   index, index, dim);
   DeviceBuffer<T> dData(data), dSrc(src), dOut(scattered.size());

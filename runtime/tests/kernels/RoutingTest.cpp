@@ -11,16 +11,10 @@
 
 using namespace dsc::kernels::test;
 using dsc::kernels::Dims;
+using dsc::kernels::numElements;
 namespace cpu = dsc::kernels::cpu;
 
 namespace {
-
-int64_t numel(const Dims &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.size[i];
-  return n;
-}
 
 /// Row-major offset in `shape` of coordinates c.
 int64_t offset(const Dims &shape, const int64_t *c) {
@@ -35,15 +29,6 @@ void coordsOf(int64_t linear, const Dims &shape, int64_t *c) {
     c[d] = linear % shape.size[d];
     linear /= shape.size[d];
   }
-}
-
-std::vector<int64_t> randomIndex(int64_t count, int64_t size, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int64_t> d(0, size - 1);
-  std::vector<int64_t> v(count);
-  for (int64_t &x : v)
-    x = d(rng);
-  return v;
 }
 
 struct IndexCase {
@@ -70,8 +55,8 @@ template <typename T> void checkGather(const IndexCase &k, unsigned seed) {
   for (int d = 0; d < k.in.rank; ++d)
     if (d != k.dim && k.index.size[d] > k.in.size[d])
       return;
-  auto data = randomTensor<T>(numel(k.in), seed);
-  auto index = randomIndex(numel(k.index), k.in.size[k.dim], seed + 1);
+  auto data = randomTensor<T>(numElements(k.in), seed);
+  auto index = randomIndices(numElements(k.index), k.in.size[k.dim], seed + 1);
   std::vector<T> out(index.size());
   cpu::gather(cpu::Queue{}, data.data(), index.data(), out.data(), k.in, k.index, k.dim);
   for (int64_t p = 0; p < int64_t(index.size()); ++p) {
@@ -92,9 +77,9 @@ template <typename T> void checkScatterAdd(const IndexCase &k, unsigned seed) {
     if (d != k.dim)
       in.size[d] = std::max(in.size[d], k.index.size[d]);
   src.size[src.rank - 1] += 1;
-  auto base = randomTensor<T>(numel(in), seed);
-  auto values = randomTensor<T>(numel(src), seed + 1);
-  auto index = randomIndex(numel(k.index), in.size[k.dim], seed + 2);
+  auto base = randomTensor<T>(numElements(in), seed);
+  auto values = randomTensor<T>(numElements(src), seed + 1);
+  auto index = randomIndices(numElements(k.index), in.size[k.dim], seed + 2);
   std::vector<T> out(base.size());
   cpu::scatterAdd(cpu::Queue{}, base.data(), index.data(), values.data(), out.data(), in,
                   k.index, src, k.dim);
@@ -133,11 +118,11 @@ TEST(RoutingKernels, GatherAndScatterAddInt32) { checkIndexing<int32_t>(); }
 TEST(RoutingKernels, ScatterAddDoesNotDependOnTheThreadCount) {
   // The embedding gradient's shape: many positions add into few rows.
   Dims in{2, {50, 256}}, index{2, {4096, 256}};
-  auto base = randomTensor<float>(numel(in), 1);
-  auto values = randomTensor<float>(numel(index), 2);
-  auto rows = randomIndex(4096, 50, 3);
-  std::vector<int64_t> idx(numel(index));
-  for (int64_t p = 0; p < numel(index); ++p)
+  auto base = randomTensor<float>(numElements(in), 1);
+  auto values = randomTensor<float>(numElements(index), 2);
+  auto rows = randomIndices(4096, 50, 3);
+  std::vector<int64_t> idx(numElements(index));
+  for (int64_t p = 0; p < numElements(index); ++p)
     idx[p] = rows[p / 256];
   std::vector<float> one(base.size()), two(base.size());
   withThreads(1, [&] {
@@ -153,12 +138,12 @@ TEST(RoutingKernels, ScatterAddDoesNotDependOnTheThreadCount) {
 
 TEST(RoutingKernels, BadIndicesAreErrors) {
   Dims in{2, {6, 300}}, index{2, {200, 300}};
-  auto data = randomTensor<float>(numel(in), 1);
-  auto src = randomTensor<float>(numel(index), 2);
-  auto idx = randomIndex(numel(index), 6, 3);
+  auto data = randomTensor<float>(numElements(in), 1);
+  auto src = randomTensor<float>(numElements(index), 2);
+  auto idx = randomIndices(numElements(index), 6, 3);
   idx[50000] = 6;
   idx[40000] = -2;
-  std::vector<float> out(numel(index)), acc(numel(in));
+  std::vector<float> out(numElements(index)), acc(numElements(in));
   for (int threads : {1, 2})
     withThreads(threads, [&] {
       EXPECT_EQ(outOfRange([&] {

@@ -24,6 +24,23 @@ struct Dims {
   int64_t size[kMaxRank];
 };
 
+/// The number of elements of a tensor of shape `d`.
+inline int64_t numElements(const Dims &d) {
+  int64_t n = 1;
+  for (int i = 0; i < d.rank; ++i)
+    n *= d.size[i];
+  return n;
+}
+
+/// Row-major strides of shape `d`, in elements, into `stride[0, d.rank)`.
+inline void rowMajorStrides(const Dims &d, int64_t *stride) {
+  int64_t s = 1;
+  for (int i = d.rank - 1; i >= 0; --i) {
+    stride[i] = s;
+    s *= d.size[i];
+  }
+}
+
 /// The same permute over fewer dimensions: input dimensions of size 1 are
 /// dropped, and input dimensions that stay adjacent and in order in the
 /// result are merged into one. An all-ones shape becomes {1} with {0}.

@@ -38,18 +38,6 @@ struct IndexPlan {
   int64_t dataStride[kMaxRank], srcStride[kMaxRank];
 };
 
-inline void stridesOf(const Dims &d, int64_t *stride) {
-  for (int i = d.rank - 1; i >= 0; --i)
-    stride[i] = i == d.rank - 1 ? 1 : stride[i + 1] * d.size[i + 1];
-}
-
-inline int64_t numel(const Dims &d) {
-  int64_t n = 1;
-  for (int i = 0; i < d.rank; ++i)
-    n *= d.size[i];
-  return n;
-}
-
 template <typename W>
 __global__ void gather(const W *in, const int64_t *index, W *out, int64_t total, IndexPlan p,
                        IndexFault *fault) {
@@ -201,9 +189,9 @@ inline IndexPlan planOf(Dims data, Dims index, Dims src, int dim) {
   p.size = data.size[dim];
   for (int d = 0; d < index.rank; ++d)
     p.indexSize[d] = index.size[d];
-  stridesOf(index, p.indexStride);
-  stridesOf(data, p.dataStride);
-  stridesOf(src, p.srcStride);
+  rowMajorStrides(index, p.indexStride);
+  rowMajorStrides(data, p.dataStride);
+  rowMajorStrides(src, p.srcStride);
   return p;
 }
 
@@ -216,7 +204,7 @@ void gather(cudaStream_t stream, const T *in, const int64_t *index, T *out, Dims
             Dims indexShape, int dim, IndexFault *fault) {
   using namespace routing_detail;
   using W = permute_detail::WordOf<T>;
-  int64_t total = numel(indexShape);
+  int64_t total = numElements(indexShape);
   if (total == 0)
     return;
   routing_detail::gather<W><<<blocksFor((total + 255) / 256), 256, 0, stream>>>(
@@ -232,10 +220,10 @@ void scatterAdd(cudaStream_t stream, const T *in, const int64_t *index, const T 
                 Dims inShape, Dims indexShape, Dims srcShape, int dim, IndexFault *fault) {
   using namespace routing_detail;
   if (in != out)
-    check(cudaMemcpyAsync(out, in, numel(inShape) * sizeof(T), cudaMemcpyDeviceToDevice,
+    check(cudaMemcpyAsync(out, in, numElements(inShape) * sizeof(T), cudaMemcpyDeviceToDevice,
                           stream),
           "copying a scatter-add's input");
-  int64_t positions = numel(indexShape);
+  int64_t positions = numElements(indexShape);
   if (positions == 0)
     return;
   int64_t lines = positions / indexShape.size[dim];
