@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 using namespace dsc::kernels;
@@ -117,6 +119,9 @@ void dsc::kernels::cpu::scatterAdd(Queue, const T *in, const int64_t *index, con
 template <typename T>
 void dsc::kernels::cpu::topK(Queue, const T *in, T *values, int64_t *indices, int64_t outer,
                              int64_t n, int64_t inner, int64_t k) {
+  if (k < 0 || k > n)
+    throw std::invalid_argument("topK: k = " + std::to_string(k) + " is outside [0, " +
+                                std::to_string(n) + "]");
   constexpr int64_t kInsertion = 64; // k up to this: a sorted insertion buffer
   using V = Wide<T>;
 #pragma omp parallel for schedule(static) if (outer * n * inner >= kParallelElements)

@@ -195,6 +195,13 @@ TEST(RoutingKernels, TopKHalf) { checkTopKAll<Half>(); }
 TEST(RoutingKernels, TopKInt64) { checkTopKAll<int64_t>(); }     // many ties
 TEST(RoutingKernels, TopKInt32) { checkTopKAll<int32_t>(); }
 
+TEST(RoutingKernels, TopKOfMoreThanTheLineIsAnError) {
+  std::vector<float> in(4), v(5);
+  std::vector<int64_t> i(5);
+  EXPECT_THROW(cpu::topK(cpu::Queue{}, in.data(), v.data(), i.data(), 1, 4, 1, 5),
+               std::invalid_argument);
+}
+
 TEST(RoutingKernels, TopKRanksNaNFirst) {
   std::vector<float> in = {1, NAN, 3, 2};
   std::vector<float> v(2);

@@ -55,7 +55,8 @@ void scatterAdd(Queue, const T *in, const int64_t *index, const T *src, T *out, 
 /// For each (o, q) of in[outer, n, inner]: the k largest elements over j,
 /// in descending order, into values[o, r, q] and their j into
 /// indices[o, r, q] (r < k). Equal elements keep the lower j first; NaN
-/// ranks above every number (torch.topk).
+/// ranks above every number (torch.topk). k outside [0, n] throws
+/// std::invalid_argument.
 template <typename T>
 void topK(Queue, const T *in, T *values, int64_t *indices, int64_t outer, int64_t n,
           int64_t inner, int64_t k);

@@ -26,6 +26,8 @@
 #include "dsc/kernels/cuda/Permute.cuh"
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace dsc::kernels::cuda {
 namespace routing_detail {
@@ -237,6 +239,9 @@ void scatterAdd(cudaStream_t stream, const T *in, const int64_t *index, const T 
 template <typename T>
 void topK(cudaStream_t stream, const T *in, T *values, int64_t *indices, int64_t outer,
           int64_t n, int64_t inner, int64_t k) {
+  if (k < 0 || k > n)
+    throw std::invalid_argument("topK: k = " + std::to_string(k) + " is outside [0, " +
+                                std::to_string(n) + "]");
   int64_t lines = outer * inner;
   if (lines == 0 || k == 0)
     return;
