@@ -12,7 +12,10 @@
 // the number of threads); each chunk's partial is computed in one fixed
 // order, and the partials of a result are combined in chunk order. Threads
 // only decide who computes which partial, so the result is bitwise the same
-// on 1 or 64 threads, run after run.
+// on 1 or 64 threads, run after run. (The loops are compiled for AVX2 and
+// for any x86-64, picked at load time: a row's partial takes its SIMD
+// width's order, so machines with and without AVX2 may differ in the last
+// bit of a row sum; column sums run in row order on both.)
 //
 // Precision: float data (f32, bf16, f16, f64) accumulates in double and is
 // rounded once to the element type, as the compiler's generated reductions
