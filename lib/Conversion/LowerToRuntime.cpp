@@ -3,6 +3,8 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/DSCTraits.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -19,35 +21,6 @@ namespace mlir::dsc {
 
 using namespace mlir;
 using namespace mlir::dsc;
-
-Operation *mlir::dsc::lastProducer(
-    ValueRange values, llvm::function_ref<Operation *(Operation *)> placed) {
-  Operation *last = nullptr;
-  SmallVector<Operation *> stack;
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  for (Value v : values)
-    if (Operation *def = v.getDefiningOp())
-      stack.push_back(def);
-  while (!stack.empty()) {
-    Operation *op = stack.pop_back_val();
-    if (!seen.insert(op).second)
-      continue;
-    Operation *at = placed(op);
-    if (!last || last->isBeforeInBlock(at))
-      last = at;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        stack.push_back(def);
-  }
-  return last;
-}
-
-bool mlir::dsc::isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
-             ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, CosOp, SinOp, LogOp,
-             SqrtOp, RsqrtOp, GeluOp, GeluGradOp, ConvertOp, CompareOp,
-             SelectOp>(op);
-}
 
 static MemRefType bufferType(Type tensorType) {
   auto t = cast<RankedTensorType>(tensorType);

@@ -1,5 +1,9 @@
-# GoogleTests of the kernel library (runtime/tests/kernels/): one block per
-# family, each against a naive reference in double.
+# The kernel library (dsc/kernels/): one suite per family against plain
+# references.
+dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
+
+# Reductions, embedding, permutes, indexing and routing: each against a
+# naive reference in double.
 dsc_runtime_test(ReduceKernelTest kernels/ReduceTest.cpp)
 dsc_runtime_test(EmbeddingKernelTest kernels/EmbeddingTest.cpp)
 dsc_runtime_test(PermuteKernelTest kernels/PermuteTest.cpp)

@@ -49,7 +49,10 @@ static const char *kCpuPreamble = R"cpp(
 namespace {
 using dsc::rt::ElementType;
 // A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
-struct dsc_stream_t {};
+// Library kernels (dsc/kernels/) take the CPU's empty queue in its place.
+using dsc_stream_t = dsc::kernels::cpu::Queue;
+namespace dsc_kernels = dsc::kernels::cpu;
+#define DSC_LIB(p) (p)
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -178,6 +181,17 @@ inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_f16 *a, const 
 namespace {
 using dsc::rt::ElementType;
 using dsc_stream_t = cudaStream_t;
+namespace dsc_kernels = dsc::kernels::cuda;
+// Library kernels take CUDA's own 16-bit types; dsc_bf16 and dsc_f16 are
+// the same 2-byte words.
+template <typename T> T *dsc_lib(T *p) { return p; }
+inline __nv_bfloat16 *dsc_lib(dsc_bf16 *p) { return reinterpret_cast<__nv_bfloat16 *>(p); }
+inline const __nv_bfloat16 *dsc_lib(const dsc_bf16 *p) {
+  return reinterpret_cast<const __nv_bfloat16 *>(p);
+}
+inline __half *dsc_lib(dsc_f16 *p) { return reinterpret_cast<__half *>(p); }
+inline const __half *dsc_lib(const dsc_f16 *p) { return reinterpret_cast<const __half *>(p); }
+#define DSC_LIB(p) dsc_lib(p)
 
 inline unsigned dsc_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
@@ -262,6 +276,8 @@ public:
        << "#include \"dsc/runtime/Artifact.h\"\n"
        << "#include \"dsc/runtime/CpuGemm.h\"\n"
        << (cuda() ? "" : "#include \"dsc/runtime/Float16.h\"\n")
+       << (cuda() ? "#include \"dsc/kernels/cuda/Kernels.cuh\"\n"
+                  : "#include \"dsc/kernels/Kernels.h\"\n")
        << "#include \"dsc/runtime/Stream.h\"\n"
        << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
     if (failed(emitTables(step, arena.getInt())) || failed(emitKernels(step)))

@@ -19,8 +19,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
+#include "LibraryCalls.h"
 
-#include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -140,26 +140,18 @@ public:
   LogicalResult run(StringRef name, llvm::raw_ostream &os) {
     kernelName = name.str();
     Block &block = kernel.getBody().front();
-    SmallVector<std::string> params, args;
+    FailureOr<std::string> params = kernelParameters(kernel);
+    if (failed(params))
+      return failure();
+    paramList = *params;
+    SmallVector<std::string> args;
     for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
-      std::string ty = cType(tensorOf(arg).getElementType());
-      if (ty.empty())
-        return kernel.emitError() << "the CPU and CUDA targets do not support "
-                                  << tensorOf(arg).getElementType() << " yet";
-      params.push_back("const " + ty + " *__restrict in" + std::to_string(i));
       args.push_back("in" + std::to_string(i));
       ptr[arg] = "in" + std::to_string(i);
     }
     auto yield = cast<dscrt::YieldOp>(block.getTerminator());
-    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-      std::string ty = cType(tensorOf(v).getElementType());
-      if (ty.empty())
-        return kernel.emitError() << "the CPU and CUDA targets do not support "
-                                  << tensorOf(v).getElementType() << " yet";
-      params.push_back(ty + " *__restrict out" + std::to_string(i));
+    for (unsigned i = 0; i < yield.getValues().size(); ++i)
       args.push_back("out" + std::to_string(i));
-    }
-    paramList = llvm::join(params, ", ");
     argList = llvm::join(args, ", ");
     if (failed(emitBody(block, yield)))
       return failure();
@@ -687,7 +679,31 @@ private:
 };
 } // namespace
 
+FailureOr<std::string> mlir::dsc::cpp::kernelParameters(dscrt::KernelOp kernel) {
+  Block &block = kernel.getBody().front();
+  SmallVector<std::string> params;
+  auto add = [&](Value v, StringRef qualifier, StringRef name) -> LogicalResult {
+    Type elem = tensorOf(v).getElementType();
+    std::string ty = cType(elem);
+    if (ty.empty())
+      return kernel.emitError() << "the CPU and CUDA targets do not support "
+                                << elem << " yet";
+    params.push_back((qualifier + ty + " *__restrict " + name).str());
+    return success();
+  };
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    if (failed(add(arg, "const ", "in" + std::to_string(i))))
+      return failure();
+  auto yield = cast<dscrt::YieldOp>(block.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (failed(add(v, "", "out" + std::to_string(i))))
+      return failure();
+  return llvm::join(params, ", ");
+}
+
 LogicalResult mlir::dsc::cpp::emitKernel(dscrt::KernelOp kernel, StringRef name,
                                          llvm::raw_ostream &os) {
+  if (kernel.getLibrary())
+    return emitLibraryCall(kernel, name, os);
   return Emitter(kernel).run(name, os);
 }

@@ -1,0 +1,18 @@
+//===- Kernels.cuh - the CUDA kernel library, every family ------*- C++ -*-===//
+//
+// What generated CUDA code includes: each family's header (see
+// docs/kernels.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_KERNELS_CUDA_KERNELS_CUH
+#define DSC_KERNELS_CUDA_KERNELS_CUH
+
+#include "dsc/kernels/cuda/Copy.cuh"
+#include "dsc/kernels/cuda/Embedding.cuh"
+#include "dsc/kernels/cuda/Gemm.cuh"
+#include "dsc/kernels/cuda/Permute.cuh"
+#include "dsc/kernels/cuda/Reduce.cuh"
+#include "dsc/kernels/cuda/Routing.cuh"
+
+#endif // DSC_KERNELS_CUDA_KERNELS_CUH
