@@ -4,12 +4,14 @@
 // records a bad id (the element is skipped; see IndexFault.cuh).
 //
 // The backward adds without atomics, so the table's gradient is the same
-// bitwise on every run: the (id, position) pairs are sorted by id with
-// CUB's radix sort, which is stable, so each id's positions stay in
-// increasing order; then one block per (id's run, 256 columns) sums its
-// gradient rows in that order in double and writes the row once. Rows that
-// no id names are zeroed first. (llm.c's encoder backward buckets the ids
-// the same way, on the host.)
+// bitwise on every run: a stable counting sort buckets the positions by id
+// (counts, a scan, then one block placing the positions chunk by chunk in
+// increasing order, each id's next slot advanced after every chunk); then
+// a block per (table row, 256 columns) sums its bucket's gradient rows in
+// position order in double and writes the row once, zeros for an empty
+// bucket. (llm.c's encoder backward buckets the ids the same way, on the
+// host.) No CUB: the sort is small beside the table it writes, and
+// generated code that includes this header compiles faster without it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +20,6 @@
 
 #include "dsc/kernels/cuda/Elements.cuh"
 #include "dsc/kernels/cuda/IndexFault.cuh"
-
-#include <cub/device/device_radix_sort.cuh>
 
 #include <cstdint>
 
@@ -54,35 +54,96 @@ forward(const T *table, const int64_t *ids, T *out, int64_t count, int64_t rows,
   }
 }
 
-__global__ void iota(int64_t *positions, int64_t count) {
+/// counts[v] = the number of valid ids equal to v (atomic increments of
+/// integers: the same counts in any order).
+__global__ void countIds(const int64_t *ids, int64_t count, int64_t rows,
+                         unsigned long long *counts, IndexFault *fault) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
-       i += int64_t(gridDim.x) * blockDim.x)
-    positions[i] = i;
-}
-
-/// Block per (sorted position s, tile of 256 columns): the blocks where s
-/// starts a run of equal ids sum the run's rows in order.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-sumRuns(const T *dy, const int64_t *sortedIds, const int64_t *positions, T *dtable,
-        int64_t count, int64_t rows, int64_t dim, int64_t tiles, IndexFault *fault) {
-  for (int64_t item = blockIdx.x; item < count * tiles; item += gridDim.x) {
-    int64_t s = item / tiles, t = item % tiles;
-    int64_t id = sortedIds[s];
-    if (s > 0 && sortedIds[s - 1] == id)
-      continue;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t id = ids[i];
     if (id < 0 || id >= rows) {
-      if (threadIdx.x == 0 && t == 0)
-        recordIndexFault(fault, "dsc.embedding", id, rows);
+      recordIndexFault(fault, "dsc.embedding", id, rows);
       continue;
     }
-    int64_t d = t * kThreads + threadIdx.x;
+    atomicAdd(&counts[id], 1ull);
+  }
+}
+
+/// One block: start[v] = sum of counts[u < v] for v <= rows, and next[v] =
+/// start[v] (each bucket's next free slot).
+__global__ void __launch_bounds__(1024)
+scanCounts(const unsigned long long *counts, int64_t rows, int64_t *start, int64_t *next) {
+  __shared__ int64_t sums[1024];
+  const int t = threadIdx.x;
+  const int64_t per = (rows + 1023) / 1024, lo = t * per;
+  const int64_t hi = lo + per < rows ? lo + per : rows;
+  int64_t own = 0;
+  for (int64_t v = lo; v < hi; ++v)
+    own += int64_t(counts[v]);
+  sums[t] = own;
+  __syncthreads();
+  if (t == 0) { // 1024 partial sums, in order
+    int64_t running = 0;
+    for (int k = 0; k < 1024; ++k) {
+      int64_t c = sums[k];
+      sums[k] = running;
+      running += c;
+    }
+    start[rows] = running;
+  }
+  __syncthreads();
+  int64_t running = sums[t];
+  for (int64_t v = lo; v < hi; ++v) {
+    start[v] = next[v] = running;
+    running += int64_t(counts[v]);
+  }
+}
+
+/// One block: order[next[id]++] = i for the valid ids in increasing i,
+/// 1024 positions at a time; within a chunk an id's rank is the number of
+/// equal ids before it, and the last of them advances next[id].
+__global__ void __launch_bounds__(1024)
+placePositions(const int64_t *ids, int64_t count, int64_t rows, int64_t *next,
+               int64_t *order) {
+  __shared__ int64_t chunk[1024];
+  const int t = threadIdx.x;
+  for (int64_t base = 0; base < count; base += 1024) {
+    int64_t i = base + t;
+    int64_t id = i < count ? ids[i] : -1;
+    bool valid = id >= 0 && id < rows;
+    chunk[t] = valid ? id : -1;
+    __syncthreads();
+    int64_t rank = 0;
+    bool last = true;
+    int len = count - base < 1024 ? int(count - base) : 1024;
+    for (int j = 0; j < len; ++j)
+      if (chunk[j] == id) {
+        rank += j < t;
+        last = last && j <= t;
+      }
+    if (valid)
+      order[next[id] + rank] = i;
+    __syncthreads(); // every slot read before any is advanced
+    if (valid && last)
+      next[id] += rank + 1;
+    __syncthreads();
+  }
+}
+
+/// Block per (table row v, tile of 256 columns): the bucket's gradient
+/// rows summed in position order; zeros when no id names v.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+sumBuckets(const T *dy, const int64_t *start, const int64_t *order, T *dtable, int64_t rows,
+           int64_t dim, int64_t tiles) {
+  for (int64_t item = blockIdx.x; item < rows * tiles; item += gridDim.x) {
+    int64_t v = item / tiles, d = item % tiles * kThreads + threadIdx.x;
     if (d >= dim)
       continue;
     double acc = 0;
-    for (int64_t r = s; r < count && sortedIds[r] == id; ++r)
-      acc += double(Element<T>::widen(dy[positions[r] * dim + d]));
-    dtable[id * dim + d] = Element<T>::narrow(acc);
+    for (int64_t p = start[v]; p < start[v + 1]; ++p)
+      acc += double(Element<T>::widen(dy[order[p] * dim + d]));
+    dtable[v * dim + d] = Element<T>::narrow(acc);
   }
 }
 
@@ -105,29 +166,25 @@ template <typename T>
 void embeddingBackward(cudaStream_t stream, const T *dy, const int64_t *ids, T *dtable,
                        int64_t count, int64_t rows, int64_t dim, IndexFault *fault) {
   using namespace embedding_detail;
-  check(cudaMemsetAsync(dtable, 0, size_t(rows) * dim * sizeof(T), stream),
-        "zeroing the embedding gradient");
-  if (count == 0 || dim == 0)
+  if (rows == 0 || dim == 0)
     return;
-  // Scratch: sorted ids, positions in and out, then CUB's temporary space.
-  size_t cubBytes = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, cubBytes, ids, (int64_t *)nullptr,
-                                        (const int64_t *)nullptr, (int64_t *)nullptr, count,
-                                        0, 64, stream),
-        "sizing the embedding gradient's sort");
-  size_t listBytes = (size_t(count) * sizeof(int64_t) + 255) / 256 * 256;
-  StreamScratch scratch(3 * listBytes + cubBytes, stream);
-  int64_t *sortedIds = scratch.as<int64_t>(0);
-  int64_t *positions = scratch.as<int64_t>(listBytes);
-  int64_t *sortedPositions = scratch.as<int64_t>(2 * listBytes);
-  iota<<<blocksFor((count + 255) / 256), 256, 0, stream>>>(positions, count);
-  check(cub::DeviceRadixSort::SortPairs(scratch.as<void>(3 * listBytes), cubBytes, ids,
-                                        sortedIds, positions, sortedPositions, count, 0, 64,
-                                        stream),
-        "sorting the ids of the embedding gradient");
+  // Scratch: counts[rows], start[rows + 1], next[rows], order[count].
+  size_t rowBytes = (size_t(rows + 1) * sizeof(int64_t) + 255) / 256 * 256;
+  StreamScratch scratch(3 * rowBytes + size_t(count) * sizeof(int64_t), stream);
+  auto *counts = scratch.as<unsigned long long>(0);
+  int64_t *start = scratch.as<int64_t>(rowBytes), *next = scratch.as<int64_t>(2 * rowBytes);
+  int64_t *order = scratch.as<int64_t>(3 * rowBytes);
+  check(cudaMemsetAsync(counts, 0, size_t(rows) * sizeof(unsigned long long), stream),
+        "zeroing the embedding gradient's counts");
+  if (count > 0)
+    countIds<<<blocksFor((count + 255) / 256), 256, 0, stream>>>(ids, count, rows, counts,
+                                                                  fault);
+  scanCounts<<<1, 1024, 0, stream>>>(counts, rows, start, next);
+  if (count > 0)
+    placePositions<<<1, 1024, 0, stream>>>(ids, count, rows, next, order);
   int64_t tiles = (dim + kThreads - 1) / kThreads;
-  sumRuns<T><<<blocksFor(count * tiles), kThreads, 0, stream>>>(
-      dy, sortedIds, sortedPositions, dtable, count, rows, dim, tiles, fault);
+  sumBuckets<T><<<blocksFor(rows * tiles), kThreads, 0, stream>>>(dy, start, order, dtable,
+                                                                  rows, dim, tiles);
   check(cudaGetLastError(), "launching the embedding gradient");
 }
 
