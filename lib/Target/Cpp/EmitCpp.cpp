@@ -53,6 +53,8 @@ using dsc::rt::ElementType;
 using dsc_stream_t = dsc::kernels::cpu::Queue;
 namespace dsc_kernels = dsc::kernels::cpu;
 #define DSC_LIB(p) (p)
+// Library kernels that read indices throw on the CPU: no fault record.
+#define DSC_LIB_INDEX_FAULT
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -221,6 +223,21 @@ inline void dsc_raise_index_error() {
   throw std::out_of_range(std::string(fault.op) + ": index " + std::to_string(fault.index) +
                           " is outside [0, " + std::to_string(fault.size) + ")");
 }
+// Library kernels that read indices record a bad one in the step's own
+// record (dsc_index_fault: dsc::kernels::cuda::IndexFault's layout), which
+// dsc_raise_index_error reads; they take its device address last.
+[[maybe_unused]] inline dsc::kernels::cuda::IndexFault *dsc_lib_index_fault() {
+  static dsc::kernels::cuda::IndexFault *fault = [] {
+    void *address = nullptr;
+    dsc_check(cudaGetSymbolAddress(&address, dsc_index_fault),
+              "locating the kernels' index check");
+    return static_cast<dsc::kernels::cuda::IndexFault *>(address);
+  }();
+  return fault;
+}
+static_assert(sizeof(dsc_index_fault_t) == sizeof(dsc::kernels::cuda::IndexFault),
+              "one index-fault layout");
+#define DSC_LIB_INDEX_FAULT , dsc_lib_index_fault()
 template <typename T> const T *dsc_upload(const T *host, size_t bytes) {
   void *device = nullptr;
   dsc_check(cudaMalloc(&device, bytes), "cudaMalloc of a constant");
