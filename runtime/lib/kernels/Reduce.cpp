@@ -30,35 +30,54 @@ constexpr int64_t kParallelElements = 1 << 15;
 constexpr int64_t kColumnTile = 256;
 
 /// The hot loops are compiled twice, for AVX2 and for any x86-64, and the
-/// loader picks one (no -march flag: the runtime runs on any x86-64). Sums
-/// in double take two SSE2 adds per float, half the rate of AVX2.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define DSC_KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+/// CPU's features pick one at run time (no -march flag: the runtime runs on
+/// any x86-64). Sums in double take two SSE2 adds per float, half the rate
+/// of AVX2. (Clang has no target_clones for templates: each loop is an
+/// always-inline body with two callers compiled for the two targets.)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DSC_AVX2 __attribute__((target("avx2")))
+bool haveAvx2() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  return has;
+}
 #else
-#define DSC_KERNEL_CLONES
+#define DSC_AVX2
+bool haveAvx2() { return false; }
 #endif
+#define DSC_INLINE [[gnu::always_inline]] inline
+#define COMMA ,
 
-template <bool Squares, typename T> SumAcc<T> loadSum(T x) {
+/// `Name`(args...) runs `Name##Body` compiled for AVX2 where the CPU has it.
+#define DSC_DISPATCH(Name, Template, Params, Args)                             \
+  Template DSC_AVX2 auto Name##Avx2 Params { return Name##Body Args; }         \
+  Template auto Name##Base Params { return Name##Body Args; }                  \
+  Template auto Name Params { return haveAvx2() ? Name##Avx2 Args : Name##Base Args; }
+
+template <bool Squares, typename T> DSC_INLINE SumAcc<T> loadSum(T x) {
   SumAcc<T> v = SumAcc<T>(Wide<T>(x));
   return Squares ? v * v : v;
 }
 
-template <bool Squares, typename T>
-DSC_KERNEL_CLONES SumAcc<T> sumRow(const T *x, int64_t len) {
+template <bool Squares, typename T> DSC_INLINE SumAcc<T> sumRowBody(const T *x, int64_t len) {
   SumAcc<T> acc = 0;
 #pragma omp simd reduction(+ : acc)
   for (int64_t i = 0; i < len; ++i)
     acc += loadSum<Squares>(x[i]);
   return acc;
 }
+DSC_DISPATCH(sumRow, template <bool Squares COMMA typename T>, (const T *x, int64_t len),
+             <Squares>(x, len))
 
 /// acc[q] = step(acc[q], x[j * stride + q]) for the rows j in order: four
 /// rows per pass over the accumulators (the same operations in the same
 /// order as one row per pass, with a quarter of the loads and stores of
 /// acc).
 template <typename A, typename T, typename Step>
-DSC_KERNEL_CLONES void foldColumns(const T *x, int64_t stride, int64_t rows, int64_t width,
-                                   A *acc, Step step) {
+DSC_INLINE void foldColumnsBody(const T *x, int64_t stride, int64_t rows, int64_t width,
+                                A *acc, Step step) {
   int64_t j = 0;
   for (; j + 4 <= rows; j += 4) {
     const T *r0 = x + j * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
@@ -73,6 +92,9 @@ DSC_KERNEL_CLONES void foldColumns(const T *x, int64_t stride, int64_t rows, int
       acc[q] = step(acc[q], r[q]);
   }
 }
+DSC_DISPATCH(foldColumns, template <typename A COMMA typename T COMMA typename Step>,
+             (const T *x, int64_t stride, int64_t rows, int64_t width, A *acc, Step step),
+             (x, stride, rows, width, acc, step))
 
 template <bool Squares> struct SumOp {
   template <typename T> using Acc = SumAcc<T>;
@@ -88,7 +110,7 @@ template <bool Squares> struct SumOp {
   template <typename A> static A combine(A a, A b) { return a + b; }
 };
 
-template <typename T> DSC_KERNEL_CLONES Wide<T> maxRow(const T *x, int64_t len, Wide<T> m) {
+template <typename T> DSC_INLINE Wide<T> maxRowBody(const T *x, int64_t len, Wide<T> m) {
   bool nan = false;
 #pragma omp simd reduction(max : m) reduction(|| : nan)
   for (int64_t i = 0; i < len; ++i) {
@@ -101,6 +123,7 @@ template <typename T> DSC_KERNEL_CLONES Wide<T> maxRow(const T *x, int64_t len, 
       return std::numeric_limits<Wide<T>>::quiet_NaN();
   return m;
 }
+DSC_DISPATCH(maxRow, template <typename T>, (const T *x, int64_t len, Wide<T> m), (x, len, m))
 
 struct MaxOp {
   template <typename T> using Acc = Wide<T>;
