@@ -1,9 +1,9 @@
 // CUDA kernels of the kernel library (dsc/kernels/cuda/Reduce.cuh,
 // Embedding.cuh, Permute.cuh) on GPT-2 124M shapes: GB/s and % of a
 // device-to-device cudaMemcpyAsync of the same bytes, medians of CUDA-event
-// timings in one process. Needs a GPU; built with the CUDA tests.
+// timings in one process. Needs a GPU; built where the CUDA language is.
 //
-//   build/runtime/tests/bench-reduce-layout-cuda [repetitions=21]
+//   build/runtime/bench/bench-reduce-layout-cuda [repetitions=21]
 
 #include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"

@@ -127,7 +127,7 @@ struct LowerToRuntimePass
       for (Value operand : op.getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &body || !isElementwise(def) ||
-            !operand.hasOneUse())
+            !onlyStoredBesides(operand, &op))
           continue;
         if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
           continue;
@@ -148,6 +148,16 @@ struct LowerToRuntimePass
         root[*member] = last;
     }
     return root;
+  }
+
+  /// Whether every use of `value` but those by `user` stores it: then
+  /// `value` joins `user`'s kernel as one more output of it, which the
+  /// stores copy (an optimizer's new moments are stored and read by the
+  /// parameter's update: one kernel computes all three).
+  static bool onlyStoredBesides(Value value, Operation *user) {
+    return llvm::all_of(value.getUsers(), [&](Operation *u) {
+      return u == user || isa<StoreOp>(u);
+    });
   }
 
   /// A summed or averaged cross-entropy becomes per-token losses (one
@@ -268,6 +278,22 @@ struct LowerToRuntimePass
       dscrt::EvalExitOp::create(builder, graph.getLoc());
     }
 
+    // Copied into the state's memory, after every read of the old value
+    // (checkStoreOrder).
+    SmallVector<StoreOp> deferredStores;
+    auto emitStore = [&](StoreOp store) {
+      Location loc = store.getLoc();
+      streams.waitFor(builder, loc, store.getValue());
+      Value target = dscrt::StateOp::create(
+          builder, loc, bufferType(store.getValue().getType()),
+          stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
+      auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
+                                          buffers.lookup(store.getValue()),
+                                          target);
+      OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
+      dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+    };
+
     int64_t sequence = 0;
     for (Operation &op : body) {
       Location loc = op.getLoc();
@@ -288,17 +314,12 @@ struct LowerToRuntimePass
         }
       });
       if (auto store = dyn_cast<StoreOp>(op)) {
-        // Copied into the state's memory, after every read of the old value
-        // (checkStoreOrder).
-        streams.waitFor(builder, loc, store.getValue());
-        Value target = dscrt::StateOp::create(
-            builder, loc, bufferType(store.getValue().getType()),
-            stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
-        auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
-                                            buffers.lookup(store.getValue()),
-                                            target);
-        OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
-        dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+        // A value computed by a kernel emitted later (an output of a fused
+        // group whose last op follows the store) is stored after it.
+        if (!buffers.contains(store.getValue()))
+          deferredStores.push_back(store);
+        else
+          emitStore(store);
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
@@ -381,6 +402,12 @@ struct LowerToRuntimePass
       for (Operation *member : members[&op])
         streams.waitFor(builder, loc, member->getOperands());
       emitKernel(builder, streams.compute, members[&op], buffers);
+      llvm::erase_if(deferredStores, [&](StoreOp store) {
+        if (!buffers.contains(store.getValue()))
+          return false;
+        emitStore(store);
+        return true;
+      });
     }
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
@@ -430,8 +457,9 @@ struct LowerToRuntimePass
     return success();
   }
 
-  /// One dscrt.kernel computing `group` (in program order; the last op's
-  /// results are the kernel's outputs).
+  /// One dscrt.kernel computing `group` (in program order). Its outputs
+  /// are the last op's results and every other result of the group read
+  /// outside it (stored: see onlyStoredBesides).
   void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
                   IRMapping &buffers) {
     Operation *last = group.back();
@@ -441,10 +469,17 @@ struct LowerToRuntimePass
       for (Value operand : op->getOperands())
         if (!inGroup.contains(operand.getDefiningOp()))
           inputs.insert(operand);
+    SmallVector<Value> results;
+    for (Operation *op : group)
+      for (Value result : op->getResults())
+        if (op == last || llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !inGroup.contains(user);
+            }))
+          results.push_back(result);
     SmallVector<Value> ins, outs;
     for (Value input : inputs)
       ins.push_back(buffers.lookup(input));
-    for (Value result : last->getResults())
+    for (Value result : results)
       outs.push_back(dscrt::AllocOp::create(builder, last->getLoc(),
                                             bufferType(result.getType())));
     auto kernel =
@@ -457,10 +492,10 @@ struct LowerToRuntimePass
     for (Operation *op : group)
       inner.clone(*op, values);
     SmallVector<Value> yielded;
-    for (Value result : last->getResults())
+    for (Value result : results)
       yielded.push_back(values.lookup(result));
     dscrt::YieldOp::create(inner, last->getLoc(), yielded);
-    for (auto [result, out] : llvm::zip(last->getResults(), outs))
+    for (auto [result, out] : llvm::zip(results, outs))
       buffers.map(result, out);
   }
 };

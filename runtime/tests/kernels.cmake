@@ -1,5 +1,27 @@
-# The kernel library (dsc/kernels/): one suite per family against plain
-# references.
+# GoogleTest suites of the kernel library (runtime/include/dsc/kernels/),
+# one block per family. The CUDA suites (*CudaTest.cu) are built where
+# runtime/CMakeLists.txt enabled the CUDA language (DSC_KERNELS_CUDA); they
+# skip their checks where there is no GPU.
+# A CUDA suite of the kernel library: `name` built from `sources` (.cu).
+function(dsc_kernels_cuda_test name)
+  if(NOT DSC_KERNELS_CUDA)
+    return()
+  endif()
+  add_executable(${name} ${ARGN})
+  dsc_runtime_cuda_executable(${name})
+  target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()
+
+# Optimizer family: multi-tensor Adam/AdamW/SGD, sum of squares, non-finite check.
+dsc_runtime_test(KernelsOptimizerTest kernels/OptimizerTest.cpp)
+dsc_kernels_cuda_test(KernelsOptimizerCudaTest kernels/OptimizerCudaTest.cu)
+
+# GEMM family: strided-batched GEMM and cuBLASLt-style epilogues.
+dsc_runtime_test(KernelsBatchedGemmTest kernels/BatchedGemmTest.cpp)
+dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
+
+# Copy and GEMM calls of generated code: copy, linear, a broadcast batch.
 dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
 
 # Reductions, embedding, permutes, indexing and routing: each against a
@@ -9,30 +31,7 @@ dsc_runtime_test(EmbeddingKernelTest kernels/EmbeddingTest.cpp)
 dsc_runtime_test(PermuteKernelTest kernels/PermuteTest.cpp)
 dsc_runtime_test(RoutingKernelTest kernels/RoutingTest.cpp)
 
-# CUDA kernels against the CPU library (kernels/*CudaTest.cu): built where
-# the toolkit is, for sm_90 only (compile time); they skip without a GPU.
-if(TARGET dsc_runtime_cuda AND CUDAToolkit_NVCC_EXECUTABLE)
-  if(NOT CMAKE_CUDA_COMPILER)
-    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
-  endif()
-  if(NOT CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
-  endif()
-  enable_language(CUDA)
-  function(dsc_kernel_cuda_test name)
-    add_executable(${name} ${ARGN})
-    set_target_properties(${name} PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
-    target_link_libraries(${name} PRIVATE dsc_runtime CUDA::cudart GTest::gtest
-                          GTest::gtest_main)
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
-  endfunction()
-  dsc_kernel_cuda_test(ReduceKernelCudaTest kernels/ReduceCudaTest.cu)
-  dsc_kernel_cuda_test(EmbeddingKernelCudaTest kernels/EmbeddingCudaTest.cu)
-  dsc_kernel_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)
-  # The CUDA kernels' bandwidth (bench/cuda/): here, where CUDA is enabled.
-  add_executable(bench-reduce-layout-cuda
-    ${PROJECT_SOURCE_DIR}/../bench/cuda/reduce_layout_bench.cu)
-  set_target_properties(bench-reduce-layout-cuda PROPERTIES CUDA_STANDARD 17)
-  target_include_directories(bench-reduce-layout-cuda PRIVATE ${PROJECT_SOURCE_DIR}/include)
-  target_link_libraries(bench-reduce-layout-cuda PRIVATE CUDA::cudart)
-endif()
+# Their CUDA kernels against the CPU ones.
+dsc_kernels_cuda_test(ReduceKernelCudaTest kernels/ReduceCudaTest.cu)
+dsc_kernels_cuda_test(EmbeddingKernelCudaTest kernels/EmbeddingCudaTest.cu)
+dsc_kernels_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)

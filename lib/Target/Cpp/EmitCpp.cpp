@@ -6,6 +6,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/InitAll.h"
+#include "dsc/Support/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -297,6 +298,8 @@ public:
                   : "#include \"dsc/kernels/Kernels.h\"\n")
        << "#include \"dsc/runtime/Stream.h\"\n"
        << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
+    if (!cuda())
+      emitTaskType(step);
     if (failed(emitTables(step, arena.getInt())) || failed(emitKernels(step)))
       return failure();
     os << "} // namespace\n\n";
@@ -306,6 +309,44 @@ public:
   }
 
 private:
+  /// The one type of every task the CPU step enqueues: a function and the
+  /// buffers (and, for a copy, the byte count) it works on. A lambda per
+  /// kernel would be a std::function instantiation each, which was most of
+  /// the host compiler's time on a step of a few hundred kernels.
+  void emitTaskType(func::FuncOp step) {
+    size_t buffers = 2; // a copy's target and source
+    step.walk([&](dscrt::KernelOp kernel) {
+      buffers = std::max(buffers, kernel.getIns().size() + kernel.getOuts().size());
+    });
+    os << "struct dsc_task_t {\n"
+       << "  void (*fn)(const dsc_task_t &);\n"
+       << "  void *p[" << buffers << "];\n"
+       << "  int64_t bytes;\n"
+       << "  void operator()() const { fn(*this); }\n"
+       << "};\n"
+       << "template <typename T> void *dsc_ptr(const T *p) { return const_cast<T *>(p); }\n"
+       << "void dsc_memcpy_task(const dsc_task_t &t) { "
+          "std::memcpy(t.p[0], t.p[1], static_cast<size_t>(t.bytes)); }\n\n";
+  }
+
+  /// `static void kernelN_task(const dsc_task_t &)`: kernelN on the task's
+  /// buffers.
+  void emitKernelTask(dscrt::KernelOp kernel, StringRef name) {
+    SmallVector<std::string> args{"dsc_stream_t{}"};
+    unsigned i = 0;
+    auto arg = [&](Value v, bool input) {
+      std::string ty = cpp::cType(cast<MemRefType>(v.getType()).getElementType());
+      args.push_back("static_cast<" + std::string(input ? "const " : "") + ty +
+                     " *>(t.p[" + std::to_string(i++) + "])");
+    };
+    for (Value v : kernel.getIns())
+      arg(v, true);
+    for (Value v : kernel.getOuts())
+      arg(v, false);
+    os << "static void " << name << "_task(const dsc_task_t &t) { " << name << "("
+       << llvm::join(args, ", ") << "); }\n\n";
+  }
+
   std::string shapeArray(ArrayRef<int64_t> shape) {
     std::string name = "kShape" + std::to_string(shapes++);
     os << "const int64_t " << name << "[] = {"
@@ -484,6 +525,8 @@ private:
         kernelNames[&op] = name;
         if (failed(cpp::emitKernel(kernel, name, os)))
           return failure();
+        if (!cuda())
+          emitKernelTask(kernel, name);
       }
     }
     return success();
@@ -607,7 +650,7 @@ private:
       if (cuda())
         os << "  " << cudaCall << ";\n";
       else
-        os << "  " << var(stream) << ".enqueue([=] { " << cpuTask << "; }, "
+        os << "  " << var(stream) << ".enqueue(" << cpuTask << ", "
            << cString(label) << ");\n";
     };
     if (auto stream = dyn_cast<dscrt::StreamOp>(op)) {
@@ -637,7 +680,11 @@ private:
       const std::string &name = kernelNames[&op];
       std::string list = llvm::join(args, ", ");
       Operation &first = kernel.getBody().front().front();
-      enqueue(kernel.getStream(), name + "(dsc_stream_t{}, " + list + ")",
+      SmallVector<std::string> pointers;
+      for (const std::string &a : args)
+        pointers.push_back("dsc_ptr(" + a + ")");
+      enqueue(kernel.getStream(),
+              "dsc_task_t{" + name + "_task, {" + llvm::join(pointers, ", ") + "}, 0}",
               name + "(" + var(kernel.getStream()) + "_h, " + list + ")",
               name + " (" +
                   (isa<dscrt::YieldOp>(first) ? std::string("copy")
@@ -654,7 +701,7 @@ private:
                          "To" + (hostTo ? "Host" : "Device");
       std::string what = std::string(hostFrom ? "host" : "device") + " to " +
                          (hostTo ? "host" : "device") + " copy";
-      enqueue(copy.getStream(), "std::memcpy(" + dst + ", " + src + ", " + bytes + ")",
+      enqueue(copy.getStream(), copyTask(dst, src, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
                   kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",
               what);
@@ -684,8 +731,7 @@ private:
       std::string count = std::to_string(to.getNumElements());
       std::string from = src + " + static_cast<int64_t>(ctx->rank()) * " + count;
       std::string bytes = count + " * sizeof(*" + dst + ")";
-      enqueue(copy.getStream(),
-              "std::memcpy(" + dst + ", " + from + ", " + bytes + ")",
+      enqueue(copy.getStream(), copyTask(dst, from, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + from + ", " + bytes +
                   ", cudaMemcpyDeviceToDevice, " + var(copy.getStream()) +
                   "_h), \"this rank's shard\")",
@@ -697,6 +743,14 @@ private:
   }
 
   bool cuda() const { return target == cpp::Target::Cuda; }
+
+  /// The CPU task copying `to`'s bytes from `src` to `dst`.
+  static std::string copyTask(const std::string &dst, const std::string &src,
+                              MemRefType to) {
+    int64_t bytes = to.getNumElements() * bytesPerElement(to.getElementTypeBitWidth());
+    return "dsc_task_t{dsc_memcpy_task, {dsc_ptr(" + dst + "), dsc_ptr(" + src +
+           ")}, " + std::to_string(bytes) + "}";
+  }
 
   ModuleOp module;
   llvm::raw_ostream &os;

@@ -1,8 +1,14 @@
-# The kernel library (dsc/kernels/): one file per family, the CPU target's
-# instantiations; the CUDA kernels are header-only (dsc/kernels/cuda/).
+# The kernel library (runtime/include/dsc/kernels/): one .cpp of explicit
+# instantiations per family, compiled into dsc_runtime with OpenMP (the
+# runtime links OpenMP::OpenMP_CXX); the CUDA kernels are header-only
+# (dsc/kernels/cuda/). One line per family.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Copy.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Reduce.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Embedding.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Permute.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Routing.cpp)
+# Optimizer: -fno-math-errno lets sqrt vectorise (it changes no value);
+# -ffp-contract=off keeps every product and sum rounded, as the pass's.
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-ffp-contract=off")
