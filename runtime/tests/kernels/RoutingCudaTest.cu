@@ -53,10 +53,16 @@ TEST(PermuteCudaKernels, EveryWidth) {
   checkPermutes<uint8_t>();
 }
 
-template <typename T> void checkGatherScatter(Dims in, Dims index, int dim) {
+/// With `rowsAreIds`, every row of the index is one id (the embedding
+/// gradient's form, which the CUDA scatter-add buckets).
+template <typename T>
+void checkGatherScatter(Dims in, Dims index, int dim, bool rowsAreIds = false) {
   auto data = randomTensor<T>(numElements(in), 1);
   auto src = randomTensor<T>(numElements(index), 2);
   auto idx = randomIndices(numElements(index), in.size[dim], 3);
+  if (rowsAreIds)
+    for (int64_t p = 0; p < numElements(index); ++p)
+      idx[p] = idx[p / index.size[1] * index.size[1]];
   std::vector<T> gathered(numElements(index)), scattered(numElements(in));
   cpu::scatterAdd(cpu::Queue{}, data.data(), idx.data(), src.data(), scattered.data(), in,
                   index, index, dim);
@@ -83,6 +89,8 @@ template <typename T> void checkIndexing() {
   checkGatherScatter<T>(Dims{3, {4, 6, 5}}, Dims{3, {3, 9, 2}}, 1);
   checkGatherScatter<T>(Dims{3, {4, 6, 5}}, Dims{3, {3, 2, 8}}, 2);
   checkGatherScatter<T>(Dims{2, {97, 768}}, Dims{2, {513, 768}}, 0);
+  checkGatherScatter<T>(Dims{2, {97, 768}}, Dims{2, {513, 768}}, 0, /*rowsAreIds=*/true);
+  checkGatherScatter<T>(Dims{2, {50, 300}}, Dims{2, {4096, 300}}, 0, /*rowsAreIds=*/true);
 }
 
 TEST(RoutingCudaKernels, GatherAndScatterAdd) {
@@ -109,6 +117,20 @@ TEST(RoutingCudaKernels, BadIndicesAreRecorded) {
                   fault.ptr);
   EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
             "dsc.scatter_add: index 6 is outside [0, 6)");
+  // The embedding gradient's form (bucketed): 100 rows of 2, one bad id.
+  Dims table{2, {6, 2}}, rows{2, {100, 2}};
+  std::vector<int64_t> ids(200, 1);
+  ids[140] = ids[141] = 9;
+  DeviceBuffer<float> acc(12, 0.0f), ones(200, 1.0f), sums(12);
+  DeviceBuffer<int64_t> dIds(ids);
+  gpu::scatterAdd(nullptr, acc.get(), dIds.get(), ones.get(), sums.get(), table, rows, rows, 0,
+                  fault.ptr);
+  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+            "dsc.scatter_add: index 9 is outside [0, 6)");
+  std::vector<float> got = sums.host();
+  EXPECT_EQ(got[2], 99.0f); // row 1: every valid id
+  EXPECT_EQ(got[3], 99.0f);
+  EXPECT_EQ(got[0], 0.0f);
 }
 
 template <typename T> void checkTopK(int64_t outer, int64_t n, int64_t inner, int64_t k) {

@@ -55,14 +55,17 @@ forward(const T *table, const int64_t *ids, T *out, int64_t count, int64_t rows,
 }
 
 /// counts[v] = the number of valid ids equal to v (atomic increments of
-/// integers: the same counts in any order).
+/// integers: the same counts in any order). A bad id is recorded as the
+/// embedding's, or as the scatter-add's whose embedding-gradient form
+/// (Routing.cuh) buckets its indices the same way.
+template <bool ForScatter = false>
 __global__ void countIds(const int64_t *ids, int64_t count, int64_t rows,
                          unsigned long long *counts, IndexFault *fault) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < count;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t id = ids[i];
     if (id < 0 || id >= rows) {
-      recordIndexFault(fault, "dsc.embedding", id, rows);
+      recordIndexFault(fault, ForScatter ? "dsc.scatter_add" : "dsc.embedding", id, rows);
       continue;
     }
     atomicAdd(&counts[id], 1ull);

@@ -7,7 +7,12 @@
 // - gather, one_hot: a thread per result element.
 // - scatter_add: a thread per line (the positions that differ only along
 //   `dim`, the only ones that can add into one element), walking the line
-//   in order: no atomics, the serial loop's sums bitwise.
+//   in order: no atomics, the serial loop's sums bitwise. The embedding
+//   gradient's form (rank 2, dim 0, every row of the index one id) has
+//   few lines and many steps; when the index is found to be of that form
+//   (on the device, no synchronization), its ids are bucketed as the
+//   embedding gradient's and a block per (row, 256 columns) adds its
+//   bucket in position order: the same additions in the same order.
 // - top_k: a warp per line of the reduced dimension and k passes; pass r
 //   finds, by a shuffle tree, the best element ranked after pick r - 1
 //   (value descending, then index ascending): k is small when gating.
@@ -22,6 +27,7 @@
 
 #include "dsc/kernels/Dims.h"
 #include "dsc/kernels/cuda/Elements.cuh"
+#include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/IndexFault.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"
 
@@ -62,7 +68,9 @@ __global__ void gather(const W *in, const int64_t *index, W *out, int64_t total,
 
 template <typename T>
 __global__ void scatterAddLines(const int64_t *index, const T *src, T *out, int64_t lines,
-                                IndexPlan p, IndexFault *fault) {
+                                IndexPlan p, IndexFault *fault, const int *rowsAreIds) {
+  if (rowsAreIds && *rowsAreIds)
+    return; // done by the bucketed form
   for (int64_t line = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; line < lines;
        line += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = line, outBase = 0, indexBase = 0, srcBase = 0;
@@ -85,6 +93,41 @@ __global__ void scatterAddLines(const int64_t *index, const T *src, T *out, int6
       target = Element<T>::narrow(Element<T>::widen(target) +
                                   Element<T>::widen(src[srcBase + j * p.srcStride[p.dim]]));
     }
+  }
+}
+
+/// rowsAreIds stays 1 when index[j, q] == index[j, 0] for every (j, q),
+/// and column 0 of the index goes to ids[j].
+__global__ void indexRows(const int64_t *index, int64_t steps, int64_t width, int64_t *ids,
+                          int *rowsAreIds) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < steps * width;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t j = i / width;
+    if (i % width == 0)
+      ids[j] = index[i];
+    else if (index[i] != index[j * width])
+      *rowsAreIds = 0;
+  }
+}
+
+/// The bucketed form: block per (row v of out, 256 columns), the bucket's
+/// src rows added in position order, rounding each sum as the line walk.
+template <typename T>
+__global__ void __launch_bounds__(256)
+scatterAddBuckets(const T *src, const int64_t *start, const int64_t *order, T *out,
+                  int64_t rows, int64_t width, int64_t outWidth, int64_t srcWidth,
+                  int64_t tiles, const int *rowsAreIds) {
+  if (!*rowsAreIds)
+    return; // done by the line walk
+  for (int64_t item = blockIdx.x; item < rows * tiles; item += gridDim.x) {
+    int64_t v = item / tiles, q = item % tiles * 256 + threadIdx.x;
+    if (q >= width || start[v] == start[v + 1])
+      continue;
+    T target = out[v * outWidth + q];
+    for (int64_t p = start[v]; p < start[v + 1]; ++p)
+      target = Element<T>::narrow(Element<T>::widen(target) +
+                                  Element<T>::widen(src[order[p] * srcWidth + q]));
+    out[v * outWidth + q] = target;
   }
 }
 
@@ -184,6 +227,10 @@ __global__ void oneHot(const int64_t *indices, T *out, int64_t count, int64_t cl
     out[i] = Element<T>::narrow(indices[i / classes] == i % classes ? 1 : 0);
 }
 
+/// Steps along dim 0 from which a rank-2 scatter-add checks for the
+/// embedding gradient's form (below, the line walk is short anyway).
+constexpr int64_t kBucketedSteps = 64;
+
 inline IndexPlan planOf(Dims data, Dims index, Dims src, int dim) {
   IndexPlan p{};
   p.rank = index.rank;
@@ -229,8 +276,43 @@ void scatterAdd(cudaStream_t stream, const T *in, const int64_t *index, const T 
   if (positions == 0)
     return;
   int64_t lines = positions / indexShape.size[dim];
+  IndexPlan plan = planOf(inShape, indexShape, srcShape, dim);
+  const int64_t steps = indexShape.size[0], width = indexShape.size[indexShape.rank - 1];
+  if (indexShape.rank != 2 || dim != 0 || steps < kBucketedSteps) {
+    scatterAddLines<T><<<blocksFor((lines + 255) / 256), 256, 0, stream>>>(
+        index, src, out, lines, plan, fault, nullptr);
+    check(cudaGetLastError(), "launching a scatter-add");
+    return;
+  }
+  // Maybe the embedding gradient's form: both ways are launched, each
+  // kernel checks the flag the first one set and one of them returns.
+  using namespace embedding_detail;
+  const int64_t rows = inShape.size[0];
+  size_t rowBytes = (size_t(rows + 1) * sizeof(int64_t) + 255) / 256 * 256;
+  size_t stepBytes = (size_t(steps) * sizeof(int64_t) + 255) / 256 * 256;
+  StreamScratch scratch(256 + 3 * rowBytes + 2 * stepBytes, stream);
+  int *rowsAreIds = scratch.as<int>(0);
+  auto *counts = scratch.as<unsigned long long>(256);
+  int64_t *start = scratch.as<int64_t>(256 + rowBytes);
+  int64_t *next = scratch.as<int64_t>(256 + 2 * rowBytes);
+  int64_t *ids = scratch.as<int64_t>(256 + 3 * rowBytes);
+  int64_t *order = scratch.as<int64_t>(256 + 3 * rowBytes + stepBytes);
+  check(cudaMemsetAsync(rowsAreIds, 1, sizeof(int), stream), // nonzero: "yes"
+        "setting a scatter-add's form flag");
+  check(cudaMemsetAsync(counts, 0, size_t(rows) * sizeof(unsigned long long), stream),
+        "zeroing a scatter-add's counts");
+  indexRows<<<blocksFor((positions + 255) / 256), 256, 0, stream>>>(index, steps, width, ids,
+                                                                    rowsAreIds);
+  countIds<true><<<blocksFor((steps + 255) / 256), 256, 0, stream>>>(ids, steps, rows, counts,
+                                                                     fault);
+  scanCounts<<<1, 1024, 0, stream>>>(counts, rows, start, next);
+  placePositions<<<1, 1024, 0, stream>>>(ids, steps, rows, next, order);
+  int64_t tiles = (width + 255) / 256;
+  scatterAddBuckets<T><<<blocksFor(rows * tiles), 256, 0, stream>>>(
+      src, start, order, out, rows, width, inShape.size[1], srcShape.size[1], tiles,
+      rowsAreIds);
   scatterAddLines<T><<<blocksFor((lines + 255) / 256), 256, 0, stream>>>(
-      index, src, out, lines, planOf(inShape, indexShape, srcShape, dim), fault);
+      index, src, out, lines, plan, fault, rowsAreIds);
   check(cudaGetLastError(), "launching a scatter-add");
 }
 
