@@ -8,6 +8,7 @@
 #include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"
 #include "dsc/kernels/cuda/Reduce.cuh"
+#include "dsc/kernels/cuda/Routing.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -129,6 +130,24 @@ static int run(int argc, char **argv) {
     std::snprintf(name, sizeof name, "embeddingBackward %lld ids -> [50257,768]",
                   (long long)count);
     row(name, (count * dim + vocab * dim) * 4 + count * 8, ms, reps);
+    // The same gradient as the IR writes it: a scatter-add of dy into
+    // zeros at the ids broadcast along each row (bucketed on the device).
+    std::vector<int64_t> rowsOfIds(count * dim);
+    for (int64_t p = 0; p < count * dim; ++p)
+      rowsOfIds[p] = ids[p / dim];
+    int64_t *dIndex = nullptr;
+    gpu::check(cudaMalloc(&dIndex, count * dim * 8), "cudaMalloc");
+    cudaMemcpy(dIndex, rowsOfIds.data(), count * dim * 8, cudaMemcpyHostToDevice);
+    float *zeros = randomFloats(vocab * dim);
+    ms = medianMs(reps, [&] {
+      gpu::scatterAdd<float>(nullptr, zeros, dIndex, out, table, Dims{2, {vocab, dim}},
+                             Dims{2, {count, dim}}, Dims{2, {count, dim}}, 0, fault);
+    });
+    std::snprintf(name, sizeof name, "scatterAdd %lld id rows -> [50257,768]",
+                  (long long)count);
+    row(name, (count * dim * 2 + 2 * vocab * dim) * 4 + count * dim * 8, ms, reps);
+    cudaFree(zeros);
+    cudaFree(dIndex);
     gpu::raiseIndexFault(fault);
     cudaFree(table);
     cudaFree(out);
