@@ -35,3 +35,7 @@ dsc_runtime_test(RoutingKernelTest kernels/RoutingTest.cpp)
 dsc_kernels_cuda_test(ReduceKernelCudaTest kernels/ReduceCudaTest.cu)
 dsc_kernels_cuda_test(EmbeddingKernelCudaTest kernels/EmbeddingCudaTest.cu)
 dsc_kernels_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)
+# Row kernels and the fused classifier.
+dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
+dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
+dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)

@@ -34,6 +34,8 @@ static FamilyEmitter familyOf(StringRef library) {
       .Cases({"embedding", "permute", "gather", "scatter_add", "top_k", "cumsum",
               "one_hot"},
              emitLayoutCall)
+      .Case("row", emitRowCall)
+      .Case("classifier", emitClassifierCall)
       .Default(nullptr);
 }
 

@@ -51,6 +51,8 @@ LogicalResult emitCopyCall(LibraryCall &call);
 LogicalResult emitGemmCall(LibraryCall &call);
 LogicalResult emitReduceCall(LibraryCall &call);
 LogicalResult emitLayoutCall(LibraryCall &call);
+LogicalResult emitRowCall(LibraryCall &call);
+LogicalResult emitClassifierCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp
 

@@ -5,7 +5,7 @@
 // dsc.one_hot (Routing.h). Whole shapes travel as dsc::kernels::Dims
 // literals; a reduction-like op along `dim` as its (outer, n, inner) view.
 // The kernels that check indices take the target's index-fault record last
-// (DSC_LIB_INDEX_FAULT: nothing on the CPU, whose kernels throw).
+// (DSC_INDEX_FAULT: nothing on the CPU, whose kernels throw).
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,7 +75,7 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
         ArrayRef<int64_t> table = shapeOf(e.getTable());
         call.text += llvm::formatv(
             "  dsc_kernels::embeddingForward(stream, {0}, {1}, {2}, {3}, {4}, {5} "
-            "DSC_LIB_INDEX_FAULT);\n",
+            "DSC_INDEX_FAULT);\n",
             call.in(e.getTable()), call.in(e.getIndices()), call.out(0),
             ShapedType::getNumElements(shapeOf(e.getIndices())), table[0], table[1]);
         return success();
@@ -89,7 +89,7 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
       .Case([&](PermuteOp p) { return emitPermute(call, p.getInput(), p.getPermutation()); })
       .Case([&](GatherOp g) {
         call.text += llvm::formatv(
-            "  dsc_kernels::gather(stream, {0}, {1}, {2}, {3}, {4}, {5} DSC_LIB_INDEX_FAULT);\n",
+            "  dsc_kernels::gather(stream, {0}, {1}, {2}, {3}, {4}, {5} DSC_INDEX_FAULT);\n",
             call.in(g.getInput()), call.in(g.getIndex()), call.out(0),
             dimsLiteral(shapeOf(g.getInput())), dimsLiteral(shapeOf(g.getIndex())),
             g.getDim());
@@ -98,7 +98,7 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
       .Case([&](ScatterAddOp s) {
         call.text += llvm::formatv(
             "  dsc_kernels::scatterAdd(stream, {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7} "
-            "DSC_LIB_INDEX_FAULT);\n",
+            "DSC_INDEX_FAULT);\n",
             call.in(s.getInput()), call.in(s.getIndex()), call.in(s.getSrc()), call.out(0),
             dimsLiteral(shapeOf(s.getInput())), dimsLiteral(shapeOf(s.getIndex())),
             dimsLiteral(shapeOf(s.getSrc())), s.getDim());

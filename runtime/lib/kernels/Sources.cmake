@@ -12,3 +12,10 @@ list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Routing.cpp)
 # -ffp-contract=off keeps every product and sum rounded, as the pass's.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-ffp-contract=off")
+# Row kernels and the fused classifier, at -O3; -fno-trapping-math lets the
+# compiler vectorize their loops' comparisons (no result changes: nothing
+# traps on floating-point flags); -ffp-contract=off keeps every product and
+# sum rounded on machines with FMA too.
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp
+  PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")

@@ -33,7 +33,7 @@ template <typename T> void check(int64_t count, int64_t rows, int64_t dim) {
                          fault.ptr);
   gpu::embeddingBackward(nullptr, dDy.get(), dIds.get(), again.get(), count, rows, dim,
                          fault.ptr);
-  EXPECT_NO_THROW(gpu::raiseIndexFault(fault.ptr));
+  EXPECT_NO_THROW(raiseIndexFault(fault.ptr));
   std::string where = typeName<T>() + " " + std::to_string(count) + " ids, " +
                       std::to_string(rows) + "x" + std::to_string(dim);
   EXPECT_TRUE(bitwiseEqual(dOut.host(), out)) << where;
@@ -67,15 +67,15 @@ TEST(EmbeddingCudaKernels, BadIdsAreRecorded) {
   DeviceFault fault;
   gpu::embeddingForward(nullptr, table.get(), dIds.get(), out.get(), count, rows, dim,
                         fault.ptr);
-  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+  EXPECT_EQ(outOfRange([&] { raiseIndexFault(fault.ptr); }),
             "dsc.embedding: index 10 is outside [0, 10)");
   ids[1] = -4;
   DeviceBuffer<int64_t> dIds2(ids);
   gpu::embeddingBackward(nullptr, out.get(), dIds2.get(), grad.get(), count, rows, dim,
                          fault.ptr);
-  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+  EXPECT_EQ(outOfRange([&] { raiseIndexFault(fault.ptr); }),
             "dsc.embedding: index -4 is outside [0, 10)");
-  EXPECT_NO_THROW(gpu::raiseIndexFault(fault.ptr)); // cleared
+  EXPECT_NO_THROW(raiseIndexFault(fault.ptr)); // cleared
 }
 
 } // namespace

@@ -67,6 +67,19 @@ private:
   size_t count;
 };
 
+/// After the kernels that may record into `fault` finished: throws
+/// std::out_of_range "<op>: index I is outside [0, N)" and clears the
+/// record if one is there (as the generated step's dsc_raise_index_error).
+inline void raiseIndexFault(dsc::kernels::cuda::IndexFault *fault) {
+  dsc::kernels::cuda::IndexFault seen;
+  EXPECT_EQ(cudaMemcpy(&seen, fault, sizeof seen, cudaMemcpyDeviceToHost), cudaSuccess);
+  if (seen.state == 0)
+    return;
+  EXPECT_EQ(cudaMemset(fault, 0, sizeof seen), cudaSuccess);
+  throw std::out_of_range(std::string(seen.op) + ": index " + std::to_string(seen.index) +
+                          " is outside [0, " + std::to_string(seen.size) + ")");
+}
+
 /// A zeroed index-fault record in device memory.
 struct DeviceFault {
   DeviceFault() {

@@ -81,7 +81,7 @@ void checkGatherScatter(Dims in, Dims index, int dim, bool rowsAreIds = false) {
     gpu::gather(nullptr, dData.get(), dIdx.get(), dGathered.get(), in, index, dim, fault.ptr);
     EXPECT_TRUE(bitwiseEqual(dGathered.host(), gathered)) << typeName<T>() << " gather";
   }
-  EXPECT_NO_THROW(gpu::raiseIndexFault(fault.ptr));
+  EXPECT_NO_THROW(raiseIndexFault(fault.ptr));
 }
 
 template <typename T> void checkIndexing() {
@@ -111,11 +111,11 @@ TEST(RoutingCudaKernels, BadIndicesAreRecorded) {
   DeviceBuffer<int64_t> dIdx(idx);
   DeviceFault fault;
   gpu::gather(nullptr, data.get(), dIdx.get(), gathered.get(), in, index, 0, fault.ptr);
-  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+  EXPECT_EQ(outOfRange([&] { raiseIndexFault(fault.ptr); }),
             "dsc.gather: index 6 is outside [0, 6)");
   gpu::scatterAdd(nullptr, data.get(), dIdx.get(), data.get(), out.get(), in, index, index, 0,
                   fault.ptr);
-  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+  EXPECT_EQ(outOfRange([&] { raiseIndexFault(fault.ptr); }),
             "dsc.scatter_add: index 6 is outside [0, 6)");
   // The embedding gradient's form (bucketed): 100 rows of 2, one bad id.
   Dims table{2, {6, 2}}, rows{2, {100, 2}};
@@ -125,7 +125,7 @@ TEST(RoutingCudaKernels, BadIndicesAreRecorded) {
   DeviceBuffer<int64_t> dIds(ids);
   gpu::scatterAdd(nullptr, acc.get(), dIds.get(), ones.get(), sums.get(), table, rows, rows, 0,
                   fault.ptr);
-  EXPECT_EQ(outOfRange([&] { gpu::raiseIndexFault(fault.ptr); }),
+  EXPECT_EQ(outOfRange([&] { raiseIndexFault(fault.ptr); }),
             "dsc.scatter_add: index 9 is outside [0, 6)");
   std::vector<float> got = sums.host();
   EXPECT_EQ(got[2], 99.0f); // row 1: every valid id

@@ -4,10 +4,10 @@
 // Lookups, layout and routing (dsc/kernels/Embedding.h, Permute.h,
 // Routing.h) as library calls. Whole shapes are dsc::kernels::Dims
 // literals. The kernels that read indices take the index-fault record last
-// on CUDA; on the CPU they throw and DSC_LIB_INDEX_FAULT is empty.
-// CHECK: #define DSC_LIB_INDEX_FAULT{{$}}
-// CUDA: inline dsc::kernels::cuda::IndexFault *dsc_lib_index_fault() {
-// CUDA: #define DSC_LIB_INDEX_FAULT , dsc_lib_index_fault()
+// on CUDA; on the CPU they throw and DSC_INDEX_FAULT is empty.
+// CHECK: #define DSC_INDEX_FAULT{{$}}
+// CUDA: inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
+// CUDA: #define DSC_INDEX_FAULT , dsc_index_fault_record()
 
 func.func @forward(%wte: tensor<50x8xf32>, %ids: tensor<2x3xi64>, %k: tensor<2x3x4x5xf32>,
                    %p: tensor<16x4xf32>, %e: tensor<16x1xi64>, %acc: tensor<7x8xf32>,
@@ -18,9 +18,9 @@ func.func @forward(%wte: tensor<50x8xf32>, %ids: tensor<2x3xi64>, %k: tensor<2x3
         tensor<16x4xf32>, tensor<2x5x3xbf16>, tensor<5x2x3xbf16>) {
   // 6 ids into a 50 x 8 table.
   // CHECK-LABEL: static void kernel0(dsc_stream_t stream, const float *__restrict in0, const int64_t *__restrict in1, float *__restrict out0) {
-  // CHECK-NEXT: dsc_kernels::embeddingForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 6, 50, 8 DSC_LIB_INDEX_FAULT);
+  // CHECK-NEXT: dsc_kernels::embeddingForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 6, 50, 8 DSC_INDEX_FAULT);
   // CUDA-LABEL: static void kernel0(
-  // CUDA-NEXT: dsc_kernels::embeddingForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 6, 50, 8 DSC_LIB_INDEX_FAULT);
+  // CUDA-NEXT: dsc_kernels::embeddingForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 6, 50, 8 DSC_INDEX_FAULT);
   %h = dsc.embedding %wte, %ids : tensor<50x8xf32>, tensor<2x3xi64>
   // The last two dims swapped: 6 transposes of 4 x 5.
   // CHECK-LABEL: static void kernel1(
@@ -30,10 +30,10 @@ func.func @forward(%wte: tensor<50x8xf32>, %ids: tensor<2x3xi64>, %k: tensor<2x3
   // CHECK-NEXT: dsc_kernels::permute(stream, DSC_LIB(in0), DSC_LIB(out0), dsc::kernels::Dims{4, {2, 3, 4, 5}}, dsc::kernels::Dims{4, {0, 2, 1, 3}});
   %pm = dsc.permute %k, [0, 2, 1, 3] : tensor<2x3x4x5xf32>
   // CHECK-LABEL: static void kernel3(
-  // CHECK-NEXT: dsc_kernels::gather(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), dsc::kernels::Dims{2, {16, 4}}, dsc::kernels::Dims{2, {16, 1}}, 1 DSC_LIB_INDEX_FAULT);
+  // CHECK-NEXT: dsc_kernels::gather(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), dsc::kernels::Dims{2, {16, 4}}, dsc::kernels::Dims{2, {16, 1}}, 1 DSC_INDEX_FAULT);
   %g = dsc.gather %p, %e, dim = 1 : tensor<16x4xf32>, tensor<16x1xi64>
   // CHECK-LABEL: static void kernel4(
-  // CHECK-NEXT: dsc_kernels::scatterAdd(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), dsc::kernels::Dims{2, {7, 8}}, dsc::kernels::Dims{2, {3, 8}}, dsc::kernels::Dims{2, {3, 8}}, 0 DSC_LIB_INDEX_FAULT);
+  // CHECK-NEXT: dsc_kernels::scatterAdd(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), dsc::kernels::Dims{2, {7, 8}}, dsc::kernels::Dims{2, {3, 8}}, dsc::kernels::Dims{2, {3, 8}}, 0 DSC_INDEX_FAULT);
   %s = dsc.scatter_add %acc, %idx, %val, dim = 0 : tensor<7x8xf32>, tensor<3x8xi64>, tensor<3x8xf32>
   // Along the last dim: outer 16, n 4, inner 1; values and indices.
   // CHECK-LABEL: static void kernel5(dsc_stream_t stream, const float *__restrict in0, float *__restrict out0, int64_t *__restrict out1) {

@@ -11,8 +11,8 @@ using namespace mlir;
 using namespace mlir::dsc;
 
 static constexpr llvm::StringLiteral kNames[] = {
-    "copy",        "gemm",  "reduce", "embedding", "permute", "gather",
-    "scatter_add", "top_k", "cumsum", "one_hot"};
+    "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
+    "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -91,6 +91,15 @@ static std::optional<StringRef> matchOp(Operation *op) {
         dscrt::matmulBatchStride(shapeOf(mm.getRhs()), batch))
       return StringRef("gemm");
   }
+  // Rows: softmax and log-softmax along any dimension, layer norm
+  // (dsc/kernels/Row.h).
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op) && isFloat)
+    return StringRef("row");
+  // Per-token cross-entropy (the lowering expands sum and mean into it):
+  // the classifier (dsc/kernels/Classifier.h).
+  if (auto ce = dyn_cast<CrossEntropyOp>(op);
+      ce && isFloat && ce.getReduction() == LossReduction::none)
+    return StringRef("classifier");
   if (std::optional<StringRef> layout = matchLayoutOp(op))
     return layout;
   return std::nullopt;

@@ -7,6 +7,7 @@
 #ifndef DSC_KERNELS_KERNELS_H
 #define DSC_KERNELS_KERNELS_H
 
+#include "dsc/kernels/Classifier.h"
 #include "dsc/kernels/Copy.h"
 #include "dsc/kernels/Embedding.h"
 #include "dsc/kernels/Gemm.h"
@@ -14,5 +15,6 @@
 #include "dsc/kernels/Queue.h"
 #include "dsc/kernels/Reduce.h"
 #include "dsc/kernels/Routing.h"
+#include "dsc/kernels/Row.h"
 
 #endif // DSC_KERNELS_KERNELS_H

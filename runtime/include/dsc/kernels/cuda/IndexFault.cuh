@@ -1,21 +1,18 @@
-//===- IndexFault.cuh - bad indices found by CUDA kernels -------*- CUDA -*-===//
+//===- IndexFault.cuh - the first bad index a CUDA kernel saw ---*- C++ -*-===//
 //
-// A CUDA kernel cannot throw: one that reads run-time indices skips a bad
-// element and records it in an IndexFault in device memory that its caller
-// passes (the generated step keeps one for all its kernels and reads it
-// once the step's streams are synchronized). The first record wins; later
-// ones are dropped. The layout is the emitted preamble's dsc_index_fault_t.
+// A CUDA kernel cannot throw: a kernel that meets an index outside its table
+// (an embedding id, a class target) skips the element and records the first
+// such index here, in device memory the caller passes; the host reads the
+// record after synchronizing and raises "<op>: index I is outside [0, N)",
+// as the CPU kernels do. The layout is that of the record the generated
+// CUDA preamble keeps (dsc_index_fault_t), so either can be passed.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DSC_KERNELS_CUDA_INDEXFAULT_CUH
 #define DSC_KERNELS_CUDA_INDEXFAULT_CUH
 
-#include "dsc/kernels/cuda/Elements.cuh"
-
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 namespace dsc::kernels::cuda {
 
@@ -25,10 +22,10 @@ struct IndexFault {
   char op[32];
 };
 
-/// Records (index, size, op) unless a fault is recorded already; nothing
-/// when `fault` is null.
-__device__ inline void recordIndexFault(IndexFault *fault, const char *op, int64_t index,
-                                        int64_t size) {
+/// Records (op, index, size) in `fault` unless an index is recorded already.
+/// A null `fault` records nothing (the caller checks no indices).
+__device__ inline void recordIndexFault(IndexFault *fault, const char *op,
+                                        std::int64_t index, std::int64_t size) {
   if (!fault || atomicCAS(&fault->state, 0, 1) != 0)
     return;
   fault->index = index;
@@ -38,20 +35,6 @@ __device__ inline void recordIndexFault(IndexFault *fault, const char *op, int64
     fault->op[k] = op[k];
   fault->op[k] = 0;
   __threadfence();
-}
-
-/// Host side, after the kernels that may record into `fault` finished:
-/// throws std::out_of_range "<op>: index I is outside [0, N)" and clears
-/// the record if one is there.
-inline void raiseIndexFault(IndexFault *fault) {
-  IndexFault seen;
-  check(cudaMemcpy(&seen, fault, sizeof seen, cudaMemcpyDeviceToHost),
-        "reading the kernels' index check");
-  if (seen.state == 0)
-    return;
-  check(cudaMemset(fault, 0, sizeof seen), "clearing the kernels' index check");
-  throw std::out_of_range(std::string(seen.op) + ": index " + std::to_string(seen.index) +
-                          " is outside [0, " + std::to_string(seen.size) + ")");
 }
 
 } // namespace dsc::kernels::cuda
