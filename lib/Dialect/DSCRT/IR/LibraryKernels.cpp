@@ -10,7 +10,9 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
-static constexpr llvm::StringLiteral kNames[] = {"copy", "gemm", "row", "classifier"};
+static constexpr llvm::StringLiteral kNames[] = {
+    "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
+    "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -41,6 +43,41 @@ static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
+/// Whether the reduced dims of a dsc.reduce_* are adjacent (one
+/// (outer, n, inner) view of the input).
+static bool reducesAdjacentDims(ArrayRef<int64_t> dims) {
+  return !dims.empty() && dims.back() - dims.front() + 1 == int64_t(dims.size());
+}
+
+/// Reductions (Reduce.h), lookups, layout and routing (Embedding.h,
+/// Permute.h, Routing.h). Shapes the library takes whole (dsc::kernels::Dims)
+/// have rank 6 at most; top-k needs both its results in memory.
+static std::optional<StringRef> matchLayoutOp(Operation *op) {
+  constexpr size_t kMaxRank = 6; // dsc::kernels::kMaxRank
+  auto rank = [](Value v) { return shapeOf(v).size(); };
+  if (auto r = dyn_cast<ReduceSumOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (auto r = dyn_cast<ReduceMeanOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (auto r = dyn_cast<ReduceMaxOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (isa<EmbeddingOp>(op))
+    return StringRef("embedding");
+  if (isa<TransposeOp, PermuteOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+    return StringRef("permute");
+  if (isa<GatherOp, ScatterAddOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+    return isa<GatherOp>(op) ? StringRef("gather") : StringRef("scatter_add");
+  if (isa<TopKOp>(op) && llvm::all_of(op->getResults(), [&](Value v) {
+        return llvm::is_contained(op->getBlock()->getTerminator()->getOperands(), v);
+      }))
+    return StringRef("top_k");
+  if (isa<CumsumOp>(op))
+    return StringRef("cumsum");
+  if (isa<OneHotOp>(op))
+    return StringRef("one_hot");
+  return std::nullopt;
+}
+
 /// The library kernel of a body that is one op (besides the yield).
 static std::optional<StringRef> matchOp(Operation *op) {
   // GEMMs take float operands (OpenBLAS, cuBLASLt; fp32 accumulation).
@@ -63,6 +100,8 @@ static std::optional<StringRef> matchOp(Operation *op) {
   if (auto ce = dyn_cast<CrossEntropyOp>(op);
       ce && isFloat && ce.getReduction() == LossReduction::none)
     return StringRef("classifier");
+  if (std::optional<StringRef> layout = matchLayoutOp(op))
+    return layout;
   return std::nullopt;
 }
 

@@ -10,7 +10,11 @@
 
 #include "dsc/kernels/cuda/Classifier.cuh"
 #include "dsc/kernels/cuda/Copy.cuh"
+#include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Gemm.cuh"
+#include "dsc/kernels/cuda/Permute.cuh"
+#include "dsc/kernels/cuda/Reduce.cuh"
+#include "dsc/kernels/cuda/Routing.cuh"
 #include "dsc/kernels/cuda/Row.cuh"
 
 #endif // DSC_KERNELS_CUDA_KERNELS_CUH
