@@ -46,10 +46,15 @@ static const char *kCpuPreamble = R"cpp(
 #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 #define DSC_HD
 
+// The kernel library (runtime/include/dsc/kernels), compiled into the runtime.
+#include "dsc/kernels/Attention.h"
+namespace dsc_kernels = dsc::kernels::cpu;
+
 namespace {
 using dsc::rt::ElementType;
-// A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
-struct dsc_stream_t {};
+// A kernel is one task of its stream: it needs no handle (KernelEmitter.h);
+// the library's kernels take the same empty queue.
+using dsc_stream_t = dsc::kernels::cpu::Queue;
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -141,6 +146,11 @@ struct dsc_f16 {
   DSC_HD operator float() const { return __half2float(value); }
 };
 static_assert(sizeof(dsc_bf16) == 2 && sizeof(dsc_f16) == 2, "2-byte elements");
+
+// The kernel library's CUDA side (runtime/include/dsc/kernels/cuda), header
+// only: compiled here, for this artifact's shapes and types.
+#include "dsc/kernels/cuda/Attention.cuh"
+namespace dsc_kernels = dsc::kernels::cuda;
 struct dsc_index_fault_t {
   int state; // 0 none, 1 recorded
   long long index, size;

@@ -355,6 +355,8 @@ private:
     }
     if (auto mm = dyn_cast<MatmulOp>(op))
       return emitMatmul(mm, outShape);
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      return emitAttention(op);
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
       int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
       unsigned next = 1;
@@ -587,6 +589,59 @@ private:
             ") * " + std::to_string(k * n) + ", out0 + i * " +
             std::to_string(m * n) + ", 1.0f, 0.0f);\n    }\n  }\n";
     hostLine(text);
+    return success();
+  }
+
+  /// dsc.attention / dsc.attention_grad: one call of the kernel library's
+  /// flash-style kernels (dsc/kernels/Attention.h on the CPU, .cuh on
+  /// CUDA), with the shapes as literals.
+  LogicalResult emitAttention(Operation *op) {
+    auto fwd = dyn_cast<AttentionOp>(op);
+    auto bwd = dyn_cast<AttentionGradOp>(op);
+    Value q = fwd ? fwd.getQuery() : bwd.getQuery();
+    Value k = fwd ? fwd.getKey() : bwd.getKey();
+    Value v = fwd ? fwd.getValue() : bwd.getValue();
+    Value mask = fwd ? fwd.getMask() : bwd.getMask();
+    double scale = (fwd ? fwd.getScale() : bwd.getScale()).convertToDouble();
+    bool causal = fwd ? fwd.getCausal() : bwd.getCausal();
+    Type elem = tensorOf(q).getElementType();
+    if (!hasGemm(elem))
+      return op->emitError() << "'" << op->getName()
+                             << "' needs f32, bf16 or f16 on the CPU and CUDA targets";
+    ArrayRef<int64_t> qs = tensorOf(q).getShape(), ks = tensorOf(k).getShape(),
+                      vs = tensorOf(v).getShape();
+    std::string ty = cType(elem);
+    // The mask's strides over [B, H, T, S]: 0 where it broadcasts.
+    std::string maskType = ty, maskPtr = "nullptr";
+    int64_t maskStrides[4] = {0, 0, 0, 0};
+    if (mask) {
+      ArrayRef<int64_t> ms = tensorOf(mask).getShape();
+      SmallVector<int64_t> strides = stridesOf(ms);
+      int64_t lead = 4 - int64_t(ms.size());
+      for (int64_t d = 0; d < int64_t(ms.size()); ++d)
+        maskStrides[lead + d] = ms[d] == 1 ? 0 : strides[d];
+      maskType = cType(tensorOf(mask).getElementType());
+      maskPtr = ptr[mask];
+    }
+    std::string maskArgs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", maskPtr,
+                                         maskStrides[0], maskStrides[1],
+                                         maskStrides[2], maskStrides[3]);
+    std::string dims = llvm::formatv(
+        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}", qs[0], qs[1], qs[2], ks[2],
+        qs[3], vs[3], literal(scale, Float64Type::get(op->getContext())),
+        causal ? "true" : "false");
+    if (fwd) {
+      hostLine(llvm::formatv(
+          "  dsc_kernels::attentionForward<{0}, {1}>(stream, {2}, {3}, {4}, "
+          "{5}, out0, out1, {6});\n",
+          ty, maskType, ptr[q], ptr[k], ptr[v], maskArgs, dims));
+      return success();
+    }
+    hostLine(llvm::formatv(
+        "  dsc_kernels::attentionBackward<{0}, {1}>(stream, {2}, {3}, {4}, {5}, "
+        "{6}, {7}, {8}, out0, out1, out2, {9});\n",
+        ty, maskType, ptr[q], ptr[k], ptr[v], ptr[bwd.getResult()],
+        ptr[bwd.getResultGrad()], ptr[bwd.getLogsumexp()], maskArgs, dims));
     return success();
   }
 
