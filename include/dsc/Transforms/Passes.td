@@ -105,6 +105,46 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
+  let summary = "replaces the matmul-scale-mask-softmax-matmul chain by dsc.attention";
+  let description = [{
+    Finds scaled dot-product attention as exporters write it,
+
+    ```
+    s = matmul(q, k^T)          [B*H, T, S] or [B, H, T, S] (k^T a transpose
+                                 of k, or transpose_rhs)
+    s = s * c  |  s / c          c a constant with one value (optional)
+    s = causal_mask(s)  |  s + m (optional; causal_mask filling -inf or a
+                                 value below -1e30, with T <= S)
+    p = softmax(s, dim = last)   [B, H, T, S]
+    o = matmul(p, v)             (a dropout with p = 0 between is skipped)
+    ```
+
+    looking through the reshapes between the head layout [B, H, ...] and
+    the batched one [B*H, ...], and replaces it with one `dsc.attention`
+    (`causal` for the causal mask, `mask` for the additive one, `scale` =
+    c or 1/c), so that the kernels never hold the [B, H, T, S] scores and
+    probabilities, forward or backward. Every intermediate value must have
+    no other use (the scores or probabilities read elsewhere leave the chain
+    as it is), the softmax must be over the keys, and q, k, v must split
+    into B*H heads as the scores do.
+
+    Run it before `--dsc-autodiff`, so that the backward is
+    `dsc.attention_grad`, and after `--dsc-mixed-precision` (which computes
+    every float result in 16 bits, while the log-sum-exp stays f32). When it
+    formed an attention op, buffer states that no graph reads any more are
+    removed: GPT-2's per-layer causal-mask buffers, which the exporter turns
+    into `dsc.causal_mask`, are then not states, not in the memory plan and
+    not in checkpoints.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-form-attention --dsc-autodiff
+    ```
+  }];
+}
+
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{
