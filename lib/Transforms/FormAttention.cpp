@@ -78,7 +78,7 @@ struct FormAttentionPass
         replace(*chain);
         ++formed;
       }
-    if (formed)
+    if (formed && dropUnreadBuffers)
       removeUnreadBuffers(module);
   }
 

@@ -1,8 +1,13 @@
-// RUN: dsc-opt %s --dsc-form-attention --split-input-file | FileCheck %s
+// RUN: dsc-opt %s --dsc-form-attention=drop-unread-buffers=true --split-input-file | FileCheck %s
+// RUN: dsc-opt %s --dsc-form-attention --split-input-file | FileCheck %s --check-prefix=KEEP
+
+// KEEP: dsc.state buffer @h.0.attn.bias
+// KEEP: dsc.attention
 
 // GPT-2 as torch 1.13's exporter writes it: the heads flattened to [B*H]
 // for both matmuls, k transposed then flattened, a scale constant, the
-// causal mask; the per-layer mask buffer it no longer reads is removed.
+// causal mask; with drop-unread-buffers, the per-layer mask buffer it no
+// longer reads is removed (and kept by default).
 // CHECK-LABEL: module
 // CHECK-NOT: dsc.state buffer @h.0.attn.bias
 // CHECK: dsc.state buffer @kept

@@ -130,19 +130,30 @@ def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
     into B*H heads as the scores do.
 
     Run it before `--dsc-autodiff`, so that the backward is
-    `dsc.attention_grad`, and after `--dsc-mixed-precision` (which computes
-    every float result in 16 bits, while the log-sum-exp stays f32). When it
-    formed an attention op, buffer states that no graph reads any more are
-    removed: GPT-2's per-layer causal-mask buffers, which the exporter turns
-    into `dsc.causal_mask`, are then not states, not in the memory plan and
-    not in checkpoints.
+    `dsc.attention_grad`. Before or after `--dsc-mixed-precision` (which
+    keeps the log-sum-exp f32); the training pipeline runs it after.
+
+    With `drop-unread-buffers`, when it formed an attention op, buffer states
+    that no graph reads any more are removed: GPT-2's per-layer causal-mask
+    buffers (which the exporter turns into `dsc.causal_mask`) are then not
+    states, not in the state memory and not in checkpoints. The training
+    pipeline keeps them (the option's default): a checkpoint, and what
+    `dsc-ckpt export` makes of it, is the model's whole `state_dict`, which
+    PyTorch loads strictly; the buffers cost state memory only (1.6 GB per
+    rank for GPT-3 175B's 96 masks), never activations.
 
     Example:
 
     ```
     dsc-opt model.mlir --dsc-form-attention --dsc-autodiff
+    dsc-opt model.mlir --dsc-form-attention=drop-unread-buffers=true
     ```
   }];
+  let options = [
+    Option<"dropUnreadBuffers", "drop-unread-buffers", "bool",
+           /*default=*/"false",
+           "remove the buffer states no graph reads once attention is formed">,
+  ];
 }
 
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
