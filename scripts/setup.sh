@@ -12,6 +12,8 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   # libFuzzer target: clang 22 and its fuzzer runtime
   clang-22 libclang-rt-22-dev
+  # OpenMP for the CPU kernel library (runtime/lib/kernels/), built by clang 22
+  libomp-22-dev
   # tests and runtime
   libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin libopenblas-dev
   # runtime: JSON (safetensors headers, checkpoint metadata)

@@ -3,6 +3,8 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/DSCTraits.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -19,35 +21,6 @@ namespace mlir::dsc {
 
 using namespace mlir;
 using namespace mlir::dsc;
-
-Operation *mlir::dsc::lastProducer(
-    ValueRange values, llvm::function_ref<Operation *(Operation *)> placed) {
-  Operation *last = nullptr;
-  SmallVector<Operation *> stack;
-  llvm::SmallPtrSet<Operation *, 32> seen;
-  for (Value v : values)
-    if (Operation *def = v.getDefiningOp())
-      stack.push_back(def);
-  while (!stack.empty()) {
-    Operation *op = stack.pop_back_val();
-    if (!seen.insert(op).second)
-      continue;
-    Operation *at = placed(op);
-    if (!last || last->isBeforeInBlock(at))
-      last = at;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        stack.push_back(def);
-  }
-  return last;
-}
-
-bool mlir::dsc::isElementwise(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaximumOp, MinimumOp, NegOp,
-             ReluOp, SiluOp, SigmoidOp, TanhOp, ExpOp, CosOp, SinOp, LogOp,
-             SqrtOp, RsqrtOp, GeluOp, GeluGradOp, ConvertOp, CompareOp,
-             SelectOp>(op);
-}
 
 static MemRefType bufferType(Type tensorType) {
   auto t = cast<RankedTensorType>(tensorType);
@@ -154,7 +127,7 @@ struct LowerToRuntimePass
       for (Value operand : op.getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &body || !isElementwise(def) ||
-            !operand.hasOneUse())
+            !onlyStoredBesides(operand, &op))
           continue;
         if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
           continue;
@@ -175,6 +148,16 @@ struct LowerToRuntimePass
         root[*member] = last;
     }
     return root;
+  }
+
+  /// Whether every use of `value` but those by `user` stores it: then
+  /// `value` joins `user`'s kernel as one more output of it, which the
+  /// stores copy (an optimizer's new moments are stored and read by the
+  /// parameter's update: one kernel computes all three).
+  static bool onlyStoredBesides(Value value, Operation *user) {
+    return llvm::all_of(value.getUsers(), [&](Operation *u) {
+      return u == user || isa<StoreOp>(u);
+    });
   }
 
   /// A summed or averaged cross-entropy becomes per-token losses (one
@@ -295,6 +278,22 @@ struct LowerToRuntimePass
       dscrt::EvalExitOp::create(builder, graph.getLoc());
     }
 
+    // Copied into the state's memory, after every read of the old value
+    // (checkStoreOrder).
+    SmallVector<StoreOp> deferredStores;
+    auto emitStore = [&](StoreOp store) {
+      Location loc = store.getLoc();
+      streams.waitFor(builder, loc, store.getValue());
+      Value target = dscrt::StateOp::create(
+          builder, loc, bufferType(store.getValue().getType()),
+          stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
+      auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
+                                          buffers.lookup(store.getValue()),
+                                          target);
+      OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
+      dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+    };
+
     int64_t sequence = 0;
     for (Operation &op : body) {
       Location loc = op.getLoc();
@@ -315,17 +314,12 @@ struct LowerToRuntimePass
         }
       });
       if (auto store = dyn_cast<StoreOp>(op)) {
-        // Copied into the state's memory, after every read of the old value
-        // (checkStoreOrder).
-        streams.waitFor(builder, loc, store.getValue());
-        Value target = dscrt::StateOp::create(
-            builder, loc, bufferType(store.getValue().getType()),
-            stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
-        auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
-                                            buffers.lookup(store.getValue()),
-                                            target);
-        OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
-        dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+        // A value computed by a kernel emitted later (an output of a fused
+        // group whose last op follows the store) is stored after it.
+        if (!buffers.contains(store.getValue()))
+          deferredStores.push_back(store);
+        else
+          emitStore(store);
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
@@ -408,6 +402,12 @@ struct LowerToRuntimePass
       for (Operation *member : members[&op])
         streams.waitFor(builder, loc, member->getOperands());
       emitKernel(builder, streams.compute, members[&op], buffers);
+      llvm::erase_if(deferredStores, [&](StoreOp store) {
+        if (!buffers.contains(store.getValue()))
+          return false;
+        emitStore(store);
+        return true;
+      });
     }
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
@@ -457,8 +457,9 @@ struct LowerToRuntimePass
     return success();
   }
 
-  /// One dscrt.kernel computing `group` (in program order; the last op's
-  /// results are the kernel's outputs).
+  /// One dscrt.kernel computing `group` (in program order). Its outputs
+  /// are the last op's results and every other result of the group read
+  /// outside it (stored: see onlyStoredBesides).
   void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
                   IRMapping &buffers) {
     Operation *last = group.back();
@@ -468,10 +469,17 @@ struct LowerToRuntimePass
       for (Value operand : op->getOperands())
         if (!inGroup.contains(operand.getDefiningOp()))
           inputs.insert(operand);
+    SmallVector<Value> results;
+    for (Operation *op : group)
+      for (Value result : op->getResults())
+        if (op == last || llvm::any_of(result.getUsers(), [&](Operation *user) {
+              return !inGroup.contains(user);
+            }))
+          results.push_back(result);
     SmallVector<Value> ins, outs;
     for (Value input : inputs)
       ins.push_back(buffers.lookup(input));
-    for (Value result : last->getResults())
+    for (Value result : results)
       outs.push_back(dscrt::AllocOp::create(builder, last->getLoc(),
                                             bufferType(result.getType())));
     auto kernel =
@@ -484,10 +492,10 @@ struct LowerToRuntimePass
     for (Operation *op : group)
       inner.clone(*op, values);
     SmallVector<Value> yielded;
-    for (Value result : last->getResults())
+    for (Value result : results)
       yielded.push_back(values.lookup(result));
     dscrt::YieldOp::create(inner, last->getLoc(), yielded);
-    for (auto [result, out] : llvm::zip(last->getResults(), outs))
+    for (auto [result, out] : llvm::zip(results, outs))
       buffers.map(result, out);
   }
 };

@@ -23,9 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Support/TensorSize.h"
 #include "dsc/Transforms/Passes.h"
 

@@ -1,5 +1,6 @@
-# GoogleTest suites of the kernel library (runtime/include/dsc/kernels), one
-# block per family.
+# The kernel library (dsc/kernels/): one suite per family against plain
+# references.
+dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
 
 # Attention: the CPU kernels against a naive double reference.
 dsc_runtime_test(AttentionKernelTest kernels/AttentionTest.cpp)

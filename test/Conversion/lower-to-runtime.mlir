@@ -66,7 +66,8 @@ func.func @forward(%x: tensor<2x8xf32> {dsc.input = "x"}, %y: tensor<2xi64> {dsc
 
 // -----
 
-// A value used twice is not fused into its users: it reaches memory once.
+// A value used by two ops is not fused into either: it reaches memory once.
+// Used twice by one op, it is computed once inside that op's loop.
 // CHECK-LABEL: func.func @step()
 // CHECK: dscrt.kernel
 // CHECK-NEXT: ^bb0
@@ -76,12 +77,49 @@ func.func @forward(%x: tensor<2x8xf32> {dsc.input = "x"}, %y: tensor<2xi64> {dsc
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: dsc.mul
 // CHECK-NEXT: dsc.neg
+// CHECK-NEXT: dsc.sin
+// CHECK-NEXT: dsc.mul
+// CHECK-NEXT: dsc.sub
 // CHECK-NEXT: dscrt.yield
 func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.output = "y"}) {
   %e = dsc.exp %x : tensor<4xf32>
-  %m = dsc.mul %e, %e : tensor<4xf32>, tensor<4xf32>
+  %m = dsc.mul %e, %x : tensor<4xf32>, tensor<4xf32>
   %n = dsc.neg %m : tensor<4xf32>
-  return %n : tensor<4xf32>
+  %s = dsc.sin %n : tensor<4xf32>
+  %q = dsc.mul %s, %s : tensor<4xf32>, tensor<4xf32>
+  %d = dsc.sub %q, %e : tensor<4xf32>, tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+// -----
+
+// A value used by one op and stored joins that op's kernel as one more
+// output, which the store copies: an optimizer's new moment is computed
+// with the parameter's update, in one kernel.
+// CHECK-LABEL: func.func @step()
+// CHECK: dscrt.state 0 "p"
+// CHECK: %[[M:.*]] = dscrt.alloc : memref<4xf32>
+// CHECK-NEXT: %[[P:.*]] = dscrt.alloc : memref<4xf32>
+// CHECK-NEXT: dscrt.kernel on %{{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4xf32>, memref<4xf32>, memref<4xf32>) outs(%[[M]], %[[P]] : memref<4xf32>, memref<4xf32>) {
+// CHECK: %[[NM:.*]] = dsc.add
+// CHECK-NEXT: %[[NP:.*]] = dsc.sub
+// CHECK-NEXT: dscrt.yield %[[NM]], %[[NP]]
+// CHECK: dscrt.kernel on
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: dscrt.yield
+// CHECK: dscrt.kernel on
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: dscrt.yield
+dsc.state parameter @p : tensor<4xf32>
+dsc.state optimizer @p.m : tensor<4xf32>
+func.func @train(%g: tensor<4xf32> {dsc.input = "g"}) -> (tensor<4xf32> {dsc.output = "g2"}) {
+  %p = dsc.load @p : tensor<4xf32>
+  %m = dsc.load @p.m : tensor<4xf32>
+  %nm = dsc.add %m, %g : tensor<4xf32>, tensor<4xf32>
+  %np = dsc.sub %p, %nm : tensor<4xf32>, tensor<4xf32>
+  dsc.store %nm to @p.m : tensor<4xf32>
+  dsc.store %np to @p : tensor<4xf32>
+  return %g : tensor<4xf32>
 }
 
 // -----

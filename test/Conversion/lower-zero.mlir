@@ -39,7 +39,8 @@ module attributes {dsc.world_size = 2 : i64} {
 // CHECK: %[[WS:.*]] = dscrt.alloc : memref<2xf32>
 // CHECK-NEXT: dscrt.copy_shard %{{.*}} to %[[WS]] on %[[C]] : memref<4xf32> to memref<2xf32>
 // CHECK: dscrt.wait %[[C]] for %[[E1]]
-// CHECK: dscrt.kernel on %[[C]] ins(%{{.*}}, %[[GS]] : memref<2xf32>, memref<2xf32>)
+// The new momentum (stored) and the new shard (gathered) in one kernel.
+// CHECK: dscrt.kernel on %[[C]] ins(%{{.*}}, %[[GS]], %[[WS]] : memref<2xf32>, memref<2xf32>, memref<2xf32>) outs(%{{.*}}, %{{.*}} : memref<2xf32>, memref<2xf32>)
 // CHECK: %[[ALL:.*]] = dscrt.alloc : memref<4xf32>
 // CHECK-NEXT: %[[E2:.*]] = dscrt.record %[[C]]
 // CHECK-NEXT: dscrt.wait %[[M]] for %[[E2]]
@@ -56,6 +57,6 @@ module attributes {dsc.world_size = 2 : i64} {
 // runtime with the shard's element count.
 // CPP: {{[{][{]}}"w.momentum_buffer", ElementType::F32, 1, kShape{{[0-9]+}}}, dsc::rt::StateRole::Optimizer, 1, kShape{{[0-9]+}}},
 // CPP: ctx->reduceScatterSum(v{{[0-9]+}}, v{{[0-9]+}}, 2, ElementType::F32, 0, s{{[0-9]+}});
-// CPP: .enqueue([=] { std::memcpy(v{{[0-9]+}}, v{{[0-9]+}} + static_cast<int64_t>(ctx->rank()) * 2, 2 * sizeof(*v{{[0-9]+}})); }, "copy of this rank's shard");
+// CPP: .enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}} + static_cast<int64_t>(ctx->rank()) * 2)}, 8}, "copy of this rank's shard");
 // CPP: ctx->allGather(v{{[0-9]+}}, v{{[0-9]+}}, 2, ElementType::F32, 1, s{{[0-9]+}});
 // CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}} + static_cast<int64_t>(ctx->rank()) * 2, 2 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToDevice, s{{[0-9]+}}_h), "this rank's shard");

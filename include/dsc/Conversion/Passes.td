@@ -32,4 +32,21 @@ def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
   ];
 }
 
+def SelectLibraryKernels
+    : Pass<"dscrt-select-library", "::mlir::func::FuncOp"> {
+  let summary = "records, on each dscrt.kernel, the library kernel that computes it";
+  let description = [{
+    Sets the `library` attribute of every `dscrt.kernel` whose body a kernel
+    of dsc's kernel library computes (runtime/include/dsc/kernels/): a copy
+    (a body that yields its inputs), `gemm` (dsc.matmul whose operands carry
+    the whole batch or none of it, and dsc.linear), ... The emitter then
+    calls that kernel instead of generating loops; a kernel left without the
+    attribute (a fused elementwise chain, an op or element type the library
+    lacks) keeps its generated loops. docs/kernels.md lists the kernels.
+
+    Example: `dsc-opt model.mlir --dsc-lower-to-runtime --dscrt-select-library
+    --dsc-plan-memory`.
+  }];
+}
+
 #endif // DSC_CONVERSION_PASSES_TD

@@ -6,6 +6,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/InitAll.h"
+#include "dsc/Support/TensorSize.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -46,15 +47,13 @@ static const char *kCpuPreamble = R"cpp(
 #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 #define DSC_HD
 
-// The kernel library (runtime/include/dsc/kernels), compiled into the runtime.
-#include "dsc/kernels/Attention.h"
-namespace dsc_kernels = dsc::kernels::cpu;
-
 namespace {
 using dsc::rt::ElementType;
-// A kernel is one task of its stream: it needs no handle (KernelEmitter.h);
-// the library's kernels take the same empty queue.
+// A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
+// Library kernels (dsc/kernels/) take the CPU's empty queue in its place.
 using dsc_stream_t = dsc::kernels::cpu::Queue;
+namespace dsc_kernels = dsc::kernels::cpu;
+#define DSC_LIB(p) (p)
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -146,11 +145,6 @@ struct dsc_f16 {
   DSC_HD operator float() const { return __half2float(value); }
 };
 static_assert(sizeof(dsc_bf16) == 2 && sizeof(dsc_f16) == 2, "2-byte elements");
-
-// The kernel library's CUDA side (runtime/include/dsc/kernels/cuda), header
-// only: compiled here, for this artifact's shapes and types.
-#include "dsc/kernels/cuda/Attention.cuh"
-namespace dsc_kernels = dsc::kernels::cuda;
 struct dsc_index_fault_t {
   int state; // 0 none, 1 recorded
   long long index, size;
@@ -188,6 +182,17 @@ inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_f16 *a, const 
 namespace {
 using dsc::rt::ElementType;
 using dsc_stream_t = cudaStream_t;
+namespace dsc_kernels = dsc::kernels::cuda;
+// Library kernels take CUDA's own 16-bit types; dsc_bf16 and dsc_f16 are
+// the same 2-byte words.
+template <typename T> T *dsc_lib(T *p) { return p; }
+inline __nv_bfloat16 *dsc_lib(dsc_bf16 *p) { return reinterpret_cast<__nv_bfloat16 *>(p); }
+inline const __nv_bfloat16 *dsc_lib(const dsc_bf16 *p) {
+  return reinterpret_cast<const __nv_bfloat16 *>(p);
+}
+inline __half *dsc_lib(dsc_f16 *p) { return reinterpret_cast<__half *>(p); }
+inline const __half *dsc_lib(const dsc_f16 *p) { return reinterpret_cast<const __half *>(p); }
+#define DSC_LIB(p) dsc_lib(p)
 
 inline unsigned dsc_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
@@ -272,8 +277,12 @@ public:
        << "#include \"dsc/runtime/Artifact.h\"\n"
        << "#include \"dsc/runtime/CpuGemm.h\"\n"
        << (cuda() ? "" : "#include \"dsc/runtime/Float16.h\"\n")
+       << (cuda() ? "#include \"dsc/kernels/cuda/Kernels.cuh\"\n"
+                  : "#include \"dsc/kernels/Kernels.h\"\n")
        << "#include \"dsc/runtime/Stream.h\"\n"
        << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
+    if (!cuda())
+      emitTaskType(step);
     if (failed(emitTables(step, arena.getInt())) || failed(emitKernels(step)))
       return failure();
     os << "} // namespace\n\n";
@@ -283,6 +292,44 @@ public:
   }
 
 private:
+  /// The one type of every task the CPU step enqueues: a function and the
+  /// buffers (and, for a copy, the byte count) it works on. A lambda per
+  /// kernel would be a std::function instantiation each, which was most of
+  /// the host compiler's time on a step of a few hundred kernels.
+  void emitTaskType(func::FuncOp step) {
+    size_t buffers = 2; // a copy's target and source
+    step.walk([&](dscrt::KernelOp kernel) {
+      buffers = std::max(buffers, kernel.getIns().size() + kernel.getOuts().size());
+    });
+    os << "struct dsc_task_t {\n"
+       << "  void (*fn)(const dsc_task_t &);\n"
+       << "  void *p[" << buffers << "];\n"
+       << "  int64_t bytes;\n"
+       << "  void operator()() const { fn(*this); }\n"
+       << "};\n"
+       << "template <typename T> void *dsc_ptr(const T *p) { return const_cast<T *>(p); }\n"
+       << "void dsc_memcpy_task(const dsc_task_t &t) { "
+          "std::memcpy(t.p[0], t.p[1], static_cast<size_t>(t.bytes)); }\n\n";
+  }
+
+  /// `static void kernelN_task(const dsc_task_t &)`: kernelN on the task's
+  /// buffers.
+  void emitKernelTask(dscrt::KernelOp kernel, StringRef name) {
+    SmallVector<std::string> args{"dsc_stream_t{}"};
+    unsigned i = 0;
+    auto arg = [&](Value v, bool input) {
+      std::string ty = cpp::cType(cast<MemRefType>(v.getType()).getElementType());
+      args.push_back("static_cast<" + std::string(input ? "const " : "") + ty +
+                     " *>(t.p[" + std::to_string(i++) + "])");
+    };
+    for (Value v : kernel.getIns())
+      arg(v, true);
+    for (Value v : kernel.getOuts())
+      arg(v, false);
+    os << "static void " << name << "_task(const dsc_task_t &t) { " << name << "("
+       << llvm::join(args, ", ") << "); }\n\n";
+  }
+
   std::string shapeArray(ArrayRef<int64_t> shape) {
     std::string name = "kShape" + std::to_string(shapes++);
     os << "const int64_t " << name << "[] = {"
@@ -461,6 +508,8 @@ private:
         kernelNames[&op] = name;
         if (failed(cpp::emitKernel(kernel, name, os)))
           return failure();
+        if (!cuda())
+          emitKernelTask(kernel, name);
       }
     }
     return success();
@@ -584,7 +633,7 @@ private:
       if (cuda())
         os << "  " << cudaCall << ";\n";
       else
-        os << "  " << var(stream) << ".enqueue([=] { " << cpuTask << "; }, "
+        os << "  " << var(stream) << ".enqueue(" << cpuTask << ", "
            << cString(label) << ");\n";
     };
     if (auto stream = dyn_cast<dscrt::StreamOp>(op)) {
@@ -614,7 +663,11 @@ private:
       const std::string &name = kernelNames[&op];
       std::string list = llvm::join(args, ", ");
       Operation &first = kernel.getBody().front().front();
-      enqueue(kernel.getStream(), name + "(dsc_stream_t{}, " + list + ")",
+      SmallVector<std::string> pointers;
+      for (const std::string &a : args)
+        pointers.push_back("dsc_ptr(" + a + ")");
+      enqueue(kernel.getStream(),
+              "dsc_task_t{" + name + "_task, {" + llvm::join(pointers, ", ") + "}, 0}",
               name + "(" + var(kernel.getStream()) + "_h, " + list + ")",
               name + " (" +
                   (isa<dscrt::YieldOp>(first) ? std::string("copy")
@@ -631,7 +684,7 @@ private:
                          "To" + (hostTo ? "Host" : "Device");
       std::string what = std::string(hostFrom ? "host" : "device") + " to " +
                          (hostTo ? "host" : "device") + " copy";
-      enqueue(copy.getStream(), "std::memcpy(" + dst + ", " + src + ", " + bytes + ")",
+      enqueue(copy.getStream(), copyTask(dst, src, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
                   kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",
               what);
@@ -661,8 +714,7 @@ private:
       std::string count = std::to_string(to.getNumElements());
       std::string from = src + " + static_cast<int64_t>(ctx->rank()) * " + count;
       std::string bytes = count + " * sizeof(*" + dst + ")";
-      enqueue(copy.getStream(),
-              "std::memcpy(" + dst + ", " + from + ", " + bytes + ")",
+      enqueue(copy.getStream(), copyTask(dst, from, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + from + ", " + bytes +
                   ", cudaMemcpyDeviceToDevice, " + var(copy.getStream()) +
                   "_h), \"this rank's shard\")",
@@ -674,6 +726,14 @@ private:
   }
 
   bool cuda() const { return target == cpp::Target::Cuda; }
+
+  /// The CPU task copying `to`'s bytes from `src` to `dst`.
+  static std::string copyTask(const std::string &dst, const std::string &src,
+                              MemRefType to) {
+    int64_t bytes = to.getNumElements() * bytesPerElement(to.getElementTypeBitWidth());
+    return "dsc_task_t{dsc_memcpy_task, {dsc_ptr(" + dst + "), dsc_ptr(" + src +
+           ")}, " + std::to_string(bytes) + "}";
+  }
 
   ModuleOp module;
   llvm::raw_ostream &os;

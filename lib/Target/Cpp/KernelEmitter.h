@@ -40,6 +40,11 @@ std::string literal(double value, Type t);
 /// Row-major strides of `shape`.
 SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
 
+/// The parameters of the host function of `kernel`, after its stream:
+/// `const T *__restrict inI` per input, `T *__restrict outI` per output;
+/// fails with a diagnostic on an element type the targets lack.
+FailureOr<std::string> kernelParameters(dscrt::KernelOp kernel);
+
 /// Writes the loop functions and the host function `name` of `kernel`; fails
 /// with a diagnostic on the op it cannot emit.
 LogicalResult emitKernel(dscrt::KernelOp kernel, StringRef name,

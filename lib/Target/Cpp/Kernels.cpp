@@ -19,8 +19,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
+#include "LibraryCalls.h"
 
-#include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -140,26 +140,18 @@ public:
   LogicalResult run(StringRef name, llvm::raw_ostream &os) {
     kernelName = name.str();
     Block &block = kernel.getBody().front();
-    SmallVector<std::string> params, args;
+    FailureOr<std::string> params = kernelParameters(kernel);
+    if (failed(params))
+      return failure();
+    paramList = *params;
+    SmallVector<std::string> args;
     for (auto [i, arg] : llvm::enumerate(block.getArguments())) {
-      std::string ty = cType(tensorOf(arg).getElementType());
-      if (ty.empty())
-        return kernel.emitError() << "the CPU and CUDA targets do not support "
-                                  << tensorOf(arg).getElementType() << " yet";
-      params.push_back("const " + ty + " *__restrict in" + std::to_string(i));
       args.push_back("in" + std::to_string(i));
       ptr[arg] = "in" + std::to_string(i);
     }
     auto yield = cast<dscrt::YieldOp>(block.getTerminator());
-    for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-      std::string ty = cType(tensorOf(v).getElementType());
-      if (ty.empty())
-        return kernel.emitError() << "the CPU and CUDA targets do not support "
-                                  << tensorOf(v).getElementType() << " yet";
-      params.push_back(ty + " *__restrict out" + std::to_string(i));
+    for (unsigned i = 0; i < yield.getValues().size(); ++i)
       args.push_back("out" + std::to_string(i));
-    }
-    paramList = llvm::join(params, ", ");
     argList = llvm::join(args, ", ");
     if (failed(emitBody(block, yield)))
       return failure();
@@ -355,8 +347,6 @@ private:
     }
     if (auto mm = dyn_cast<MatmulOp>(op))
       return emitMatmul(mm, outShape);
-    if (isa<AttentionOp, AttentionGradOp>(op))
-      return emitAttention(op);
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
       int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
       unsigned next = 1;
@@ -592,59 +582,6 @@ private:
     return success();
   }
 
-  /// dsc.attention / dsc.attention_grad: one call of the kernel library's
-  /// flash-style kernels (dsc/kernels/Attention.h on the CPU, .cuh on
-  /// CUDA), with the shapes as literals.
-  LogicalResult emitAttention(Operation *op) {
-    auto fwd = dyn_cast<AttentionOp>(op);
-    auto bwd = dyn_cast<AttentionGradOp>(op);
-    Value q = fwd ? fwd.getQuery() : bwd.getQuery();
-    Value k = fwd ? fwd.getKey() : bwd.getKey();
-    Value v = fwd ? fwd.getValue() : bwd.getValue();
-    Value mask = fwd ? fwd.getMask() : bwd.getMask();
-    double scale = (fwd ? fwd.getScale() : bwd.getScale()).convertToDouble();
-    bool causal = fwd ? fwd.getCausal() : bwd.getCausal();
-    Type elem = tensorOf(q).getElementType();
-    if (!hasGemm(elem))
-      return op->emitError() << "'" << op->getName()
-                             << "' needs f32, bf16 or f16 on the CPU and CUDA targets";
-    ArrayRef<int64_t> qs = tensorOf(q).getShape(), ks = tensorOf(k).getShape(),
-                      vs = tensorOf(v).getShape();
-    std::string ty = cType(elem);
-    // The mask's strides over [B, H, T, S]: 0 where it broadcasts.
-    std::string maskType = ty, maskPtr = "nullptr";
-    int64_t maskStrides[4] = {0, 0, 0, 0};
-    if (mask) {
-      ArrayRef<int64_t> ms = tensorOf(mask).getShape();
-      SmallVector<int64_t> strides = stridesOf(ms);
-      int64_t lead = 4 - int64_t(ms.size());
-      for (int64_t d = 0; d < int64_t(ms.size()); ++d)
-        maskStrides[lead + d] = ms[d] == 1 ? 0 : strides[d];
-      maskType = cType(tensorOf(mask).getElementType());
-      maskPtr = ptr[mask];
-    }
-    std::string maskArgs = llvm::formatv("{0}, {1}, {2}, {3}, {4}", maskPtr,
-                                         maskStrides[0], maskStrides[1],
-                                         maskStrides[2], maskStrides[3]);
-    std::string dims = llvm::formatv(
-        "{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}", qs[0], qs[1], qs[2], ks[2],
-        qs[3], vs[3], literal(scale, Float64Type::get(op->getContext())),
-        causal ? "true" : "false");
-    if (fwd) {
-      hostLine(llvm::formatv(
-          "  dsc_kernels::attentionForward<{0}, {1}>(stream, {2}, {3}, {4}, "
-          "{5}, out0, out1, {6});\n",
-          ty, maskType, ptr[q], ptr[k], ptr[v], maskArgs, dims));
-      return success();
-    }
-    hostLine(llvm::formatv(
-        "  dsc_kernels::attentionBackward<{0}, {1}>(stream, {2}, {3}, {4}, {5}, "
-        "{6}, {7}, {8}, out0, out1, out2, {9});\n",
-        ty, maskType, ptr[q], ptr[k], ptr[v], ptr[bwd.getResult()],
-        ptr[bwd.getResultGrad()], ptr[bwd.getLogsumexp()], maskArgs, dims));
-    return success();
-  }
-
   /// One iteration per output element, looping over the reduced
   /// coordinates: no scratch memory, the same on both targets.
   LogicalResult emitReduce(Operation *op) {
@@ -742,7 +679,31 @@ private:
 };
 } // namespace
 
+FailureOr<std::string> mlir::dsc::cpp::kernelParameters(dscrt::KernelOp kernel) {
+  Block &block = kernel.getBody().front();
+  SmallVector<std::string> params;
+  auto add = [&](Value v, StringRef qualifier, StringRef name) -> LogicalResult {
+    Type elem = tensorOf(v).getElementType();
+    std::string ty = cType(elem);
+    if (ty.empty())
+      return kernel.emitError() << "the CPU and CUDA targets do not support "
+                                << elem << " yet";
+    params.push_back((qualifier + ty + " *__restrict " + name).str());
+    return success();
+  };
+  for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+    if (failed(add(arg, "const ", "in" + std::to_string(i))))
+      return failure();
+  auto yield = cast<dscrt::YieldOp>(block.getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (failed(add(v, "", "out" + std::to_string(i))))
+      return failure();
+  return llvm::join(params, ", ");
+}
+
 LogicalResult mlir::dsc::cpp::emitKernel(dscrt::KernelOp kernel, StringRef name,
                                          llvm::raw_ostream &os) {
+  if (kernel.getLibrary())
+    return emitLibraryCall(kernel, name, os);
   return Emitter(kernel).run(name, os);
 }

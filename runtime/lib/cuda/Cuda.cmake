@@ -38,6 +38,10 @@ if(DSC_HAVE_NCCL)
   get_filename_component(_dsc_nccl_dir ${DSC_NCCL_LIBRARY} DIRECTORY)
   list(APPEND DSC_CUDA_RPATH ${_dsc_nccl_dir})
 endif()
+# Their run path replaces CMake's own, which would name libomp's directory.
+if(DSC_OPENMP_LIBRARY_DIR)
+  list(APPEND DSC_CUDA_RPATH ${DSC_OPENMP_LIBRARY_DIR})
+endif()
 list(REMOVE_DUPLICATES DSC_CUDA_RPATH)
 
 # Links `target` (an executable) with dsc_runtime_cuda and sets its run path

@@ -287,3 +287,40 @@ func.func @all_gather_beside_copies(%x: memref<4xf32>, %y: memref<8xf32>, %z: me
   dscrt.copy_shard %y to %z on %a : memref<8xf32> to memref<4xf32>
   return
 }
+
+// -----
+
+func.func @library_unknown(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names 'fft', which is not a kernel of the library}}
+  dscrt.kernel "fft" on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    dscrt.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @library_wrong_body(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names library kernel 'gemm', but its body is computed by 'copy'}}
+  dscrt.kernel "gemm" on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    dscrt.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @library_not_for_chains(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names library kernel 'copy', but its body is computed by no library kernel}}
+  dscrt.kernel "copy" on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %t = dsc.tanh %a : tensor<4xf32>
+    dscrt.yield %t : tensor<4xf32>
+  }
+  return
+}

@@ -8,6 +8,12 @@
 // launch raises what its loop recorded (no exception leaves an OpenMP loop).
 // CHECK: #define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
 // CHECK: #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
+// Every task the step enqueues is one type: a function, the buffers (at
+// most 4 here: the linear's 3 inputs and output) and a copy's byte count.
+// CHECK: struct dsc_task_t {
+// CHECK-NEXT: void (*fn)(const dsc_task_t &);
+// CHECK-NEXT: void *p[4];
+// CHECK-NEXT: int64_t bytes;
 // CHECK: const dsc::rt::StateDesc kStates[] = {
 // CHECK-NEXT: {{[{][{]}}"fc.weight", ElementType::F32, 2, kShape0}, dsc::rt::StateRole::Parameter},
 // CHECK-NEXT: {{[{][{]}}"fc.bias", ElementType::F32, 1, kShape1}, dsc::rt::StateRole::Parameter},
@@ -33,6 +39,8 @@
 // CHECK-NEXT: DSC_LAUNCH(kernel0_0, 8, in0, in1, in2, out0);
 // CHECK-NEXT: s.m = 2; s.n = 4; s.k = 8; s.transB = true;
 // CHECK-NEXT: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
+// Its task: the buffers, typed back.
+// CHECK: static void kernel0_task(const dsc_task_t &t) { kernel0(dsc_stream_t{}, static_cast<const float *>(t.p[0]), static_cast<const float *>(t.p[1]), static_cast<const float *>(t.p[2]), static_cast<float *>(t.p[3])); }
 
 // A fused elementwise chain is one loop; the broadcast scalar reads index 0.
 // CHECK-LABEL: DSC_GLOBAL void kernel1_0(
@@ -64,10 +72,10 @@
 // CHECK-NEXT: dsc::rt::Stream &[[M:s[0-9]+]] = ctx->stream(1);
 // CHECK-NEXT: auto *[[XH:v[0-9]+]] = static_cast<const float *>(ctx->input(0));
 // CHECK-NEXT: auto *[[X:v[0-9]+]] = reinterpret_cast<float *>(arena + {{[0-9]+}});
-// CHECK-NEXT: [[S]].enqueue([=] { std::memcpy([[X]], [[XH]], 16 * sizeof(*[[X]])); }, "host to device copy");
+// CHECK-NEXT: [[S]].enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr([[X]]), dsc_ptr([[XH]])}, 64}, "host to device copy");
 // CHECK: static_cast<float *>(ctx->state(0));
-// CHECK: [[S]].enqueue([=] { kernel0(dsc_stream_t{}, [[X]], v{{[0-9]+}}, v{{[0-9]+}}, v{{[0-9]+}}); }, "kernel0 (dsc.linear)");
-// CHECK: [[S]].enqueue([=] { kernel{{[0-9]+}}(dsc_stream_t{}, v{{[0-9]+}}, [[A:v[0-9]+]]); }, "kernel{{[0-9]+}} (copy)");
+// CHECK: [[S]].enqueue(dsc_task_t{kernel0_task, {dsc_ptr([[X]]), dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}})}, 0}, "kernel0 (dsc.linear)");
+// CHECK: [[S]].enqueue(dsc_task_t{kernel{{[0-9]+}}_task, {dsc_ptr(v{{[0-9]+}}), dsc_ptr([[A:v[0-9]+]])}, 0}, "kernel{{[0-9]+}} (copy)");
 // CHECK-NEXT: auto [[E0:e[0-9]+]] = [[S]].recordEvent();
 // CHECK-NEXT: [[M]].wait(*[[E0]]);
 // CHECK-NEXT: ctx->allReduceSum([[A]], 1, ElementType::F32, 0, [[M]]);
@@ -76,7 +84,7 @@
 // CHECK-NEXT: auto [[E3:e[0-9]+]] = [[M]].recordEvent();
 // CHECK-NEXT: [[S]].wait(*[[E3]]);
 // CHECK: auto *[[L:v[0-9]+]] = static_cast<float *>(ctx->output(0));
-// CHECK-NEXT: [[S]].enqueue([=] { std::memcpy([[L]], v{{[0-9]+}}, 1 * sizeof(*[[L]])); }, "device to host copy");
+// CHECK-NEXT: [[S]].enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr([[L]]), dsc_ptr(v{{[0-9]+}})}, 4}, "device to host copy");
 // CHECK-NEXT: [[S]].synchronize();
 // CHECK-NEXT: [[M]].synchronize();
 // CHECK-NEXT: dsc_raise_index_error();

@@ -1,6 +1,7 @@
 //===- DSCRTDialect.cpp - dsc's runtime-call level -------------------------===//
 
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+#include "dsc/Dialect/DSCRT/IR/LibraryKernels.h"
 #include "dsc/Support/TensorSize.h"
 
 #include "mlir/IR/Builders.h"
@@ -131,6 +132,17 @@ LogicalResult KernelOp::verify() {
     if (tensor.getShape() != type.getShape() ||
         tensor.getElementType() != type.getElementType())
       return emitOpError() << "yields " << tensor << " into output " << type;
+  }
+  if (std::optional<StringRef> library = getLibrary()) {
+    if (!llvm::is_contained(libraryKernelNames(), *library))
+      return emitOpError() << "names '" << *library
+                           << "', which is not a kernel of the library";
+    std::optional<StringRef> computes = matchLibraryKernel(block);
+    if (computes != library)
+      return emitOpError() << "names library kernel '" << *library
+                           << "', but its body is computed by "
+                           << (computes ? "'" + computes->str() + "'"
+                                       : std::string("no library kernel"));
   }
   return success();
 }

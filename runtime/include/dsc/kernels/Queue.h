@@ -1,9 +1,10 @@
-//===- Queue.h - the queue argument of the CPU kernel library ---*- C++ -*-===//
+//===- Queue.h - what a CPU library kernel runs on --------------*- C++ -*-===//
 //
-// Every kernel of the library takes the queue it runs on as its first
-// parameter, so that a call site is the same on both targets: a
-// cudaStream_t on CUDA, this empty struct on the CPU (where the whole call
-// is one task of the step's stream).
+// Every kernel of the library takes, first, the queue it runs on: a CUDA
+// stream on the CUDA target (dsc/kernels/cuda/), this empty value on the
+// CPU, where a kernel runs on the calling thread (the runtime calls it as a
+// task of its stream) and parallelises with OpenMP. Generated code calls
+// both targets' kernels with the same text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,9 @@
 #define DSC_KERNELS_QUEUE_H
 
 namespace dsc::kernels::cpu {
+
 struct Queue {};
+
 } // namespace dsc::kernels::cpu
 
 #endif // DSC_KERNELS_QUEUE_H

@@ -106,6 +106,15 @@ def DSC_BoundedTensorSize : NativeOpTrait<"BoundedTensorSize"> {
   let cppNamespace = "::mlir::dsc::OpTrait";
 }
 
+// An op computing each result element from the operand elements at the same
+// (broadcast) position, and nothing else: the lowering fuses chains of them
+// into one kernel (or a library kernel's prologue or epilogue), and ZeRO-3
+// follows them from a gathered parameter. Unlike upstream `Elementwise`,
+// operands may broadcast (NumPy rules) to the result's shape.
+def DSC_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::mlir::dsc::OpTrait";
+}
+
 class DSC_Op<string mnemonic, list<Trait> traits = []>
     : Op<DSC_Dialect, mnemonic, !listconcat(traits, [DSC_BoundedTensorSize])>;
 

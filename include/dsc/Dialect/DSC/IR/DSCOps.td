@@ -247,7 +247,8 @@ def DSC_EmbeddingOp : DSC_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 class DSC_BinaryOp<string mnemonic, string formula, Type operandType,
                    list<Trait> traits = []>
     : DSC_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
-                                             SameOperandsAndResultElementType])> {
+                                             SameOperandsAndResultElementType,
+                                             DSC_Elementwise])> {
   let summary = "elementwise " # formula # " with broadcasting";
   let description = [{
     Computes `}] # formula # [{` elementwise after broadcasting both operands
@@ -291,7 +292,8 @@ def DSC_MinimumOp : DSC_BinaryOp<"minimum", "min(lhs, rhs)",
 // Unary elementwise ops keep the operand's type.
 class DSC_UnaryOp<string mnemonic, string formula, Type operandType,
                   list<Trait> traits = []>
-    : DSC_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+    : DSC_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                            DSC_Elementwise])> {
   let summary = "elementwise " # formula;
   let description = [{
     Computes `}] # formula # [{` for every element. The result has the
@@ -322,7 +324,7 @@ def DSC_LogOp : DSC_UnaryOp<"log", "log(x)", DSC_FloatTensor>;
 def DSC_SqrtOp : DSC_UnaryOp<"sqrt", "sqrt(x)", DSC_FloatTensor>;
 def DSC_RsqrtOp : DSC_UnaryOp<"rsqrt", "1 / sqrt(x)", DSC_FloatTensor>;
 
-def DSC_GeluOp : DSC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def DSC_GeluOp : DSC_Op<"gelu", [Pure, SameOperandsAndResultType, DSC_Elementwise]> {
   let summary = "Gaussian error linear unit, exact or tanh-approximated";
   let description = [{
     `erf`: `x * 0.5 * (1 + erf(x / sqrt(2)))` (`F.gelu(x)`, BERT).
@@ -341,7 +343,7 @@ def DSC_GeluOp : DSC_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
 }
 
-def DSC_GeluGradOp : DSC_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
+def DSC_GeluGradOp : DSC_Op<"gelu_grad", [Pure, SameOperandsAndResultType, DSC_Elementwise]> {
   let summary = "derivative of gelu, exact or tanh-approximated";
   let description = [{
     `d gelu(x) / dx` in the given form, elementwise: the backward of
@@ -362,7 +364,7 @@ def DSC_GeluGradOp : DSC_Op<"gelu_grad", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
 }
 
-def DSC_ConvertOp : DSC_Op<"convert", [Pure]> {
+def DSC_ConvertOp : DSC_Op<"convert", [Pure, DSC_Elementwise]> {
   let summary = "elementwise conversion to another element type";
   let description = [{
     Converts every element to the result's element type, as `Tensor.to(dtype)`
@@ -381,7 +383,7 @@ def DSC_ConvertOp : DSC_Op<"convert", [Pure]> {
   let hasVerifier = 1;
 }
 
-def DSC_CompareOp : DSC_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+def DSC_CompareOp : DSC_Op<"compare", [Pure, InferTypeOpAdaptor, DSC_Elementwise]> {
   let summary = "elementwise comparison with broadcasting, giving i1";
   let description = [{
     `result = lhs <direction> rhs` elementwise after NumPy broadcasting; the
@@ -403,7 +405,7 @@ def DSC_CompareOp : DSC_Op<"compare", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def DSC_SelectOp : DSC_Op<"select", [Pure, InferTypeOpAdaptor]> {
+def DSC_SelectOp : DSC_Op<"select", [Pure, InferTypeOpAdaptor, DSC_Elementwise]> {
   let summary = "elementwise choice by an i1 condition (torch.where)";
   let description = [{
     `result = condition ? on_true : on_false` elementwise after broadcasting

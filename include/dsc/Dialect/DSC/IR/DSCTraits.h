@@ -24,7 +24,17 @@ public:
   }
 };
 
+/// An elementwise op (DSC_Elementwise in DSCBase.td): a marker, checked by
+/// the ops' own verifiers (broadcasting operands).
+template <typename ConcreteType>
+class Elementwise : public ::mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
 } // namespace OpTrait
+
+/// Whether `op` is a dsc elementwise op (carries OpTrait::Elementwise).
+inline bool isElementwise(Operation *op) {
+  return op->hasTrait<OpTrait::Elementwise>();
+}
 } // namespace mlir::dsc
 
 #endif // DSC_DIALECT_DSC_IR_DSCTRAITS_H

@@ -214,6 +214,21 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
 
     The launch is enqueued on `stream`.
 
+    `library`, when present, names the kernel of dsc's kernel library
+    (runtime/include/dsc/kernels/) that computes the body; the emitter calls
+    it instead of generating loops. `--dscrt-select-library` chooses it
+    (docs/kernels.md lists the kernels and what each computes); the verifier
+    checks that the body is what that kernel computes.
+
+    ```mlir
+    dscrt.kernel "softmax" on %compute ins(%x : memref<4x16xf32>)
+                 outs(%y : memref<4x16xf32>) {
+    ^bb0(%a: tensor<4x16xf32>):
+      %r = dsc.softmax %a, dim = 1 : tensor<4x16xf32>
+      dscrt.yield %r : tensor<4x16xf32>
+    }
+    ```
+
     ```mlir
     dscrt.kernel on %compute ins(%a, %b : memref<8xf32>, memref<8xf32>)
                  outs(%c : memref<8xf32>) {
@@ -225,10 +240,11 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
     ```
   }];
   let arguments = (ins DSCRT_StreamType:$stream, Variadic<DSCRT_Buffer>:$ins,
-                       Variadic<DSCRT_Buffer>:$outs);
+                       Variadic<DSCRT_Buffer>:$outs,
+                       OptionalAttr<StrAttr>:$library);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    `on` $stream `ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` $outs `:` type($outs) `)`
+    ($library^)? `on` $stream `ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` $outs `:` type($outs) `)`
     $body attr-dict
   }];
   let hasVerifier = 1;

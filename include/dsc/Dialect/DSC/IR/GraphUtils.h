@@ -1,0 +1,27 @@
+//===- GraphUtils.h - queries over a dsc graph ------------------*- C++ -*-===//
+//
+// Questions that passes and the lowering ask of a graph in the same way, kept
+// with the dialect so that no pass depends on another's headers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_DIALECT_DSC_IR_GRAPHUTILS_H
+#define DSC_DIALECT_DSC_IR_GRAPHUTILS_H
+
+#include "mlir/IR/Operation.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+namespace mlir::dsc {
+
+/// The last op, in block order, of those that compute `values` and what
+/// they depend on (each op counted at `placed(op)`, e.g. where its fused
+/// kernel is emitted); null when no op computes them. Everything after it
+/// is work the values do not need: the backward pass and the optimizer,
+/// after a training graph's loss.
+Operation *lastProducer(ValueRange values,
+                        llvm::function_ref<Operation *(Operation *)> placed);
+
+} // namespace mlir::dsc
+
+#endif // DSC_DIALECT_DSC_IR_GRAPHUTILS_H

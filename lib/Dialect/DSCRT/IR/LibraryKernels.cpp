@@ -1,0 +1,83 @@
+//===- LibraryKernels.cpp - which library kernel computes a body -----------===//
+
+#include "dsc/Dialect/DSCRT/IR/LibraryKernels.h"
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static constexpr llvm::StringLiteral kNames[] = {"copy", "gemm", "attention"};
+
+llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
+  return kNames;
+}
+
+/// Element types the library's templates are instantiated for.
+static bool isLibraryType(Type type) {
+  Type elem = cast<ShapedType>(type).getElementType();
+  return elem.isF32() || elem.isBF16() || elem.isF16() || elem.isInteger(64);
+}
+
+std::optional<int64_t>
+mlir::dscrt::matmulBatchStride(llvm::ArrayRef<int64_t> operand,
+                               llvm::ArrayRef<int64_t> batch) {
+  ArrayRef<int64_t> own = operand.drop_back(2);
+  int64_t matrix = ShapedType::getNumElements(operand.take_back(2));
+  if (ShapedType::getNumElements(own) == 1)
+    return 0;
+  // Broadcasting aligns shapes at the right: leading dims of the batch that
+  // the operand lacks must be 1 for one stride to place every item.
+  if (own.size() > batch.size() || own != batch.take_back(own.size()) ||
+      ShapedType::getNumElements(batch.drop_back(own.size())) != 1)
+    return std::nullopt;
+  return matrix;
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getShape();
+}
+
+/// The library kernel of a body that is one op (besides the yield).
+static std::optional<StringRef> matchOp(Operation *op) {
+  // GEMMs take float operands (OpenBLAS, cuBLASLt; fp32 accumulation).
+  bool isFloat = isa<FloatType>(
+      cast<ShapedType>(op->getResult(0).getType()).getElementType());
+  if (isa<LinearOp>(op) && isFloat)
+    return StringRef("gemm");
+  if (auto mm = dyn_cast<MatmulOp>(op); mm && isFloat) {
+    ArrayRef<int64_t> batch = shapeOf(mm.getResult()).drop_back(2);
+    if (dscrt::matmulBatchStride(shapeOf(mm.getLhs()), batch) &&
+        dscrt::matmulBatchStride(shapeOf(mm.getRhs()), batch))
+      return StringRef("gemm");
+  }
+  // Flash attention (dsc/kernels/Attention.h): float data, and a mask of
+  // the data's type or i1.
+  if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
+    return StringRef("attention");
+  return std::nullopt;
+}
+
+std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
+  auto yield = cast<YieldOp>(body.getTerminator());
+  auto isArgumentType = [&](Type type) {
+    // An attention mask may be i1 (a boolean mask).
+    return isLibraryType(type) ||
+           (cast<ShapedType>(type).getElementType().isInteger(1) &&
+            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp>));
+  };
+  if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
+      !llvm::all_of(yield.getValues().getTypes(), isLibraryType))
+    return std::nullopt;
+  // A body that yields its inputs unchanged copies them.
+  if (&body.front() == yield.getOperation())
+    return llvm::all_of(yield.getValues(), llvm::IsaPred<BlockArgument>)
+               ? std::optional<StringRef>("copy")
+               : std::nullopt;
+  if (std::next(body.begin()) != std::prev(body.end()))
+    return std::nullopt; // more than one op: a fused elementwise chain
+  return matchOp(&body.front());
+}

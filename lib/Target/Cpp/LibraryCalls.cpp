@@ -1,0 +1,54 @@
+//===- LibraryCalls.cpp - a dscrt.kernel as a call into the library -------===//
+
+#include "LibraryCalls.h"
+
+#include "KernelEmitter.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+using namespace mlir::dsc::cpp;
+
+Operation *LibraryCall::op() const {
+  Block &body = dscrt::KernelOp(kernel).getBody().front();
+  return &body.front() == body.getTerminator() ? nullptr : &body.front();
+}
+
+std::string LibraryCall::in(Value v) const {
+  return "DSC_LIB(in" + std::to_string(cast<BlockArgument>(v).getArgNumber()) + ")";
+}
+
+std::string LibraryCall::out(unsigned i) const {
+  return "DSC_LIB(out" + std::to_string(i) + ")";
+}
+
+using FamilyEmitter = LogicalResult (*)(LibraryCall &);
+
+/// The emitter of each library kernel (LibraryKernels.h names them).
+static FamilyEmitter familyOf(StringRef library) {
+  return llvm::StringSwitch<FamilyEmitter>(library)
+      .Case("copy", emitCopyCall)
+      .Case("gemm", emitGemmCall)
+      .Case("attention", emitAttentionCall)
+      .Default(nullptr);
+}
+
+LogicalResult mlir::dsc::cpp::emitLibraryCall(dscrt::KernelOp kernel,
+                                              StringRef name,
+                                              llvm::raw_ostream &os) {
+  StringRef library = *kernel.getLibrary();
+  FamilyEmitter family = familyOf(library);
+  if (!family)
+    return kernel.emitError() << "the C++ emitter has no call for library kernel '"
+                              << library << "'";
+  FailureOr<std::string> params = kernelParameters(kernel);
+  if (failed(params))
+    return failure();
+  LibraryCall call(kernel);
+  if (failed(family(call)))
+    return failure();
+  os << "static void " << name << "(dsc_stream_t stream, " << *params << ") {\n"
+     << call.text << "}\n\n";
+  return success();
+}

@@ -1,0 +1,15 @@
+//===- Kernels.h - the CPU kernel library, every family ---------*- C++ -*-===//
+//
+// What generated CPU code includes: each family's header (see docs/kernels.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_KERNELS_KERNELS_H
+#define DSC_KERNELS_KERNELS_H
+
+#include "dsc/kernels/Attention.h"
+#include "dsc/kernels/Copy.h"
+#include "dsc/kernels/Gemm.h"
+#include "dsc/kernels/Queue.h"
+
+#endif // DSC_KERNELS_KERNELS_H

@@ -1,0 +1,15 @@
+//===- Kernels.cuh - the CUDA kernel library, every family ------*- C++ -*-===//
+//
+// What generated CUDA code includes: each family's header (see
+// docs/kernels.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_KERNELS_CUDA_KERNELS_CUH
+#define DSC_KERNELS_CUDA_KERNELS_CUH
+
+#include "dsc/kernels/cuda/Attention.cuh"
+#include "dsc/kernels/cuda/Copy.cuh"
+#include "dsc/kernels/cuda/Gemm.cuh"
+
+#endif // DSC_KERNELS_CUDA_KERNELS_CUH
