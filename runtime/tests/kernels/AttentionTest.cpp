@@ -12,8 +12,10 @@
 #include "dsc/kernels/Attention.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -255,6 +257,43 @@ TEST(AttentionKernel, HalfAdditiveMask) {
 
 TEST(AttentionKernel, BFloat16BooleanMask) {
   run<BFloat16>({2, 1, 33, 33, 16, 16, false, MaskKind::Boolean});
+}
+
+} // namespace
+
+namespace {
+
+// Work items own their rows and sum in a fixed order: the same bits on one
+// thread as on several.
+TEST(AttentionKernel, ThreadCountDoesNotChangeBits) {
+  const int64_t B = 2, H = 3, T = 77, S = 77, D = 16;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> q(B * H * T * D), k(q.size()), v(q.size()), dOut(q.size());
+  for (auto *x : {&q, &k, &v, &dOut})
+    for (float &e : *x)
+      e = normal(rng);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(q.size()), lse(B * H * T), dq(q.size()), dk(q.size()),
+        dv(q.size());
+    attentionForward(Queue{}, q.data(), k.data(), v.data(),
+                     static_cast<const float *>(nullptr), 0, 0, 0, 0, out.data(),
+                     lse.data(), B, H, T, S, D, D, 0.25, true);
+    attentionBackward(Queue{}, q.data(), k.data(), v.data(), out.data(),
+                      dOut.data(), lse.data(), static_cast<const float *>(nullptr),
+                      0, 0, 0, 0, dq.data(), dk.data(), dv.data(), B, H, T, S, D,
+                      D, 0.25, true);
+    out.insert(out.end(), lse.begin(), lse.end());
+    for (auto *x : {&dq, &dk, &dv})
+      out.insert(out.end(), x->begin(), x->end());
+    return out;
+  };
+  int before = omp_get_max_threads();
+  std::vector<float> one = run(1), three = run(3);
+  omp_set_num_threads(before);
+  ASSERT_EQ(one.size(), three.size());
+  EXPECT_EQ(0, std::memcmp(one.data(), three.data(), one.size() * sizeof(float)));
 }
 
 } // namespace
