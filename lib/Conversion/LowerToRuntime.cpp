@@ -252,6 +252,7 @@ struct LowerToRuntimePass
       members[root.lookup(&op)].push_back(&op);
     if (failed(checkStoreOrder(body, root)))
       return failure();
+    DenseMap<Value, StoreOp> inPlace = inPlaceStores(body, root);
 
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     // Each output is a host buffer filled by a copy on compute, once the
@@ -314,6 +315,9 @@ struct LowerToRuntimePass
         }
       });
       if (auto store = dyn_cast<StoreOp>(op)) {
+        // Written in place by its kernel: nothing to copy.
+        if (inPlace.lookup(store.getValue()) == store)
+          continue;
         // A value computed by a kernel emitted later (an output of a fused
         // group whose last op follows the store) is stored after it.
         if (!buffers.contains(store.getValue()))
@@ -401,7 +405,16 @@ struct LowerToRuntimePass
                               << "' to the runtime";
       for (Operation *member : members[&op])
         streams.waitFor(builder, loc, member->getOperands());
-      emitKernel(builder, streams.compute, members[&op], buffers);
+      emitKernel(builder, streams.compute, members[&op], buffers,
+                 [&](Value result, Location at) -> Value {
+                   StoreOp store = inPlace.lookup(result);
+                   if (!store)
+                     return {};
+                   return dscrt::StateOp::create(
+                       builder, at, bufferType(result.getType()),
+                       stateIndex.lookup(store.getStateAttr().getAttr()),
+                       store.getState());
+                 });
       llvm::erase_if(deferredStores, [&](StoreOp store) {
         if (!buffers.contains(store.getValue()))
           return false;
@@ -427,6 +440,62 @@ struct LowerToRuntimePass
                                 const DenseMap<Operation *, Operation *> &root) {
     return lastProducer(ret.getOperands(),
                         [&](Operation *op) { return emittedAt(root, op); });
+  }
+
+  /// The stores whose value its kernel writes straight into the state's
+  /// memory, instead of a buffer the store then copies (an optimizer's
+  /// parameters and moments, a gradient accumulator: a copy of every state
+  /// each step otherwise). The value must be computed by an elementwise
+  /// kernel, and every read of the state's old value must come before that
+  /// kernel, or be inside it at the element it writes (an operand of the
+  /// loop's own shape: each element is read before it is written). A read
+  /// by a collective keeps the copy: the comm stream may still be reading
+  /// when compute writes. Maps each such value to its store.
+  DenseMap<Value, StoreOp>
+  inPlaceStores(Block &body, const DenseMap<Operation *, Operation *> &root) {
+    DenseMap<StringAttr, SmallVector<LoadOp>> loads;
+    for (auto load : body.getOps<LoadOp>())
+      loads[load.getStateAttr().getAttr()].push_back(load);
+    DenseMap<Value, StoreOp> inPlace;
+    for (auto store : body.getOps<StoreOp>()) {
+      Value value = store.getValue();
+      Operation *def = value.getDefiningOp();
+      if (!def || def->getBlock() != &body || !isElementwise(def) ||
+          inPlace.contains(value))
+        continue;
+      Operation *kernelAt = emittedAt(root, def);
+      ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+      auto readsBefore = [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, LocalShardOp>(user))
+          return false;
+        Operation *at = emittedAt(root, user);
+        if (at == kernelAt)
+          return isElementwise(user) &&
+                 cast<RankedTensorType>(use.get().getType()).getShape() == shape;
+        return at->isBeforeInBlock(kernelAt);
+      };
+      bool safe = true;
+      SmallVector<Value> old;
+      for (LoadOp load : loads.lookup(store.getStateAttr().getAttr()))
+        old.push_back(load.getResult());
+      while (safe && !old.empty()) {
+        Value v = old.pop_back_val();
+        for (OpOperand &use : v.getUses()) {
+          if (auto view = dyn_cast<ReshapeOp>(use.getOwner())) {
+            old.push_back(view.getResult()); // a view reads the same memory
+            continue;
+          }
+          if (!readsBefore(use)) {
+            safe = false;
+            break;
+          }
+        }
+      }
+      if (safe)
+        inPlace[value] = store;
+    }
+    return inPlace;
   }
 
   /// A store writes the state's memory in place, so every read of the old
@@ -461,7 +530,8 @@ struct LowerToRuntimePass
   /// are the last op's results and every other result of the group read
   /// outside it (stored: see onlyStoredBesides).
   void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
-                  IRMapping &buffers) {
+                  IRMapping &buffers,
+                  llvm::function_ref<Value(Value, Location)> stateFor) {
     Operation *last = group.back();
     llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
     llvm::SetVector<Value> inputs;
@@ -479,9 +549,12 @@ struct LowerToRuntimePass
     SmallVector<Value> ins, outs;
     for (Value input : inputs)
       ins.push_back(buffers.lookup(input));
-    for (Value result : results)
-      outs.push_back(dscrt::AllocOp::create(builder, last->getLoc(),
-                                            bufferType(result.getType())));
+    for (Value result : results) {
+      Value state = stateFor(result, last->getLoc());
+      outs.push_back(state ? state
+                           : dscrt::AllocOp::create(builder, last->getLoc(),
+                                                    bufferType(result.getType())));
+    }
     auto kernel =
         dscrt::KernelOp::create(builder, last->getLoc(), stream, ins, outs);
     Block &block = kernel.getBody().front();

@@ -1,33 +1,35 @@
-# The kernel library (dsc/kernels/): one suite per family against plain
-# references.
+# GoogleTest suites of the kernel library (runtime/include/dsc/kernels/),
+# one block per family. The CUDA suites (*CudaTest.cu) are built where
+# runtime/CMakeLists.txt enabled the CUDA language (DSC_KERNELS_CUDA); they
+# skip their checks where there is no GPU.
+# A CUDA suite of the kernel library: `name` built from `sources` (.cu).
+function(dsc_kernels_cuda_test name)
+  if(NOT DSC_KERNELS_CUDA)
+    return()
+  endif()
+  add_executable(${name} ${ARGN})
+  dsc_runtime_cuda_executable(${name})
+  target_link_libraries(${name} PRIVATE GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endfunction()
+
+# Optimizer family: multi-tensor Adam/AdamW/SGD, sum of squares, non-finite check.
+dsc_runtime_test(KernelsOptimizerTest kernels/OptimizerTest.cpp)
+dsc_kernels_cuda_test(KernelsOptimizerCudaTest kernels/OptimizerCudaTest.cu)
+
+# GEMM family: strided-batched GEMM and cuBLASLt-style epilogues.
+dsc_runtime_test(KernelsBatchedGemmTest kernels/BatchedGemmTest.cpp)
+dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
+
+# Copy and GEMM calls of generated code: copy, linear, a broadcast batch.
 dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
 
-# Attention: the CPU kernels against a naive double reference.
-dsc_runtime_test(AttentionKernelTest kernels/AttentionTest.cpp)
+# Row kernels and the fused classifier.
+dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
+dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
+dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)
 
-# Attention on CUDA against the CPU kernels (skipped without a device). The
-# .cu is compiled by nvcc for sm_90 only (H100/H200) into an object that the
-# host compiler links with the runtime; built when the CUDA backend is.
-if(TARGET dsc_runtime_cuda AND CUDAToolkit_NVCC_EXECUTABLE)
-  set(attention_cuda_object
-      ${CMAKE_CURRENT_BINARY_DIR}/AttentionCudaTest.cu.o)
-  add_custom_command(OUTPUT ${attention_cuda_object}
-    COMMAND ${CUDAToolkit_NVCC_EXECUTABLE} -O2 -std=c++17
-      -gencode=arch=compute_90,code=sm_90 -Xcompiler -fPIC
-      -I${PROJECT_SOURCE_DIR}/include -c
-      ${CMAKE_CURRENT_SOURCE_DIR}/kernels/AttentionCudaTest.cu
-      -o ${attention_cuda_object}
-    DEPENDS kernels/AttentionCudaTest.cu
-      ${PROJECT_SOURCE_DIR}/include/dsc/kernels/cuda/Attention.cuh
-      ${PROJECT_SOURCE_DIR}/include/dsc/kernels/Attention.h
-    COMMENT "Compiling AttentionCudaTest.cu with nvcc (sm_90)"
-    VERBATIM)
-  add_executable(AttentionKernelCudaTest ${attention_cuda_object})
-  set_source_files_properties(${attention_cuda_object} PROPERTIES
-    EXTERNAL_OBJECT TRUE GENERATED TRUE)
-  set_target_properties(AttentionKernelCudaTest PROPERTIES LINKER_LANGUAGE CXX)
-  dsc_runtime_cuda_executable(AttentionKernelCudaTest)
-  target_link_libraries(AttentionKernelCudaTest PRIVATE dsc_runtime
-    GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(AttentionKernelCudaTest DISCOVERY_TIMEOUT 60)
-endif()
+# Attention: the CPU kernels against a naive double reference; the CUDA
+# kernels against the CPU ones.
+dsc_runtime_test(AttentionKernelTest kernels/AttentionTest.cpp)
+dsc_kernels_cuda_test(AttentionKernelCudaTest kernels/AttentionCudaTest.cu)

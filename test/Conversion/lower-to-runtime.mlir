@@ -94,22 +94,22 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf32> {dsc.o
 // -----
 
 // A value used by one op and stored joins that op's kernel as one more
-// output, which the store copies: an optimizer's new moment is computed
-// with the parameter's update, in one kernel.
+// output: an optimizer's new moment is computed with the parameter's update,
+// in one kernel. Both are written straight into their states' memory (no
+// copies): every read of the old values is inside the kernel, at the
+// element it writes.
 // CHECK-LABEL: func.func @step()
-// CHECK: dscrt.state 0 "p"
-// CHECK: %[[M:.*]] = dscrt.alloc : memref<4xf32>
-// CHECK-NEXT: %[[P:.*]] = dscrt.alloc : memref<4xf32>
-// CHECK-NEXT: dscrt.kernel on %{{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4xf32>, memref<4xf32>, memref<4xf32>) outs(%[[M]], %[[P]] : memref<4xf32>, memref<4xf32>) {
+// CHECK: dscrt.eval_exit
+// CHECK-NEXT: %[[OLDP:.*]] = dscrt.state 0 "p" : memref<4xf32>
+// CHECK-NEXT: %[[OLDM:.*]] = dscrt.state 1 "p.m" : memref<4xf32>
+// CHECK-NEXT: %[[M:.*]] = dscrt.state 1 "p.m" : memref<4xf32>
+// CHECK-NEXT: %[[P:.*]] = dscrt.state 0 "p" : memref<4xf32>
+// CHECK-NEXT: dscrt.kernel on %{{.*}} ins(%[[OLDM]], %{{.*}}, %[[OLDP]] : memref<4xf32>, memref<4xf32>, memref<4xf32>) outs(%[[M]], %[[P]] : memref<4xf32>, memref<4xf32>) {
 // CHECK: %[[NM:.*]] = dsc.add
 // CHECK-NEXT: %[[NP:.*]] = dsc.sub
 // CHECK-NEXT: dscrt.yield %[[NM]], %[[NP]]
-// CHECK: dscrt.kernel on
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: dscrt.yield
-// CHECK: dscrt.kernel on
-// CHECK-NEXT: ^bb0
-// CHECK-NEXT: dscrt.yield
+// CHECK-NOT: dscrt.kernel
+// CHECK: return
 dsc.state parameter @p : tensor<4xf32>
 dsc.state optimizer @p.m : tensor<4xf32>
 func.func @train(%g: tensor<4xf32> {dsc.input = "g"}) -> (tensor<4xf32> {dsc.output = "g2"}) {
@@ -120,6 +120,30 @@ func.func @train(%g: tensor<4xf32> {dsc.input = "g"}) -> (tensor<4xf32> {dsc.out
   dsc.store %nm to @p.m : tensor<4xf32>
   dsc.store %np to @p : tensor<4xf32>
   return %g : tensor<4xf32>
+}
+
+// -----
+
+// The old value is read after the kernel that computes the new one (by the
+// reduction): the new value goes to a buffer and the store copies it, once
+// every read is done.
+// CHECK-LABEL: func.func @step()
+// CHECK: dscrt.state 0 "p"
+// CHECK-NEXT: %[[N:.*]] = dscrt.alloc : memref<4xf32>
+// CHECK-NEXT: dscrt.kernel on {{.*}} outs(%[[N]] : memref<4xf32>) {
+// CHECK: dsc.mul
+// CHECK: dsc.reduce_sum
+// CHECK: %[[S:.*]] = dscrt.state 0 "p"
+// CHECK-NEXT: dscrt.kernel on %{{.*}} ins(%[[N]] : memref<4xf32>) outs(%[[S]] : memref<4xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: dscrt.yield
+dsc.state parameter @p : tensor<4xf32>
+func.func @train(%g: tensor<4xf32> {dsc.input = "g"}) -> (tensor<f32> {dsc.output = "l"}) {
+  %p = dsc.load @p : tensor<4xf32>
+  %n = dsc.mul %p, %g : tensor<4xf32>, tensor<4xf32>
+  %l = dsc.reduce_sum %p, dims = [0] : tensor<4xf32>
+  dsc.store %n to @p : tensor<4xf32>
+  return %l : tensor<f32>
 }
 
 // -----

@@ -3,7 +3,8 @@
 
 // A training step (it stores state): the loss is written as soon as it is
 // computed and the step may end there (dscrt.eval_exit, for dsc-run
-// --eval); the update follows, copied into the state's memory in place.
+// --eval); the update follows, written straight into the state's memory
+// (every read of the old value comes first).
 dsc.state parameter @w : tensor<4xf32>
 dsc.state optimizer @optimizer.step : tensor<f32>
 func.func @train(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.output = "loss"}) {
@@ -28,10 +29,11 @@ func.func @train(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.outpu
 // CHECK-NEXT: %[[O:.*]] = dscrt.output 0 "loss" : memref<f32, #dscrt.host>
 // CHECK-NEXT: dscrt.copy %[[L]] to %[[O]] on %[[C]] : memref<f32> to memref<f32, #dscrt.host>
 // CHECK-NEXT: dscrt.eval_exit
-// CHECK: dscrt.kernel on %[[C]] {{.*}} outs(%[[N:.*]] : memref<4xf32>)
+// CHECK: %[[OLD:.*]] = dscrt.state 0 "w" : memref<4xf32>
+// CHECK-NEXT: %[[TARGET:.*]] = dscrt.state 0 "w" : memref<4xf32>
+// CHECK-NEXT: dscrt.kernel on %[[C]] ins(%{{.*}}, %{{.*}}, %[[OLD]] : {{.*}}) outs(%[[TARGET]] : memref<4xf32>)
 // CHECK: dsc.sub
-// CHECK: %[[TARGET:.*]] = dscrt.state 0 "w" : memref<4xf32>
-// CHECK-NEXT: dscrt.kernel on %[[C]] ins(%[[N]] : memref<4xf32>) outs(%[[TARGET]] : memref<4xf32>)
+// CHECK-NOT: dscrt.kernel
 // CHECK-NOT: dscrt.output
 // CHECK: dscrt.synchronize %[[C]]
 // CHECK-NEXT: return

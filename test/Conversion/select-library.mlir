@@ -38,11 +38,12 @@ func.func @forward(%x: tensor<4x8xf32>, %q: tensor<2x3x4x8xf32>,
   // CHECK: dscrt.kernel on
   // CHECK: dsc.exp
   %e = dsc.exp %d : tensor<4x8xf64>
-  // A store copies its value into the state's memory: the library's copy.
+  // A store of a value no elementwise kernel computes (so none can write it
+  // into the state directly) copies it: the library's copy.
   // CHECK: dscrt.kernel "copy" on
   // CHECK-NEXT: ^bb0(%{{.*}}: tensor<16x8xf32>):
   // CHECK-NEXT: dscrt.yield
-  %w2 = dsc.mul %w, %w : tensor<16x8xf32>, tensor<16x8xf32>
+  %w2 = dsc.softmax %w, dim = 1 : tensor<16x8xf32>
   dsc.store %w2 to @w : tensor<16x8xf32>
   return %y, %s, %b, %r, %t, %e : tensor<4x16xf32>, tensor<2x3x4x5xf32>,
       tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<4x8xf32>, tensor<4x8xf64>

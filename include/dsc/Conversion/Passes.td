@@ -21,7 +21,15 @@ def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
 
     Chains of elementwise ops are fused: an elementwise op whose single user
     is an elementwise op with the same result shape joins that user's
-    kernel, so intermediate values never reach memory.
+    kernel, so intermediate values never reach memory. An op whose other
+    users are stores joins too, as one more output of the kernel (an
+    optimizer's moments and update: one kernel per parameter).
+
+    A stored value that an elementwise kernel computes is written straight
+    into the state's memory, with no copy, when every read of the state's
+    old value comes before that kernel or is inside it at the element it
+    writes; otherwise (a later reader, a collective reading the state) the
+    store copies it once every read is done.
 
     Example: `dsc-opt model.mlir --dsc-lower-to-runtime --dsc-plan-memory`.
   }];

@@ -54,6 +54,8 @@ using dsc::rt::ElementType;
 using dsc_stream_t = dsc::kernels::cpu::Queue;
 namespace dsc_kernels = dsc::kernels::cpu;
 #define DSC_LIB(p) (p)
+// Library kernels that check indices throw on the CPU (no record argument).
+#define DSC_INDEX_FAULT
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -222,6 +224,20 @@ inline void dsc_raise_index_error() {
   throw std::out_of_range(std::string(fault.op) + ": index " + std::to_string(fault.index) +
                           " is outside [0, " + std::to_string(fault.size) + ")");
 }
+// Library kernels that check indices record the first bad one in
+// dsc_index_fault too (dsc/kernels/cuda/IndexFault.cuh has its layout), as
+// their last argument.
+static_assert(sizeof(dsc_index_fault_t) == sizeof(dsc::kernels::cuda::IndexFault),
+              "one layout for the index record");
+inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
+  static void *const address = [] { // looked up once, by whichever stream comes first
+    void *a = nullptr;
+    dsc_check(cudaGetSymbolAddress(&a, dsc_index_fault), "locating the kernels' index check");
+    return a;
+  }();
+  return static_cast<dsc::kernels::cuda::IndexFault *>(address);
+}
+#define DSC_INDEX_FAULT , dsc_index_fault_record()
 template <typename T> const T *dsc_upload(const T *host, size_t bytes) {
   void *device = nullptr;
   dsc_check(cudaMalloc(&device, bytes), "cudaMalloc of a constant");

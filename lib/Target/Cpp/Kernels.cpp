@@ -686,16 +686,34 @@ private:
 };
 } // namespace
 
+/// Whether an output of `kernel` is the memory of one of its inputs: a
+/// state it updates in place (the lowering writes a stored value straight
+/// into the state). Its pointers must then not be __restrict.
+static bool updatesInPlace(dscrt::KernelOp kernel) {
+  auto stateIndex = [](Value buffer) -> std::optional<int64_t> {
+    if (auto state = buffer.getDefiningOp<dscrt::StateOp>())
+      return state.getIndex();
+    return std::nullopt;
+  };
+  for (Value out : kernel.getOuts())
+    if (std::optional<int64_t> written = stateIndex(out))
+      for (Value in : kernel.getIns())
+        if (stateIndex(in) == written)
+          return true;
+  return false;
+}
+
 FailureOr<std::string> mlir::dsc::cpp::kernelParameters(dscrt::KernelOp kernel) {
   Block &block = kernel.getBody().front();
   SmallVector<std::string> params;
+  std::string restrict = updatesInPlace(kernel) ? " *" : " *__restrict ";
   auto add = [&](Value v, StringRef qualifier, StringRef name) -> LogicalResult {
     Type elem = tensorOf(v).getElementType();
     std::string ty = cType(elem);
     if (ty.empty())
       return kernel.emitError() << "the CPU and CUDA targets do not support "
                                 << elem << " yet";
-    params.push_back((qualifier + ty + " *__restrict " + name).str());
+    params.push_back((qualifier + ty + restrict + name).str());
     return success();
   };
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))

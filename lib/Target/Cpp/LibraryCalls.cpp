@@ -30,6 +30,8 @@ static FamilyEmitter familyOf(StringRef library) {
   return llvm::StringSwitch<FamilyEmitter>(library)
       .Case("copy", emitCopyCall)
       .Case("gemm", emitGemmCall)
+      .Case("row", emitRowCall)
+      .Case("classifier", emitClassifierCall)
       .Case("attention", emitAttentionCall)
       .Default(nullptr);
 }

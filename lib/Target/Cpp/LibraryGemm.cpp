@@ -40,7 +40,7 @@ static LogicalResult emitMatmul(MatmulOp mm, LibraryCall &call) {
       "  {{ dsc_kernels::GemmShape s; s.batch = {0}; s.m = {1}; s.n = {2}; "
       "s.k = {3};\n    s.transA = {4}; s.transB = {5}; s.strideA = {6}; "
       "s.strideB = {7}; s.strideC = {8};\n"
-      "    dsc_kernels::gemm(stream, s, {9}, {10}, {11}, 1.0f, 0.0f); }\n",
+      "    dsc_kernels::batchedGemm(stream, s, {9}, {10}, {11}, 1.0f, 0.0f); }\n",
       items, m, n, k, mm.getTransposeLhs() ? "true" : "false",
       mm.getTransposeRhs() ? "true" : "false", *strideA, *strideB, m * n,
       call.in(mm.getLhs()), call.in(mm.getRhs()), call.out(0));

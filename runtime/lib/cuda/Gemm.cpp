@@ -106,10 +106,72 @@ int64_t saturatingProduct(int64_t a, int64_t b) {
 
 /// One problem as cuBLASLt sees it, for the algorithm cache: device,
 /// element type, transposes, m, n, k, batch count, the three strides, the
-/// three alignments.
+/// three alignments, the epilogue and its aux leading dimension.
 using ProblemKey =
     std::tuple<int, int, bool, bool, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t>;
+               int64_t, int64_t, int64_t, uint32_t, uint32_t, uint32_t, int,
+               int64_t>;
+
+/// cuBLASLt's epilogue for ours (CudaGemm.h: A and B swap places).
+cublasLtEpilogue_t ltEpilogue(cpu::GemmEpilogue kind) {
+  using K = cpu::GemmEpilogue;
+  switch (kind) {
+  case K::None:
+    return CUBLASLT_EPILOGUE_DEFAULT;
+  case K::Bias:
+    return CUBLASLT_EPILOGUE_BIAS;
+  case K::Gelu:
+    return CUBLASLT_EPILOGUE_GELU;
+  case K::GeluBias:
+    return CUBLASLT_EPILOGUE_GELU_BIAS;
+  case K::GeluAux:
+    return CUBLASLT_EPILOGUE_GELU_AUX;
+  case K::GeluAuxBias:
+    return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  case K::DGelu:
+    return CUBLASLT_EPILOGUE_DGELU;
+  case K::DGeluBGrad:
+    return CUBLASLT_EPILOGUE_DGELU_BGRAD;
+  case K::BGradA:
+    return CUBLASLT_EPILOGUE_BGRADB;
+  case K::BGradB:
+    return CUBLASLT_EPILOGUE_BGRADA;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// Sets the epilogue of `op` and the pointers it reads or writes.
+void setEpilogue(cublasLtMatmulDesc_t op, const GemmShape &s,
+                 const cpu::GemmEpilogueArgs &e) {
+  using K = cpu::GemmEpilogue;
+  const cublasLtEpilogue_t epilogue = ltEpilogue(e.kind);
+  checkCublas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                             &epilogue, sizeof epilogue),
+              "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  // The bias, or the bias gradient's output, for the kinds that have one.
+  const bool bias =
+      e.kind == K::Bias || e.kind == K::GeluBias || e.kind == K::GeluAuxBias;
+  const bool grad = e.kind == K::DGeluBGrad || e.kind == K::BGradA ||
+                    e.kind == K::BGradB;
+  const void *vector = bias ? e.bias : grad ? e.biasGrad : nullptr;
+  if (vector)
+    checkCublas(cublasLtMatmulDescSetAttribute(
+                    op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
+                    sizeof vector),
+                "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  if (e.kind == K::GeluAux || e.kind == K::GeluAuxBias || e.kind == K::DGelu ||
+      e.kind == K::DGeluBGrad) {
+    // Our row-major [m, auxLd] is cuBLASLt's column-major [n, m], ld auxLd.
+    const int64_t ld = e.auxLd ? e.auxLd : s.n;
+    checkCublas(cublasLtMatmulDescSetAttribute(
+                    op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &e.aux,
+                    sizeof e.aux),
+                "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    checkCublas(cublasLtMatmulDescSetAttribute(
+                    op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+                "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+  }
+}
 
 struct Algorithm {
   cublasLtMatmulAlgo_t algo;
@@ -205,9 +267,10 @@ void scaleOutput(const GemmShape &s, ElementKind kind, char *c, float beta,
 
 /// The product over elements of `kind`; a, b and c are byte addresses.
 void gemm(const GemmShape &s, ElementKind kind, const char *a, const char *b,
-          char *c, float alpha, float beta, cudaStream_t stream) {
+          char *c, float alpha, float beta, cudaStream_t stream,
+          const cpu::GemmEpilogueArgs &epilogue = {}) {
   // The CPU version's checks and messages, before any CUDA call.
-  cpu::checkGemmShape(s);
+  cpu::checkGemmEpilogue(s, epilogue);
   if (s.batch == 0 || s.m == 0 || s.n == 0)
     return;
 
@@ -241,6 +304,8 @@ void gemm(const GemmShape &s, ElementKind kind, const char *a, const char *b,
   checkCublas(cublasLtMatmulDescSetAttribute(
                   op.handle, CUBLASLT_MATMUL_DESC_TRANSB, &opB, sizeof opB),
               "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (epilogue.kind != cpu::GemmEpilogue::None)
+    setEpilogue(op.handle, s, epilogue);
 
   forEachGroup(s.batch, strided, [&](int64_t first, int64_t count) {
     const char *itemA = a + first * s.strideA * kind.bytes;
@@ -274,7 +339,9 @@ void gemm(const GemmShape &s, ElementKind kind, const char *a, const char *b,
                    count > 1 ? s.strideC : 0,
                    alignA,
                    alignB,
-                   alignC};
+                   alignC,
+                   int(epilogue.kind),
+                   epilogue.auxLd};
     auto found = cc.algorithms.find(key);
     if (found == cc.algorithms.end()) {
       Preference preference;
@@ -343,6 +410,32 @@ void gemmF16(const GemmShape &s, const std::uint16_t *a, const std::uint16_t *b,
   gemm(s, kF16, reinterpret_cast<const char *>(a),
        reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
        beta, stream);
+}
+
+void gemmEpilogueF32(const GemmShape &s, const float *a, const float *b,
+                     float *c, const cpu::GemmEpilogueArgs &epilogue,
+                     float alpha, float beta, cudaStream_t stream) {
+  gemm(s, kF32, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream, epilogue);
+}
+
+void gemmEpilogueBF16(const GemmShape &s, const std::uint16_t *a,
+                      const std::uint16_t *b, std::uint16_t *c,
+                      const cpu::GemmEpilogueArgs &epilogue, float alpha,
+                      float beta, cudaStream_t stream) {
+  gemm(s, kBF16, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream, epilogue);
+}
+
+void gemmEpilogueF16(const GemmShape &s, const std::uint16_t *a,
+                     const std::uint16_t *b, std::uint16_t *c,
+                     const cpu::GemmEpilogueArgs &epilogue, float alpha,
+                     float beta, cudaStream_t stream) {
+  gemm(s, kF16, reinterpret_cast<const char *>(a),
+       reinterpret_cast<const char *>(b), reinterpret_cast<char *>(c), alpha,
+       beta, stream, epilogue);
 }
 
 void releaseGemmResources() {

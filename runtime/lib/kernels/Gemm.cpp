@@ -19,7 +19,7 @@ void linearImpl(const T *x, const T *w, const T *bias, T *y, int64_t m,
   s.n = n;
   s.k = k;
   s.transB = true;
-  dsc::kernels::cpu::gemm({}, s, x, w, y, 1.0f, beta);
+  dsc::kernels::cpu::batchedGemm({}, s, x, w, y, 1.0f, beta);
 }
 } // namespace
 

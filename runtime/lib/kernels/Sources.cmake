@@ -1,5 +1,18 @@
-# The kernel library (dsc/kernels/): one file per family, the CPU target's
-# instantiations; the CUDA kernels are header-only (dsc/kernels/cuda/).
+# The kernel library (runtime/include/dsc/kernels/): one .cpp of explicit
+# instantiations per family, compiled into dsc_runtime with OpenMP (the
+# runtime links OpenMP::OpenMP_CXX); the CUDA kernels are header-only
+# (dsc/kernels/cuda/). One line per family.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Copy.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp)
+# Optimizer: -fno-math-errno lets sqrt vectorise (it changes no value);
+# -ffp-contract=off keeps every product and sum rounded, as the pass's.
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES COMPILE_OPTIONS "-fno-math-errno;-ffp-contract=off")
+# Row kernels and the fused classifier, at -O3; -fno-trapping-math lets the
+# compiler vectorize their loops' comparisons (no result changes: nothing
+# traps on floating-point flags); -ffp-contract=off keeps every product and
+# sum rounded on machines with FMA too.
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp
+  PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)

@@ -95,7 +95,7 @@ TEST(KernelGemm, OneCallCoversABroadcastBatch) {
   s.strideC = s.m * s.n;
   std::vector<float> a = random(s.batch * s.m * s.k, 7), b = random(s.k * s.n, 8);
   std::vector<float> c(s.batch * s.m * s.n);
-  gemm(Queue{}, s, a.data(), b.data(), c.data(), 1.0f, 0.0f);
+  batchedGemm(Queue{}, s, a.data(), b.data(), c.data(), 1.0f, 0.0f);
   for (int64_t t = 0; t < s.batch; ++t)
     for (int64_t i = 0; i < s.m; ++i)
       for (int64_t j = 0; j < s.n; ++j) {

@@ -324,3 +324,28 @@ func.func @library_not_for_chains(%x: memref<4xf32>, %y: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @library_row_for_a_copy(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names library kernel 'row', but its body is computed by 'copy'}}
+  dscrt.kernel "row" on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    dscrt.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @library_classifier_reduced(%x: memref<4x8xf32>, %t: memref<4xi64>, %y: memref<f32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names library kernel 'classifier', but its body is computed by no library kernel}}
+  dscrt.kernel "classifier" on %s ins(%x, %t : memref<4x8xf32>, memref<4xi64>) outs(%y : memref<f32>) {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4xi64>):
+    %l = dsc.cross_entropy %a, %b : tensor<4x8xf32>, tensor<4xi64>
+    dscrt.yield %l : tensor<f32>
+  }
+  return
+}

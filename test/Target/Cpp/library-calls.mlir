@@ -31,7 +31,7 @@ func.func @forward(%x: tensor<4x8xbf16>, %q: tensor<2x3x4x8xf32>,
   // CHECK-LABEL: static void kernel2(
   // CHECK-NEXT: { dsc_kernels::GemmShape s; s.batch = 6; s.m = 4; s.n = 5; s.k = 8;
   // CHECK-NEXT: s.transA = false; s.transB = true; s.strideA = 32; s.strideB = 40; s.strideC = 20;
-  // CHECK-NEXT: dsc_kernels::gemm(stream, s, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 1.0f, 0.0f); }
+  // CHECK-NEXT: dsc_kernels::batchedGemm(stream, s, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 1.0f, 0.0f); }
   %s = dsc.matmul %q, %k transpose_rhs : tensor<2x3x4x8xf32>, tensor<2x3x5x8xf32>
   // The right operand has no batch: stride 0 repeats it.
   // CHECK-LABEL: static void kernel3(

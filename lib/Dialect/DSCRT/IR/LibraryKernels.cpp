@@ -10,7 +10,8 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
-static constexpr llvm::StringLiteral kNames[] = {"copy", "gemm", "attention"};
+static constexpr llvm::StringLiteral kNames[] = {"copy", "gemm", "row", "classifier",
+                                                  "attention"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -54,6 +55,15 @@ static std::optional<StringRef> matchOp(Operation *op) {
         dscrt::matmulBatchStride(shapeOf(mm.getRhs()), batch))
       return StringRef("gemm");
   }
+  // Rows: softmax and log-softmax along any dimension, layer norm
+  // (dsc/kernels/Row.h).
+  if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op) && isFloat)
+    return StringRef("row");
+  // Per-token cross-entropy (the lowering expands sum and mean into it):
+  // the classifier (dsc/kernels/Classifier.h).
+  if (auto ce = dyn_cast<CrossEntropyOp>(op);
+      ce && isFloat && ce.getReduction() == LossReduction::none)
+    return StringRef("classifier");
   // Flash attention (dsc/kernels/Attention.h): float data, and a mask of
   // the data's type or i1.
   if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)

@@ -8,8 +8,10 @@
 #define DSC_KERNELS_KERNELS_H
 
 #include "dsc/kernels/Attention.h"
+#include "dsc/kernels/Classifier.h"
 #include "dsc/kernels/Copy.h"
 #include "dsc/kernels/Gemm.h"
 #include "dsc/kernels/Queue.h"
+#include "dsc/kernels/Row.h"
 
 #endif // DSC_KERNELS_KERNELS_H

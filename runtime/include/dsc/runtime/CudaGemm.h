@@ -24,6 +24,14 @@
 // A cuBLASLt handle per device, a 32 MiB workspace per (device, stream) and
 // the chosen algorithm per problem are cached for the life of the process.
 //
+// gemmEpilogue* are CpuGemm.h's epilogues on cuBLASLt's
+// (CUBLASLT_MATMUL_DESC_EPILOGUE): bias, GELU (tanh), GELU with the
+// pre-activation kept in aux, GELU's gradient from aux, and bias
+// gradients. In the swapped column-major view a per-column bias of our
+// row-major C is a per-row bias of cuBLASLt's D, and our op(A)'s sum over
+// k is its B's: our BGradA is CUBLASLT_EPILOGUE_BGRADB, our BGradB its
+// BGRADA. Vectors and aux have C's element type (cuBLASLt's default).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef DSC_RUNTIME_CUDAGEMM_H
@@ -62,6 +70,28 @@ void gemmBF16(const GemmShape &shape, const std::uint16_t *a,
 void gemmF16(const GemmShape &shape, const std::uint16_t *a,
              const std::uint16_t *b, std::uint16_t *c, float alpha = 1.0f,
              float beta = 0.0f, cudaStream_t stream = nullptr);
+
+/// gemmF32 followed by `epilogue` (CpuGemm.h), in one cuBLASLt call; bias,
+/// aux and biasGrad are device memory. Throws Error, before any CUDA call,
+/// where cpu::checkGemmEpilogue does, and "gemm: cuBLASLt has no algorithm
+/// ..." where cuBLASLt supports no such epilogue for these layouts (its
+/// aux wants auxLd a multiple of 8 and 16-byte aligned vectors).
+void gemmEpilogueF32(const GemmShape &shape, const float *a, const float *b,
+                     float *c, const cpu::GemmEpilogueArgs &epilogue,
+                     float alpha = 1.0f, float beta = 0.0f,
+                     cudaStream_t stream = nullptr);
+
+/// gemmEpilogueF32 over bf16 operands, result and vectors.
+void gemmEpilogueBF16(const GemmShape &shape, const std::uint16_t *a,
+                      const std::uint16_t *b, std::uint16_t *c,
+                      const cpu::GemmEpilogueArgs &epilogue, float alpha = 1.0f,
+                      float beta = 0.0f, cudaStream_t stream = nullptr);
+
+/// gemmEpilogueF32 over IEEE half operands, result and vectors.
+void gemmEpilogueF16(const GemmShape &shape, const std::uint16_t *a,
+                     const std::uint16_t *b, std::uint16_t *c,
+                     const cpu::GemmEpilogueArgs &epilogue, float alpha = 1.0f,
+                     float beta = 0.0f, cudaStream_t stream = nullptr);
 
 /// Frees the cached handles and workspaces (all streams that used them must
 /// be idle). Later calls create them again. Optional: at exit the process

@@ -1,8 +1,10 @@
-//===- Gemm.cuh - matrix products for generated code, on CUDA ---*- C++ -*-===//
+//===- Gemm.cuh - strided-batched GEMM in the kernel library, CUDA -*- C++ -*-===//
 //
-// The CUDA counterpart of dsc/kernels/Gemm.h, over the runtime's cuBLASLt
-// products (dsc/runtime/CudaGemm.h): one strided-batched call per
-// dsc.matmul, and dsc.linear with its bias.
+// The CUDA side of Gemm.h: the same batchedGemm calls, cudaStream_t first,
+// over the runtime's cuBLASLt GEMM (CudaGemm.h: one strided-batch
+// cuBLASLt call per batch, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and
+// STRIDED_BATCH_OFFSET, offset 0 broadcasting; epilogues as cuBLASLt's).
+// Header-only wrappers: the GEMMs are compiled once, in dsc_runtime_cuda.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,32 +16,56 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <string>
+#include <stdexcept>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
+
+namespace dsc::kernels {
+using rt::cpu::GemmEpilogue;
+using rt::cpu::GemmEpilogueArgs;
+using rt::cpu::GemmShape;
+} // namespace dsc::kernels
 
 namespace dsc::kernels::cuda {
 
-using GemmShape = dsc::rt::cuda::GemmShape;
+// What generated code names as dsc_kernels::GemmShape.
+using dsc::kernels::GemmShape;
 
-/// C[i] = alpha * op(A[i]) @ op(B[i]) + beta * C[i] for every batch item i
-/// of `shape` (its strides place the items), on `stream`.
-inline void gemm(cudaStream_t stream, const GemmShape &shape, const float *a,
-                 const float *b, float *c, float alpha, float beta) {
-  dsc::rt::cuda::gemmF32(shape, a, b, c, alpha, beta, stream);
+inline void batchedGemm(cudaStream_t stream, const GemmShape &shape,
+                        const float *a, const float *b, float *c,
+                        float alpha = 1.0f, float beta = 0.0f,
+                        const GemmEpilogueArgs &epilogue = {}) {
+  if (epilogue.kind == GemmEpilogue::None)
+    rt::cuda::gemmF32(shape, a, b, c, alpha, beta, stream);
+  else
+    rt::cuda::gemmEpilogueF32(shape, a, b, c, epilogue, alpha, beta, stream);
 }
-inline void gemm(cudaStream_t stream, const GemmShape &shape, const __nv_bfloat16 *a,
-                 const __nv_bfloat16 *b, __nv_bfloat16 *c, float alpha, float beta) {
-  dsc::rt::cuda::gemmBF16(shape, reinterpret_cast<const std::uint16_t *>(a),
-                          reinterpret_cast<const std::uint16_t *>(b),
-                          reinterpret_cast<std::uint16_t *>(c), alpha, beta, stream);
+
+inline void batchedGemm(cudaStream_t stream, const GemmShape &shape,
+                        const __nv_bfloat16 *a, const __nv_bfloat16 *b,
+                        __nv_bfloat16 *c, float alpha = 1.0f, float beta = 0.0f,
+                        const GemmEpilogueArgs &epilogue = {}) {
+  auto *wa = reinterpret_cast<const std::uint16_t *>(a);
+  auto *wb = reinterpret_cast<const std::uint16_t *>(b);
+  auto *wc = reinterpret_cast<std::uint16_t *>(c);
+  if (epilogue.kind == GemmEpilogue::None)
+    rt::cuda::gemmBF16(shape, wa, wb, wc, alpha, beta, stream);
+  else
+    rt::cuda::gemmEpilogueBF16(shape, wa, wb, wc, epilogue, alpha, beta, stream);
 }
-inline void gemm(cudaStream_t stream, const GemmShape &shape, const __half *a,
-                 const __half *b, __half *c, float alpha, float beta) {
-  dsc::rt::cuda::gemmF16(shape, reinterpret_cast<const std::uint16_t *>(a),
-                         reinterpret_cast<const std::uint16_t *>(b),
-                         reinterpret_cast<std::uint16_t *>(c), alpha, beta, stream);
+
+inline void batchedGemm(cudaStream_t stream, const GemmShape &shape,
+                        const __half *a, const __half *b, __half *c,
+                        float alpha = 1.0f, float beta = 0.0f,
+                        const GemmEpilogueArgs &epilogue = {}) {
+  auto *wa = reinterpret_cast<const std::uint16_t *>(a);
+  auto *wb = reinterpret_cast<const std::uint16_t *>(b);
+  auto *wc = reinterpret_cast<std::uint16_t *>(c);
+  if (epilogue.kind == GemmEpilogue::None)
+    rt::cuda::gemmF16(shape, wa, wb, wc, alpha, beta, stream);
+  else
+    rt::cuda::gemmEpilogueF16(shape, wa, wb, wc, epilogue, alpha, beta, stream);
 }
 
 namespace detail {
@@ -74,7 +100,7 @@ void linear(cudaStream_t stream, const T *x, const T *w, const T *bias, T *y,
   s.n = n;
   s.k = k;
   s.transB = true;
-  gemm(stream, s, x, w, y, 1.0f, beta);
+  batchedGemm(stream, s, x, w, y, 1.0f, beta);
 }
 
 } // namespace dsc::kernels::cuda

@@ -9,7 +9,9 @@
 #define DSC_KERNELS_CUDA_KERNELS_CUH
 
 #include "dsc/kernels/cuda/Attention.cuh"
+#include "dsc/kernels/cuda/Classifier.cuh"
 #include "dsc/kernels/cuda/Copy.cuh"
 #include "dsc/kernels/cuda/Gemm.cuh"
+#include "dsc/kernels/cuda/Row.cuh"
 
 #endif // DSC_KERNELS_CUDA_KERNELS_CUH

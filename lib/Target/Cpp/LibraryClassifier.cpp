@@ -1,0 +1,30 @@
+//===- LibraryClassifier.cpp - cross-entropy as a library call ------------===//
+//
+// A per-token dsc.cross_entropy (reduction = none; the lowering expands sum
+// and mean into it) is one call into the classifier (dsc/kernels/
+// Classifier.h). Targets outside the classes fail the step: the CPU kernel
+// throws; the CUDA kernel records them where the preamble's index check
+// reads them (DSC_INDEX_FAULT adds that argument on CUDA).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LibraryCalls.h"
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+using namespace mlir::dsc::cpp;
+
+LogicalResult mlir::dsc::cpp::emitClassifierCall(LibraryCall &call) {
+  auto ce = cast<CrossEntropyOp>(call.op());
+  int64_t classes = cast<ShapedType>(ce.getLogits().getType()).getShape().back();
+  int64_t rows = cast<ShapedType>(ce.getTargets().getType()).getNumElements();
+  call.text += llvm::formatv(
+      "  dsc_kernels::crossEntropyForward(stream, {0}, {1}, {2}, {3}, {4}, {5} DSC_INDEX_FAULT);\n",
+      call.in(ce.getLogits()), call.in(ce.getTargets()), call.out(0), rows, classes,
+      int64_t(ce.getIgnoreIndex())); // I64Attr getters return uint64_t
+  return success();
+}
