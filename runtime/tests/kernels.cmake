@@ -39,3 +39,8 @@ dsc_kernels_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)
 dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
 dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
 dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)
+
+# Attention: the CPU kernels against a naive double reference; the CUDA
+# kernels against the CPU ones.
+dsc_runtime_test(AttentionKernelTest kernels/AttentionTest.cpp)
+dsc_kernels_cuda_test(AttentionKernelCudaTest kernels/AttentionCudaTest.cu)

@@ -36,6 +36,7 @@ static FamilyEmitter familyOf(StringRef library) {
              emitLayoutCall)
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
+      .Case("attention", emitAttentionCall)
       .Default(nullptr);
 }
 

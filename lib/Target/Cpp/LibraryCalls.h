@@ -53,6 +53,7 @@ LogicalResult emitReduceCall(LibraryCall &call);
 LogicalResult emitLayoutCall(LibraryCall &call);
 LogicalResult emitRowCall(LibraryCall &call);
 LogicalResult emitClassifierCall(LibraryCall &call);
+LogicalResult emitAttentionCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp
 

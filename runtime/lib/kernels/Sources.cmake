@@ -19,3 +19,4 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES C
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp
   PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)

@@ -12,7 +12,8 @@ using namespace mlir::dsc;
 
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
-    "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot"};
+    "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
+    "attention"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -102,12 +103,22 @@ static std::optional<StringRef> matchOp(Operation *op) {
     return StringRef("classifier");
   if (std::optional<StringRef> layout = matchLayoutOp(op))
     return layout;
+  // Flash attention (dsc/kernels/Attention.h): float data, and a mask of
+  // the data's type or i1.
+  if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
+    return StringRef("attention");
   return std::nullopt;
 }
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   auto yield = cast<YieldOp>(body.getTerminator());
-  if (!llvm::all_of(body.getArgumentTypes(), isLibraryType) ||
+  auto isArgumentType = [&](Type type) {
+    // An attention mask may be i1 (a boolean mask).
+    return isLibraryType(type) ||
+           (cast<ShapedType>(type).getElementType().isInteger(1) &&
+            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp>));
+  };
+  if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
       !llvm::all_of(yield.getValues().getTypes(), isLibraryType))
     return std::nullopt;
   // A body that yields its inputs unchanged copies them.

@@ -7,6 +7,7 @@
 #ifndef DSC_KERNELS_KERNELS_H
 #define DSC_KERNELS_KERNELS_H
 
+#include "dsc/kernels/Attention.h"
 #include "dsc/kernels/Classifier.h"
 #include "dsc/kernels/Copy.h"
 #include "dsc/kernels/Embedding.h"

@@ -8,6 +8,7 @@
 #ifndef DSC_KERNELS_CUDA_KERNELS_CUH
 #define DSC_KERNELS_CUDA_KERNELS_CUH
 
+#include "dsc/kernels/cuda/Attention.cuh"
 #include "dsc/kernels/cuda/Classifier.cuh"
 #include "dsc/kernels/cuda/Copy.cuh"
 #include "dsc/kernels/cuda/Embedding.cuh"
