@@ -33,6 +33,11 @@ torch_python = "/usr/bin/python3"
 if subprocess.run([torch_python, "-c", "import torch, numpy"],
                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
     config.available_features.add("torch")
+# torch 2.x (the GPU machines): F.scaled_dot_product_attention exists.
+if subprocess.run([torch_python, "-c", "import torch.nn.functional as F; "
+                   "F.scaled_dot_product_attention"],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch2")
 config.substitutions.append(
     ("%torch_python",
      f"env PYTHONPATH={os.path.join(config.dsc_src_root, 'python')} {torch_python}"))

@@ -37,6 +37,10 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     mixed.masterWeights = train;
     pm.addPass(createMixedPrecision(mixed));
   }
+  // Attention as one op (flash kernels, no [B, H, T, T] scores), before
+  // autodiff so that its backward is one op too; after mixed precision,
+  // which would narrow the op's fp32 log-sum-exp.
+  pm.addPass(createFormAttention());
   // DeepSpeed's fp16 always scales the loss (loss_scale 0 is dynamic).
   bool lossScaling = train && (options.lossScaling || options.precision == "fp16");
   if (options.step != TrainingPipelineOptions::Step::Eval) {

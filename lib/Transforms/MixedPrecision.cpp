@@ -238,7 +238,8 @@ private:
       operand.set(narrowed);
     }
     for (Value result : op->getResults())
-      if (RankedTensorType type = lowered(result.getType(), l.element)) {
+      if (RankedTensorType type = lowered(result.getType(), l.element);
+          type && !isFp32Statistic(result)) {
         result.setType(type);
         l.narrow.insert(result);
       }
@@ -256,6 +257,13 @@ private:
              << l.element << ": its operands give results of type "
              << TypeRange(inferred);
     return success();
+  }
+
+  /// Results that stay fp32 in every precision: dsc.attention's
+  /// log-sum-exp, which its backward reads to recompute probabilities.
+  static bool isFp32Statistic(Value result) {
+    auto attention = result.getDefiningOp<AttentionOp>();
+    return attention && result == attention.getLogsumexp();
   }
 
   /// A dense float constant `v` rebuilt as `type` (rounded to nearest

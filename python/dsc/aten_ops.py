@@ -580,3 +580,73 @@ def _stack(low, node, tensors, dim=0):
     if len(parts) == 1:
         return parts[0]
     return low.op("concat", parts, shape, dtype, {"dim": ("i64", dim)})
+
+
+# -- attention ---------------------------------------------------------------
+
+def _attention(low, node, q, k, v, mask, dropout_p, is_causal, scale,
+               enable_gqa=False):
+    """dsc.attention for torch 2.x's scaled dot-product attention; returns
+    [result, logsumexp]. dsc.attention's causal mask is bottom-right aligned
+    (key s is hidden from query t when s > t + S - T), PyTorch's is_causal
+    top-left: the two agree when T == S, the only case mapped."""
+    qv, kv, vv = low.emit(q), low.emit(k), low.emit(v)
+    name = schema_name(node)
+    if len(qv.shape) != 4 or len(kv.shape) != 4 or len(vv.shape) != 4:
+        raise low.error(node, f"{name} needs [batch, heads, tokens, head_dim] "
+                              f"operands, got {list(qv.shape)}, {list(kv.shape)} "
+                              f"and {list(vv.shape)}")
+    if enable_gqa or kv.shape[1] != qv.shape[1]:
+        raise low.error(node, f"{name} with grouped-query heads has no dsc mapping")
+    if dropout_p:
+        raise low.error(node, f"{name} with dropout_p={dropout_p} has no dsc "
+                              "mapping (dsc.attention has no dropout)")
+    if is_causal and qv.shape[2] != kv.shape[2]:
+        raise low.error(node, f"{name} with is_causal and {qv.shape[2]} queries "
+                              f"over {kv.shape[2]} keys has no dsc mapping "
+                              "(PyTorch aligns that mask top-left)")
+    if scale is None:
+        scale = 1.0 / math.sqrt(qv.shape[3])
+    operands = [qv, kv, vv]
+    if mask is not None:
+        m = low.emit(mask) if isinstance(mask, torch.fx.Node) else None
+        if m is None:
+            raise low.error(node, f"{name} needs its mask as a tensor")
+        if m.dtype != torch.bool:
+            m = low.convert(m, qv.dtype)
+        operands.append(m)
+    attrs = {"scale": ("f64", float(scale))}
+    if is_causal:
+        attrs["causal"] = ("unit", None)
+    b, h, t, _ = qv.shape
+    return low.op("attention", operands, None, None, attrs,
+                  results=[((b, h, t, vv.shape[3]), qv.dtype),
+                           ((b, h, t), torch.float32)])
+
+
+@handles("aten::scaled_dot_product_attention")
+def _sdpa(low, node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+          scale=None, enable_gqa=False):
+    return _attention(low, node, q, k, v, attn_mask, dropout_p, is_causal,
+                      scale, enable_gqa)[0]
+
+
+# What torch.export leaves of it: (output, logsumexp, ...) tuples.
+@handles("aten::_scaled_dot_product_flash_attention_for_cpu")
+def _sdpa_flash_cpu(low, node, q, k, v, dropout_p=0.0, is_causal=False,
+                    attn_mask=None, scale=None):
+    return _attention(low, node, q, k, v, attn_mask, dropout_p, is_causal, scale)
+
+
+@handles("aten::_scaled_dot_product_flash_attention")
+def _sdpa_flash(low, node, q, k, v, dropout_p=0.0, is_causal=False,
+                return_debug_mask=False, scale=None):
+    return _attention(low, node, q, k, v, None, dropout_p, is_causal, scale) + \
+        [None] * 7
+
+
+@handles("aten::_scaled_dot_product_efficient_attention")
+def _sdpa_efficient(low, node, q, k, v, attn_bias, compute_log_sumexp,
+                    dropout_p=0.0, is_causal=False, scale=None):
+    return _attention(low, node, q, k, v, attn_bias, dropout_p, is_causal,
+                      scale) + [None] * 2

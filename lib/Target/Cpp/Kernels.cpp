@@ -347,6 +347,13 @@ private:
     }
     if (auto mm = dyn_cast<MatmulOp>(op))
       return emitMatmul(mm, outShape);
+    // Only the kernel library computes attention (LibraryAttention.cpp);
+    // --dscrt-select-library picks it for f32, bf16 and f16 data.
+    if (isa<AttentionOp, AttentionGradOp>(op))
+      return op->emitError() << "'" << op->getName()
+                             << "' runs as the library kernel 'attention' "
+                                "only: f32, bf16 or f16 data, after "
+                                "--dscrt-select-library";
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
       int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
       unsigned next = 1;

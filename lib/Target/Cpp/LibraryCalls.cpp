@@ -30,8 +30,13 @@ static FamilyEmitter familyOf(StringRef library) {
   return llvm::StringSwitch<FamilyEmitter>(library)
       .Case("copy", emitCopyCall)
       .Case("gemm", emitGemmCall)
+      .Case("reduce", emitReduceCall)
+      .Cases({"embedding", "permute", "gather", "scatter_add", "top_k", "cumsum",
+              "one_hot"},
+             emitLayoutCall)
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
+      .Case("attention", emitAttentionCall)
       .Default(nullptr);
 }
 

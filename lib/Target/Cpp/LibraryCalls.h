@@ -49,8 +49,11 @@ LogicalResult emitLibraryCall(dscrt::KernelOp kernel, StringRef name,
 // One emitter per family (Library<Family>.cpp).
 LogicalResult emitCopyCall(LibraryCall &call);
 LogicalResult emitGemmCall(LibraryCall &call);
+LogicalResult emitReduceCall(LibraryCall &call);
+LogicalResult emitLayoutCall(LibraryCall &call);
 LogicalResult emitRowCall(LibraryCall &call);
 LogicalResult emitClassifierCall(LibraryCall &call);
+LogicalResult emitAttentionCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp
 

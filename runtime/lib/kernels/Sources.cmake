@@ -4,6 +4,10 @@
 # (dsc/kernels/cuda/). One line per family.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Copy.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Gemm.cpp)
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Reduce.cpp)
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Embedding.cpp)
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Permute.cpp)
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Routing.cpp)
 # Optimizer: -fno-math-errno lets sqrt vectorise (it changes no value);
 # -ffp-contract=off keeps every product and sum rounded, as the pass's.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp)
@@ -15,3 +19,4 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES C
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp
   PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)

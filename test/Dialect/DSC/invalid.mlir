@@ -1032,3 +1032,157 @@ dsc.state master @w.m : tensor<4xf32>
 
 // expected-error @+1 {{'dsc.state' op @w.master is a master weight: it must be a float tensor named '<parameter>.master'}}
 dsc.state master @w.master : tensor<4xi64>
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @attention_rank(%q: tensor<4x8x16xf32>, %k: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs a rank-4 query ([batch, heads, tokens, head_dim]), got 'tensor<4x8x16xf32>'}}
+  %o, %l = dsc.attention %q, %k, %k {scale = 0.25 : f64}
+      : tensor<4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_types(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xbf16>) {
+  // expected-error @+1 {{'dsc.attention' op needs query, key and value of one element type, got 'f32', 'bf16' and 'bf16'}}
+  %o, %l = dsc.attention %q, %k, %k {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs one heads size (dimension 1) in query, key and value, got 4, 2 and 2}}
+  %o, %l = dsc.attention %q, %k, %k {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x4x8x16xf32>, %k: tensor<3x4x8x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs one batch size (dimension 0) in query, key and value, got 2, 3 and 3}}
+  %o, %l = dsc.attention %q, %k, %k {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<3x4x8x16xf32>, tensor<3x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x32xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs the key's head size (dimension 3) 32 to equal the query's 16}}
+  %o, %l = dsc.attention %q, %k, %k {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32>
+      -> tensor<2x4x8x32xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_values(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x9x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs as many values as keys (dimension 2), got 9 values and 8 keys}}
+  %o, %l = dsc.attention %q, %q, %v {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x9x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs a finite scale, got INF}}
+  %o, %l = dsc.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_type(%q: tensor<2x4x8x16xf32>, %m: tensor<8x8xbf16>) {
+  // expected-error @+1 {{'dsc.attention' op needs an i1 mask or one of the query's element type 'f32', got 'bf16'}}
+  %o, %l = dsc.attention %q, %q, %q mask(%m : tensor<8x8xbf16>) {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<2x4x8x16xf32>, %m: tensor<3x8xi1>) {
+  // expected-error @+1 {{'dsc.attention' op needs a mask that broadcasts to the scores [2x4x8x8]: its dimension 0 is 3, not 1 or 8}}
+  %o, %l = dsc.attention %q, %q, %q mask(%m : tensor<3x8xi1>) {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_rank(%q: tensor<2x4x8x16xf32>, %m: tensor<1x2x4x8x8xi1>) {
+  // expected-error @+1 {{'dsc.attention' op needs a mask of rank <= 4 that broadcasts to the scores [2x4x8x8], got 'tensor<1x2x4x8x8xi1>'}}
+  %o, %l = dsc.attention %q, %q, %q mask(%m : tensor<1x2x4x8x8xi1>) {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'dsc.attention' op needs a result of type 'tensor<2x4x8x16xf32>' ([batch, heads, queries, value_dim] of the query's element type), got 'tensor<2x4x8x16xbf16>'}}
+  %o, %l = dsc.attention %q, %q, %q {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>
+      -> tensor<2x4x8x16xbf16>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_logsumexp(%q: tensor<2x4x8x16xbf16>) {
+  // expected-error @+1 {{'dsc.attention' op needs a log-sum-exp of type 'tensor<2x4x8xf32>' ([batch, heads, queries] f32), got 'tensor<2x4x8xbf16>'}}
+  %o, %l = dsc.attention %q, %q, %q {scale = 0.25 : f64}
+      : tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xbf16>
+      -> tensor<2x4x8x16xbf16>, tensor<2x4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<2x4x8x16xf32>, %l: tensor<2x4x16xf32>) {
+  // expected-error @+1 {{'dsc.attention_grad' op needs a log-sum-exp of type 'tensor<2x4x8xf32>' ([batch, heads, queries] f32), got 'tensor<2x4x16xf32>'}}
+  %dq, %dk, %dv = dsc.attention_grad %q, %q, %q, %q, %q, %l {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+        tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_cotangent(%q: tensor<2x4x8x16xf32>, %d: tensor<2x4x8x8xf32>, %l: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'dsc.attention_grad' op needs a result_grad of the forward result's type 'tensor<2x4x8x16xf32>', got 'tensor<2x4x8x8xf32>'}}
+  %dq, %dk, %dv = dsc.attention_grad %q, %q, %q, %q, %d, %l {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+        tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_grad_result(%q: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x8xf32>, %l: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{'dsc.attention_grad' op needs a forward result of type 'tensor<2x4x8x16xf32>' ([batch, heads, queries, value_dim] of the query's element type), got 'tensor<2x4x8x8xf32>'}}
+  %dq, %dk, %dv = dsc.attention_grad %q, %q, %q, %o, %o, %l {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>,
+        tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8xf32>
+  return
+}

@@ -264,3 +264,33 @@ module attributes {dsc.world_size = 2 : i64} {
     return %2, %0 : tensor<16xf32>, tensor<8xf32>
   }
 }
+
+// Attention: causal, with a boolean and an additive mask, and its gradient.
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x12x16xf32>,
+                     %v: tensor<2x4x12x24xf32>, %keep: tensor<2x1x1x12xi1>,
+                     %bias: tensor<8x12xf32>, %do: tensor<2x4x8x24xf32>)
+    -> (tensor<2x4x8x24xf32>, tensor<2x4x8x24xf32>, tensor<2x4x8x24xf32>,
+        tensor<2x4x8x16xf32>) {
+  // CHECK: %[[O:.*]], %[[L:.*]] = dsc.attention %{{.*}}, %{{.*}}, %{{.*}} causal {scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32> -> tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  %o, %lse = dsc.attention %q, %k, %v causal {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32>
+      -> tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  // CHECK: dsc.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<2x1x1x12xi1>) {scale = 1.250000e-01 : f64}
+  %o2, %lse2 = dsc.attention %q, %k, %v mask(%keep : tensor<2x1x1x12xi1>)
+      {scale = 0.125 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32>
+      -> tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  // CHECK: dsc.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<8x12xf32>) causal
+  %o3, %lse3 = dsc.attention %q, %k, %v mask(%bias : tensor<8x12xf32>) causal
+      {scale = 0.125 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32>
+      -> tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  // CHECK: dsc.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[O]], %{{.*}}, %[[L]] causal {scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32>, tensor<2x4x8x24xf32>, tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  %dq, %dk, %dv = dsc.attention_grad %q, %k, %v, %o, %do, %lse causal
+      {scale = 0.25 : f64}
+      : tensor<2x4x8x16xf32>, tensor<2x4x12x16xf32>, tensor<2x4x12x24xf32>,
+        tensor<2x4x8x24xf32>, tensor<2x4x8x24xf32>, tensor<2x4x8xf32>
+  return %o, %o2, %o3, %dq : tensor<2x4x8x24xf32>, tensor<2x4x8x24xf32>,
+      tensor<2x4x8x24xf32>, tensor<2x4x8x16xf32>
+}

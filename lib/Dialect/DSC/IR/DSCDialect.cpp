@@ -29,6 +29,7 @@ void DSCDialect::initialize() {
   grad::registerReductionGradients(context);
   grad::registerIndexingGradients(context);
   grad::registerLossGradients(context);
+  grad::registerAttentionGradients(context);
 }
 
 Operation *DSCDialect::materializeConstant(OpBuilder &builder, Attribute value,

@@ -10,7 +10,10 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
-static constexpr llvm::StringLiteral kNames[] = {"copy", "gemm", "row", "classifier"};
+static constexpr llvm::StringLiteral kNames[] = {
+    "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
+    "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
+    "attention"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -41,6 +44,41 @@ static ArrayRef<int64_t> shapeOf(Value v) {
   return cast<ShapedType>(v.getType()).getShape();
 }
 
+/// Whether the reduced dims of a dsc.reduce_* are adjacent (one
+/// (outer, n, inner) view of the input).
+static bool reducesAdjacentDims(ArrayRef<int64_t> dims) {
+  return !dims.empty() && dims.back() - dims.front() + 1 == int64_t(dims.size());
+}
+
+/// Reductions (Reduce.h), lookups, layout and routing (Embedding.h,
+/// Permute.h, Routing.h). Shapes the library takes whole (dsc::kernels::Dims)
+/// have rank 6 at most; top-k needs both its results in memory.
+static std::optional<StringRef> matchLayoutOp(Operation *op) {
+  constexpr size_t kMaxRank = 6; // dsc::kernels::kMaxRank
+  auto rank = [](Value v) { return shapeOf(v).size(); };
+  if (auto r = dyn_cast<ReduceSumOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (auto r = dyn_cast<ReduceMeanOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (auto r = dyn_cast<ReduceMaxOp>(op); r && reducesAdjacentDims(r.getDims()))
+    return StringRef("reduce");
+  if (isa<EmbeddingOp>(op))
+    return StringRef("embedding");
+  if (isa<TransposeOp, PermuteOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+    return StringRef("permute");
+  if (isa<GatherOp, ScatterAddOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+    return isa<GatherOp>(op) ? StringRef("gather") : StringRef("scatter_add");
+  if (isa<TopKOp>(op) && llvm::all_of(op->getResults(), [&](Value v) {
+        return llvm::is_contained(op->getBlock()->getTerminator()->getOperands(), v);
+      }))
+    return StringRef("top_k");
+  if (isa<CumsumOp>(op))
+    return StringRef("cumsum");
+  if (isa<OneHotOp>(op))
+    return StringRef("one_hot");
+  return std::nullopt;
+}
+
 /// The library kernel of a body that is one op (besides the yield).
 static std::optional<StringRef> matchOp(Operation *op) {
   // GEMMs take float operands (OpenBLAS, cuBLASLt; fp32 accumulation).
@@ -63,12 +101,24 @@ static std::optional<StringRef> matchOp(Operation *op) {
   if (auto ce = dyn_cast<CrossEntropyOp>(op);
       ce && isFloat && ce.getReduction() == LossReduction::none)
     return StringRef("classifier");
+  if (std::optional<StringRef> layout = matchLayoutOp(op))
+    return layout;
+  // Flash attention (dsc/kernels/Attention.h): float data, and a mask of
+  // the data's type or i1.
+  if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
+    return StringRef("attention");
   return std::nullopt;
 }
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   auto yield = cast<YieldOp>(body.getTerminator());
-  if (!llvm::all_of(body.getArgumentTypes(), isLibraryType) ||
+  auto isArgumentType = [&](Type type) {
+    // An attention mask may be i1 (a boolean mask).
+    return isLibraryType(type) ||
+           (cast<ShapedType>(type).getElementType().isInteger(1) &&
+            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp>));
+  };
+  if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
       !llvm::all_of(yield.getValues().getTypes(), isLibraryType))
     return std::nullopt;
   // A body that yields its inputs unchanged copies them.

@@ -7,10 +7,15 @@
 #ifndef DSC_KERNELS_KERNELS_H
 #define DSC_KERNELS_KERNELS_H
 
+#include "dsc/kernels/Attention.h"
 #include "dsc/kernels/Classifier.h"
 #include "dsc/kernels/Copy.h"
+#include "dsc/kernels/Embedding.h"
 #include "dsc/kernels/Gemm.h"
+#include "dsc/kernels/Permute.h"
 #include "dsc/kernels/Queue.h"
+#include "dsc/kernels/Reduce.h"
+#include "dsc/kernels/Routing.h"
 #include "dsc/kernels/Row.h"
 
 #endif // DSC_KERNELS_KERNELS_H

@@ -1,7 +1,7 @@
 //===- DSCOps.td - dsc operations ------------------------------*- tablegen -*-===//
 //
 // Every op of the dsc dialect. Sections: model state, constants, linear
-// algebra, elementwise, normalization and attention, shape manipulation,
+// algebra, elementwise, normalization, attention, shape manipulation,
 // indexing and routing (the ops a mixture-of-experts layer needs),
 // reductions, randomness, losses.
 //
@@ -509,6 +509,121 @@ def DSC_CausalMaskOp : DSC_Op<"causal_mask", [
                        OptionalAttr<F64Attr>:$fill_value);
   let results = (outs DSC_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def DSC_AttentionOp : DSC_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, with its log-sum-exp";
+  let description = [{
+    For queries `q [B, H, T, D]`, keys `k [B, H, S, D]` and values
+    `v [B, H, S, Dv]`:
+
+    ```
+    scores[b,h,t,s] = scale * sum_d q[b,h,t,d] * k[b,h,s,d] + mask[b,h,t,s]
+    result[b,h,t,:] = sum_s softmax_s(scores[b,h,t,:]) * v[b,h,s,:]
+    logsumexp[b,h,t] = log(sum_s exp(scores[b,h,t,s]))
+    ```
+
+    over the keys that take part. `causal` hides key `s` from query `t` when
+    `s > t + (S - T)` (dsc.causal_mask's alignment; the lower triangle when
+    `T == S`). The optional `mask` broadcasts (NumPy rules) to `[B, H, T, S]`:
+    an `i1` mask keeps the keys where it is true (PyTorch's
+    `scaled_dot_product_attention` convention), a float mask of the queries'
+    element type is added to the scores. A query row that sees no key has
+    result 0 and log-sum-exp `-inf`.
+
+    It is one op so that the kernels never hold the `[B, H, T, S]` scores
+    (flash attention: tiles of keys, an online softmax). The log-sum-exp is
+    a second result, always `f32` (however narrow the data), because the
+    backward (`dsc.attention_grad`) recomputes the probabilities of each tile
+    from it instead of a second forward pass: `B*H*T` floats saved against a
+    recomputation of the whole row statistics. `--dsc-form-attention` builds
+    it from the exported matmul-scale-mask-softmax-matmul chain.
+
+    Example (GPT-2's causal self-attention, 2 heads of 16):
+
+    ```mlir
+    %o, %lse = dsc.attention %q, %k, %v causal {scale = 2.500000e-01 : f64}
+        : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+        -> tensor<2x2x8x16xf32>, tensor<2x2x8xf32>
+    // With a padding mask over the keys, broadcast over heads and queries:
+    %o2, %lse2 = dsc.attention %q, %k, %v mask(%keep : tensor<2x1x1x8xi1>)
+        {scale = 2.500000e-01 : f64}
+        : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>
+        -> tensor<2x2x8x16xf32>, tensor<2x2x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$query, DSC_FloatTensor:$key,
+                       DSC_FloatTensor:$value, Optional<DSC_Tensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs DSC_FloatTensor:$result, DSC_FloatTensor:$logsumexp);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`causal` $causal^)? attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `->` type($result) `,` type($logsumexp)
+  }];
+  let builders = [
+    // Result types from the operands: [B, H, T, Dv] and [B, H, T] f32.
+    OpBuilder<(ins "::mlir::Value":$query, "::mlir::Value":$key,
+                   "::mlir::Value":$value, "::mlir::Value":$mask,
+                   "double":$scale, "bool":$causal)>
+  ];
+  let hasVerifier = 1;
+}
+
+def DSC_AttentionGradOp : DSC_Op<"attention_grad", [
+    Pure, AllTypesMatch<["query", "query_grad"]>,
+    AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>]> {
+  let summary = "the gradients of dsc.attention with respect to q, k and v";
+  let description = [{
+    Given dsc.attention's operands, its `result` and log-sum-exp, and the
+    result's cotangent `result_grad`, computes the cotangents of the
+    queries, keys and values. With `P = exp(scores - logsumexp)` (recomputed
+    per tile of keys, never stored), `dP = result_grad v^T` and
+    `Delta[t] = sum_d result_grad[t,d] * result[t,d]`:
+
+    ```
+    dv = P^T result_grad
+    dS = P * (dP - Delta)
+    dq = scale * dS k,   dk = scale * dS^T q
+    ```
+
+    `mask`, `scale` and `causal` are the forward's. The mask has no
+    cotangent. Built by dsc.attention's gradient rule.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = dsc.attention_grad %q, %k, %v, %o, %do, %lse causal
+        {scale = 2.500000e-01 : f64}
+        : tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>,
+          tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$query, DSC_FloatTensor:$key,
+                       DSC_FloatTensor:$value, DSC_FloatTensor:$result,
+                       DSC_FloatTensor:$result_grad,
+                       DSC_FloatTensor:$logsumexp, Optional<DSC_Tensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal);
+  let results = (outs DSC_FloatTensor:$query_grad, DSC_FloatTensor:$key_grad,
+                      DSC_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $result `,` $result_grad `,` $logsumexp
+    (`mask` `(` $mask^ `:` type($mask) `)`)? (`causal` $causal^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($result) `,`
+    type($result_grad) `,` type($logsumexp)
+  }];
+  let builders = [
+    // The gradients have the types of q, k and v.
+    OpBuilder<(ins "::mlir::Value":$query, "::mlir::Value":$key,
+                   "::mlir::Value":$value, "::mlir::Value":$result,
+                   "::mlir::Value":$result_grad, "::mlir::Value":$logsumexp,
+                   "::mlir::Value":$mask, "double":$scale, "bool":$causal)>
+  ];
   let hasVerifier = 1;
 }
 

@@ -1,7 +1,7 @@
 //===- GradientRules.h - helpers of the gradient rules ----------*- C++ -*-===//
 //
 // The rules of GradientOpInterface live in one file per op family
-// (Elementwise, Linalg, Normalization, Shape, Indexing, Loss). Each is a
+// (Elementwise, Linalg, Normalization, Shape, Indexing, Loss, Attention). Each is a
 // function `LogicalResult rule(OpT, Gradient &)` attached to its op as an
 // external model by the dialect's initialize(). Rules build their results
 // with dsc ops only, so the lowering, fusion and emitters handle backward
@@ -63,6 +63,7 @@ void registerShapeGradients(MLIRContext *context);
 void registerReductionGradients(MLIRContext *context);
 void registerIndexingGradients(MLIRContext *context);
 void registerLossGradients(MLIRContext *context);
+void registerAttentionGradients(MLIRContext *context);
 
 // --- building blocks ------------------------------------------------------
 

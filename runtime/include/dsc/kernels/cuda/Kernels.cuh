@@ -8,9 +8,14 @@
 #ifndef DSC_KERNELS_CUDA_KERNELS_CUH
 #define DSC_KERNELS_CUDA_KERNELS_CUH
 
+#include "dsc/kernels/cuda/Attention.cuh"
 #include "dsc/kernels/cuda/Classifier.cuh"
 #include "dsc/kernels/cuda/Copy.cuh"
+#include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Gemm.cuh"
+#include "dsc/kernels/cuda/Permute.cuh"
+#include "dsc/kernels/cuda/Reduce.cuh"
+#include "dsc/kernels/cuda/Routing.cuh"
 #include "dsc/kernels/cuda/Row.cuh"
 
 #endif // DSC_KERNELS_CUDA_KERNELS_CUH
