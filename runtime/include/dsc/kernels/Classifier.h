@@ -31,33 +31,13 @@
 #ifndef DSC_KERNELS_CLASSIFIER_H
 #define DSC_KERNELS_CLASSIFIER_H
 
+#include "dsc/kernels/IndexCheck.h"
 #include "dsc/kernels/Row.h"
 
-#include <atomic>
 #include <cstdint>
 
 namespace dsc::kernels::cpu {
 namespace detail {
-
-/// The lowest row whose target was out of range, kept by the row loop and
-/// reported after it (an exception must not leave an OpenMP region).
-class FirstBadRow {
-public:
-  void note(std::int64_t row) {
-    std::int64_t seen = first.load(std::memory_order_relaxed);
-    while (row < seen && !first.compare_exchange_weak(seen, row))
-      ;
-  }
-  bool any() const { return first.load() != kNone; }
-  std::int64_t row() const { return first.load(); }
-
-private:
-  static constexpr std::int64_t kNone = INT64_MAX;
-  std::atomic<std::int64_t> first{kNone};
-};
-
-/// Throws std::out_of_range "<what>: index <index> is outside [0, <size>)".
-[[noreturn]] void throwIndexError(const char *what, std::int64_t index, std::int64_t size);
 
 /// One row of the classifier: returns the loss and, when dlogits is not
 /// null, writes (softmax - onehot(t)) * scale into it. t is in [0, V).
@@ -82,7 +62,7 @@ template <typename T, typename Index>
 void classifier(T *dlogits, T *loss, const T *logits, const Index *targets,
                 const T *scale, std::int64_t scaleStride, std::int64_t rows,
                 std::int64_t classes, std::int64_t ignoreIndex) {
-  FirstBadRow bad;
+  IndexCheck check;
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int64_t t = static_cast<std::int64_t>(targets[r]);
@@ -94,18 +74,16 @@ void classifier(T *dlogits, T *loss, const T *logits, const Index *targets,
         std::fill(dr, dr + classes, T(0.0f));
       continue;
     }
-    if (t < 0 || t >= classes) {
-      bad.note(r);
+    if (check.bad(t, classes, r))
       continue;
-    }
     const double s = dr ? double(load(scale[r * scaleStride])) : 0.0;
     const double l = classifierRow(dr, logits + r * classes, t, s, classes);
     if (loss)
       loss[r] = T(static_cast<float>(l));
   }
-  if (bad.any())
-    throwIndexError("dsc.cross_entropy", static_cast<std::int64_t>(targets[bad.row()]),
-                    classes);
+  check.raise("dsc.cross_entropy", classes, [&](std::int64_t row) {
+    return static_cast<std::int64_t>(targets[row]);
+  });
 }
 
 } // namespace detail
