@@ -28,6 +28,8 @@
 #ifndef DSC_KERNELS_CUDA_ROW_CUH
 #define DSC_KERNELS_CUDA_ROW_CUH
 
+#include "dsc/kernels/cuda/Elements.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -170,11 +172,6 @@ inline unsigned blocksFor(std::int64_t rows) {
 
 inline bool aligned16(const void *p) {
   return p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-
-inline void check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
 template <bool Log, int W, typename T>
