@@ -119,3 +119,13 @@
 // TRAIN-NOT: dsc.moe_slots
 // TRAIN: dsc.moe_route_dot
 // TRAIN: dsc.store {{.*}}@h.0.mlp.gate.weight
+
+// The users' spelling: dsc-opt's --moe-* flags feed --dsc-moe in the
+// training pipeline (after data parallelism: capacity counts the tokens of
+// a rank's micro-batch, the exported batch).
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=2 --moe-experts=4 --moe-top-k=2 --moe-every=2 --moe-aux-loss-coef=0.5 | FileCheck %s --check-prefix=FLAGS
+// FLAGS-COUNT-2: dsc.moe_slots %{{.*}}, capacity = 4 : tensor<8x2xi64> -> tensor<8x2xi64>, tensor<4xi64>
+// FLAGS-NOT: dsc.moe_slots
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts-per-layer=2,0 --moe-capacity-factor=0 2>&1 | FileCheck %s --check-prefix=BADFLAGS
+// BADFLAGS-DAG: --moe-experts-per-layer: must be in [1, 1048576], got 0
+// BADFLAGS-DAG: --moe-capacity-factor: must be > 0, got 0
