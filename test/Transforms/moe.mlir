@@ -129,3 +129,16 @@
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts-per-layer=2,0 --moe-capacity-factor=0 2>&1 | FileCheck %s --check-prefix=BADFLAGS
 // BADFLAGS-DAG: --moe-experts-per-layer: must be in [1, 1048576], got 0
 // BADFLAGS-DAG: --moe-capacity-factor: must be > 0, got 0
+
+// Capacity in float32, as DeepSpeed's: 100 tokens, 4 experts, top-2 at
+// 1.1 is ceil(25 * 2.2f) = 55 (float64 would give 56); top-1 at 1.1 is
+// ceil(27.5) = 28; top-3 at 1.1 is ceil(25 * 3.3f) = 83.
+// RUN: dsc-opt %S/Inputs/mlp-100-tokens.mlir --dsc-moe="experts=4 top-k=2 capacity-factor=1.1" | FileCheck %s --check-prefix=CAP2
+// RUN: dsc-opt %S/Inputs/mlp-100-tokens.mlir --dsc-moe="experts=4 capacity-factor=1.1" | FileCheck %s --check-prefix=CAP1
+// RUN: dsc-opt %S/Inputs/mlp-100-tokens.mlir --dsc-moe="experts=4 top-k=3 capacity-factor=1.1" | FileCheck %s --check-prefix=CAP3
+// The states of a block whose linears are mlp.fc and mlp.proj: mlp.*.
+// CAP1: dsc.state parameter @mlp.gate.weight
+// CAP1: dsc.state parameter @mlp.experts.fc.weight {init_from = "mlp.fc.weight"} : tensor<4x8x4xf32>
+// CAP2: dsc.moe_slots %{{.*}}, capacity = 55 :
+// CAP1: dsc.moe_slots %{{.*}}, capacity = 28 :
+// CAP3: dsc.moe_slots %{{.*}}, capacity = 83 :
