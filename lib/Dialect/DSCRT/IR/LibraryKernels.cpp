@@ -6,6 +6,7 @@
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dsc;
@@ -13,7 +14,7 @@ using namespace mlir::dsc;
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
-    "attention"};
+    "attention", "moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -107,7 +108,14 @@ static std::optional<StringRef> matchOp(Operation *op) {
   // the data's type or i1.
   if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
     return StringRef("attention");
-  return std::nullopt;
+  // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
+  // take, rows of the library's float types.
+  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)
+      .Case([](MoeSlotsOp) { return StringRef("moe_slots"); })
+      .Case([](MoeDispatchOp) { return StringRef("moe_dispatch"); })
+      .Case([](MoeCombineOp) { return StringRef("moe_combine"); })
+      .Case([](MoeRouteDotOp) { return StringRef("moe_route_dot"); })
+      .Default(std::optional<StringRef>());
 }
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {

@@ -66,11 +66,29 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     dsc.state optimizer @"fc.weight.exp_avg" {partition_of = array<i64: 3, 5>}
         : tensor<8xf32>   // 15 elements over 2 ranks
     ```
+
+    A parameter that rewrites add (mixture of experts) says how a weights
+    file without it fills it: `init_from` names a stored tensor that the
+    state repeats along its leading dimension (each expert a copy of the
+    dense block it replaces); `init_uniform` = b draws it from U(-b, b) with
+    dsc's counter-based generator keyed by the state's name and `init_seed`
+    (docs/moe.md defines it, so any implementation can draw the same).
+
+    ```mlir
+    dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
+        {init_from = "h.0.mlp.c_fc.weight"} : tensor<8x128x32xf32>
+    dsc.state parameter @"h.0.mlp.gate.weight"
+        {init_seed = 0 : i64, init_uniform = 0.17677669529663687 : f64}
+        : tensor<8x32xf32>
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<DSC_Tensor>:$type,
                        DSC_StateRole:$role,
-                       OptionalAttr<DenseI64ArrayAttr>:$partition_of);
+                       OptionalAttr<DenseI64ArrayAttr>:$partition_of,
+                       OptionalAttr<StrAttr>:$init_from,
+                       OptionalAttr<F64Attr>:$init_uniform,
+                       OptionalAttr<I64Attr>:$init_seed);
   let assemblyFormat = "$role $sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let builders = [
@@ -78,7 +96,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                    "::mlir::RankedTensorType":$type,
                    "::mlir::dsc::StateRole":$role), [{
       build($_builder, $_state, sym_name, type, role,
-            ::mlir::DenseI64ArrayAttr());
+            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr(),
+            ::mlir::FloatAttr(), ::mlir::IntegerAttr());
     }]>,
   ];
   let extraClassDeclaration = [{
@@ -88,6 +107,7 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     /// The whole tensor's type: the declared type, or for a partitioned
     /// state (`partition_of`) the shape it is a partition of.
     ::mlir::RankedTensorType getWholeType();
+    ::llvm::LogicalResult verifyInitRule();
   }];
 }
 
