@@ -86,7 +86,8 @@ struct MixedPrecisionPass
     SymbolTable symbols(module);
     for (auto state : llvm::to_vector(module.getOps<StateOp>())) {
       RankedTensorType type = lowered(state.getType(), element);
-      if (state.getRole() != StateRole::parameter || !type)
+      if (state.getRole() != StateRole::parameter || !type ||
+          state->hasAttr(DSCDialect::kKeepFp32AttrName))
         continue;
       narrowed.insert(state.getSymNameAttr());
       if (!masterWeights) {
@@ -102,6 +103,10 @@ struct MixedPrecisionPass
       top.setInsertionPointAfter(state);
       auto master = StateOp::create(top, state.getLoc(), name,
                                     state.getTensorType(), StateRole::master);
+      // A parameter a rewrite added fills its master by the same rule.
+      master.setInitFromAttr(state.getInitFromAttr());
+      master.setInitUniformAttr(state.getInitUniformAttr());
+      master.setInitSeedAttr(state.getInitSeedAttr());
       symbols.insert(master);
       state.setType(type);
     }
@@ -154,6 +159,10 @@ struct MixedPrecisionPass
     // parameter's .grad). A narrowed parameter is loaded in 16 bits; a float
     // buffer is converted where it is loaded.
     DenseMap<StringAttr, Value> copies;
+    // Loads of parameters pinned to fp32 (kKeepFp32AttrName): an op that
+    // reads one computes in fp32, its 16-bit operands widened.
+    DenseSet<Value> pinned;
+    SymbolTable symbols(func->getParentOfType<ModuleOp>());
     // The original ops only: rewrites insert ops that must stay as built.
     auto ops = llvm::map_to_vector(body.without_terminator(),
                                    [](Operation &op) { return &op; });
@@ -163,6 +172,11 @@ struct MixedPrecisionPass
         if (!type)
           continue;
         StringAttr name = load.getStateAttr().getAttr();
+        auto state = symbols.lookup<StateOp>(name);
+        if (state && state->hasAttr(DSCDialect::kKeepFp32AttrName)) {
+          pinned.insert(load.getResult());
+          continue;
+        }
         if (Value copy = copies.lookup(name)) {
           load.replaceAllUsesWith(copy);
           load.erase();
@@ -185,6 +199,11 @@ struct MixedPrecisionPass
             return lowering.narrow.contains(v);
           }))
         continue; // no parameter or float input reaches it: stays as is
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return pinned.contains(v); })) {
+        widenOperands(op, lowering);
+        continue;
+      }
       if (auto ce = dyn_cast<CrossEntropyOp>(op);
           ce && ce.getReduction() != LossReduction::none) {
         lowerLoss(ce);
@@ -257,6 +276,23 @@ private:
              << l.element << ": its operands give results of type "
              << TypeRange(inferred);
     return success();
+  }
+
+  /// `op` reads an fp32-pinned parameter: its 16-bit operands are widened
+  /// back to the pinned type and its results stay as declared, so what it
+  /// computes (an MoE gate's logits) and what follows from it alone stay
+  /// fp32.
+  static void widenOperands(Operation *op, Lowering &l) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!l.narrow.contains(v))
+        continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      OpBuilder b(op);
+      operand.set(ConvertOp::create(b, op->getLoc(),
+                                    type.clone(Float32Type::get(op->getContext())),
+                                    v));
+    }
   }
 
   /// Results that stay fp32 in every precision: dsc.attention's

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Dialect/DSC/IR/DSCTraits.h"
 #include "dsc/Transforms/Passes.h"
@@ -387,6 +388,8 @@ private:
     if (failed(gate))
       return failure();
     setUniform(*gate, width);
+    // DeepSpeed's gate stays fp32 in bf16/fp16 training.
+    (*gate)->setAttr(DSCDialect::kKeepFp32AttrName, b.getUnitAttr());
     Value xf = elem == f32 ? x : ConvertOp::create(b, loc, tensor({tokens, width}, f32), x).getResult();
     Value logits = LinearOp::create(
         b, loc, xf, LoadOp::create(b, loc, gate->getTensorType(), gate->getSymName()),

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/Float16.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -123,6 +124,26 @@ TEST(StateInit, DrawsFollowTheDocumentedGenerator) {
   EXPECT_NE(initUniformValue(name, 7, 0, 0.5), initUniformValue(name, 8, 0, 0.5));
   EXPECT_NE(initUniformValue(name, 7, 0, 0.5),
             initUniformValue("gate.bias", 7, 0, 0.5));
+}
+
+TEST(StateInit, AMasterDrawsItsParametersValues) {
+  // Mixed precision: the bf16 parameter is its fp32 master rounded.
+  ScratchDir dir;
+  writeSafeTensors(dir.file("w.safetensors"), {});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  int64_t shape[1] = {5};
+  StateDesc param{{"g", ElementType::BF16, 1, shape}, StateRole::Parameter,
+                  0, nullptr, nullptr, 0.25, 3};
+  StateDesc master{{"g.master", ElementType::F32, 1, shape}, StateRole::Master,
+                   0, nullptr, nullptr, 0.25, 3};
+  std::vector<uint16_t> narrow(5);
+  std::vector<float> wide(5);
+  readState(param, weights, 0, narrow.data());
+  readState(master, weights, 0, wide.data());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(wide[size_t(i)], float(initUniformValue("g", 3, i, 0.25)));
+    EXPECT_EQ(narrow[size_t(i)], floatToBf16(wide[size_t(i)]));
+  }
 }
 
 TEST(StateInit, EveryRankDrawsItsSliceOfTheSameTensor) {

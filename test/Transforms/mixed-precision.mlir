@@ -146,3 +146,34 @@ func.func @inputs(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.outp
   %s = dsc.reduce_sum %p, dims = [0] : tensor<4xf32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// A parameter pinned to fp32 (dsc.keep_fp32: an MoE gate) keeps its type
+// and gets no master; the op that reads it widens its 16-bit operand and
+// computes in fp32, and what follows from it alone stays fp32. A
+// rewrite's fill rule carries over to the master of a narrowed parameter.
+// CHECK-LABEL: dsc.state parameter @gate {dsc.keep_fp32} : tensor<4x8xf32>
+// CHECK-NOT: @gate.master
+// CHECK: dsc.state parameter @w {init_from = "dense"} : tensor<8x8xbf16>
+// CHECK-NEXT: dsc.state master @w.master {init_from = "dense"} : tensor<8x8xf32>
+// CHECK: func.func @pinned
+// CHECK: %[[X:.*]] = dsc.convert %{{.*}} : tensor<2x8xf32> to tensor<2x8xbf16>
+// CHECK: %[[H:.*]] = dsc.linear %[[X]], %{{.*}} : tensor<2x8xbf16>, tensor<8x8xbf16>
+// CHECK: %[[G:.*]] = dsc.load @gate : tensor<4x8xf32>
+// CHECK: %[[HF:.*]] = dsc.convert %[[H]] : tensor<2x8xbf16> to tensor<2x8xf32>
+// CHECK: %[[L:.*]] = dsc.linear %[[HF]], %[[G]] : tensor<2x8xf32>, tensor<4x8xf32>
+// CHECK: dsc.softmax %[[L]], dim = 1 : tensor<2x4xf32>
+// NOMASTER-LABEL: dsc.state parameter @gate {dsc.keep_fp32} : tensor<4x8xf32>
+dsc.state parameter @gate {dsc.keep_fp32} : tensor<4x8xf32>
+dsc.state parameter @w {init_from = "dense"} : tensor<8x8xf32>
+func.func @pinned(%x: tensor<2x8xf32> {dsc.input = "x"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @w : tensor<8x8xf32>
+  %h = dsc.linear %x, %w : tensor<2x8xf32>, tensor<8x8xf32>
+  %g = dsc.load @gate : tensor<4x8xf32>
+  %l = dsc.linear %h, %g : tensor<2x8xf32>, tensor<4x8xf32>
+  %p = dsc.softmax %l, dim = 1 : tensor<2x4xf32>
+  %s = dsc.reduce_sum %p, dims = [0, 1] : tensor<2x4xf32>
+  return %s : tensor<f32>
+}

@@ -11,7 +11,7 @@
 // Top-2: the gate and the stacked experts replace each dense block's
 // states, in the block's order; upcycled experts repeat the dense tensors.
 // TOP2-NOT: dsc.state parameter @"h.0.mlp.c_fc.weight"
-// TOP2: dsc.state parameter @h.0.mlp.gate.weight {init_seed = 0 : i64, init_uniform = 5.000000e-01 : f64} : tensor<4x4xf32>
+// TOP2: dsc.state parameter @h.0.mlp.gate.weight {dsc.keep_fp32, init_seed = 0 : i64, init_uniform = 5.000000e-01 : f64} : tensor<4x4xf32>
 // TOP2-NEXT: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight"} : tensor<4x16x4xf32>
 // TOP2-NEXT: dsc.state parameter @h.0.mlp.experts.c_fc.bias {init_from = "h.0.mlp.c_fc.bias"} : tensor<4x16xf32>
 // TOP2-NEXT: dsc.state parameter @h.0.mlp.experts.c_proj.weight {init_from = "h.0.mlp.c_proj.weight"} : tensor<4x4x16xf32>
@@ -142,3 +142,21 @@
 // CAP2: dsc.moe_slots %{{.*}}, capacity = 55 :
 // CAP1: dsc.moe_slots %{{.*}}, capacity = 28 :
 // CAP3: dsc.moe_slots %{{.*}}, capacity = 83 :
+
+// bf16 training: the gate stays fp32 (DeepSpeed's `wg.float()` on
+// `input.float()`), with no master copy; the experts are 16-bit with fp32
+// masters that inherit their fill rule; routing weights meet the experts'
+// outputs in bf16, as DeepSpeed's `combine_weights.type_as(input)`.
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts=4 --moe-top-k=2 --precision=bf16 | FileCheck %s --check-prefix=BF16
+// BF16: dsc.state parameter @h.0.mlp.gate.weight {dsc.keep_fp32, {{.*}}} : tensor<4x4xf32>
+// BF16-NOT: @h.0.mlp.gate.weight.master
+// BF16: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight"} : tensor<4x16x4xbf16>
+// BF16-NEXT: dsc.state master @h.0.mlp.experts.c_fc.weight.master {init_from = "h.0.mlp.c_fc.weight"} : tensor<4x16x4xf32>
+// BF16-LABEL: func.func @forward
+// BF16: %[[X:.*]] = dsc.reshape %{{.*}} : tensor<2x4x4xbf16> -> tensor<8x4xbf16>
+// BF16: %[[G:.*]] = dsc.load @h.0.mlp.gate.weight : tensor<4x4xf32>
+// BF16: %[[XF:.*]] = dsc.convert %[[X]] : tensor<8x4xbf16> to tensor<8x4xf32>
+// BF16: %[[L:.*]] = dsc.linear %[[XF]], %[[G]] : tensor<8x4xf32>, tensor<4x4xf32>
+// BF16: dsc.softmax %[[L]], dim = 1 : tensor<8x4xf32>
+// BF16: %[[W:.*]] = dsc.convert %{{.*}} : tensor<8x2xf32> to tensor<8x2xbf16>
+// BF16: dsc.moe_combine %{{.*}}, %{{.*}}, %[[W]] : tensor<4x4x4xbf16>, tensor<8x2xi64>, tensor<8x2xbf16> -> tensor<8x4xbf16>

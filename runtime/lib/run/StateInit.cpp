@@ -101,9 +101,16 @@ void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
     repeat(state, weights, slice, dst);
     return;
   }
+  // A master weight draws its parameter's values (keyed by the
+  // parameter's name), so that the 16-bit parameter is its master rounded.
+  std::string key = state.tensor.name;
+  const std::string suffix = ".master";
+  if (state.role == StateRole::Master && key.size() > suffix.size() &&
+      key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+    key.resize(key.size() - suffix.size());
   for (int64_t i = 0; i < slice.count; ++i)
     store(dst, state.tensor.type, i,
-          initUniformValue(state.tensor.name, state.initSeed, slice.begin + i,
+          initUniformValue(key, state.initSeed, slice.begin + i,
                            state.initUniform));
 }
 

@@ -21,9 +21,10 @@ LogicalResult StateOp::verifyInitRule() {
                            << " has init_seed without init_uniform";
     return success();
   }
-  if (getRole() != StateRole::parameter)
+  if (getRole() != StateRole::parameter && getRole() != StateRole::master)
     return emitOpError() << "@" << getSymName()
-                         << " has an init rule, which only parameters take";
+                         << " has an init rule, which only parameters and "
+                            "their master weights take";
   if (repeats && draws)
     return emitOpError() << "@" << getSymName()
                          << " has both init_from and init_uniform";

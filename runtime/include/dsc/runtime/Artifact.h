@@ -69,7 +69,8 @@ struct StateDesc {
   /// `initFrom`, the whole tensor repeats the stored tensor of that name
   /// along its leading dimension; with `initUniform` = b > 0, element i of
   /// the whole tensor is drawn from U(-b, b) by initUniformValue(name,
-  /// initSeed, i). Neither: the file must hold the state.
+  /// initSeed, i) (a Master state draws with its parameter's name). Neither:
+  /// the file must hold the state.
   const char *initFrom;
   double initUniform;
   uint64_t initSeed;

@@ -76,6 +76,11 @@ def DSC_Dialect : Dialect {
     /// Collective attribute: the collectives `--dsc-bucket-collectives`
     /// merged into this one (an i64 count).
     static constexpr ::llvm::StringLiteral kBucketAttrName = "dsc.bucket";
+    /// State attribute (unit): a float parameter that stays fp32 under
+    /// mixed precision, read by fp32 arithmetic (an MoE gate, as DeepSpeed
+    /// keeps it); it has no master copy.
+    static constexpr ::llvm::StringLiteral kKeepFp32AttrName =
+        "dsc.keep_fp32";
   }];
 }
 
