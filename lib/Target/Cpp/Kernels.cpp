@@ -695,11 +695,14 @@ static bool updatesInPlace(dscrt::KernelOp kernel) {
       return state.getIndex();
     return std::nullopt;
   };
-  for (Value out : kernel.getOuts())
+  for (Value out : kernel.getOuts()) {
+    if (llvm::is_contained(kernel.getIns(), out))
+      return true; // a temporary updated in place
     if (std::optional<int64_t> written = stateIndex(out))
       for (Value in : kernel.getIns())
         if (stateIndex(in) == written)
           return true;
+  }
   return false;
 }
 

@@ -37,6 +37,7 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
       .Case("attention", emitAttentionCall)
+      .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
       .Default(nullptr);
 }
 

@@ -13,7 +13,7 @@ using namespace mlir::dsc;
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
-    "attention"};
+    "attention", "adam_update", "sgd_update", "sum_squares"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -107,16 +107,26 @@ static std::optional<StringRef> matchOp(Operation *op) {
   // the data's type or i1.
   if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
     return StringRef("attention");
+  // Multi-tensor optimizer kernels (dsc/kernels/Optimizer.h); the verifiers
+  // hold the ops to the library's types.
+  if (isa<AdamUpdateOp>(op))
+    return StringRef("adam_update");
+  if (isa<SgdUpdateOp>(op))
+    return StringRef("sgd_update");
+  if (isa<SumSquaresOp>(op))
+    return StringRef("sum_squares");
   return std::nullopt;
 }
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   auto yield = cast<YieldOp>(body.getTerminator());
   auto isArgumentType = [&](Type type) {
-    // An attention mask may be i1 (a boolean mask).
+    // An attention mask may be i1 (a boolean mask), and so is the flag
+    // that skips an optimizer update.
     return isLibraryType(type) ||
            (cast<ShapedType>(type).getElementType().isInteger(1) &&
-            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp>));
+            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp,
+                                             AdamUpdateOp, SgdUpdateOp>));
   };
   if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
       !llvm::all_of(yield.getValues().getTypes(), isLibraryType))
