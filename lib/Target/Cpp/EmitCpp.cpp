@@ -212,6 +212,15 @@ inline const __half *dsc_lib(const dsc_f16 *p) { return reinterpret_cast<const _
 template <typename T> struct dsc_lib_type { using type = T; };
 template <> struct dsc_lib_type<dsc_bf16> { using type = __nv_bfloat16; };
 template <> struct dsc_lib_type<dsc_f16> { using type = __half; };
+
+inline unsigned dsc_blocks(int64_t n) {
+  int64_t blocks = (n + 255) / 256;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
+}
+inline void dsc_check(cudaError_t status, const char *what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
 // Multi-tensor kernels (optimizer updates) read a table of tensors in device
 // memory: each call site uploads its rows when they differ from the last
 // ones it uploaded (the step's buffers do not move: once), and keeps its
@@ -243,15 +252,6 @@ struct dsc_workspace_t {
     return device;
   }
 };
-
-inline unsigned dsc_blocks(int64_t n) {
-  int64_t blocks = (n + 255) / 256;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-inline void dsc_check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-}
 // The CUDA stream behind a stream the runtime hands a CUDA artifact.
 inline cudaStream_t dsc_handle(dsc::rt::Stream &stream) {
   if (std::strcmp(stream.backend(), "cuda") != 0)
