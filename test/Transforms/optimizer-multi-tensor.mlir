@@ -58,7 +58,7 @@ func.func @mixed(%gw: tensor<4xbf16>, %gb: tensor<2xbf16>)
 }
 
 // CHECK-LABEL: func.func @mixed
-// CHECK: %[[P:.*]]:2, %{{.*}}:2, %{{.*}}:2, %[[C:.*]]:2 = dsc.adam_update params(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<2xf32>) grads(%arg0, %arg1 : tensor<4xbf16>, tensor<2xbf16>) {{.*}} copies() {{.*}} -> (tensor<4xf32>, tensor<2xf32>), (tensor<4xf32>, tensor<2xf32>), (tensor<4xf32>, tensor<2xf32>), copies(tensor<4xbf16>, tensor<2xbf16>)
+// CHECK: %[[P:.*]]:2, %{{.*}}:2, %{{.*}}:2, %[[C:.*]]:2 = dsc.adam_update params(%{{.*}}, %{{.*}} : tensor<4xf32>, tensor<2xf32>) grads(%arg0, %arg1 : tensor<4xbf16>, tensor<2xbf16>) {{.*}} copies() {{.*}} -> (tensor<4xf32>, tensor<2xf32>), (tensor<4xf32>, tensor<2xf32>), (tensor<4xf32>, tensor<2xf32>) copies(tensor<4xbf16>, tensor<2xbf16>)
 // CHECK: dsc.store %[[P]]#0 to @w.master
 // CHECK: dsc.store %[[C]]#0 to @w : tensor<4xbf16>
 // CHECK: dsc.store %[[C]]#1 to @b : tensor<2xbf16>

@@ -1261,7 +1261,7 @@ func.func @adam_update_copy_of_f32(%w: tensor<4xf32>, %s: tensor<f32>) {
       exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
       lr(%s : tensor<f32>) step(%s : tensor<f32>)
       {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
-      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), copies (tensor<4xbf16>)
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xbf16>)
   return
 }
 
@@ -1273,7 +1273,7 @@ func.func @adam_update_copy_type(%w: tensor<4xf32>, %g: tensor<4xbf16>, %s: tens
       exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
       lr(%s : tensor<f32>) step(%s : tensor<f32>)
       {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
-      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), copies (tensor<4xf16>)
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xf16>)
   return
 }
 
@@ -1285,7 +1285,7 @@ func.func @adam_update_skip_without_copies(%w: tensor<4xf32>, %g: tensor<4xbf16>
       exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
       lr(%s : tensor<f32>) step(%s : tensor<f32>) skip(%skip : tensor<i1>)
       {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
-      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>), copies (tensor<4xbf16>)
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xbf16>)
   return
 }
 
@@ -1329,7 +1329,7 @@ func.func @sgd_update_no_momentum(%w: tensor<4xf32>, %s: tensor<f32>) {
   // expected-error @+1 {{'dsc.sgd_update' op has momentum buffers but momentum 0}}
   %p, %b = dsc.sgd_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
       momentum_buffers(%w : tensor<4xf32>) copies() lr(%s : tensor<f32>)
-      {momentum = 0.0, weight_decay = 0.0} -> (tensor<4xf32>), momentum_buffers (tensor<4xf32>)
+      {momentum = 0.0, weight_decay = 0.0} -> (tensor<4xf32>) momentum_buffers(tensor<4xf32>)
   return
 }
 

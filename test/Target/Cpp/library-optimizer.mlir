@@ -66,7 +66,7 @@ func.func @forward(%gw: tensor<4x3xbf16> {dsc.input = "gw"}, %gb: tensor<70000xb
       lr(%lr : tensor<f32>) step(%t : tensor<f32>) skip(%skip : tensor<i1>)
       {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, decoupled}
       -> (tensor<4x3xf32>, tensor<70000xf32>), (tensor<4x3xf32>, tensor<70000xf32>),
-         (tensor<4x3xf32>, tensor<70000xf32>), copies(tensor<4x3xbf16>, tensor<70000xbf16>)
+         (tensor<4x3xf32>, tensor<70000xf32>) copies(tensor<4x3xbf16>, tensor<70000xbf16>)
   dsc.store %p#0 to @w.master : tensor<4x3xf32>
   dsc.store %p#1 to @b.master : tensor<70000xf32>
   dsc.store %m#0 to @w.exp_avg : tensor<4x3xf32>

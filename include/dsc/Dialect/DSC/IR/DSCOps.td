@@ -1164,7 +1164,7 @@ def DSC_AdamUpdateOp : DSC_MultiTensorUpdateOp<"adam_update"> {
     (`clip_coef` `(` $clip_coef^ `:` type($clip_coef) `)`)?
     (`skip` `(` $skip^ `:` type($skip) `)`)?
     attr-dict `->` `(` type($new_params) `)` `,` `(` type($new_exp_avgs) `)` `,`
-    `(` type($new_exp_avg_sqs) `)` (`,` `copies` `(` type($new_copies)^ `)`)?
+    `(` type($new_exp_avg_sqs) `)` (`copies` `(` type($new_copies)^ `)`)?
   }];
 }
 
@@ -1184,7 +1184,7 @@ def DSC_SgdUpdateOp : DSC_MultiTensorUpdateOp<"sgd_update"> {
     %p, %buf = dsc.sgd_update params(%w : tensor<4xf32>) grads(%g : tensor<4xf32>)
         momentum_buffers(%m : tensor<4xf32>) copies() lr(%lr : tensor<f32>)
         {momentum = 0.9, weight_decay = 0.0}
-        -> (tensor<4xf32>), momentum_buffers (tensor<4xf32>)
+        -> (tensor<4xf32>) momentum_buffers(tensor<4xf32>)
     ```
   }];
   let arguments = (ins Variadic<DSC_FloatTensor>:$params,
@@ -1209,8 +1209,8 @@ def DSC_SgdUpdateOp : DSC_MultiTensorUpdateOp<"sgd_update"> {
     (`clip_coef` `(` $clip_coef^ `:` type($clip_coef) `)`)?
     (`skip` `(` $skip^ `:` type($skip) `)`)?
     attr-dict `->` `(` type($new_params) `)`
-    (`,` `momentum_buffers` `(` type($new_momentum_buffers)^ `)`)?
-    (`,` `copies` `(` type($new_copies)^ `)`)?
+    (`momentum_buffers` `(` type($new_momentum_buffers)^ `)`)?
+    (`copies` `(` type($new_copies)^ `)`)?
   }];
 }
 
