@@ -58,6 +58,18 @@ TEST(BufferPlan, SmallBufferFillsAGap) {
   expectValid(rs, *p, 256);
   EXPECT_EQ(p->arenaBytes, 4096 + 2048 + 1024);
   EXPECT_EQ(p->maxLiveBytes, 4096 + 2048 + 1024);
+  // Reached while the small buffer lives, first at its first use.
+  EXPECT_EQ(p->busiestPosition, 5);
+}
+
+TEST(BufferPlan, BusiestPositionIsTheFirstAtTheMaximum) {
+  // 512 bytes live at 2 and again at 7 (a different pair), 256 elsewhere.
+  std::vector<BufferRequest> rs = {
+      {256, 0, 9}, {256, 2, 3}, {256, 7, 8}};
+  auto p = planBuffers(rs);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->maxLiveBytes, 512);
+  EXPECT_EQ(p->busiestPosition, 2);
 }
 
 TEST(BufferPlan, RandomProgramsAreValidAndNearTheBound) {

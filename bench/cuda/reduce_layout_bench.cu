@@ -5,6 +5,8 @@
 //
 //   build/runtime/bench/bench-reduce-layout-cuda [repetitions=21]
 
+#include "CudaBenchSupport.h"
+
 #include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"
 #include "dsc/kernels/cuda/Reduce.cuh"
@@ -23,26 +25,8 @@ namespace gpu = dsc::kernels::cuda;
 
 namespace {
 
-template <typename F> double medianMs(int reps, F &&f) {
-  cudaEvent_t start, stop;
-  gpu::check(cudaEventCreate(&start), "cudaEventCreate");
-  gpu::check(cudaEventCreate(&stop), "cudaEventCreate");
-  f();
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    cudaEventRecord(start);
-    f();
-    cudaEventRecord(stop);
-    gpu::check(cudaEventSynchronize(stop), "timing a kernel");
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    t.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using dsc::bench::medianMs;
+constexpr auto row = dsc::bench::printCudaRow;
 
 /// Device buffer of n floats, uniform in [-1, 1).
 float *randomFloats(int64_t n) {
@@ -57,18 +41,6 @@ float *randomFloats(int64_t n) {
   return p;
 }
 
-void row(const char *name, int64_t bytes, double ms, int reps) {
-  void *a = nullptr, *b = nullptr;
-  int64_t half = std::max<int64_t>(bytes / 2, 1);
-  gpu::check(cudaMalloc(&a, half), "cudaMalloc");
-  gpu::check(cudaMalloc(&b, half), "cudaMalloc");
-  double copyMs = medianMs(reps, [&] { cudaMemcpyAsync(b, a, half, cudaMemcpyDeviceToDevice); });
-  cudaFree(a);
-  cudaFree(b);
-  double gbs = bytes / ms / 1e6, copy = 2.0 * half / copyMs / 1e6;
-  std::printf("%-44s %10.2f %9.4f %9.1f %9.1f %6.1f%%\n", name, bytes / 1e6, ms, gbs, copy,
-              100 * gbs / copy);
-}
 
 } // namespace
 

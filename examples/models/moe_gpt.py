@@ -1,19 +1,22 @@
-"""A GPT whose feed-forward blocks are mixtures of experts, in plain PyTorch.
+"""A GPT whose feed-forward blocks are mixtures of experts: dsc.nn.MoE, the
+DeepSpeed MoE layer, around GPT-2's MLP.
 
-    build(size="tiny", experts=4, k=1|2, capacity_factor=1.0, min_capacity=4,
+    build(size="tiny", experts=4, k=1|2|..., capacity_factor=1.0, min_capacity=4,
           aux_loss_coef=0.01, batch=2, seq=None)
 
-Gating follows DeepSpeed's top1gating / top2gating (GShard): softmax gates in
-fp32; top-1 takes the argmax; top-2 takes the argmax and the argmax of the
-rest, places first choices before second choices and renormalizes the two
-gates. Each expert takes at most `capacity = max(min_capacity,
-ceil(k * tokens / experts * capacity_factor))` tokens; the rest are dropped
-(their expert output is zero, the residual carries them). The auxiliary
-load-balancing loss E * sum_e mean_gate_e * fraction_routed_e (first choices)
-is added to the language-model loss with `aux_loss_coef`.
+Gating is DeepSpeed's without its randomness (use_rts=False,
+top2_2nd_expert_sampling=False): softmax gates in fp32; top-1 takes the
+argmax; top-2 takes the argmax and the argmax of the rest, places first
+choices before second choices and renormalizes the two gates. Each expert
+takes at most `capacity = max(min_capacity, ceil(tokens / experts * k *
+capacity_factor))` tokens (float32 arithmetic); the rest are dropped (their
+expert output is zero, the residual carries them). The auxiliary
+load-balancing loss E * sum_e mean_gate_e * fraction_routed_e (first
+choices) is added to the language-model loss with `aux_loss_coef`. The
+experts' weights are stacked (`moe.experts.c_fc.weight` [E, 4M, M], ...)
+and each expert is initialized on its own.
 """
 
-import math
 import os
 import sys
 
@@ -21,8 +24,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+# dsc's Python package from this checkout when PYTHONPATH does not name one.
+sys.path.append(os.path.join(_HERE, "..", "..", "python"))
 import gpt2  # noqa: E402
+from dsc.nn import MoE, StackedLinear  # noqa: E402
 
 
 class Expert(nn.Module):
@@ -35,69 +42,19 @@ class Expert(nn.Module):
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
 
-class MoE(nn.Module):
-    def __init__(self, n_embd, experts, k, capacity_factor, min_capacity):
-        super().__init__()
-        assert k in (1, 2), "top-1 and top-2 gating"
-        self.gate = nn.Linear(n_embd, experts, bias=False)
-        self.experts = nn.ModuleList([Expert(n_embd) for _ in range(experts)])
-        self.k, self.capacity_factor, self.min_capacity = k, capacity_factor, min_capacity
-        self.aux_loss = None
-
-    def forward(self, x):
-        B, T, M = x.shape
-        S, E = B * T, len(self.experts)
-        h = x.reshape(S, M)
-        logits = self.gate(h).float()
-        gates = F.softmax(logits, dim=1)
-        capacity = max(self.min_capacity, math.ceil(self.k * S / E * self.capacity_factor))
-
-        index1 = torch.argmax(gates, dim=1)
-        mask1 = F.one_hot(index1, num_classes=E)
-        loc1 = torch.cumsum(mask1, dim=0) - 1
-        # Load balancing over first choices: E * sum_e me_e * ce_e.
-        me = torch.mean(gates, dim=0)
-        ce = torch.mean(mask1.float(), dim=0)
-        self.aux_loss = torch.sum(me * ce) * E
-
-        masks, locs = [mask1], [loc1]
-        if self.k == 2:
-            logits2 = logits.masked_fill(mask1.bool(), float("-inf"))
-            index2 = torch.argmax(logits2, dim=1)
-            mask2 = F.one_hot(index2, num_classes=E)
-            # Second choices queue behind every first choice of their expert.
-            loc2 = torch.cumsum(mask2, dim=0) - 1 + torch.sum(mask1, dim=0, keepdim=True)
-            masks.append(mask2)
-            locs.append(loc2)
-
-        masks = [m * torch.lt(l, capacity) for m, l in zip(masks, locs)]
-        gate_s = [torch.sum(gates * m.float(), dim=1) for m in masks]
-        if self.k == 2:
-            denom = torch.clamp(gate_s[0] + gate_s[1], min=torch.finfo(gates.dtype).eps)
-            gate_s = [g / denom for g in gate_s]
-        combine = 0
-        for m, l, g in zip(masks, locs, gate_s):
-            loc_s = torch.sum(l * m, dim=1)
-            slot = F.one_hot(loc_s, num_classes=capacity).float()
-            combine = combine + g[:, None, None] * m.float()[:, :, None] * slot[:, None, :]
-        dispatch = (combine > 0).float()                          # [S, E, C]
-        expert_in = torch.einsum("sec,sm->ecm", dispatch, h)      # [E, C, M]
-        expert_out = torch.stack([e(expert_in[i]) for i, e in enumerate(self.experts)])
-        out = torch.einsum("sec,ecm->sm", combine, expert_out)
-        return out.reshape(B, T, M)
-
-
 class MoEBlock(nn.Module):
     def __init__(self, n_embd, n_head, block_size, dropout, moe_args):
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd)
         self.attn = gpt2.CausalSelfAttention(n_embd, n_head, block_size, dropout)
         self.ln_2 = nn.LayerNorm(n_embd)
-        self.moe = MoE(n_embd, **moe_args)
+        self.moe = MoE(n_embd, Expert(n_embd), **moe_args)
+        self.aux_loss = None
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.moe(self.ln_2(x))
+        out, self.aux_loss, _ = self.moe(self.ln_2(x))
+        return x + out
 
 
 class MoEGPT(gpt2.GPT):
@@ -109,9 +66,19 @@ class MoEGPT(gpt2.GPT):
         self.apply(self._init_weights)
         self.aux_loss_coef = aux_loss_coef
 
+    @staticmethod
+    def _init_weights(module):
+        # Every expert drawn on its own (not upcycled from one MLP), so that
+        # a routing error changes the numbers.
+        gpt2.GPT._init_weights(module)
+        if isinstance(module, StackedLinear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
     def forward(self, tokens, targets):
         loss = super().forward(tokens, targets)
-        aux = sum(block.moe.aux_loss for block in self.transformer.h)
+        aux = sum(block.aux_loss for block in self.transformer.h)
         return loss + self.aux_loss_coef * aux
 
 
@@ -123,8 +90,9 @@ def build(size="tiny", experts=4, k=1, capacity_factor=1.0, min_capacity=4,
     if layers is not None:
         cfg["n_layer"] = layers
     seq = seq or min(cfg["block_size"], 8 if size == "tiny" else 64)
-    model = MoEGPT(dict(experts=experts, k=k, capacity_factor=capacity_factor,
-                        min_capacity=min_capacity), aux_loss_coef, **cfg)
+    model = MoEGPT(dict(num_experts=experts, k=k, capacity_factor=capacity_factor,
+                        min_capacity=min_capacity, use_rts=False,
+                        top2_2nd_expert_sampling=False), aux_loss_coef, **cfg)
     g = torch.Generator().manual_seed(1234)
     tokens = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=g)
     targets = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=g)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 using namespace mlir::dsc;
 
@@ -15,8 +16,9 @@ static bool overlapInTime(const BufferRequest &a, const BufferRequest &b) {
   return a.firstUse <= b.lastUse && b.firstUse <= a.lastUse;
 }
 
-/// Bytes alive at the busiest schedule position (sweep over range ends).
-static std::optional<int64_t>
+/// Bytes alive at the busiest schedule position and the first such
+/// position (sweep over range ends).
+static std::optional<std::pair<int64_t, int64_t>>
 maxLive(llvm::ArrayRef<BufferRequest> requests,
         llvm::ArrayRef<int64_t> sizes) {
   std::map<int64_t, int64_t> delta; // position -> change in live bytes
@@ -24,13 +26,16 @@ maxLive(llvm::ArrayRef<BufferRequest> requests,
     delta[r.firstUse] += size;
     delta[r.lastUse + 1] -= size;
   }
-  int64_t live = 0, best = 0;
+  int64_t live = 0, best = 0, bestPosition = 0;
   for (auto &[pos, d] : delta) {
     if (llvm::AddOverflow(live, d, live))
       return std::nullopt;
-    best = std::max(best, live);
+    if (live > best) {
+      best = live;
+      bestPosition = pos;
+    }
   }
-  return best;
+  return std::make_pair(best, bestPosition);
 }
 
 std::optional<BufferPlan>
@@ -85,9 +90,9 @@ mlir::dsc::planBuffers(llvm::ArrayRef<BufferRequest> requests,
     plan.arenaBytes = std::max(plan.arenaBytes, end);
     placed.push_back(i);
   }
-  std::optional<int64_t> live = maxLive(requests, sizes);
+  auto live = maxLive(requests, sizes);
   if (!live)
     return std::nullopt;
-  plan.maxLiveBytes = *live;
+  std::tie(plan.maxLiveBytes, plan.busiestPosition) = *live;
   return plan;
 }

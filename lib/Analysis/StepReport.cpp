@@ -322,6 +322,33 @@ static std::string gibibytes(int64_t bytes) {
   return text;
 }
 
+/// The largest groups of buffers alive at the arena's busiest point, one a
+/// line, and what the others add up to.
+static void printArenaPeak(llvm::raw_ostream &os, const ArenaPeak &peak) {
+  if (peak.groups.empty())
+    return;
+  constexpr size_t kShown = 8;
+  os << "activations at their peak: " << grouped(peak.liveBytes)
+     << " bytes live at op " << grouped(peak.position) << " of "
+     << grouped(peak.positions) << " of the lowered step\n";
+  for (const LiveBufferGroup &g : ArrayRef(peak.groups).take_front(kShown))
+    os << llvm::format("  %20s  %10s", grouped(g.bytes).c_str(),
+                       gigabytes(g.bytes).c_str())
+       << "  " << g.buffers << " x " << g.type << ", written by " << g.writer
+       << ", last read by " << g.lastReader << " (ops " << grouped(g.firstUse)
+       << " to " << grouped(g.lastUse) << ")\n";
+  int64_t restBytes = 0, restBuffers = 0;
+  for (const LiveBufferGroup &g : ArrayRef(peak.groups).drop_front(
+           std::min(kShown, peak.groups.size()))) {
+    restBytes += g.bytes;
+    restBuffers += g.buffers;
+  }
+  if (restBuffers)
+    os << llvm::format("  %20s  %10s", grouped(restBytes).c_str(),
+                       gigabytes(restBytes).c_str())
+       << "  " << restBuffers << " other buffers\n";
+}
+
 void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
   os << "dsc report: world size " << worldSize << ", ZeRO stage " << zeroStage
      << ", " << grouped(parameterElements) << " trained parameters (Psi), "
@@ -352,6 +379,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
         "(the memory plan's arena; gradients live there until reduced)");
     row("inputs/outputs", m.io);
     row("peak", m.peak(), "(states allocated + activations + inputs/outputs)");
+    printArenaPeak(os, arenaPeak);
   }
   if (parts.comm) {
     os << "communication per update, per rank\n";
@@ -422,6 +450,20 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"io", m.io},
           {"peak", m.peak()}});
     root["memory"] = std::move(ranks);
+    llvm::json::Array groups;
+    for (const LiveBufferGroup &g : arenaPeak.groups)
+      groups.push_back(llvm::json::Object{{"type", g.type},
+                                          {"writer", g.writer},
+                                          {"last_reader", g.lastReader},
+                                          {"buffers", g.buffers},
+                                          {"bytes", g.bytes},
+                                          {"first_op", g.firstUse},
+                                          {"last_op", g.lastUse}});
+    root["activations_peak"] =
+        llvm::json::Object{{"live_bytes", arenaPeak.liveBytes},
+                           {"op", arenaPeak.position},
+                           {"ops", arenaPeak.positions},
+                           {"buffers", std::move(groups)}};
   }
   if (parts.comm) {
     llvm::json::Array calls;

@@ -27,6 +27,7 @@ enum class Kind {
   Choice,   // one of `choices`
   Choices,  // a comma-separated list of `choices`
   Reals,    // `count` comma-separated Reals
+  Integers, // a non-empty comma-separated list of Integers
   Path,     // a non-empty file name without white space
 };
 
@@ -101,6 +102,17 @@ const Range kRanges[] = {
     choice("report", "memory|comm|estimate", Kind::Choices),
     choice("report-format", "text|json"),
     {"report-file", Kind::Path},
+    integer("moe-experts", 0, kMaxExperts),
+    integer("moe-top-k", 1, kMaxExperts),
+    real("moe-capacity-factor", 0, kInf, /*lowOpen=*/true),
+    real("moe-eval-capacity-factor", 0, kInf, /*lowOpen=*/true),
+    integer("moe-min-capacity", 0, kMaxCount),
+    boolean("moe-drop-tokens"),
+    real("moe-aux-loss-coef", 0),
+    integer("moe-every", 1, kMaxCount),
+    {"moe-experts-per-layer", Kind::Integers, 1, double(kMaxExperts)},
+    choice("moe-init", "upcycle|random"),
+    integer("moe-seed", 0, kMaxCount),
 };
 
 std::string format(double value) {
@@ -181,17 +193,20 @@ std::optional<std::string> check(const Range &range, StringRef text) {
   case Kind::Choice:
     return checkChoice(range, text);
   case Kind::Choices:
+  case Kind::Integers:
   case Kind::Reals: {
     SmallVector<StringRef> items;
     text.split(items, ',');
     bool emptyItem = llvm::is_contained(items, StringRef());
-    if (range.kind == Kind::Choices && emptyItem)
+    if (range.kind != Kind::Reals && emptyItem)
       return "expected a comma-separated list, got " + quoted(text);
     if (range.kind == Kind::Reals && (items.size() != range.count || emptyItem))
       return "expected " + std::to_string(range.count) +
              " comma-separated numbers, got " + quoted(text);
     Range item = range;
-    item.kind = range.kind == Kind::Reals ? Kind::Real : Kind::Choice;
+    item.kind = range.kind == Kind::Reals      ? Kind::Real
+                : range.kind == Kind::Integers ? Kind::Integer
+                                               : Kind::Choice;
     for (StringRef value : items)
       if (std::optional<std::string> error = check(item, value))
         return error;

@@ -87,6 +87,23 @@ constexpr Flag kFlags[] = {
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},
     {"checkpoint-segments", "what a recomputed segment is (blocks)"},
     {"checkpoint-print", "print the recomputed blocks"},
+    {"moe-experts", "replace each feed-forward block by this many gated "
+                    "experts (mixture of experts; default 0: off)"},
+    {"moe-top-k", "experts each token is routed to (default 1)"},
+    {"moe-capacity-factor", "expert capacity relative to an even split of "
+                            "the tokens (default 1.0)"},
+    {"moe-eval-capacity-factor", "the capacity factor of --step=eval (default 1.0)"},
+    {"moe-min-capacity", "the least capacity of an expert (default 4)"},
+    {"moe-drop-tokens", "drop routes beyond the capacity (default true; false: "
+                        "capacity for every token)"},
+    {"moe-aux-loss-coef", "weight of the load-balancing loss (default 0.01)"},
+    {"moe-every", "replace every N-th feed-forward block, from the first "
+                  "(default 1)"},
+    {"moe-experts-per-layer", "experts of each replaced block, comma-separated "
+                              "(PR-MoE's pyramid)"},
+    {"moe-init", "initial experts: upcycle (copies of the dense block; "
+                 "default) or random"},
+    {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
     {"dsc-report", "print each rank's memory and communication of the step: "
                    "memory, comm or memory,comm (docs/zero.md)", "report"},
     {"dsc-report-format", "the report as text (default) or json", "report-format"},

@@ -26,9 +26,28 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   dataParallel.worldSize = options.worldSize;
   dataParallel.microBatch = options.microBatch;
   pm.addPass(createDataParallel(dataParallel));
+  bool train = options.step == TrainingPipelineOptions::Step::Train;
+  // Experts before mixed precision and autodiff (their backward is derived),
+  // after data parallelism: capacities count a rank's tokens.
+  if (options.moeExperts > 0 || !options.moeExpertsPerLayer.empty()) {
+    MixtureOfExpertsOptions moe;
+    moe.experts = options.moeExperts;
+    moe.topK = options.moeTopK;
+    moe.capacityFactor = options.step == TrainingPipelineOptions::Step::Eval
+                             ? options.moeEvalCapacityFactor
+                             : options.moeCapacityFactor;
+    moe.minCapacity = options.moeMinCapacity;
+    moe.dropTokens = options.moeDropTokens;
+    moe.auxLossCoef = options.moeAuxLossCoef;
+    moe.every = options.moeEvery;
+    moe.expertsPerLayer.assign(options.moeExpertsPerLayer.begin(),
+                               options.moeExpertsPerLayer.end());
+    moe.init = options.moeInit;
+    moe.seed = options.moeSeed;
+    pm.addPass(createMixtureOfExperts(moe));
+  }
   // Before autodiff, so that the backward is built in 16 bits too; the pass
   // itself rejects unknown precisions.
-  bool train = options.step == TrainingPipelineOptions::Step::Train;
   if (options.precision != "fp32") {
     MixedPrecisionOptions mixed;
     mixed.precision = options.precision;

@@ -1,7 +1,6 @@
 //===- PlanMemory.cpp - --dsc-plan-memory ----------------------------------===//
 
-#include "dsc/Analysis/BufferPlan.h"
-#include "dsc/Support/TensorSize.h"
+#include "dsc/Analysis/ArenaBuffers.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -13,25 +12,6 @@ namespace mlir::dsc {
 
 using namespace mlir;
 
-/// Where a buffer a collective uses may be reused. Buffers are first written
-/// on the compute stream (by a kernel or a copy), and the collective runs on
-/// another one: its buffer stays live until the first wait for an event
-/// recorded on the collective's stream after it (or to the end of the step).
-static int64_t releasedAt(Operation *collective,
-                          const DenseMap<Operation *, int64_t> &position) {
-  Value stream = dscrt::getCollectiveStream(collective);
-  Operation *op = collective;
-  while ((op = op->getNextNode())) {
-    auto wait = dyn_cast<dscrt::WaitOp>(op);
-    auto record = wait ? wait.getEvent().getDefiningOp<dscrt::RecordOp>()
-                       : dscrt::RecordOp();
-    if (record && record.getStream() == stream &&
-        position.lookup(record) > position.lookup(collective))
-      return position.lookup(wait);
-  }
-  return position.size();
-}
-
 namespace {
 
 struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
@@ -41,43 +21,15 @@ struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;
-    Block &body = func.getBody().front();
-    DenseMap<Operation *, int64_t> position;
-    for (Operation &op : body)
-      position[&op] = position.size();
+    FailureOr<SmallVector<dsc::ArenaBuffer>> buffers =
+        dsc::collectArenaBuffers(func);
+    if (failed(buffers))
+      return signalPassFailure();
+    SmallVector<dsc::BufferRequest> requests = llvm::map_to_vector(
+        *buffers, [](const dsc::ArenaBuffer &b) { return b.request; });
 
-    SmallVector<dscrt::AllocOp> allocs;
-    SmallVector<dsc::BufferRequest> requests;
-    for (auto alloc : body.getOps<dscrt::AllocOp>()) {
-      MemRefType type = alloc.getType();
-      std::optional<int64_t> bytes = dsc::checkedByteSize(
-          type.getShape(), type.getElementType().getIntOrFloatBitWidth());
-      if (!bytes) {
-        alloc.emitError() << "buffer size overflows int64";
-        return signalPassFailure();
-      }
-      dsc::BufferRequest request;
-      request.bytes = *bytes;
-      request.firstUse = request.lastUse = position[alloc];
-      // Follow views: they alias the allocation.
-      SmallVector<Value> worklist = {alloc.getResult()};
-      while (!worklist.empty()) {
-        Value value = worklist.pop_back_val();
-        for (Operation *user : value.getUsers()) {
-          Operation *top = body.findAncestorOpInBlock(*user);
-          request.lastUse = std::max(request.lastUse, position[top]);
-          if (dscrt::getCollectiveStream(top))
-            request.lastUse =
-                std::max(request.lastUse, releasedAt(top, position));
-          if (auto view = dyn_cast<dscrt::ViewOp>(user))
-            worklist.push_back(view.getResult());
-        }
-      }
-      allocs.push_back(alloc);
-      requests.push_back(request);
-    }
-
-    std::optional<dsc::BufferPlan> plan = dsc::planBuffers(requests, 256);
+    std::optional<dsc::BufferPlan> plan =
+        dsc::planBuffers(requests, dsc::kArenaAlignment);
     if (!plan) {
       func.emitError() << "memory plan overflows int64";
       return signalPassFailure();
@@ -85,16 +37,17 @@ struct PlanMemoryPass : public dsc::impl::PlanMemoryBase<PlanMemoryPass> {
     OpBuilder builder(func.getContext());
     func->setAttr(dscrt::DSCRTDialect::kArenaBytesAttrName,
                   builder.getI64IntegerAttr(plan->arenaBytes));
-    for (auto [alloc, offset] : llvm::zip(allocs, plan->offsets)) {
+    for (auto [buffer, offset] : llvm::zip(*buffers, plan->offsets)) {
+      dscrt::AllocOp alloc = buffer.alloc;
       builder.setInsertionPoint(alloc);
-      auto buffer = dscrt::BufferOp::create(builder, alloc.getLoc(),
+      auto placed = dscrt::BufferOp::create(builder, alloc.getLoc(),
                                             alloc.getType(), offset);
-      alloc.replaceAllUsesWith(buffer.getResult());
+      alloc.replaceAllUsesWith(placed.getResult());
       alloc.erase();
     }
     if (print)
       llvm::errs() << "dsc-plan-memory: @" << func.getSymName() << ": "
-                   << allocs.size() << " buffers, arena " << plan->arenaBytes
+                   << buffers->size() << " buffers, arena " << plan->arenaBytes
                    << " bytes, live-bytes bound " << plan->maxLiveBytes
                    << " bytes\n";
   }

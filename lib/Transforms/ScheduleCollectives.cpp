@@ -90,6 +90,22 @@ static SmallVector<Operation *> exclusiveProducers(Operation *root,
   return ops;
 }
 
+/// Whether `group` follows `after` (null: the block start) op by op, with
+/// nothing in between. Checking the first op alone is not enough: a
+/// gradient's exclusive producers can begin right after `after` (a
+/// recomputed activation that only the weight gradient reads) while the
+/// reduction itself still waits at the end of the backward.
+static bool isPlacedAfter(ArrayRef<Operation *> group, Operation *after,
+                          Block &block) {
+  Operation *expected = after ? after->getNextNode() : &block.front();
+  for (Operation *op : group) {
+    if (op != expected)
+      return false;
+    expected = op->getNextNode();
+  }
+  return true;
+}
+
 static int64_t numElements(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();
 }
@@ -145,7 +161,7 @@ struct ScheduleCollectivesPass
         }
       if (!after && !fromArgument)
         continue; // computed from constants only
-      if (after && after->getNextNode() == group.front())
+      if (isPlacedAfter(group, after, block))
         continue; // already there
       for (Operation *op : group) {
         if (after)

@@ -3,10 +3,12 @@
 // Prints the StepReport of the module (include/dsc/Analysis/StepReport.h).
 // The activation arena is a property of the lowered step, so the pass
 // lowers and plans a copy of the module exactly as dsc-compile does and
-// reads the plan's size: the figure the runtime's allocator reproduces.
+// reads the plan's size, the figure the runtime's allocator reproduces, and
+// what fills it at its busiest point.
 //
 //===----------------------------------------------------------------------===//
 
+#include "dsc/Analysis/ArenaBuffers.h"
 #include "dsc/Analysis/StepReport.h"
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Transforms/Passes.h"
@@ -52,10 +54,12 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
       return signalPassFailure();
     }
 
-    FailureOr<int64_t> arena = parts.memory ? planArena(module) : int64_t(0);
-    if (failed(arena))
+    int64_t arena = 0;
+    ArenaPeak peak;
+    if (parts.memory && failed(planArena(module, arena, peak)))
       return signalPassFailure();
-    StepReport report = StepReport::compute(module, *arena);
+    StepReport report = StepReport::compute(module, arena);
+    report.arenaPeak = std::move(peak);
 
     std::unique_ptr<llvm::ToolOutputFile> file;
     llvm::raw_ostream *os = &llvm::errs();
@@ -87,23 +91,35 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
   }
 
   /// The arena dsc-compile's memory plan gives the step, from a lowered
-  /// copy of the module.
-  FailureOr<int64_t> planArena(ModuleOp module) {
+  /// copy of the module (planned as --dsc-plan-memory plans it), and what
+  /// is alive at the busiest point of the largest function's plan.
+  LogicalResult planArena(ModuleOp module, int64_t &arena, ArenaPeak &peak) {
     OwningOpRef<ModuleOp> copy = module.clone();
     PassManager pm(module.getContext());
     pm.addPass(createLowerToRuntime());
-    pm.addNestedPass<func::FuncOp>(createPlanMemory());
-    if (failed(pm.run(*copy))) {
-      module.emitError() << "--dsc-report: the step cannot be lowered to plan "
-                            "its memory (see the errors above)";
-      return failure();
+    if (failed(pm.run(*copy)))
+      return module.emitError() << "--dsc-report: the step cannot be lowered "
+                                   "to plan its memory (see the errors above)";
+    int64_t largest = -1;
+    for (auto func : copy->getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FailureOr<SmallVector<ArenaBuffer>> buffers = collectArenaBuffers(func);
+      if (failed(buffers))
+        return failure();
+      std::optional<BufferPlan> plan = planBuffers(
+          llvm::map_to_vector(*buffers,
+                              [](const ArenaBuffer &b) { return b.request; }),
+          kArenaAlignment);
+      if (!plan)
+        return func.emitError() << "memory plan overflows int64";
+      arena += plan->arenaBytes;
+      if (plan->arenaBytes > largest) {
+        largest = plan->arenaBytes;
+        peak = describeBusiestPoint(func, *buffers, *plan);
+      }
     }
-    int64_t arena = 0;
-    for (auto func : copy->getOps<func::FuncOp>())
-      if (auto bytes = func->getAttrOfType<IntegerAttr>(
-              dscrt::DSCRTDialect::kArenaBytesAttrName))
-        arena += bytes.getInt();
-    return arena;
+    return success();
   }
 };
 } // namespace

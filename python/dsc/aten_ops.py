@@ -254,6 +254,27 @@ def _transposed_weight(low, node):
     return None
 
 
+_SAME_SHAPE_VIEWS = ("aten::expand", "aten::_reshape_alias", "aten::view",
+                     "aten::_unsafe_view", "aten::reshape")
+
+
+def _batch_transposed(low, node):
+    """W when `node` swaps the last two dimensions of a 3-D W (how stacked
+    expert weights [E, out, in] reach bmm): dsc.matmul's transpose_rhs."""
+    # matmul reaches bmm through an expand and a reshape that keep the shape.
+    while (isinstance(node, torch.fx.Node) and node.op == "call_function" and
+           schema_name(node) in _SAME_SHAPE_VIEWS and
+           tuple(low.value(node).shape) == tuple(low.value(node.args[0]).shape)):
+        node = node.args[0]
+    if not (isinstance(node, torch.fx.Node) and node.op == "call_function" and
+            schema_name(node) == "aten::transpose.int" and not low.foldable[node]):
+        return None
+    rank = low.value(node).dim()
+    if rank != 3 or sorted(_dim(d, rank) for d in node.args[1:3]) != [1, 2]:
+        return None
+    return node.args[0]
+
+
 @handles("aten::t")
 def _t(low, node, x):
     v = low.emit(x)
@@ -277,7 +298,12 @@ def _matmul(low, node, a, b, bias=None):
             y = low.op("linear", operands, shape, dtype)
             return _binary_vals(low, "add", y, low.operand(bias, dtype), shape)
         return low.op("linear", operands, shape, dtype)
-    y = low.op("matmul", [low.operand(a, dtype), low.operand(b, dtype)], shape, dtype)
+    rhs = _batch_transposed(low, b)
+    if rhs is not None:
+        y = low.op("matmul", [low.operand(a, dtype), low.operand(rhs, dtype)], shape, dtype,
+                   {"transpose_rhs": ("unit", None)})
+    else:
+        y = low.op("matmul", [low.operand(a, dtype), low.operand(b, dtype)], shape, dtype)
     if bias is not None:
         y = _binary_vals(low, "add", y, low.operand(bias, dtype), shape)
     return y
@@ -650,3 +676,41 @@ def _sdpa_efficient(low, node, q, k, v, attn_bias, compute_log_sumexp,
                     dropout_p=0.0, is_causal=False, scale=None):
     return _attention(low, node, q, k, v, attn_bias, dropout_p, is_causal,
                       scale) + [None] * 2
+
+
+# -- mixture of experts: dsc.nn.MoE's operators (dsc.moe_ops) -----------------
+
+@handles("dsc::moe_slots")
+def _moe_slots(low, node, experts, priority, num_experts, capacity):
+    slots, counts = low.value(node)
+    operands = [low.emit(experts)]
+    if priority is not None:
+        operands.append(low.operand(priority, torch.float32))
+    return low.op("moe_slots", operands, None, None, {"capacity": ("i64", capacity)},
+                  results=[(tuple(slots.shape), torch.int64),
+                           (tuple(counts.shape), torch.int64)])
+
+
+def _routed(name, low, node, x, slots, weights):
+    shape, dtype = low.out_meta(node)
+    operands = [low.operand(x, dtype), low.emit(slots)]
+    if weights is not None:
+        operands.append(low.operand(weights, dtype))
+    return low.op(name, operands, shape, dtype)
+
+
+@handles("dsc::moe_dispatch")
+def _moe_dispatch(low, node, x, slots, weights, num_experts, capacity):
+    return _routed("moe_dispatch", low, node, x, slots, weights)
+
+
+@handles("dsc::moe_combine")
+def _moe_combine(low, node, slotted, slots, weights):
+    return _routed("moe_combine", low, node, slotted, slots, weights)
+
+
+@handles("dsc::moe_route_dot")
+def _moe_route_dot(low, node, tokens, slotted, slots):
+    shape, dtype = low.out_meta(node)
+    return low.op("moe_route_dot", [low.operand(tokens, dtype), low.operand(slotted, dtype),
+                                    low.emit(slots)], shape, dtype)

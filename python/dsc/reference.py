@@ -11,6 +11,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from . import moe_ops
+
 _DTYPE = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16,
           "bf16": torch.bfloat16, "i64": torch.int64, "i32": torch.int32,
           "i1": torch.bool}
@@ -126,6 +128,8 @@ def evaluate_op(op, args, state):
         if n == "reduce_mean":
             return [x.mean(dim=dims, keepdim=keep)]
         return [x.amax(dim=dims, keepdim=keep)]
+    if n.startswith("moe_"):
+        return _moe(op, args)
     if n == "dropout":
         raise NotImplementedError("dsc.dropout's mask is defined by the runtime's "
                                   "generator, not PyTorch's")
@@ -138,6 +142,22 @@ def evaluate_op(op, args, state):
                               reduction=red)
         return [out.reshape(targets.shape) if red == "none" else out]
     raise NotImplementedError(f"no reference semantics for dsc.{n}")
+
+
+def _moe(op, args):
+    """The routing ops, by the kernels of the PyTorch operators that share
+    their definition (dsc.moe_ops)."""
+    kernel = moe_ops.KERNELS[op.name]
+    optional = args[2] if len(args) > 2 else None
+    if op.name == "moe_slots":
+        priority = args[1] if len(args) > 1 else None
+        return list(kernel(args[0], priority, op.results[1].shape[0], _attr(op, "capacity")))
+    if op.name == "moe_dispatch":
+        e, c, _ = op.results[0].shape
+        return [kernel(args[0], args[1], optional, e, c)]
+    if op.name == "moe_combine":
+        return [kernel(args[0], args[1], optional)]
+    return [kernel(*args)]
 
 
 def evaluate(ops, inputs, state):

@@ -44,3 +44,8 @@ dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)
 # kernels against the CPU ones.
 dsc_runtime_test(AttentionKernelTest kernels/AttentionTest.cpp)
 dsc_kernels_cuda_test(AttentionKernelCudaTest kernels/AttentionCudaTest.cu)
+
+# Mixture-of-experts routing: slots, dispatch, combine, route dot against
+# their definitions; the CUDA kernels against the CPU ones, bit for bit.
+dsc_runtime_test(MoeKernelTest kernels/MoeTest.cpp)
+dsc_kernels_cuda_test(MoeKernelCudaTest kernels/MoeCudaTest.cu)

@@ -83,3 +83,9 @@ add_executable(JobAgreementTest JobAgreementTest.cpp)
 target_link_libraries(JobAgreementTest PRIVATE dsc_runtime GTest::gmock
   GTest::gtest GTest::gtest_main)
 gtest_discover_tests(JobAgreementTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+# The fill rules of states added by rewrites (upcycled experts, drawn gates).
+add_executable(StateInitTest StateInitTest.cpp)
+target_link_libraries(StateInitTest PRIVATE dsc_runtime GTest::gmock
+  GTest::gtest GTest::gtest_main)
+gtest_discover_tests(StateInitTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)

@@ -41,6 +41,9 @@ struct BufferPlan {
   /// Lower bound no plan can beat: the most bytes (rounded to the alignment)
   /// alive at one schedule position.
   int64_t maxLiveBytes = 0;
+  /// The first schedule position where maxLiveBytes are alive: where to look
+  /// for what fills the arena.
+  int64_t busiestPosition = 0;
 };
 
 /// Plans `requests` with every buffer's size rounded up to `alignment` (a

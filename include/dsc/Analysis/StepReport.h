@@ -8,7 +8,8 @@
 //   - the memory the runtime allocates: every dsc.state (rounded to the
 //     allocator's 256 bytes), the activation arena of the memory plan, and
 //     the graph's inputs and outputs; their sum is the per-rank peak that
-//     dsc-run reports;
+//     dsc-run reports; and the buffers alive at the arena's busiest point,
+//     grouped by type, writer and last reader (ArenaBuffers.h);
 //   - every collective of the step with the bytes this rank sends (the ring
 //     formulas of runtime/include/dsc/runtime/CommStats.h, which dsc-run
 //     counts) and nccl-tests' bus bytes.
@@ -19,6 +20,8 @@
 
 #ifndef DSC_ANALYSIS_STEPREPORT_H
 #define DSC_ANALYSIS_STEPREPORT_H
+
+#include "dsc/Analysis/ArenaBuffers.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -85,6 +88,8 @@ struct StepReport {
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;
   RankMemory memory;
+  /// What fills the arena where its live bytes peak (set with the arena).
+  ArenaPeak arenaPeak;
   std::vector<CollectiveReport> collectives; // per call, program order
 
   /// The report of `module`'s single graph, with the arena size of its

@@ -34,6 +34,9 @@ constexpr int64_t kMaxBatchFactor = int64_t(1) << 20;
 /// largest integer a double holds exactly, and the schedules and the
 /// config reader compute with doubles.
 constexpr int64_t kMaxCount = int64_t(1) << 53;
+/// Experts per mixture-of-experts block: far beyond any published model
+/// (thousands), small enough that E * capacity * width stays checked.
+constexpr int64_t kMaxExperts = int64_t(1) << 20;
 
 /// Checks `value`, the text of pipeline option `option` as a flag or the
 /// config gives it. Returns what is wrong with it ("must be >= 0, got -1"),

@@ -177,6 +177,45 @@ struct TrainingPipelineOptions
       *this, "checkpoint-print",
       llvm::cl::desc("print the recomputed blocks to stderr"),
       llvm::cl::init(false)};
+  // Mixture of experts: --dsc-moe's options (DeepSpeed's MoE layer
+  // arguments; off while moe-experts is 0 and no per-layer list is given).
+  Option<int64_t> moeExperts{
+      *this, "moe-experts",
+      llvm::cl::desc("replace feed-forward blocks by this many experts"),
+      llvm::cl::init(0)};
+  Option<int64_t> moeTopK{*this, "moe-top-k",
+                          llvm::cl::desc("experts per token (k)"),
+                          llvm::cl::init(1)};
+  Option<double> moeCapacityFactor{
+      *this, "moe-capacity-factor",
+      llvm::cl::desc("training capacity factor"), llvm::cl::init(1.0)};
+  Option<double> moeEvalCapacityFactor{
+      *this, "moe-eval-capacity-factor",
+      llvm::cl::desc("capacity factor of evaluation steps"),
+      llvm::cl::init(1.0)};
+  Option<int64_t> moeMinCapacity{*this, "moe-min-capacity",
+                                 llvm::cl::desc("least expert capacity"),
+                                 llvm::cl::init(4)};
+  Option<bool> moeDropTokens{
+      *this, "moe-drop-tokens",
+      llvm::cl::desc("drop routes beyond the capacity"), llvm::cl::init(true)};
+  Option<double> moeAuxLossCoef{
+      *this, "moe-aux-loss-coef",
+      llvm::cl::desc("weight of the load-balancing loss"),
+      llvm::cl::init(0.01)};
+  Option<int64_t> moeEvery{*this, "moe-every",
+                           llvm::cl::desc("replace every N-th block"),
+                           llvm::cl::init(1)};
+  ListOption<int64_t> moeExpertsPerLayer{
+      *this, "moe-experts-per-layer",
+      llvm::cl::desc("experts of each replaced block (PR-MoE's pyramid)")};
+  Option<std::string> moeInit{
+      *this, "moe-init",
+      llvm::cl::desc("initial experts: upcycle (default) or random"),
+      llvm::cl::init("upcycle")};
+  Option<int64_t> moeSeed{*this, "moe-seed",
+                          llvm::cl::desc("key of the gate's generator"),
+                          llvm::cl::init(0)};
   // Reports of the finished step: --dsc-step-report's options.
   ListOption<std::string> report{
       *this, "report",

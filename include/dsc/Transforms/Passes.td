@@ -167,6 +167,87 @@ def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
+  let summary = "replaces dense feed-forward blocks by gated mixtures of experts";
+  let description = [{
+    Finds each feed-forward block of the forward graph by its structure, not
+    by names: a `dsc.linear` whose input is an elementwise chain (reshapes
+    and unary activations such as GELU, ReLU or SiLU, or the product of two
+    such chains: SwiGLU) of one or two `dsc.linear` maps of one input `x`,
+    every weight and bias a parameter. It replaces the block's result by
+
+    ```
+    logits = linear(x, gate.weight)           [S, E], fp32, no bias
+    probs  = softmax(logits)
+    experts = top-1 | top-2 | top-k choices   [S, k]
+    slots, counts = moe_slots(experts)        capacity C
+    gates  = probs at the choices, 0 where dropped (renormalised for k >= 2)
+    y      = moe_combine(expert_mlp(moe_dispatch(x, slots)), slots, gates)
+    ```
+
+    where the expert MLP is the block's own chain computed once over
+    `[E, C, ·]` with stacked weights: for the block's linear `P.L` (P the
+    linears' common module path), `P.experts.L.weight` `[E, out, in]` and
+    `P.experts.L.bias` `[E, out]`, and the gate `P.gate.weight` `[E, M]`.
+    The loss becomes `loss + aux-loss-coef * sum of the layers' l_aux`.
+    Gating follows DeepSpeed's top1gating, top2gating and topkgating:
+    capacity `ceil(S / E * f)` rounded in float32, f the capacity factor
+    (doubled for top-2, times k for k >= 3), at least `min-capacity`; top-2's
+    second choice is the largest logit but the first; second choices queue
+    behind every first choice of their expert; top-k (k >= 3) keeps each
+    expert's C most probable routes; l_aux = E * sum_e mean(probs_e) *
+    fraction of first choices routed to e (k >= 3: E/k times the sum over
+    all choices). Routing is not differentiable; autodiff, run after this
+    pass, derives the rest of the backward.
+
+    New states start from rules the weights file need not satisfy:
+    `--moe-init=upcycle` (default) gives every expert a copy of the dense
+    block's weights (`init_from`), `random` draws them like the gate (PyTorch
+    nn.Linear's U(-1/sqrt(in), 1/sqrt(in)), from dsc's counter-based
+    generator keyed by the state's name and `seed`). The dense block's
+    states are no longer read and leave the module.
+
+    `every` = N replaces the blocks 0, N, 2N, ... in the order of the
+    forward; `experts-per-layer` gives each replaced block its own expert
+    count (PR-MoE's pyramid). With `drop-tokens=false` nothing is dropped:
+    the capacity is the worst case, S tokens per expert (the shapes never
+    depend on the data). Invalid combinations are errors located at the
+    module or at the block.
+
+    Run it after `--dsc-data-parallel` (the capacity counts the tokens of a
+    rank's micro-batch, as DeepSpeed's does) and before `--dsc-autodiff`.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-moe="experts=8 top-k=2 capacity-factor=1.25"
+    ```
+  }];
+  let options = [
+    Option<"experts", "experts", "int64_t", /*default=*/"0",
+           "experts per replaced block (0: none)">,
+    Option<"topK", "top-k", "int64_t", /*default=*/"1",
+           "experts each token is routed to">,
+    Option<"capacityFactor", "capacity-factor", "double", /*default=*/"1.0",
+           "expert capacity relative to an even split of the tokens">,
+    Option<"minCapacity", "min-capacity", "int64_t", /*default=*/"4",
+           "the least capacity of an expert">,
+    Option<"dropTokens", "drop-tokens", "bool", /*default=*/"true",
+           "drop routes beyond the capacity (false: worst-case capacity)">,
+    Option<"auxLossCoef", "aux-loss-coef", "double", /*default=*/"0.01",
+           "weight of the load-balancing loss added to the loss">,
+    Option<"every", "every", "int64_t", /*default=*/"1",
+           "replace every N-th feed-forward block, from the first">,
+    ListOption<"expertsPerLayer", "experts-per-layer", "int64_t",
+               "experts of each replaced block, in order (PR-MoE)">,
+    Option<"init", "init", "std::string", /*default=*/"\"upcycle\"",
+           "initial expert weights: upcycle (copies of the dense block) or "
+           "random">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "key of the generator that draws the gate (and random experts)">,
+  ];
+}
+
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{

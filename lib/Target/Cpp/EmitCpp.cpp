@@ -489,11 +489,28 @@ private:
     for (auto state : module.getOps<StateOp>()) {
       // A partitioned state also names its whole shape (Artifact.h).
       std::string whole;
-      if (std::optional<ArrayRef<int64_t>> shape = state.getPartitionOf())
+      std::optional<ArrayRef<int64_t>> shape = state.getPartitionOf();
+      if (shape)
         whole = ", " + std::to_string(shape->size()) + ", " + shapeArray(*shape);
+      // A state a rewrite added says how to fill it (Artifact.h).
+      std::string init;
+      if (state.getInitFrom() || state.getInitUniform()) {
+        if (!shape)
+          whole = ", 0, nullptr";
+        init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
+                                           : std::string("nullptr")) +
+               ", " +
+               llvm::formatv("{0:e17}",
+                             state.getInitUniform()
+                                 ? state.getInitUniform()->convertToDouble()
+                                 : 0.0)
+                   .str() +
+               ", " + std::to_string(uint64_t(state.getInitSeed().value_or(0))) +
+               "ull";
+      }
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
                        ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
-                       whole + "}");
+                       whole + init + "}");
     }
     SmallVector<std::pair<int64_t, std::string>> in, out;
     for (auto input : step.getOps<dscrt::InputOp>())

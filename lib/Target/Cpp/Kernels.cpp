@@ -548,6 +548,10 @@ private:
       body << "    out0[i] = " << in(op, 0) << "[i];\n";
       return success();
     }
+    // The routing ops have library kernels only (dsc/kernels/Moe.h).
+    if (isa<MoeDispatchOp, MoeCombineOp, MoeRouteDotOp>(op))
+      return op->emitError() << op->getName()
+                             << " needs f32, bf16 or f16 on the CPU and CUDA targets";
     return op->emitError() << "the CPU and CUDA targets cannot emit '"
                            << op->getName() << "' yet";
   }

@@ -23,6 +23,14 @@ std::string LibraryCall::out(unsigned i) const {
   return "DSC_LIB(out" + std::to_string(i) + ")";
 }
 
+std::string LibraryCall::outFor(Value v) const {
+  Operation *yield = dscrt::KernelOp(kernel).getBody().front().getTerminator();
+  for (auto [i, yielded] : llvm::enumerate(yield->getOperands()))
+    if (yielded == v)
+      return out(i);
+  llvm_unreachable("a library kernel's results are all yielded");
+}
+
 using FamilyEmitter = LogicalResult (*)(LibraryCall &);
 
 /// The emitter of each library kernel (LibraryKernels.h names them).
@@ -38,6 +46,7 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("classifier", emitClassifierCall)
       .Case("attention", emitAttentionCall)
       .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
+      .Cases({"moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"}, emitMoeCall)
       .Default(nullptr);
 }
 

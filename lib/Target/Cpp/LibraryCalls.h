@@ -36,6 +36,9 @@ public:
   std::string in(Value v) const;
   /// The argument expression of the kernel's output buffer #i.
   std::string out(unsigned i) const;
+  /// The argument expression of the output buffer that holds `v`, a value
+  /// the body yields.
+  std::string outFor(Value v) const;
 
   /// The statements of the host function's body.
   std::string text;
@@ -55,6 +58,7 @@ LogicalResult emitRowCall(LibraryCall &call);
 LogicalResult emitClassifierCall(LibraryCall &call);
 LogicalResult emitAttentionCall(LibraryCall &call);
 LogicalResult emitOptimizerCall(LibraryCall &call);
+LogicalResult emitMoeCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp
 

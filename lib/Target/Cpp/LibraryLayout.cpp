@@ -39,15 +39,6 @@ static std::string aroundDim(ArrayRef<int64_t> shape, int64_t dim) {
       .str();
 }
 
-/// The output buffer that holds `v`, a value the body yields.
-static std::string outOf(LibraryCall &call, Value v) {
-  Operation *yield = call.kernel.getBody().front().getTerminator();
-  for (auto [i, yielded] : llvm::enumerate(yield->getOperands()))
-    if (yielded == v)
-      return call.out(i);
-  llvm_unreachable("the selection admits top-k only with both results yielded");
-}
-
 static LogicalResult emitPermute(LibraryCall &call, Value input, ArrayRef<int64_t> perm) {
   ArrayRef<int64_t> shape = shapeOf(input);
   int64_t rank = shape.size();
@@ -106,8 +97,8 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
       })
       .Case([&](TopKOp t) {
         call.text += llvm::formatv("  dsc_kernels::topK(stream, {0}, {1}, {2}, {3}, {4});\n",
-                                   call.in(t.getInput()), outOf(call, t.getValues()),
-                                   outOf(call, t.getIndices()),
+                                   call.in(t.getInput()), call.outFor(t.getValues()),
+                                   call.outFor(t.getIndices()),
                                    aroundDim(shapeOf(t.getInput()), t.getDim()), t.getK());
         return success();
       })

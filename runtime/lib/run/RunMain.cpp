@@ -505,6 +505,14 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   const int64_t microSteps = info.gradAccumSteps;
   const bool trains = !options.eval && artifactTrains(info);
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
+  // --steps 0 --save: the state as loaded, with the states rewrites add
+  // filled in by their rules, so that any implementation can start from it.
+  if (options.steps == 0 && !options.save.empty()) {
+    CheckpointJob job{firstStep - 1, size,          info.model ? info.model : "",
+                      info.target,   options.batch, options.seq};
+    if (int code = saveCheckpoint(control, options.save, job, info, *target))
+      return code;
+  }
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       auto start = std::chrono::steady_clock::now();

@@ -42,7 +42,7 @@ std::string runUsage() {
          "the ranks\n"
          "  --seq T          sequence length the artifact was compiled for\n"
          "  --steps S        steps to run, printed as step=1..S on rank 0 "
-         "(resumed: N+1..N+S)\n"
+         "(resumed: N+1..N+S); 0 with --save: save the initial state\n"
          "  --eval           forward and loss only: the state is not "
          "updated\n"
          "  --metrics FILE   CSV of step,loss,step_time_s,samples_per_s,"
@@ -116,8 +116,12 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       options.batch = parsePositive(name, takeValue()), seenBatch = true;
     else if (name == "--seq")
       options.seq = parsePositive(name, takeValue()), seenSeq = true;
-    else if (name == "--steps")
-      options.steps = parsePositive(name, takeValue()), seenSteps = true;
+    else if (name == "--steps") {
+      // 0 only with --save: the initial state as a checkpoint (below).
+      std::string text = takeValue();
+      options.steps = text == "0" ? 0 : parsePositive(name, text);
+      seenSteps = true;
+    }
     else if (name == "--dump-outputs") {
       options.dumpOutputs = takeValue();
       if (options.dumpOutputs.empty())
@@ -145,6 +149,10 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
   require(seenBatch, "--batch");
   require(seenSeq, "--seq");
   require(seenSteps, "--steps");
+  if (options.steps == 0 && options.save.empty())
+    throw UsageError("--steps needs a positive integer, got '0' (0 only with "
+                     "--save DIR: the initial state, rewrites' new states "
+                     "filled in, as a checkpoint)");
   if (options.saveInterval > 0 && options.save.empty())
     throw UsageError("--save-interval needs --save DIR");
   return options;

@@ -177,6 +177,10 @@ StateSlice stateSlice(const StateDesc &state, int rank) {
 
 void readState(const StateDesc &state, const SafeTensorsFile &weights,
                int rank, void *dst) {
+  if (hasInitRule(state) && !weights.contains(state.tensor.name)) {
+    initState(state, weights, rank, dst);
+    return;
+  }
   const std::string source = stateSource(
       state, [&](const std::string &name) { return weights.contains(name); });
   DType stored = weights.info(source).dtype;
@@ -215,6 +219,11 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
     if (!present &&
         (role == StateRole::Optimizer || role == StateRole::Gradient)) {
       read(i, name, tensorBytes(state), false);
+      continue;
+    }
+    // A state a rewrite added fills itself from its rule (readState).
+    if (!present && hasInitRule(info.states[i])) {
+      read(i, state.name, tensorBytes(state), true);
       continue;
     }
     // A partitioned state is the whole tensor in the file.

@@ -8,6 +8,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/RunOptions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunPlan.cpp
   ${CMAKE_CURRENT_LIST_DIR}/StateSource.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/StateInit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunStepContext.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunTarget.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunMetrics.cpp

@@ -1187,6 +1187,86 @@ func.func @attention_grad_result(%q: tensor<2x4x8x16xf32>, %o: tensor<2x4x8x8xf3
   return
 }
 
+// -----
+
+func.func @moe_slots_rank(%e: tensor<16xi64>) {
+  // expected-error @+1 {{'dsc.moe_slots' op expects experts of shape [S, k] with k >= 1, got 'tensor<16xi64>'}}
+  %s, %c = dsc.moe_slots %e, capacity = 2 : tensor<16xi64> -> tensor<16xi64>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @moe_slots_shape(%e: tensor<16x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_slots' op slots must have the experts' shape 'tensor<16x2xi64>', got 'tensor<16x1xi64>'}}
+  %s, %c = dsc.moe_slots %e, capacity = 2 : tensor<16x2xi64> -> tensor<16x1xi64>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @moe_slots_k_exceeds_experts(%e: tensor<16x3xi64>) {
+  // expected-error @+1 {{'dsc.moe_slots' op routes each token to 3 experts of 2}}
+  %s, %c = dsc.moe_slots %e, capacity = 2 : tensor<16x3xi64> -> tensor<16x3xi64>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @moe_slots_capacity(%e: tensor<16x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_slots' op capacity must be at least 1, got 0}}
+  %s, %c = dsc.moe_slots %e, capacity = 0 : tensor<16x2xi64> -> tensor<16x2xi64>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @moe_slots_priority(%e: tensor<16x2xi64>, %p: tensor<16xf32>) {
+  // expected-error @+1 {{'dsc.moe_slots' op priority must have the experts' shape 'tensor<16x2xi64>', got 'tensor<16xf32>'}}
+  %s, %c = dsc.moe_slots %e priority %p, capacity = 2 : tensor<16x2xi64>, tensor<16xf32> -> tensor<16x2xi64>, tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @moe_dispatch_tokens(%x: tensor<16x32xf32>, %s: tensor<8x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_dispatch' op expects slots of shape [16, k] with k >= 1 for 16 tokens, got 'tensor<8x2xi64>'}}
+  %d = dsc.moe_dispatch %x, %s : tensor<16x32xf32>, tensor<8x2xi64> -> tensor<4x5x32xf32>
+  return
+}
+
+// -----
+
+func.func @moe_dispatch_width(%x: tensor<16x32xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_dispatch' op expects expert slots of shape [E, C, 32] and element type 'f32', got 'tensor<4x5x16xf32>'}}
+  %d = dsc.moe_dispatch %x, %s : tensor<16x32xf32>, tensor<16x2xi64> -> tensor<4x5x16xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_weights(%e: tensor<4x5x32xf32>, %s: tensor<16x2xi64>, %w: tensor<16x2xbf16>) {
+  // expected-error @+1 {{'dsc.moe_combine' op expects weights of the slots' shape and the tokens' element type, got 'tensor<16x2xbf16>' for slots 'tensor<16x2xi64>' and tokens 'tensor<16x32xf32>'}}
+  %y = dsc.moe_combine %e, %s, %w : tensor<4x5x32xf32>, tensor<16x2xi64>, tensor<16x2xbf16> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @moe_combine_rank(%e: tensor<20x32xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_combine' op expects expert slots of shape [E, C, 32] and element type 'f32', got 'tensor<20x32xf32>'}}
+  %y = dsc.moe_combine %e, %s : tensor<20x32xf32>, tensor<16x2xi64> -> tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @moe_route_dot_result(%a: tensor<16x32xf32>, %b: tensor<4x5x32xf32>, %s: tensor<16x2xi64>) {
+  // expected-error @+1 {{'dsc.moe_route_dot' op expects weights of the slots' shape and the tokens' element type, got 'tensor<16x1xf32>' for slots 'tensor<16x2xi64>' and tokens 'tensor<16x32xf32>'}}
+  %g = dsc.moe_route_dot %a, %b, %s : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x1xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 

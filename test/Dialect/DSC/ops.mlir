@@ -295,6 +295,32 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x12x16xf32>,
       tensor<2x4x8x24xf32>, tensor<2x4x8x16xf32>
 }
 
+// CHECK-LABEL: func.func @mixture_of_experts
+func.func @mixture_of_experts(%x: tensor<16x32xf32>, %experts: tensor<16x2xi64>,
+                              %priority: tensor<16x2xf32>, %gates: tensor<16x2xf32>)
+    -> (tensor<16x32xf32>, tensor<16x2xf32>) {
+  // CHECK: %[[S:.*]], %{{.*}} = dsc.moe_slots %{{.*}}, capacity = 5 : tensor<16x2xi64> -> tensor<16x2xi64>, tensor<4xi64>
+  %slots, %counts = dsc.moe_slots %experts, capacity = 5
+      : tensor<16x2xi64> -> tensor<16x2xi64>, tensor<4xi64>
+  // CHECK: dsc.moe_slots %{{.*}} priority %{{.*}}, capacity = 3 : tensor<16x2xi64>, tensor<16x2xf32> -> tensor<16x2xi64>, tensor<8xi64>
+  %s2, %c2 = dsc.moe_slots %experts priority %priority, capacity = 3
+      : tensor<16x2xi64>, tensor<16x2xf32> -> tensor<16x2xi64>, tensor<8xi64>
+  // CHECK: %[[D:.*]] = dsc.moe_dispatch %{{.*}}, %[[S]] : tensor<16x32xf32>, tensor<16x2xi64> -> tensor<4x5x32xf32>
+  %d = dsc.moe_dispatch %x, %slots : tensor<16x32xf32>, tensor<16x2xi64> -> tensor<4x5x32xf32>
+  // CHECK: dsc.moe_dispatch %{{.*}}, %[[S]], %{{.*}} : tensor<16x32xf32>, tensor<16x2xi64>, tensor<16x2xf32> -> tensor<4x5x32xf32>
+  %dw = dsc.moe_dispatch %x, %slots, %gates
+      : tensor<16x32xf32>, tensor<16x2xi64>, tensor<16x2xf32> -> tensor<4x5x32xf32>
+  // CHECK: dsc.moe_combine %[[D]], %[[S]], %{{.*}} : tensor<4x5x32xf32>, tensor<16x2xi64>, tensor<16x2xf32> -> tensor<16x32xf32>
+  %y = dsc.moe_combine %d, %slots, %gates
+      : tensor<4x5x32xf32>, tensor<16x2xi64>, tensor<16x2xf32> -> tensor<16x32xf32>
+  // CHECK: dsc.moe_combine %{{.*}}, %[[S]] : tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x32xf32>
+  %y1 = dsc.moe_combine %dw, %slots : tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x32xf32>
+  // CHECK: dsc.moe_route_dot %{{.*}}, %[[D]], %[[S]] : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x2xf32>
+  %g = dsc.moe_route_dot %y1, %d, %slots
+      : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x2xf32>
+  return %y, %g : tensor<16x32xf32>, tensor<16x2xf32>
+}
+
 // Multi-tensor optimizer updates and the sum of squares of many tensors.
 // CHECK-LABEL: func.func @optimizer
 func.func @optimizer(%w: tensor<4x8xf32>, %b: tensor<8xf32>, %gw: tensor<4x8xbf16>,

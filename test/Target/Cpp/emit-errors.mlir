@@ -53,3 +53,21 @@ module {
     return
   }
 }
+
+// -----
+
+module {
+  func.func @step() attributes {dscrt.arena_bytes = 4096 : i64} {
+    %s = dscrt.stream "compute"
+    %x = dscrt.state 0 "x" : memref<4x2xf64>
+    %i = dscrt.state 1 "slots" : memref<4x1xi64>
+    %b = dscrt.buffer 0 : memref<2x2x2xf64>
+    dscrt.kernel on %s ins(%x, %i : memref<4x2xf64>, memref<4x1xi64>) outs(%b : memref<2x2x2xf64>) {
+    ^bb0(%t: tensor<4x2xf64>, %slots: tensor<4x1xi64>):
+      // expected-error @+1 {{dsc.moe_dispatch needs f32, bf16 or f16 on the CPU and CUDA targets}}
+      %r = dsc.moe_dispatch %t, %slots : tensor<4x2xf64>, tensor<4x1xi64> -> tensor<2x2x2xf64>
+      dscrt.yield %r : tensor<2x2x2xf64>
+    }
+    return
+  }
+}

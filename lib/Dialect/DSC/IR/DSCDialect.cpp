@@ -30,6 +30,7 @@ void DSCDialect::initialize() {
   grad::registerIndexingGradients(context);
   grad::registerLossGradients(context);
   grad::registerAttentionGradients(context);
+  grad::registerMoeGradients(context);
 }
 
 Operation *DSCDialect::materializeConstant(OpBuilder &builder, Attribute value,

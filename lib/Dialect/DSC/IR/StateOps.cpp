@@ -5,8 +5,50 @@
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Support/TensorSize.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::dsc;
+
+/// The fill rules of parameters added by rewrites: one rule at most, a
+/// repeat of a named tensor along a leading dimension, or a uniform draw
+/// with a positive finite bound and its seed.
+LogicalResult StateOp::verifyInitRule() {
+  bool repeats = bool(getInitFrom()), draws = bool(getInitUniform());
+  if (!repeats && !draws) {
+    if (getInitSeed())
+      return emitOpError() << "@" << getSymName()
+                           << " has init_seed without init_uniform";
+    return success();
+  }
+  if (getRole() != StateRole::parameter)
+    return emitOpError() << "@" << getSymName()
+                         << " has an init rule, which only parameters take";
+  if (repeats && draws)
+    return emitOpError() << "@" << getSymName()
+                         << " has both init_from and init_uniform";
+  if (repeats && (getInitFrom()->empty() || *getInitFrom() == getSymName()))
+    return emitOpError() << "@" << getSymName()
+                         << " must repeat another tensor, not '"
+                         << *getInitFrom() << "'";
+  if (repeats && getWholeType().getRank() < 1)
+    return emitOpError() << "@" << getSymName()
+                         << " repeats a tensor along its leading dimension, "
+                            "so it needs one";
+  if (draws) {
+    double bound = getInitUniform()->convertToDouble();
+    if (!(bound > 0) || !std::isfinite(bound))
+      return emitOpError() << "@" << getSymName()
+                           << " needs a positive finite init_uniform bound, "
+                              "got "
+                           << bound;
+  }
+  if (draws && !isa<FloatType>(getWholeType().getElementType()))
+    return emitOpError() << "@" << getSymName()
+                         << " draws uniform values, so it must be a float "
+                            "tensor";
+  return success();
+}
 
 LogicalResult StateOp::verify() {
   RankedTensorType type = getTensorType();
@@ -22,6 +64,8 @@ LogicalResult StateOp::verify() {
     return emitOpError() << "@" << getSymName()
                          << " is a master weight: it must be a float tensor "
                             "named '<parameter>.master'";
+  if (failed(verifyInitRule()))
+    return failure();
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole)
     return success();

@@ -6,6 +6,7 @@
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::dsc;
@@ -13,7 +14,8 @@ using namespace mlir::dsc;
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
-    "attention", "adam_update", "sgd_update", "sum_squares"};
+    "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
+    "moe_dispatch", "moe_combine", "moe_route_dot"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -115,7 +117,14 @@ static std::optional<StringRef> matchOp(Operation *op) {
     return StringRef("sgd_update");
   if (isa<SumSquaresOp>(op))
     return StringRef("sum_squares");
-  return std::nullopt;
+  // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
+  // take, rows of the library's float types.
+  return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)
+      .Case([](MoeSlotsOp) { return StringRef("moe_slots"); })
+      .Case([](MoeDispatchOp) { return StringRef("moe_dispatch"); })
+      .Case([](MoeCombineOp) { return StringRef("moe_combine"); })
+      .Case([](MoeRouteDotOp) { return StringRef("moe_route_dot"); })
+      .Default(std::optional<StringRef>());
 }
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {

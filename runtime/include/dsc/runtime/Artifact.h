@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 6;
+constexpr int32_t kArtifactAbiVersion = 7;
 
 class Stream;
 
@@ -64,6 +64,15 @@ struct StateDesc {
   /// checkpoints name the whole tensor.
   int32_t wholeRank;
   const int64_t *wholeShape;
+  /// How a weights file that lacks this parameter fills it (the states a
+  /// rewrite adds, such as experts; StateInit.cpp, docs/moe.md). With
+  /// `initFrom`, the whole tensor repeats the stored tensor of that name
+  /// along its leading dimension; with `initUniform` = b > 0, element i of
+  /// the whole tensor is drawn from U(-b, b) by initUniformValue(name,
+  /// initSeed, i). Neither: the file must hold the state.
+  const char *initFrom;
+  double initUniform;
+  uint64_t initSeed;
 };
 
 /// A stream the artifact's steps enqueue work on (dscrt.stream). The runtime

@@ -170,6 +170,21 @@ StateSlice stateSlice(const StateDesc &state, int rank);
 void readState(const StateDesc &state, const SafeTensorsFile &weights,
                int rank, void *dst);
 
+/// Whether `state` has a fill rule for weights files that lack it.
+bool hasInitRule(const StateDesc &state);
+/// Element `index` of the whole tensor of a state drawn from U(-bound,
+/// bound): with key = XXH64(name, seed) and SplitMix64's finaliser applied
+/// to key + (index + 1) * 0x9E3779B97F4A7C15, the top 24 bits u give
+/// (2 * u / 2^24 - 1) * bound, computed in double.
+double initUniformValue(const std::string &name, uint64_t seed, int64_t index,
+                        double bound);
+/// Fills `dst` (rank `rank`'s storage of `state`, tensorBytes(state.tensor)
+/// bytes) from its rule; `weights` holds the tensor an `initFrom` rule
+/// repeats. Throws Error when that tensor is missing or its shape is not
+/// the state's without the leading dimension.
+void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
+               void *dst);
+
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool present)> &read);

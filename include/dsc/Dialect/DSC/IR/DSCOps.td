@@ -67,11 +67,29 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     dsc.state optimizer @"fc.weight.exp_avg" {partition_of = array<i64: 3, 5>}
         : tensor<8xf32>   // 15 elements over 2 ranks
     ```
+
+    A parameter that rewrites add (mixture of experts) says how a weights
+    file without it fills it: `init_from` names a stored tensor that the
+    state repeats along its leading dimension (each expert a copy of the
+    dense block it replaces); `init_uniform` = b draws it from U(-b, b) with
+    dsc's counter-based generator keyed by the state's name and `init_seed`
+    (docs/moe.md defines it, so any implementation can draw the same).
+
+    ```mlir
+    dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
+        {init_from = "h.0.mlp.c_fc.weight"} : tensor<8x128x32xf32>
+    dsc.state parameter @"h.0.mlp.gate.weight"
+        {init_seed = 0 : i64, init_uniform = 0.17677669529663687 : f64}
+        : tensor<8x32xf32>
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<DSC_Tensor>:$type,
                        DSC_StateRole:$role,
-                       OptionalAttr<DenseI64ArrayAttr>:$partition_of);
+                       OptionalAttr<DenseI64ArrayAttr>:$partition_of,
+                       OptionalAttr<StrAttr>:$init_from,
+                       OptionalAttr<F64Attr>:$init_uniform,
+                       OptionalAttr<I64Attr>:$init_seed);
   let assemblyFormat = "$role $sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let builders = [
@@ -79,7 +97,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                    "::mlir::RankedTensorType":$type,
                    "::mlir::dsc::StateRole":$role), [{
       build($_builder, $_state, sym_name, type, role,
-            ::mlir::DenseI64ArrayAttr());
+            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr(),
+            ::mlir::FloatAttr(), ::mlir::IntegerAttr());
     }]>,
   ];
   let extraClassDeclaration = [{
@@ -89,6 +108,7 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     /// The whole tensor's type: the declared type, or for a partitioned
     /// state (`partition_of`) the shape it is a partition of.
     ::mlir::RankedTensorType getWholeType();
+    ::llvm::LogicalResult verifyInitRule();
   }];
 }
 
@@ -875,6 +895,141 @@ def DSC_OneHotOp : DSC_Op<"one_hot", [Pure]> {
       return ::llvm::cast<::mlir::RankedTensorType>(getType()).getShape().back();
     }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//
+// S tokens of width M are routed to E experts of capacity C, k choices per
+// token. A kept route has a slot, expert * C + location; a dropped route has
+// slot -1. Dispatch and combine move rows by slot, so their cost is that of
+// the routed rows (never the S x E x C one-hot products of GShard's einsums),
+// and they are each other's adjoints.
+//===----------------------------------------------------------------------===//
+
+def DSC_MoeSlotsOp : DSC_Op<"moe_slots", [Pure]> {
+  let summary = "places routed tokens in expert slots, dropping overflow";
+  let description = [{
+    `experts[s, j]` is the expert of token `s`'s `j`-th choice (an expert
+    outside `[0, E)` is a run-time error). `counts[e]` is the number of
+    routes to expert `e` before dropping (DeepSpeed's `exp_counts`, over all
+    choices). Each expert keeps at most `capacity` routes:
+
+    - without `priority`, the routes of an expert are numbered in choice
+      order, then token order: every first choice before any second choice
+      (GShard and DeepSpeed's top-1 and top-2 rule); route `p` gets slot
+      `e * capacity + p` when `p < capacity` and -1 otherwise;
+    - with `priority` (one value per route), an expert keeps the `capacity`
+      routes of highest priority (on ties, the earlier in token order) and
+      numbers the kept ones in token order: DeepSpeed's random token
+      selection (random priorities) and its top-k rule for k >= 3 (the
+      gate probabilities).
+
+    The results are integers: routing is not differentiable. E is the size
+    of `counts`.
+
+    Example (top-2 over 4 experts, capacity 5):
+
+    ```mlir
+    %slots, %counts = dsc.moe_slots %experts, capacity = 5
+        : tensor<16x2xi64> -> tensor<16x2xi64>, tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins DSC_I64Tensor:$experts,
+                       Optional<StaticShapeTensorOf<[F32]>>:$priority,
+                       I64Attr:$capacity);
+  let results = (outs DSC_I64Tensor:$slots, DSC_I64Tensor:$counts);
+  let assemblyFormat = [{
+    $experts (`priority` $priority^)? `,` `capacity` `=` $capacity attr-dict
+    `:` type($experts) (`,` type($priority)^)? `->` type($slots) `,`
+    type($counts)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumExperts() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getCounts().getType())
+          .getDimSize(0);
+    }
+  }];
+}
+
+def DSC_MoeDispatchOp : DSC_Op<"moe_dispatch", [Pure]> {
+  let summary = "copies each token to the expert slots of its kept routes";
+  let description = [{
+    `result[slot / C, slot % C, :] = input[s, :] * weights[s, j]` for every
+    route `(s, j)` whose slot `slots[s, j]` is not -1, and zero in the slots
+    no route fills. `weights` is optional (1 when absent). The result is
+    `[E, C, M]`; kept slots are distinct (dsc.moe_slots makes them so) and a
+    slot `>= E * C` is a run-time error. The adjoint of dsc.moe_combine.
+
+    Example:
+
+    ```mlir
+    %d = dsc.moe_dispatch %x, %slots
+        : tensor<16x32xf32>, tensor<16x2xi64> -> tensor<4x5x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, DSC_I64Tensor:$slots,
+                       Optional<DSC_FloatTensor>:$weights);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots (`,` $weights^)? attr-dict `:` type($input) `,`
+    type($slots) (`,` type($weights)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSC_MoeCombineOp : DSC_Op<"moe_combine", [Pure]> {
+  let summary = "sums each token's kept expert outputs, weighted";
+  let description = [{
+    `result[s, :] = sum_j input[slot / C, slot % C, :] * weights[s, j]` over
+    the choices `j` of token `s` (in order) whose slot is not -1; a token
+    with no kept route gets zeros. `weights` is optional (1 when absent).
+    16-bit inputs are summed in f32 and rounded once. The adjoint of
+    dsc.moe_dispatch.
+
+    Example:
+
+    ```mlir
+    %y = dsc.moe_combine %out, %slots, %gates
+        : tensor<4x5x32xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+        -> tensor<16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, DSC_I64Tensor:$slots,
+                       Optional<DSC_FloatTensor>:$weights);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $slots (`,` $weights^)? attr-dict `:` type($input) `,`
+    type($slots) (`,` type($weights)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def DSC_MoeRouteDotOp : DSC_Op<"moe_route_dot", [Pure]> {
+  let summary = "dot product of each token's row with its slots' rows";
+  let description = [{
+    `result[s, j] = sum_m tokens[s, m] * slotted[slot / C, slot % C, m]` for
+    a kept route, 0 for a dropped one (16-bit inputs summed in f32). It is
+    the gradient of the routing weights of dsc.moe_dispatch and
+    dsc.moe_combine.
+
+    Example:
+
+    ```mlir
+    %g = dsc.moe_route_dot %dy, %out, %slots
+        : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64>
+        -> tensor<16x2xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$tokens, DSC_FloatTensor:$slotted,
+                       DSC_I64Tensor:$slots);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $tokens `,` $slotted `,` $slots attr-dict `:` type($tokens) `,`
+    type($slotted) `,` type($slots) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

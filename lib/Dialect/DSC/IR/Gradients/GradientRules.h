@@ -1,9 +1,9 @@
 //===- GradientRules.h - helpers of the gradient rules ----------*- C++ -*-===//
 //
 // The rules of GradientOpInterface live in one file per op family
-// (Elementwise, Linalg, Normalization, Shape, Indexing, Loss, Attention). Each is a
-// function `LogicalResult rule(OpT, Gradient &)` attached to its op as an
-// external model by the dialect's initialize(). Rules build their results
+// (Elementwise, Linalg, Normalization, Shape, Indexing, Loss, Attention,
+// Moe). Each is a function `LogicalResult rule(OpT, Gradient &)` attached
+// to its op as an external model by the dialect's initialize(). Rules build their results
 // with dsc ops only, so the lowering, fusion and emitters handle backward
 // graphs like forward ones.
 //
@@ -64,6 +64,7 @@ void registerReductionGradients(MLIRContext *context);
 void registerIndexingGradients(MLIRContext *context);
 void registerLossGradients(MLIRContext *context);
 void registerAttentionGradients(MLIRContext *context);
+void registerMoeGradients(MLIRContext *context);
 
 // --- building blocks ------------------------------------------------------
 

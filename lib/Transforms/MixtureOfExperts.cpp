@@ -1,0 +1,548 @@
+//===- MixtureOfExperts.cpp - --dsc-moe ------------------------------------===//
+//
+// Replaces dense feed-forward blocks by gated mixtures of experts (Passes.td
+// has the rule). A block is found from its last linear map upwards: the
+// map's input must be an elementwise chain, used by nothing else, of one or
+// two linear maps that read one value x. The chain is then computed once for
+// all experts, on [E, C, H] tensors, between an index-based dispatch and
+// combine; the expert weights are new states stacked along a leading E
+// dimension, so the rewritten graph has as many ops for 128 experts as for 2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/DSCTraits.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_MIXTUREOFEXPERTS
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+namespace {
+/// A dense feed-forward block: the linear maps that read its input (one, or
+/// two for a gated unit such as SwiGLU), the elementwise chain after them
+/// and the linear map that ends it.
+struct FeedForward {
+  Value input;
+  SmallVector<LinearOp, 2> first;
+  llvm::SetVector<Operation *> chain;
+  LinearOp last;
+};
+
+/// The state a value loads, when it is a load of a parameter.
+StateOp parameterLoaded(Value v, SymbolTable &symbols) {
+  auto load = v.getDefiningOp<LoadOp>();
+  if (!load)
+    return nullptr;
+  auto state = symbols.lookup<StateOp>(load.getState());
+  return state && state.getRole() == StateRole::parameter ? state : nullptr;
+}
+
+/// A linear map whose weight (and bias, if any) are parameters.
+bool isParameterLinear(LinearOp linear, SymbolTable &symbols) {
+  return parameterLoaded(linear.getWeight(), symbols) &&
+         (!linear.getBias() || parameterLoaded(linear.getBias(), symbols));
+}
+
+/// Walks up from `v`, a value only the block reads, collecting the chain
+/// and the first linear maps. Operands of rank 0 (scalar constants) are
+/// taken as they are.
+bool traceChain(Value v, FeedForward &block, SymbolTable &symbols) {
+  Operation *def = v.getDefiningOp();
+  if (!def || !v.hasOneUse())
+    return false;
+  if (auto linear = dyn_cast<LinearOp>(def)) {
+    if (!isParameterLinear(linear, symbols) || block.first.size() == 2)
+      return false;
+    block.first.push_back(linear);
+    return true;
+  }
+  if (isa<ReshapeOp>(def)) {
+    if (!traceChain(def->getOperand(0), block, symbols))
+      return false;
+    block.chain.insert(def);
+    return true;
+  }
+  if (!isElementwise(def) || def->getNumResults() != 1)
+    return false;
+  bool traced = false;
+  for (Value operand : def->getOperands()) {
+    if (tensorOf(operand).getRank() == 0)
+      continue;
+    if (!traceChain(operand, block, symbols))
+      return false;
+    traced = true;
+  }
+  if (!traced)
+    return false;
+  block.chain.insert(def);
+  return true;
+}
+
+/// The feed-forward block `last` ends, if it ends one.
+std::optional<FeedForward> matchFeedForward(LinearOp last, SymbolTable &symbols) {
+  if (!isParameterLinear(last, symbols))
+    return std::nullopt;
+  FeedForward block;
+  block.last = last;
+  if (!traceChain(last.getInput(), block, symbols) || block.first.empty())
+    return std::nullopt;
+  // An activation between the maps, not only reshapes.
+  if (llvm::all_of(block.chain, [](Operation *op) { return isa<ReshapeOp>(op); }))
+    return std::nullopt;
+  block.input = block.first[0].getInput();
+  int64_t width = tensorOf(block.input).getShape().back();
+  for (LinearOp linear : block.first)
+    if (linear.getInput() != block.input)
+      return std::nullopt;
+  if (tensorOf(last.getResult()).getShape().back() != width)
+    return std::nullopt;
+  return block;
+}
+
+/// "a.b.c" without its last component: the module path of a parameter.
+StringRef modulePath(StringRef name) {
+  size_t dot = name.rfind('.');
+  return dot == StringRef::npos ? StringRef() : name.take_front(dot);
+}
+
+/// The longest common prefix of the paths, whole components only.
+std::string commonPath(ArrayRef<std::string> paths) {
+  SmallVector<StringRef> common;
+  StringRef(paths[0]).split(common, '.');
+  for (StringRef path : paths.drop_front()) {
+    SmallVector<StringRef> parts;
+    path.split(parts, '.');
+    size_t n = 0;
+    while (n < common.size() && n < parts.size() && common[n] == parts[n])
+      ++n;
+    common.resize(n);
+  }
+  return llvm::join(common, ".");
+}
+
+/// DeepSpeed's capacity: ceil(S / E * factor) with the product in float32
+/// (its capacity factor is a float32 tensor), at least `minimum`.
+int64_t expertCapacity(int64_t tokens, int64_t experts, double factor,
+                       int64_t minimum) {
+  volatile float share = float(double(tokens) / double(experts));
+  volatile float product = share * float(factor);
+  return std::max<int64_t>(minimum, int64_t(std::ceil(product)));
+}
+
+struct MixtureOfExpertsPass
+    : public dsc::impl::MixtureOfExpertsBase<MixtureOfExpertsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(checkOptions(module)))
+      return signalPassFailure();
+    SymbolTable symbols(module);
+    SmallVector<FeedForward> blocks;
+    module.walk([&](LinearOp last) {
+      if (auto block = matchFeedForward(last, symbols))
+        blocks.push_back(std::move(*block));
+    });
+    if (blocks.empty()) {
+      module.emitError("--dsc-moe found no feed-forward block to replace: "
+                       "a linear map of an activation of one or two linear "
+                       "maps of one input, with parameter weights");
+      return signalPassFailure();
+    }
+    SmallVector<FeedForward *> replaced;
+    for (auto [i, block] : llvm::enumerate(blocks))
+      if (int64_t(i) % every == 0)
+        replaced.push_back(&block);
+    if (!expertsPerLayer.empty() &&
+        expertsPerLayer.size() != replaced.size()) {
+      module.emitError() << "--dsc-moe: experts-per-layer lists "
+                         << expertsPerLayer.size() << " counts for "
+                         << replaced.size() << " replaced blocks (of "
+                         << blocks.size() << " found, every "
+                         << int64_t(every) << ")";
+      return signalPassFailure();
+    }
+    llvm::DenseMap<func::FuncOp, Value> auxLoss;
+    for (auto [i, block] : llvm::enumerate(replaced)) {
+      int64_t count = expertsPerLayer.empty() ? int64_t(experts)
+                                              : expertsPerLayer[i];
+      auto func = block->last->getParentOfType<func::FuncOp>();
+      FailureOr<Value> aux = replace(*block, count, symbols);
+      if (failed(aux))
+        return signalPassFailure();
+      Value &sum = auxLoss[func];
+      sum = sum ? AddOp::create(*builderAfter(*aux), aux->getLoc(), sum, *aux)
+                      .getResult()
+                : *aux;
+    }
+    for (auto [func, aux] : auxLoss)
+      if (failed(addToLoss(func, aux)))
+        return signalPassFailure();
+    // The dense blocks' states: nothing reads them any more.
+    for (StateOp state : llvm::make_early_inc_range(module.getOps<StateOp>()))
+      if (state.getRole() == StateRole::parameter && !state.getInitFrom() &&
+          SymbolTable::symbolKnownUseEmpty(state, module) &&
+          denseStates.contains(state.getSymName()))
+        state.erase();
+  }
+
+private:
+  llvm::StringSet<> denseStates; // the dense blocks' parameters
+  StateOp lastDeclared;           // in the block being replaced
+
+  std::unique_ptr<OpBuilder> builderAfter(Value v) {
+    auto b = std::make_unique<OpBuilder>(v.getContext());
+    b->setInsertionPointAfterValue(v);
+    return b;
+  }
+
+  LogicalResult checkOptions(ModuleOp module) {
+    auto fail = [&](const Twine &message) {
+      return module.emitError("--dsc-moe: " + message);
+    };
+    if (experts < 1 && expertsPerLayer.empty())
+      return fail("needs experts >= 1 (or experts-per-layer)");
+    for (int64_t count : expertsPerLayer)
+      if (count < 1)
+        return fail("experts-per-layer holds " + Twine(count) +
+                    "; every block needs at least one expert");
+    if (topK < 1)
+      return fail("top-k must be at least 1, got " + Twine(int64_t(topK)));
+    int64_t fewest = expertsPerLayer.empty()
+                         ? int64_t(experts)
+                         : *llvm::min_element(expertsPerLayer);
+    if (topK > fewest)
+      return fail("top-k " + Twine(int64_t(topK)) + " exceeds the " +
+                  Twine(fewest) + " experts of a block");
+    if (!(capacityFactor > 0) || !std::isfinite(capacityFactor))
+      return fail("capacity-factor must be positive and finite, got " +
+                  llvm::formatv("{0}", double(capacityFactor)).str());
+    if (minCapacity < 0)
+      return fail("min-capacity must not be negative, got " +
+                  Twine(int64_t(minCapacity)));
+    if (every < 1)
+      return fail("every must be at least 1, got " + Twine(int64_t(every)));
+    if (!std::isfinite(auxLossCoef))
+      return fail("aux-loss-coef must be finite");
+    if (init != "upcycle" && init != "random")
+      return fail("init must be upcycle or random, got '" + init + "'");
+    return success();
+  }
+
+  /// Declares the state `name` of `type` after the last one this block
+  /// declared (the first after the dense block's first weight), so that the
+  /// gate and the experts' weights follow in the block's order.
+  FailureOr<StateOp> declare(StateOp anchor, const std::string &name,
+                             RankedTensorType type, SymbolTable &symbols) {
+    if (symbols.lookup(name)) {
+      anchor.emitError() << "--dsc-moe would declare '" << name
+                         << "', which the model already has";
+      return failure();
+    }
+    OpBuilder b(anchor);
+    b.setInsertionPointAfter(lastDeclared ? lastDeclared : anchor);
+    auto state = StateOp::create(b, anchor.getLoc(), name, type,
+                                 StateRole::parameter);
+    symbols.insert(state);
+    lastDeclared = state;
+    return state;
+  }
+
+  /// The experts' copy of the dense linear's parameter `dense`, stacked.
+  FailureOr<Value> stacked(OpBuilder &b, Location loc, StateOp dense,
+                           int64_t count, int64_t fanIn,
+                           const std::string &prefix, SymbolTable &symbols) {
+    StringRef denseName = dense.getSymName();
+    StringRef relative = StringRef(denseName).drop_front(
+        prefix.empty() ? 0 : prefix.size() + 1);
+    std::string name =
+        (prefix.empty() ? "" : prefix + ".") + "experts." + relative.str();
+    RankedTensorType denseType = dense.getTensorType();
+    SmallVector<int64_t> shape{count};
+    llvm::append_range(shape, denseType.getShape());
+    auto type = RankedTensorType::get(shape, denseType.getElementType());
+    FailureOr<StateOp> state = declare(dense, name, type, symbols);
+    if (failed(state))
+      return failure();
+    if (init == "upcycle") {
+      state->setInitFromAttr(b.getStringAttr(denseName));
+    } else {
+      // nn.Linear's default: U(-1/sqrt(in), 1/sqrt(in)) for the weight and
+      // the bias alike.
+      setUniform(*state, fanIn);
+    }
+    denseStates.insert(denseName);
+    return LoadOp::create(b, loc, type, state->getSymName()).getResult();
+  }
+
+  void setUniform(StateOp state, int64_t fanIn) {
+    Builder b(state.getContext());
+    state.setInitUniformAttr(b.getF64FloatAttr(1.0 / std::sqrt(double(fanIn))));
+    state.setInitSeedAttr(b.getI64IntegerAttr(seed));
+  }
+
+  /// `linear` computed for every expert on `input` [E, C, in]: [E, C, out].
+  FailureOr<Value> expertLinear(OpBuilder &b, LinearOp linear, Value input,
+                                int64_t count, const std::string &prefix,
+                                SymbolTable &symbols) {
+    Location loc = linear.getLoc();
+    int64_t fanIn = tensorOf(linear.getWeight()).getDimSize(1);
+    FailureOr<Value> weight =
+        stacked(b, loc, parameterLoaded(linear.getWeight(), symbols), count,
+                fanIn, prefix, symbols);
+    if (failed(weight))
+      return failure();
+    Value out = MatmulOp::create(b, loc, input, *weight, /*transposeLhs=*/false,
+                                 /*transposeRhs=*/true);
+    if (!linear.getBias())
+      return out;
+    FailureOr<Value> bias =
+        stacked(b, loc, parameterLoaded(linear.getBias(), symbols), count,
+                fanIn, prefix, symbols);
+    if (failed(bias))
+      return failure();
+    int64_t width = tensorOf(*bias).getDimSize(1);
+    Value row = ReshapeOp::create(
+        b, loc,
+        RankedTensorType::get({count, 1, width}, tensorOf(*bias).getElementType()),
+        *bias);
+    return AddOp::create(b, loc, out, row).getResult();
+  }
+
+  /// Rewrites `block` into `count` gated experts and returns its l_aux.
+  FailureOr<Value> replace(FeedForward &block, int64_t count,
+                           SymbolTable &symbols) {
+    LinearOp last = block.last;
+    Location loc = last.getLoc();
+    OpBuilder b(last);
+    RankedTensorType inputType = tensorOf(block.input);
+    int64_t width = inputType.getShape().back();
+    int64_t tokens = inputType.getNumElements() / width;
+    Type elem = inputType.getElementType();
+    int64_t k = topK;
+    if (k > count)
+      return last.emitError() << "--dsc-moe: top-k " << k << " exceeds the "
+                              << count << " experts of this block";
+    int64_t capacity =
+        dropTokens ? expertCapacity(tokens, count,
+                                    capacityFactor * (k == 2 ? 2.0 : double(k)),
+                                    minCapacity)
+                   : tokens;
+
+    // Names: the block's linears share a module path P.
+    SmallVector<std::string> paths;
+    for (LinearOp linear : block.first)
+      paths.push_back(
+          modulePath(parameterLoaded(linear.getWeight(), symbols).getSymName())
+              .str());
+    paths.push_back(
+        modulePath(parameterLoaded(last.getWeight(), symbols).getSymName()).str());
+    std::string prefix = commonPath(paths);
+
+    auto i64 = b.getI64Type();
+    auto f32 = b.getF32Type();
+    auto tensor = [](ArrayRef<int64_t> shape, Type t) {
+      return RankedTensorType::get(shape, t);
+    };
+    auto constant = [&](Type t, double v) -> Value {
+      auto type = tensor({}, t);
+      Attribute value = isa<FloatType>(t) ? Attribute(b.getFloatAttr(t, v))
+                                          : Attribute(b.getIntegerAttr(t, int64_t(v)));
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
+    };
+
+    lastDeclared = nullptr;
+    Value x = block.input;
+    if (inputType.getRank() != 2)
+      x = ReshapeOp::create(b, loc, tensor({tokens, width}, elem), x);
+
+    // The gate, in fp32 as DeepSpeed keeps it.
+    StateOp anchor = parameterLoaded(block.first[0].getWeight(), symbols);
+    std::string gateName = (prefix.empty() ? "" : prefix + ".") + "gate.weight";
+    FailureOr<StateOp> gate =
+        declare(anchor, gateName, tensor({count, width}, f32), symbols);
+    if (failed(gate))
+      return failure();
+    setUniform(*gate, width);
+    Value xf = elem == f32 ? x : ConvertOp::create(b, loc, tensor({tokens, width}, f32), x).getResult();
+    Value logits = LinearOp::create(
+        b, loc, xf, LoadOp::create(b, loc, gate->getTensorType(), gate->getSymName()),
+        Value());
+    Value probs = SoftmaxOp::create(b, loc, logits, 1);
+
+    // Choices: [S, k] expert indices, and for k >= 3 their probabilities
+    // as the priority of each expert's routes.
+    Value first, choices, priority;
+    if (k <= 2)
+      first = choices = TopKOp::create(b, loc, probs, 1, 1).getIndices();
+    if (k == 2) {
+      Value chosen = OneHotOp::create(
+          b, loc, tensor({tokens, count}, f32),
+          ReshapeOp::create(b, loc, tensor({tokens}, i64), first));
+      Value isFirst = CompareOp::create(b, loc, ComparisonDirection::ne, chosen,
+                                        constant(f32, 0.0));
+      Value masked = SelectOp::create(
+          b, loc, isFirst,
+          constant(f32, -std::numeric_limits<double>::infinity()), logits);
+      Value second = TopKOp::create(b, loc, masked, 1, 1).getIndices();
+      choices = ConcatOp::create(b, loc, ValueRange{first, second}, 1);
+    } else if (k > 2) {
+      auto top = TopKOp::create(b, loc, probs, k, 1);
+      choices = top.getIndices();
+      priority = top.getValues();
+    }
+    auto slots = MoeSlotsOp::create(b, loc, tensor({tokens, k}, i64),
+                                    tensor({count}, i64), choices, priority,
+                                    capacity);
+
+    // Routing weights: the chosen probabilities, 0 where dropped,
+    // renormalised over the kept choices for k >= 2.
+    Value gates = GatherOp::create(b, loc, probs, choices, 1);
+    Value kept = CompareOp::create(b, loc, ComparisonDirection::ge,
+                                   slots.getSlots(), constant(i64, 0));
+    gates = SelectOp::create(b, loc, kept, gates, constant(f32, 0.0));
+    if (k >= 2) {
+      Value sum = ReduceSumOp::create(b, loc, gates, ArrayRef<int64_t>{1}, true);
+      Value denom = MaximumOp::create(
+          b, loc, sum, constant(f32, std::numeric_limits<float>::epsilon()));
+      gates = DivOp::create(b, loc, gates, denom);
+    }
+
+    // l_aux, as DeepSpeed writes it: top-1 sum(me * ce) * E, top-2
+    // mean(me * ce) * E * E, top-k mean(me * ce) * E * E / k, with ce the
+    // fraction of first choices (of all choices for k >= 3) per expert.
+    Value me = ReduceMeanOp::create(b, loc, probs, ArrayRef<int64_t>{0}, false);
+    Value routed = k > 2 ? choices : first;
+    int64_t routes = k > 2 ? k : 1;
+    Value mask = OneHotOp::create(b, loc, tensor({tokens, routes, count}, f32),
+                                  routed);
+    Value perToken =
+        ReduceSumOp::create(b, loc, mask, ArrayRef<int64_t>{1}, false);
+    Value ce = ReduceMeanOp::create(b, loc, perToken, ArrayRef<int64_t>{0}, false);
+    Value product = MulOp::create(b, loc, me, ce);
+    Value aux;
+    if (k == 1) {
+      aux = ReduceSumOp::create(b, loc, product, ArrayRef<int64_t>{0}, false);
+      aux = MulOp::create(b, loc, aux, constant(f32, double(count)));
+    } else {
+      aux = ReduceMeanOp::create(b, loc, product, ArrayRef<int64_t>{0}, false);
+      aux = MulOp::create(b, loc, aux, constant(f32, double(count)));
+      aux = MulOp::create(b, loc, aux, constant(f32, double(count)));
+      if (k > 2)
+        aux = DivOp::create(b, loc, aux, constant(f32, double(k)));
+    }
+
+    // The experts: the block's chain on [E, C, ·].
+    Value dispatched = MoeDispatchOp::create(
+        b, loc, tensor({count, capacity, width}, elem), x, slots.getSlots(), Value());
+    IRMapping map;
+    for (LinearOp linear : block.first) {
+      FailureOr<Value> h = expertLinear(b, linear, dispatched, count, prefix, symbols);
+      if (failed(h))
+        return failure();
+      map.map(linear.getResult(), *h);
+    }
+    SmallVector<Operation *> chain(block.chain.begin(), block.chain.end());
+    llvm::sort(chain, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+    for (Operation *op : chain) {
+      if (isa<ReshapeOp>(op)) {
+        map.map(op->getResult(0), map.lookup(op->getOperand(0)));
+        continue;
+      }
+      Operation *clone = b.clone(*op, map);
+      SmallVector<int64_t> shape{count, capacity};
+      shape.push_back(tensorOf(op->getResult(0)).getShape().back());
+      clone->getResult(0).setType(
+          tensor(shape, tensorOf(op->getResult(0)).getElementType()));
+    }
+    FailureOr<Value> y = expertLinear(b, last, map.lookup(last.getInput()), count,
+                                      prefix, symbols);
+    if (failed(y))
+      return failure();
+    Value weights = elem == f32 ? gates
+                                : ConvertOp::create(b, loc, tensor({tokens, k}, elem), gates)
+                                      .getResult();
+    Value out = MoeCombineOp::create(b, loc, tensor({tokens, width}, elem), *y,
+                                     slots.getSlots(), weights);
+    if (out.getType() != last.getType())
+      out = ReshapeOp::create(b, loc, last.getType(), out);
+    last.getResult().replaceAllUsesWith(out);
+    eraseDead(block);
+    return aux;
+  }
+
+  /// The dense block's ops and whatever only they read.
+  void eraseDead(FeedForward &block) {
+    SmallVector<Operation *> work{block.last};
+    llvm::SmallPtrSet<Operation *, 16> erased;
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (erased.contains(op) || !op->use_empty() ||
+          !(isPure(op) || isa<LoadOp>(op)))
+        continue;
+      SmallVector<Operation *> producers;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          producers.push_back(def);
+      op->erase();
+      erased.insert(op);
+      llvm::append_range(work, producers);
+    }
+  }
+
+  /// The function's loss (the result named "loss") plus coef * aux.
+  LogicalResult addToLoss(func::FuncOp func, Value aux) {
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto name = func.getResultAttrOfType<StringAttr>(i, "dsc.output");
+      if (!name || name.getValue() != "loss")
+        continue;
+      OpBuilder b(ret);
+      Value loss = ret.getOperand(i);
+      RankedTensorType type = tensorOf(loss);
+      Value coef = ConstantOp::create(
+          b, ret.getLoc(),
+          DenseElementsAttr::get(tensor0(type), b.getFloatAttr(type.getElementType(),
+                                                                auxLossCoef)));
+      Value term = MulOp::create(b, ret.getLoc(), coef, convertTo(b, aux, type));
+      ret.setOperand(i, AddOp::create(b, ret.getLoc(), loss, term));
+      return success();
+    }
+    return func.emitError("--dsc-moe: the function has no result named "
+                          "\"loss\" to add the experts' load-balancing loss to");
+  }
+
+  static RankedTensorType tensor0(RankedTensorType like) {
+    return RankedTensorType::get({}, like.getElementType());
+  }
+
+  static Value convertTo(OpBuilder &b, Value v, RankedTensorType like) {
+    if (tensorOf(v).getElementType() == like.getElementType())
+      return v;
+    return ConvertOp::create(b, v.getLoc(), tensor0(like), v);
+  }
+};
+} // namespace

@@ -1,0 +1,149 @@
+//===- StateInitTest.cpp - filling the states a rewrite added --------------===//
+//
+// Experts upcycled from a dense tensor repeat it along their leading
+// dimension, and drawn states follow the documented generator, on every
+// rank's slice of a partitioned state alike; a weights file without the
+// dense tensor is an error that names it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/Run.h"
+#include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/Xxh64.h"
+
+#include "ErrorOf.h"
+#include "ScratchDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace dsc::rt;
+using dsc::rt::test::ScratchDir;
+using test::errorOf;
+
+namespace {
+
+/// 3 experts of a dense [2, 2] weight, whole or over 2 ranks (12 elements:
+/// 6 per rank), and a drawn gate [3, 2].
+struct Experts {
+  int64_t stacked[3] = {3, 2, 2};
+  int64_t shard[1] = {6};
+  int64_t gateShape[2] = {3, 2};
+  StateDesc whole{{"experts.w", ElementType::F32, 3, stacked},
+                  StateRole::Parameter, 0, nullptr, "w", 0.0, 0};
+  StateDesc partitioned{{"experts.w", ElementType::F32, 1, shard},
+                        StateRole::Parameter, 3, stacked, "w", 0.0, 0};
+  StateDesc gate{{"gate.weight", ElementType::F32, 2, gateShape},
+                 StateRole::Parameter, 0, nullptr, nullptr, 0.5, 7};
+};
+
+TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
+  ScratchDir dir;
+  const float dense[4] = {1, 2, 3, 4};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 2}, dense}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  Experts e;
+  std::vector<float> all(12, -1);
+  readState(e.whole, weights, 0, all.data());
+  EXPECT_EQ(all, (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
+  // Rank 1 of 2 holds elements 6..11 of the whole.
+  std::vector<float> slice(6, -1);
+  readState(e.partitioned, weights, 1, slice.data());
+  EXPECT_EQ(slice, (std::vector<float>{3, 4, 1, 2, 3, 4}));
+}
+
+TEST(StateInit, ForEachStateAcceptsAFileWithoutTheExperts) {
+  ScratchDir dir;
+  const float dense[4] = {1, 2, 3, 4};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 2}, dense}});
+  Experts e;
+  StateDesc states[2] = {e.whole, e.gate};
+  ArtifactInfo info{};
+  info.numStates = 2;
+  info.states = states;
+  MemoryPool pool("states");
+  std::vector<void *> buffers =
+      loadStates(info, SafeTensorsFile::open(dir.file("w.safetensors")), pool);
+  ASSERT_EQ(buffers.size(), 2u);
+  EXPECT_EQ(static_cast<float *>(buffers[0])[5], 2.0f);
+  EXPECT_EQ(static_cast<float *>(buffers[1])[3],
+            float(initUniformValue("gate.weight", 7, 3, 0.5)));
+}
+
+TEST(StateInit, TheDenseTensorMustBeThere) {
+  ScratchDir dir;
+  const float other[4] = {};
+  writeSafeTensors(dir.file("w.safetensors"), {{"v", DType::F32, {2, 2}, other}});
+  Experts e;
+  std::vector<float> all(12);
+  EXPECT_EQ(errorOf([&] {
+              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
+                        0, all.data());
+            }),
+            dir.file("w.safetensors") +
+                ": no tensor 'w', which state 'experts.w' repeats (it is the "
+                "dense tensor the experts start from)");
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {4}, other}});
+  EXPECT_EQ(errorOf([&] {
+              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
+                        0, all.data());
+            }),
+            dir.file("w.safetensors") +
+                ": tensor 'w' is F32 [4], but the artifact expects F32 [2, 2]");
+}
+
+TEST(StateInit, DrawsFollowTheDocumentedGenerator) {
+  // The generator written out independently: XXH64 of the name, plus the
+  // Weyl step per element, SplitMix64's finaliser, the top 24 bits.
+  const std::string name = "gate.weight";
+  for (int64_t i : {0, 1, 5, 1000}) {
+    uint64_t x = Xxh64::of(name.data(), name.size(), 7);
+    x += 0x9E3779B97F4A7C15ull * uint64_t(i + 1);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    double expected = (double(x >> 40) * 0x1p-23 - 1.0) * 0.5;
+    EXPECT_EQ(initUniformValue(name, 7, i, 0.5), expected) << i;
+  }
+  // Within the bound, roughly centred, and keyed by the name and the seed.
+  double sum = 0;
+  for (int64_t i = 0; i < 10000; ++i) {
+    double v = initUniformValue(name, 7, i, 0.5);
+    ASSERT_GE(v, -0.5);
+    ASSERT_LT(v, 0.5);
+    sum += v;
+  }
+  // Mean of 10^4 draws of U(-0.5, 0.5): standard deviation 0.0029.
+  EXPECT_LT(std::fabs(sum / 10000), 0.015);
+  EXPECT_NE(initUniformValue(name, 7, 0, 0.5), initUniformValue(name, 8, 0, 0.5));
+  EXPECT_NE(initUniformValue(name, 7, 0, 0.5),
+            initUniformValue("gate.bias", 7, 0, 0.5));
+}
+
+TEST(StateInit, EveryRankDrawsItsSliceOfTheSameTensor) {
+  ScratchDir dir;
+  writeSafeTensors(dir.file("w.safetensors"), {});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  int64_t shape[2] = {3, 2}, shard[1] = {4};
+  StateDesc whole{{"g", ElementType::F32, 2, shape}, StateRole::Parameter,
+                  0, nullptr, nullptr, 0.25, 3};
+  StateDesc part{{"g", ElementType::F32, 1, shard}, StateRole::Parameter,
+                 2, shape, nullptr, 0.25, 3};
+  std::vector<float> all(6), r0(4), r1(4);
+  readState(whole, weights, 0, all.data());
+  readState(part, weights, 0, r0.data());
+  readState(part, weights, 1, r1.data());
+  EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + 4), r0);
+  EXPECT_EQ(std::vector<float>(all.begin() + 4, all.end()),
+            std::vector<float>(r1.begin(), r1.begin() + 2));
+  // The last rank's tail is padding: zero.
+  EXPECT_EQ(r1[2], 0.0f);
+  EXPECT_EQ(r1[3], 0.0f);
+}
+
+} // namespace

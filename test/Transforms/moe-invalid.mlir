@@ -1,0 +1,86 @@
+// RUN: dsc-opt %s --split-input-file --dsc-moe="experts=4" -verify-diagnostics
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=2 top-k=3" 2>&1 | FileCheck %s --check-prefix=TOPK
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts-per-layer=4,4" 2>&1 | FileCheck %s --check-prefix=LIST
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 capacity-factor=0" 2>&1 | FileCheck %s --check-prefix=FACTOR
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 init=zeros" 2>&1 | FileCheck %s --check-prefix=INIT
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 every=0" 2>&1 | FileCheck %s --check-prefix=EVERY
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=0" 2>&1 | FileCheck %s --check-prefix=NONE
+// TOPK: error: --dsc-moe: top-k 3 exceeds the 2 experts of a block
+// LIST: error: --dsc-moe: experts-per-layer lists 2 counts for 3 replaced blocks (of 3 found, every 1)
+// FACTOR: error: --dsc-moe: capacity-factor must be positive and finite, got 0
+// INIT: error: --dsc-moe: init must be upcycle or random, got 'zeros'
+// EVERY: error: --dsc-moe: every must be at least 1, got 0
+// NONE: error: --dsc-moe: needs experts >= 1 (or experts-per-layer)
+
+// A model without a feed-forward block: one linear map, no activation.
+// expected-error @+1 {{--dsc-moe found no feed-forward block to replace}}
+module {
+  dsc.state parameter @w : tensor<4x4xf32>
+  func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
+      -> (tensor<f32> {dsc.output = "loss"}) {
+    %w = dsc.load @w : tensor<4x4xf32>
+    %y = dsc.linear %x, %w : tensor<8x4xf32>, tensor<4x4xf32>
+    %l = dsc.reduce_sum %y, dims = [0, 1] : tensor<8x4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Linear maps with an activation between whose hidden value is read
+// elsewhere too are not a block that can move into experts.
+// expected-error @+1 {{--dsc-moe found no feed-forward block to replace}}
+module {
+  dsc.state parameter @w1 : tensor<16x4xf32>
+  dsc.state parameter @w2 : tensor<4x16xf32>
+  func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
+      -> (tensor<f32> {dsc.output = "loss"}, tensor<8x16xf32> {dsc.output = "hidden"}) {
+    %w1 = dsc.load @w1 : tensor<16x4xf32>
+    %h = dsc.linear %x, %w1 : tensor<8x4xf32>, tensor<16x4xf32>
+    %a = dsc.relu %h : tensor<8x16xf32>
+    %w2 = dsc.load @w2 : tensor<4x16xf32>
+    %y = dsc.linear %a, %w2 : tensor<8x16xf32>, tensor<4x16xf32>
+    %l = dsc.reduce_sum %y, dims = [0, 1] : tensor<8x4xf32>
+    return %l, %a : tensor<f32>, tensor<8x16xf32>
+  }
+}
+
+// -----
+
+// The experts' state names are taken.
+module {
+  // expected-error @+1 {{--dsc-moe would declare 'mlp.gate.weight', which the model already has}}
+  dsc.state parameter @mlp.fc.weight : tensor<16x4xf32>
+  dsc.state parameter @mlp.proj.weight : tensor<4x16xf32>
+  dsc.state parameter @mlp.gate.weight : tensor<4x4xf32>
+  func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
+      -> (tensor<f32> {dsc.output = "loss"}) {
+    %w1 = dsc.load @mlp.fc.weight : tensor<16x4xf32>
+    %h = dsc.linear %x, %w1 : tensor<8x4xf32>, tensor<16x4xf32>
+    %a = dsc.relu %h : tensor<8x16xf32>
+    %w2 = dsc.load @mlp.proj.weight : tensor<4x16xf32>
+    %y = dsc.linear %a, %w2 : tensor<8x16xf32>, tensor<4x16xf32>
+    %g = dsc.load @mlp.gate.weight : tensor<4x4xf32>
+    %z = dsc.linear %y, %g : tensor<8x4xf32>, tensor<4x4xf32>
+    %l = dsc.reduce_sum %z, dims = [0, 1] : tensor<8x4xf32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// No result is the loss, so there is nowhere to add l_aux.
+module {
+  dsc.state parameter @fc.weight : tensor<16x4xf32>
+  dsc.state parameter @proj.weight : tensor<4x16xf32>
+  // expected-error @+1 {{--dsc-moe: the function has no result named "loss"}}
+  func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
+      -> (tensor<8x4xf32> {dsc.output = "y"}) {
+    %w1 = dsc.load @fc.weight : tensor<16x4xf32>
+    %h = dsc.linear %x, %w1 : tensor<8x4xf32>, tensor<16x4xf32>
+    %a = dsc.relu %h : tensor<8x16xf32>
+    %w2 = dsc.load @proj.weight : tensor<4x16xf32>
+    %y = dsc.linear %a, %w2 : tensor<8x16xf32>, tensor<4x16xf32>
+    return %y : tensor<8x4xf32>
+  }
+}
