@@ -409,7 +409,7 @@ struct LowerToRuntimePass
                  [&](Value result, Location at) -> Value {
                    StoreOp store = inPlace.lookup(result);
                    if (!store)
-                     return {};
+                     return updatedTemporary(result, buffers);
                    return dscrt::StateOp::create(
                        builder, at, bufferType(result.getType()),
                        stateIndex.lookup(store.getStateAttr().getAttr()),
@@ -425,6 +425,22 @@ struct LowerToRuntimePass
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
     return success();
+  }
+
+  /// The buffer a multi-tensor update's `result` overwrites when it is not
+  /// stored in place: that of the operand it updates, when that is a
+  /// rank's shard copied for this op alone (ZeRO's parameter shard, which
+  /// is gathered afterwards); null otherwise (a new buffer, which the
+  /// library call fills from the operand first).
+  static Value updatedTemporary(Value result, IRMapping &buffers) {
+    auto update = result.getDefiningOp<MultiTensorUpdateOpInterface>();
+    if (!update)
+      return {};
+    Value operand =
+        update.getUpdatedOperand(cast<OpResult>(result).getResultNumber());
+    if (!operand || !operand.hasOneUse() || !operand.getDefiningOp<LocalShardOp>())
+      return {};
+    return buffers.lookup(operand);
   }
 
   /// Where `op`'s kernel is emitted: at the last op of its fused group.
@@ -460,9 +476,16 @@ struct LowerToRuntimePass
     for (auto store : body.getOps<StoreOp>()) {
       Value value = store.getValue();
       Operation *def = value.getDefiningOp();
-      if (!def || def->getBlock() != &body || !isElementwise(def) ||
-          inPlace.contains(value))
+      auto update = dyn_cast_or_null<MultiTensorUpdateOpInterface>(def);
+      if (!def || def->getBlock() != &body ||
+          !(isElementwise(def) || update) || inPlace.contains(value))
         continue;
+      // A multi-tensor update reads, of the state it overwrites, the one
+      // operand whose new value the stored result is, each element before
+      // writing it.
+      Value updated = update ? update.getUpdatedOperand(
+                                   cast<OpResult>(value).getResultNumber())
+                             : Value();
       Operation *kernelAt = emittedAt(root, def);
       ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
       auto readsBefore = [&](OpOperand &use) {
@@ -470,6 +493,9 @@ struct LowerToRuntimePass
         if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, LocalShardOp>(user))
           return false;
         Operation *at = emittedAt(root, user);
+        if (at == kernelAt && update)
+          return user == def && use.get() == updated &&
+                 llvm::count(def->getOperands(), updated) == 1;
         if (at == kernelAt)
           return isElementwise(user) &&
                  cast<RankedTensorType>(use.get().getType()).getShape() == shape;

@@ -70,17 +70,10 @@ Value mlir::dsc::buildLossScale(StepBuilder &b, const LossScaleConfig &c,
 }
 
 Value mlir::dsc::buildGradientsFinite(StepBuilder &b, ArrayRef<Value> grads) {
-  Value total;
-  for (Value g : grads) {
-    auto rank = cast<RankedTensorType>(g.getType()).getRank();
-    SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-    Value zeroed = b.mul(g, b.c(0));
-    Value sum = rank ? Value(ReduceSumOp::create(b.b, b.loc, zeroed, dims, false))
-                     : zeroed;
-    total = total ? b.add(total, sum) : sum;
-  }
-  // nan == 0 is false.
-  return b.cmp(ComparisonDirection::eq, total, b.c(0));
+  // Every element times zero, squared and summed: zero when all are
+  // finite, nan otherwise (inf * 0 is nan), and nan == 0 is false. One
+  // multi-tensor reduction over every gradient.
+  return b.cmp(ComparisonDirection::eq, b.sumSquares(grads, b.c(0)), b.c(0));
 }
 
 void mlir::dsc::buildLossScaleUpdate(

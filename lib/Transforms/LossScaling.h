@@ -50,7 +50,7 @@ Value buildLossScale(StepBuilder &b, const LossScaleConfig &config,
                      const LossScaleStates &states);
 
 /// An i1 scalar: true when no gradient holds an inf or a nan (the sum of
-/// every gradient times zero is then zero, else nan).
+/// squares of every gradient times zero is then zero, else nan).
 Value buildGradientsFinite(StepBuilder &b, ArrayRef<Value> gradients);
 
 /// Appends to `stores` the scaler's next state after a step with `scale`

@@ -20,6 +20,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_OPTIMIZER
@@ -289,33 +290,25 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     OpBuilder builder(ret);
     StepBuilder b{builder, loc, elem};
     Value step = b.add(applied, b.c(1));
+    for (Gradient &grad : grads)
+      if (!grad.updateType().getElementType().isF32())
+        return grad.updated().emitError()
+               << "is updated in " << grad.updateType().getElementType()
+               << "; the optimizer updates fp32 parameters or fp32 master "
+                  "weights";
 
-    // Stores of the new values of parameters and optimizer state, which
-    // with gradient accumulation take effect at the boundary only: off it
-    // the old values are stored back, bit for bit.
+    // Stores of the new values of parameters and optimizer state, after
+    // the update; with gradient accumulation or loss scaling the update may
+    // skip a step, and its results are then the old values, bit for bit.
     SmallVector<std::pair<Value, StateOp>> stores;
     Value apply; // i1 scalar; null: every step applies
-    auto update = [&](Value value, Value old, StateOp state) {
-      stores.push_back({apply ? b.select(apply, value, old) : value, state});
-    };
 
-    // A 16-bit gradient (mixed precision) is widened to the master weight's
-    // fp32 where the arithmetic first reads it: accumulation, loss scaling
-    // and clipping read every gradient before the updates; otherwise each
-    // is widened in its own update, so that the fp32 gradients are never
-    // live at once.
+    // A 16-bit gradient (mixed precision) stays 16-bit where the update and
+    // the norms read it (they widen each element); gradient accumulation
+    // widens it to the master weight's fp32 to add it up.
     SmallVector<Value> g;
     for (Gradient &grad : grads)
       g.push_back(grad.value);
-    auto widened = [&](const Gradient &grad, Value gk) -> Value {
-      if (gk.getType() == grad.updateType())
-        return gk;
-      return ConvertOp::create(builder, loc, grad.updateType(), gk);
-    };
-    auto widen = [&] {
-      for (auto [grad, gk] : llvm::zip(grads, g))
-        gk = widened(grad, gk);
-    };
 
     // Gradient accumulation, as DeepSpeed's engine does it with
     // gradient_accumulation_steps N: one call of the graph is one
@@ -333,8 +326,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       boundary = b.cmp(ComparisonDirection::ge, count, b.c(double(s.gradAccum)));
       apply = boundary;
       stores.push_back({b.select(boundary, b.c(0), count), *micro});
-      widen();
       for (auto [grad, gk] : llvm::zip(grads, g)) {
+        if (gk.getType() != grad.updateType())
+          gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
         FailureOr<StateOp> acc =
             declare(grad.updated(),
                     (grad.param.getSymName() + ".grad_acc").str(),
@@ -344,114 +338,131 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
         stores.push_back({b.select(boundary, b.c(0), gk), *acc});
       }
-      // Stored with the first parameter's update: after every output
-      // (`skipped`), where an evaluation step has already returned.
     }
 
     // Loss scaling: a step whose gradients (summed over the ranks and the
     // micro-batches) hold an inf or a nan is skipped on every rank alike;
-    // the others are unscaled before clipping and the update.
-    Value skipped;
+    // the others are unscaled (by the update) before clipping and the
+    // update.
+    Value skipped, unscale;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
-      widen();
       Value finite = buildGradientsFinite(b, g);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
-      Value unscale = b.div(b.c(1), scale);
-      for (Value &gk : g)
-        gk = b.mul(gk, unscale);
+      unscale = b.div(b.c(1), scale);
       skipped = b.select(finite, b.c(0), b.c(1));
       if (boundary)
         skipped = b.select(boundary, skipped, b.c(0));
       buildLossScaleUpdate(b, s.lossScale, scaler, scale, finite, boundary,
                            scalerStores);
     }
+    // Clipping by the global norm of the (unscaled) gradients.
+    Value clipCoef;
     if (s.gradClip > 0) {
-      widen();
-      Value sumSquares;
-      for (Value gk : g) {
-        auto rank = cast<RankedTensorType>(gk.getType()).getRank();
-        SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-        Value sq = ReduceSumOp::create(builder, loc, b.mul(gk, gk), dims, false);
-        sumSquares = sumSquares ? b.add(sumSquares, sq) : sq;
-      }
-      Value norm = SqrtOp::create(builder, loc, sumSquares);
-      Value coef = b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6)));
-      coef = b.min(coef, b.c(1));
-      for (Value &gk : g)
-        gk = b.mul(gk, coef);
+      Value norm = SqrtOp::create(builder, loc, b.sumSquares(g, unscale));
+      clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
+    Value skip;
+    if (apply)
+      skip = b.select(apply, b.boolean(false), b.boolean(true));
 
-    // Adam's bias corrections, once per step.
-    Value stepSize, correction2Sqrt;
-    if (s.kind != Settings::SGD) {
-      Value c1 = b.sub(b.c(1), PowOp::create(builder, loc, b.c(s.beta1), step));
-      Value c2 = b.sub(b.c(1), PowOp::create(builder, loc, b.c(s.beta2), step));
-      stepSize = b.div(constantLr ? b.c(s.lr) : lr, c1);
-      correction2Sqrt = SqrtOp::create(builder, loc, c2);
-    }
-
-    // Each parameter's new state is stored right after it is computed, so
-    // that only one parameter's update is live at a time; nothing after it
-    // reads that parameter's old state (the lowering checks it).
-    auto flush = [&] {
-      for (auto [value, state] : stores)
-        b.store(value, state);
-      stores.clear();
-    };
-    for (auto [grad, gk] : llvm::zip(grads, g)) {
-      gk = widened(grad, gk);
+    // The optimizer's states, per parameter, in the order they are declared.
+    const bool sgd = s.kind == Settings::SGD;
+    SmallVector<SmallVector<StateOp, 2>> states;
+    for (Gradient &grad : grads) {
       StateOp param = grad.updated();
-      RankedTensorType type = param.getTensorType();
       StringRef name = grad.param.getSymName();
-      Value p = b.load(param), old = p;
-      // Mixed precision: the 16-bit parameter is the new master weight
-      // rounded to nearest even (stored back bit for bit when the step does
-      // not apply, as its master is).
-      StateOp narrow = grad.master ? grad.param : StateOp();
-      auto updateParam = [&](Value value) {
-        update(value, old, param);
-        if (narrow)
-          update(ConvertOp::create(builder, loc, narrow.getTensorType(), value),
-                 apply ? b.load(narrow) : Value(), narrow);
-      };
-      if (s.kind == Settings::AdamW && s.weightDecay != 0)
-        p = b.mul(p, constantLr ? b.c(1 - s.lr * s.weightDecay)
-                                : b.sub(b.c(1), b.mul(lr, b.c(s.weightDecay))));
-      else if (s.weightDecay != 0)
-        gk = b.add(gk, b.mul(p, b.c(s.weightDecay)));
-      if (s.kind == Settings::SGD) {
-        if (s.momentum != 0) {
-          FailureOr<StateOp> buf = declare(param, (name + ".momentum_buffer").str(), type);
-          if (failed(buf))
-            return failure();
-          Value oldBuf = b.load(*buf);
-          gk = b.add(b.mul(oldBuf, b.c(s.momentum)), gk);
-          update(gk, oldBuf, *buf);
-        }
-        updateParam(b.sub(p, b.mul(gk, constantLr ? b.c(s.lr) : lr)));
-        flush();
-        continue;
+      SmallVector<StateOp, 2> own;
+      SmallVector<std::string, 2> names;
+      if (!sgd)
+        names = {(name + ".exp_avg").str(), (name + ".exp_avg_sq").str()};
+      else if (s.momentum != 0)
+        names = {(name + ".momentum_buffer").str()};
+      StateOp after = param;
+      for (const std::string &stateName : names) {
+        FailureOr<StateOp> state = declare(after, stateName, grad.updateType());
+        if (failed(state))
+          return failure();
+        own.push_back(*state);
+        after = *state;
       }
-      FailureOr<StateOp> expAvg = declare(param, (name + ".exp_avg").str(), type);
-      if (failed(expAvg))
-        return failure();
-      FailureOr<StateOp> expAvgSq =
-          declare(*expAvg, (name + ".exp_avg_sq").str(), type);
-      if (failed(expAvgSq))
-        return failure();
-      Value oldM = b.load(*expAvg), oldV = b.load(*expAvgSq);
-      Value m = b.add(b.mul(oldM, b.c(s.beta1)), b.mul(gk, b.c(1 - s.beta1)));
-      Value v = b.add(b.mul(oldV, b.c(s.beta2)),
-                      b.mul(b.mul(gk, gk), b.c(1 - s.beta2)));
-      Value denom = b.add(b.div(SqrtOp::create(builder, loc, v), correction2Sqrt),
-                          b.c(s.eps));
-      Value delta = b.mul(b.div(m, denom), stepSize);
-      update(m, oldM, *expAvg);
-      update(v, oldV, *expAvgSq);
-      updateParam(b.sub(p, delta));
-      flush();
+      states.push_back(own);
     }
+
+    // One update op per kind of tensor (the gradients' element type, and
+    // whether the op also writes 16-bit parameters): one multi-tensor
+    // kernel each, whatever the number of parameters.
+    llvm::MapVector<std::pair<Type, int>, SmallVector<unsigned>> groups;
+    for (auto [i, grad] : llvm::enumerate(grads)) {
+      Type gradElem = cast<RankedTensorType>(g[i].getType()).getElementType();
+      // A copy is written by the op when it has the gradients' type (not
+      // after accumulation widened them).
+      bool copies = grad.master &&
+                    grad.param.getTensorType().getElementType() == gradElem;
+      groups[{gradElem, int(copies)}].push_back(i);
+    }
+    for (auto &[key, members] : groups) {
+      bool copies = key.second;
+      SmallVector<Value> params, gradients, copiesIn;
+      SmallVector<SmallVector<Value>> stateIn(sgd && s.momentum == 0 ? 0 : sgd ? 1 : 2);
+      for (unsigned i : members) {
+        params.push_back(b.load(grads[i].updated()));
+        gradients.push_back(g[i]);
+        for (auto [k, state] : llvm::enumerate(states[i]))
+          stateIn[k].push_back(b.load(state));
+        if (copies && skip)
+          copiesIn.push_back(b.load(grads[i].param));
+      }
+      SmallVector<Type> paramTypes = llvm::to_vector(ValueRange(params).getTypes());
+      SmallVector<Type> copyTypes;
+      if (copies)
+        for (unsigned i : members)
+          copyTypes.push_back(grads[i].param.getTensorType());
+      Operation *update;
+      if (sgd) {
+        ValueRange buffers = stateIn.empty() ? ValueRange() : ValueRange(stateIn[0]);
+        update = SgdUpdateOp::create(
+            builder, loc, paramTypes,
+            stateIn.empty() ? TypeRange() : TypeRange(paramTypes), copyTypes,
+            params, gradients, buffers, copiesIn, lr, unscale, clipCoef, skip,
+            builder.getF64FloatAttr(s.momentum),
+            builder.getF64FloatAttr(s.weightDecay));
+      } else {
+        update = AdamUpdateOp::create(
+            builder, loc, paramTypes, paramTypes, paramTypes, copyTypes, params,
+            gradients, stateIn[0], stateIn[1], copiesIn, lr, step, unscale,
+            clipCoef, skip, builder.getF64FloatAttr(s.beta1),
+            builder.getF64FloatAttr(s.beta2), builder.getF64FloatAttr(s.eps),
+            builder.getF64FloatAttr(s.weightDecay),
+            s.kind == Settings::AdamW ? builder.getUnitAttr() : UnitAttr(),
+            constantLr ? builder.getF64FloatAttr(s.lr) : FloatAttr());
+      }
+      // Results: the new parameters, then each state's new values, then
+      // the copies, each list in the members' order.
+      unsigned next = 0;
+      auto result = [&] { return update->getResult(next++); };
+      for (unsigned i : members)
+        stores.push_back({result(), grads[i].updated()});
+      for (size_t k = 0; k < stateIn.size(); ++k)
+        for (unsigned i : members)
+          stores.push_back({result(), states[i][k]});
+      for (auto [j, i] : llvm::enumerate(members)) {
+        StateOp narrow = grads[i].master ? grads[i].param : StateOp();
+        if (!narrow)
+          continue;
+        if (copies) {
+          stores.push_back({result(), narrow});
+          continue;
+        }
+        // Rounded here: the update wrote fp32 only (accumulated gradients).
+        Value rounded = ConvertOp::create(builder, loc, narrow.getTensorType(),
+                                          update->getResult(j));
+        stores.push_back(
+            {apply ? b.select(apply, rounded, b.load(narrow)) : rounded, narrow});
+      }
+    }
+    for (auto [value, state] : stores)
+      b.store(value, state);
     b.store(apply ? b.select(apply, step, applied) : step, *stepState);
     for (auto [value, state] : scalerStores)
       b.store(value, state);

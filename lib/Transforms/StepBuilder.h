@@ -45,6 +45,36 @@ struct StepBuilder {
   Value select(Value cond, Value onTrue, Value onFalse) {
     return SelectOp::create(b, loc, cond, onTrue, onFalse);
   }
+  /// An i1 scalar.
+  Value boolean(bool v) {
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getI1Type()), v));
+  }
+  /// The f32 sum of squares of `tensors` (each element times `scale`, when
+  /// given): one dsc.sum_squares per element type among them (one in
+  /// practice), their sums added in the order the types first appear.
+  Value sumSquares(ArrayRef<Value> tensors, Value scale) {
+    SmallVector<Type> types;
+    SmallVector<SmallVector<Value>> groups;
+    for (Value t : tensors) {
+      Type type = cast<RankedTensorType>(t.getType()).getElementType();
+      auto *it = llvm::find(types, type);
+      if (it == types.end()) {
+        types.push_back(type);
+        groups.emplace_back();
+        it = std::prev(types.end());
+      }
+      groups[it - types.begin()].push_back(t);
+    }
+    Value total;
+    for (ArrayRef<Value> group : groups) {
+      Value sum = SumSquaresOp::create(
+          b, loc, RankedTensorType::get({}, b.getF32Type()), group, scale);
+      total = total ? add(total, sum) : sum;
+    }
+    return total;
+  }
   /// Logical and / or / not of i1 tensors, as selects.
   Value logicalAnd(Value x, Value y) { return select(x, y, x); }
   Value logicalOr(Value x, Value y) { return select(x, x, y); }

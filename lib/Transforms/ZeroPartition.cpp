@@ -15,11 +15,15 @@
 // shard of its (partitioned) fp32 master weight, so it is gathered in 16
 // bits.
 //
+// The multi-tensor update (dsc.adam_update, dsc.sgd_update) is sharded as a
+// whole: each of its per-tensor operands is replaced by its shard.
+//
 // In stage 2 the whole gradient no longer exists, so its other readers are
-// sharded too: elementwise ones at shard shape, and a full reduce_sum (the
-// squared norm of gradient clipping) becomes a rank-partial sum, partial
-// sums add up locally, and one dsc.all_reduce makes the total global where a
-// reader needs it.
+// sharded too: elementwise ones at shard shape, and a full reduce_sum or a
+// dsc.sum_squares (the squared norm of gradient clipping, the overflow
+// test of loss scaling) becomes a rank-partial sum, partial sums add up
+// locally, and one dsc.all_reduce makes the total global where a reader
+// needs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,7 +68,8 @@ public:
       auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
           func, store.getStateAttr());
       if (partitioned.contains(name) ||
-          (state && state.getRole() == StateRole::parameter))
+          (state && state.getRole() == StateRole::parameter) ||
+          store.getValue().getDefiningOp<MultiTensorUpdateOpInterface>())
         stores.push_back(store);
     }
     for (StoreOp store : stores)
@@ -175,6 +180,9 @@ private:
                          : flat;
       replaced.insert(allReduce);
       scattered.push_back(allReduce.getResult());
+    } else if (auto update = dyn_cast_or_null<MultiTensorUpdateOpInterface>(def)) {
+      shardUpdate(update);
+      return shards.lookup(v);
     } else if (isShardable(def)) {
       SmallVector<Value> operands;
       for (Value operand : def->getOperands())
@@ -195,6 +203,23 @@ private:
     }
     shards[v] = result;
     return result;
+  }
+
+  /// A multi-tensor optimizer update on shards: every per-tensor operand
+  /// replaced by its shard (whatever its rank), the shared scalars kept;
+  /// every result is then the shard of the whole one.
+  void shardUpdate(MultiTensorUpdateOpInterface update) {
+    Operation *op = update;
+    SmallVector<Value> operands(op->getOperands());
+    for (unsigned i = 0; i < update.getNumTensorOperands(); ++i)
+      operands[i] = shard(operands[i]);
+    b.setInsertionPoint(op);
+    Operation *clone = b.clone(*op);
+    clone->setOperands(operands);
+    for (auto [whole, part] : llvm::zip(op->getResults(), clone->getResults())) {
+      part.setType(shardType(whole.getType()));
+      shards[whole] = part;
+    }
   }
 
   /// Stage 3: the forward and the backward pass read whole parameters,
@@ -262,7 +287,8 @@ private:
   LogicalResult rewriteStore(StoreOp store) {
     Location loc = store.getLoc();
     auto whole = tensorType(store.getValue());
-    if (whole.getRank() == 0)
+    if (whole.getRank() == 0 &&
+        !store.getValue().getDefiningOp<MultiTensorUpdateOpInterface>())
       return success(); // a scalar state is not partitioned
     Value part = shard(store.getValue());
     b.setInsertionPoint(store);
@@ -285,6 +311,20 @@ private:
       for (Operation *user : llvm::make_early_inc_range(whole.getUsers())) {
         if (isa<StoreOp>(user))
           continue; // replaced by the store of the shard
+        if (isa<MultiTensorUpdateOpInterface>(user))
+          continue; // sharded with the stores of its results
+        if (auto sum = dyn_cast<SumSquaresOp>(user)) {
+          // Of this rank's shards: a partial sum, as below.
+          if (!partials.contains(sum.getResult())) {
+            SmallVector<Value> parts;
+            for (Value input : sum.getInputs())
+              parts.push_back(shard(input));
+            b.setInsertionPoint(sum);
+            partials[sum.getResult()] = SumSquaresOp::create(
+                b, sum.getLoc(), sum.getType(), parts, sum.getScale());
+          }
+          continue;
+        }
         if (isShardable(user)) {
           shard(user->getResult(0));
           if (seen.insert(user->getResult(0)).second)

@@ -5,36 +5,30 @@
 // RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-mixed-precision=precision=fp16 --dsc-autodiff="seed=16.0 seed-state=optimizer.loss_scale" --dsc-optimizer="optimizer=sgd lr=0.1 loss-scaling=1 initial-scale-power=4 grad-accum=2" --dsc-zero=stage=1 | FileCheck %s --check-prefix=SKIP
 
 // Mixed precision with DeepSpeed's model states through the optimizer and
-// ZeRO: the update reads the bf16 gradient widened to fp32, updates the
-// fp32 master weight and stores its rounding into the bf16 parameter.
+// ZeRO: the update reads the bf16 gradients (the library widens each
+// element), updates the fp32 master weights and writes their rounding into
+// the bf16 parameters (its copies).
 // S0: dsc.state parameter @emb : tensor<7x3xbf16>
 // S0-NEXT: dsc.state master @emb.master : tensor<7x3xf32>
 // S0: dsc.state optimizer @optimizer.step : tensor<f32>
 // S0: %[[G:.*]] = dsc.all_reduce %{{.*}} : tensor<7x3xbf16>
-// S0: %[[G32:.*]] = dsc.convert %[[G]] : tensor<7x3xbf16> to tensor<7x3xf32>
 // S0: %[[M:.*]] = dsc.load @emb.master : tensor<7x3xf32>
-// S0-NEXT: %[[DECAY:.*]] = dsc.constant dense<9.990000e-01> : tensor<f32>
-// S0-NEXT: %[[MD:.*]] = dsc.mul %[[M]], %[[DECAY]] : tensor<7x3xf32>, tensor<f32>
-// S0: dsc.mul %[[G32]], %{{.*}} : tensor<7x3xf32>, tensor<f32>
-// S0: %[[NEW:.*]] = dsc.sub %[[MD]], %{{.*}} : tensor<7x3xf32>, tensor<7x3xf32>
-// S0-NEXT: %[[NEW16:.*]] = dsc.convert %[[NEW]] : tensor<7x3xf32> to tensor<7x3xbf16>
-// S0-NEXT: dsc.store %{{.*}} to @emb.exp_avg : tensor<7x3xf32>
-// S0-NEXT: dsc.store %{{.*}} to @emb.exp_avg_sq : tensor<7x3xf32>
-// S0-NEXT: dsc.store %[[NEW]] to @emb.master : tensor<7x3xf32>
-// S0-NEXT: dsc.store %[[NEW16]] to @emb : tensor<7x3xbf16>
+// S0: %[[NEW:.*]]:2, %{{.*}}:2, %{{.*}}:2, %[[NEW16:.*]]:2 = dsc.adam_update params(%[[M]], %{{.*}} : tensor<7x3xf32>, tensor<7xf32>) grads(%[[G]], %{{.*}} : tensor<7x3xbf16>, tensor<7xbf16>) {{.*}} copies() {{.*}} decoupled
+// S0: dsc.store %[[NEW]]#0 to @emb.master : tensor<7x3xf32>
+// S0: dsc.store %{{.*}} to @emb.exp_avg : tensor<7x3xf32>
+// S0: dsc.store %{{.*}} to @emb.exp_avg_sq : tensor<7x3xf32>
+// S0: dsc.store %[[NEW16]]#0 to @emb : tensor<7x3xbf16>
 
 // Stage 1: the master is partitioned like the moments; the bf16 gradient
-// is sliced, the updated master shard rounded, and the bf16 parameter
-// gathered in bf16.
+// is sliced, the update writes the rounded master shard, and the bf16
+// parameter is gathered in bf16.
 // S1: dsc.state parameter @emb : tensor<7x3xbf16>
 // S1-NEXT: dsc.state master @emb.master {partition_of = array<i64: 7, 3>} : tensor<11xf32>
 // S1: %[[G:.*]] = dsc.local_shard %{{.*}} : tensor<22xbf16> -> tensor<11xbf16>
-// S1: dsc.convert %[[G]] : tensor<11xbf16> to tensor<11xf32>
-// S1: dsc.load @emb.master : tensor<11xf32>
-// S1: %[[NEW:.*]] = dsc.sub %{{.*}}, %{{.*}} : tensor<11xf32>, tensor<11xf32>
-// S1-NEXT: %[[NEW16:.*]] = dsc.convert %[[NEW]] : tensor<11xf32> to tensor<11xbf16>
-// S1: dsc.store %[[NEW]] to @emb.master : tensor<11xf32>
-// S1-NEXT: %[[ALL:.*]] = dsc.all_gather %[[NEW16]] : tensor<11xbf16> -> tensor<22xbf16>
+// S1: %[[M:.*]] = dsc.load @emb.master : tensor<11xf32>
+// S1: %[[NEW:.*]]:2, %{{.*}}:2, %{{.*}}:2, %[[NEW16:.*]]:2 = dsc.adam_update params(%[[M]], %{{.*}} : tensor<11xf32>, tensor<4xf32>) grads(%[[G]], %{{.*}} : tensor<11xbf16>, tensor<4xbf16>)
+// S1: dsc.store %[[NEW]]#0 to @emb.master : tensor<11xf32>
+// S1: %[[ALL:.*]] = dsc.all_gather %[[NEW16]]#0 : tensor<11xbf16> -> tensor<22xbf16>
 // S1: dsc.store %{{.*}} to @emb : tensor<7x3xbf16>
 // S1-NOT: dsc.all_gather %{{.*}} : tensor<{{.*}}xf32>
 
@@ -46,33 +40,33 @@
 // S2-NOT: dsc.all_gather %{{.*}} : tensor<{{.*}}xf32>
 
 // Stage 3: the fp16 parameter is sharded too, gathered in fp16 before its
-// uses in the forward and the backward pass; the update stores its shard.
+// uses in the forward and the backward pass; the update writes its shard.
 // S3: dsc.state parameter @emb {partition_of = array<i64: 7, 3>} : tensor<11xf16>
 // S3-NEXT: dsc.state master @emb.master {partition_of = array<i64: 7, 3>} : tensor<11xf32>
 // S3: dsc.load @emb : tensor<11xf16>
 // S3-NEXT: dsc.all_gather %{{.*}} : tensor<11xf16> -> tensor<22xf16>
 // S3: dsc.load @emb : tensor<11xf16>
 // S3-NEXT: dsc.all_gather %{{.*}} : tensor<11xf16> -> tensor<22xf16>
-// S3: dsc.reduce_scatter %{{.*}} : tensor<22xf16> -> tensor<11xf16>
-// S3: %[[NEW:.*]] = dsc.sub %{{.*}}, %{{.*}} : tensor<11xf32>, tensor<11xf32>
-// S3-NEXT: %[[NEW16:.*]] = dsc.convert %[[NEW]] : tensor<11xf32> to tensor<11xf16>
-// S3: dsc.store %[[NEW]] to @emb.master : tensor<11xf32>
-// S3-NEXT: dsc.store %[[NEW16]] to @emb : tensor<11xf16>
+// S3: %[[G:.*]] = dsc.reduce_scatter %{{.*}} : tensor<22xf16> -> tensor<11xf16>
+// S3: %[[NEW:.*]]:2, %{{.*}}:2, %{{.*}}:2, %[[NEW16:.*]]:2 = dsc.adam_update {{.*}} grads(%[[G]], %{{.*}} : tensor<11xf16>, tensor<4xf16>)
+// S3: dsc.store %[[NEW]]#0 to @emb.master : tensor<11xf32>
+// S3: dsc.store %[[NEW16]]#0 to @emb : tensor<11xf16>
 // S3-NOT: dsc.all_gather %{{.*}} : tensor<{{.*}}xf32>
 
 // fp16 loss scaling with gradient accumulation: the accumulator is fp32
-// (the widened gradient), and a step that does not apply (a micro-step, an
-// overflow) stores the master and the fp16 parameter back bit for bit.
+// (the widened gradient), so the update writes fp32 only; a step that does
+// not apply (a micro-step, an overflow) skips, and the fp16 parameter is
+// stored back bit for bit.
 // SKIP: dsc.state gradient @emb.grad_acc : tensor<7x3xf32>
 // SKIP: %[[APPLY:.*]] = dsc.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
+// SKIP: %[[SKIPS:.*]] = dsc.select %[[APPLY]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
 // SKIP: %[[OLD:.*]] = dsc.load @emb.master : tensor<11xf32>
-// SKIP: %[[NEW:.*]] = dsc.sub %[[OLD]], %{{.*}} : tensor<11xf32>, tensor<11xf32>
-// SKIP-NEXT: %[[KEEP:.*]] = dsc.select %[[APPLY]], %[[NEW]], %[[OLD]] : tensor<i1>, tensor<11xf32>, tensor<11xf32>
-// SKIP-NEXT: %[[NEW16:.*]] = dsc.convert %[[NEW]] : tensor<11xf32> to tensor<11xf16>
+// SKIP: %[[NEW:.*]]:2 = dsc.sgd_update params(%[[OLD]], %{{.*}} : tensor<11xf32>, tensor<4xf32>) grads(%{{.*}}, %{{.*}} : tensor<11xf32>, tensor<4xf32>) {{.*}} skip(%[[SKIPS]] : tensor<i1>)
+// SKIP-NEXT: %[[NEW16:.*]] = dsc.convert %[[NEW]]#0 : tensor<11xf32> to tensor<11xf16>
 // SKIP: %[[OLD16:.*]] = dsc.local_shard %{{.*}} : tensor<22xf16> -> tensor<11xf16>
 // SKIP-NEXT: %[[KEEP16:.*]] = dsc.select %[[APPLY]], %[[NEW16]], %[[OLD16]] : tensor<i1>, tensor<11xf16>, tensor<11xf16>
-// SKIP: dsc.store %[[KEEP]] to @emb.master : tensor<11xf32>
-// SKIP-NEXT: %[[ALL:.*]] = dsc.all_gather %[[KEEP16]] : tensor<11xf16> -> tensor<22xf16>
+// SKIP: dsc.store %[[NEW]]#0 to @emb.master : tensor<11xf32>
+// SKIP: %[[ALL:.*]] = dsc.all_gather %[[KEEP16]] : tensor<11xf16> -> tensor<22xf16>
 // SKIP: dsc.store %{{.*}} to @emb : tensor<7x3xf16>
 dsc.state parameter @emb : tensor<7x3xf32>
 dsc.state parameter @b : tensor<7xf32>

@@ -4,7 +4,8 @@
 
 // Gradient accumulation over 4 micro-batches: the gradient / 4 is added to
 // the parameter's accumulator (a `gradient` state); the update applies when
-// the micro-step count reaches 4, and otherwise stores the old values back.
+// the micro-step count reaches 4, and otherwise skips (its results are the
+// old values, stored back).
 
 dsc.state parameter @w : tensor<4xf32>
 func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
@@ -35,27 +36,23 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // CHECK: %[[SCALED:.*]] = dsc.mul %arg0, %[[QUARTER]]
 // CHECK: %[[G:.*]] = dsc.add %[[ACC]], %[[SCALED]]
 // CHECK: %[[NEXTACC:.*]] = dsc.select %[[B]], %{{.*}}, %[[G]]
+// CHECK: %[[NO:.*]] = dsc.constant dense<false> : tensor<i1>
+// CHECK: %[[YES:.*]] = dsc.constant dense<true> : tensor<i1>
+// CHECK: %[[SKIP:.*]] = dsc.select %[[B]], %[[NO]], %[[YES]]
 // CHECK: %[[W:.*]] = dsc.load @w :
 // CHECK: %[[BUF:.*]] = dsc.load @w.momentum_buffer
-// CHECK: %[[NB:.*]] = dsc.add %{{.*}}, %[[G]]
-// CHECK: %[[KEEPBUF:.*]] = dsc.select %[[B]], %[[NB]], %[[BUF]]
-// CHECK: %[[NEW:.*]] = dsc.sub %[[W]], %{{.*}}
-// CHECK: %[[KEEPW:.*]] = dsc.select %[[B]], %[[NEW]], %[[W]]
+// CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[G]] : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) skip(%[[SKIP]] : tensor<i1>)
 // CHECK: dsc.store %[[NEXTM]] to @optimizer.micro_step
 // CHECK: dsc.store %[[NEXTACC]] to @w.grad_acc
-// CHECK: dsc.store %[[KEEPBUF]] to @w.momentum_buffer
-// CHECK: dsc.store %[[KEEPW]] to @w
+// CHECK: dsc.store %[[NEW]] to @w
+// CHECK: dsc.store %[[NB]] to @w.momentum_buffer
 // CHECK: %[[KEEPSTEP:.*]] = dsc.select %[[B]], %[[STEP]], %[[N]]
 // CHECK: dsc.store %[[KEEPSTEP]] to @optimizer.step
 
-// AdamW: the moments and the parameter (with its decay) are kept alike.
+// AdamW: the update skips off the boundary (moments and parameter kept).
 // ADAMW: dsc.state gradient @w.grad_acc
 // ADAMW: %[[B:.*]] = dsc.compare ge
-// ADAMW: %[[W:.*]] = dsc.load @w :
-// ADAMW: %[[M:.*]] = dsc.load @w.exp_avg :
-// ADAMW: %[[V:.*]] = dsc.load @w.exp_avg_sq :
-// ADAMW: dsc.select %[[B]], %{{.*}}, %[[M]]
-// ADAMW: dsc.select %[[B]], %{{.*}}, %[[V]]
-// ADAMW: dsc.select %[[B]], %{{.*}}, %[[W]]
+// ADAMW: %[[SKIP:.*]] = dsc.select %[[B]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
+// ADAMW: dsc.adam_update {{.*}} skip(%[[SKIP]] : tensor<i1>)
 
 // ZERO: error: grad-accum must be at least 1, got 0

@@ -35,21 +35,21 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // CHECK: %[[SUNSET:.*]] = dsc.compare eq, %[[SSTORED]]
 // CHECK: %[[SEED:.*]] = dsc.select %[[SUNSET]], %[[SEED0]], %[[SSTORED]]
 // CHECK: %[[G:.*]] = dsc.mul %{{.*}}, %arg0
-// Overflow check and unscaling.
-// CHECK: %[[Z:.*]] = dsc.mul %[[G]], %{{.*}}
-// CHECK: %[[SUM:.*]] = dsc.reduce_sum %[[Z]]
+// Overflow check: every gradient element times zero, squared and summed
+// (zero, or nan after an inf or a nan); the unscale factor goes to the
+// update.
+// CHECK: %[[ZERO:.*]] = dsc.constant dense<0.000000e+00>
+// CHECK: %[[SUM:.*]] = dsc.sum_squares(%[[G]] : tensor<4xf32>) scale(%[[ZERO]] : tensor<f32>)
 // CHECK: %[[FINITE:.*]] = dsc.compare eq, %[[SUM]]
 // CHECK: %[[INV:.*]] = dsc.div %{{.*}}, %[[SCALE]]
-// CHECK: %[[U:.*]] = dsc.mul %[[G]], %[[INV]]
 // CHECK: %[[SKIPPED:.*]] = dsc.select %[[FINITE]], %{{.*}}, %{{.*}}
 // The scaler: halve once hysteresis is down to 1, grow after 3 clean steps.
 // CHECK: %[[CUR:.*]] = dsc.select %{{.*}}, %{{.*}}, %{{.*}}
 // CHECK: %[[HALVE:.*]] = dsc.compare le, %[[CUR]]
 // CHECK: dsc.constant dense<3.000000e+00>
-// CHECK: %[[W:.*]] = dsc.load @w :
-// CHECK: %[[NEW:.*]] = dsc.sub %[[W]], %{{.*}}
-// CHECK: %[[KEEP:.*]] = dsc.select %[[FINITE]], %[[NEW]], %[[W]]
-// CHECK: dsc.store %[[KEEP]] to @w
+// CHECK: %[[SKIP:.*]] = dsc.select %[[FINITE]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
+// CHECK: %[[NEW:.*]] = dsc.sgd_update params(%{{.*}}) grads(%[[G]] : tensor<4xf32>) {{.*}} unscale(%[[INV]] : tensor<f32>) skip(%[[SKIP]] : tensor<i1>)
+// CHECK: dsc.store %[[NEW]] to @w
 // CHECK: dsc.store %{{.*}} to @optimizer.step
 // CHECK: dsc.store %{{.*}} to @optimizer.loss_scale
 // CHECK: dsc.store %{{.*}} to @optimizer.hysteresis
@@ -79,7 +79,7 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // ACCUM: %[[B:.*]] = dsc.compare ge
 // ACCUM: %[[ACC:.*]] = dsc.add %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>
 // ACCUM-NOT: dsc.store
-// ACCUM: %[[Z:.*]] = dsc.mul %[[ACC]], %{{.*}}
+// ACCUM: dsc.sum_squares(%[[ACC]] : tensor<4xf32>)
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[FINITE:.*]] = dsc.compare eq
 // ACCUM-NOT: dsc.store
@@ -88,7 +88,9 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // ACCUM: %[[S0:.*]] = dsc.select %[[FINITE]]
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[SKIPPED:.*]] = dsc.select %[[B]], %[[S0]], %{{.*}}
+// ACCUM-NOT: dsc.store
+// ACCUM: %[[SKIP:.*]] = dsc.select %[[APPLY]]
+// ACCUM: dsc.sgd_update {{.*}} skip(%[[SKIP]] : tensor<i1>)
 // ACCUM: dsc.store %{{.*}} to @optimizer.micro_step
 // ACCUM: dsc.store %{{.*}} to @w.grad_acc
-// ACCUM: dsc.select %[[APPLY]]
 // ACCUM: return %{{.*}}, %{{.*}}, %{{.*}}, %[[SKIPPED]]

@@ -44,8 +44,7 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // WLR-NEXT: %[[DELTA:.*]] = dsc.constant dense<5.000000e-01>
 // WLR-NEXT: %[[D:.*]] = dsc.mul %[[DELTA]], %[[GAMMA]]
 // WLR-NEXT: %[[LR:.*]] = dsc.add %[[MIN]], %[[D]]
-// WLR: %[[U:.*]] = dsc.mul %{{.*}}, %[[LR]]
-// WLR: %[[NEW:.*]] = dsc.sub %{{.*}}, %[[U]]
+// WLR: %[[NEW:.*]] = dsc.sgd_update {{.*}} lr(%[[LR]] : tensor<f32>)
 // WLR: dsc.store %[[NEW]] to @w
 // WLR: return %{{.*}}, %[[LR]]
 
@@ -59,10 +58,10 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // DECAY-NEXT: %[[FRAC:.*]] = dsc.div %[[LEFT]], %[[SPAN]]
 // DECAY-NEXT: %[[DEC:.*]] = dsc.maximum %{{.*}}, %[[FRAC]]
 // DECAY-NEXT: %[[GAMMA:.*]] = dsc.select %{{.*}}, %[[WARM]], %[[DEC]]
+// A scheduled lr: the update computes AdamW's decay factor from it (no
+// constant_lr).
 // DECAY: %[[LR:.*]] = dsc.add
-// DECAY: dsc.div %[[LR]], %{{.*}}
-// DECAY: %[[WD:.*]] = dsc.mul %[[LR]], %{{.*}}
-// DECAY: dsc.sub %{{.*}}, %[[WD]]
+// DECAY: dsc.adam_update {{.*}} lr(%[[LR]] : tensor<f32>) step(%{{.*}} : tensor<f32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decoupled, eps
 // DECAY: return %{{.*}}, %[[LR]]
 
 // WarmupCosineLR: W = max(2, 1); after warmup a cosine of the progress;

@@ -17,8 +17,9 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
   return %l, %x : tensor<f32>, tensor<4xf32>
 }
 
-// AdamW: decoupled decay p * (1 - lr * 0.01), moments named after the
-// parameter, bias corrections from the step count, stores last.
+// AdamW: one dsc.adam_update (decoupled decay, the constant lr recorded
+// for its decay factor), moments named after the parameter, the step
+// count's next value as the bias corrections' t, stores last.
 // ADAMW: dsc.state parameter @w
 // ADAMW-NEXT: dsc.state optimizer @w.exp_avg : tensor<4xf32>
 // ADAMW-NEXT: dsc.state optimizer @w.exp_avg_sq : tensor<4xf32>
@@ -26,53 +27,38 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // ADAMW-LABEL: func.func @step
 // ADAMW-SAME: -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "lr"})
 // ADAMW: %[[STEP:.*]] = dsc.load @optimizer.step
+// ADAMW: %[[LR:.*]] = dsc.constant dense<1.000000e-01>
 // ADAMW: %[[T:.*]] = dsc.add %[[STEP]]
-// ADAMW: dsc.pow %{{.*}}, %[[T]]
 // ADAMW: %[[W:.*]] = dsc.load @w :
-// ADAMW: %[[DECAY:.*]] = dsc.constant dense<9.990000e-01>
-// ADAMW: %[[WD:.*]] = dsc.mul %[[W]], %[[DECAY]]
-// ADAMW: dsc.load @w.exp_avg
-// ADAMW: dsc.load @w.exp_avg_sq
-// ADAMW: %[[NEW:.*]] = dsc.sub %[[WD]], %{{.*}}
-// ADAMW: dsc.store %{{.*}} to @w.exp_avg
-// ADAMW: dsc.store %{{.*}} to @w.exp_avg_sq
+// ADAMW: %[[M:.*]] = dsc.load @w.exp_avg
+// ADAMW: %[[V:.*]] = dsc.load @w.exp_avg_sq
+// ADAMW: %[[NEW:.*]], %[[NM:.*]], %[[NV:.*]] = dsc.adam_update params(%[[W]] : tensor<4xf32>) grads(%arg0 : tensor<4xf32>) exp_avgs(%[[M]] : tensor<4xf32>) exp_avg_sqs(%[[V]] : tensor<4xf32>) copies() lr(%[[LR]] : tensor<f32>) step(%[[T]] : tensor<f32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, constant_lr = 1.000000e-01 : f64, decoupled, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64}
 // ADAMW: dsc.store %[[NEW]] to @w
+// ADAMW: dsc.store %[[NM]] to @w.exp_avg
+// ADAMW: dsc.store %[[NV]] to @w.exp_avg_sq
 // ADAMW: dsc.store %[[T]] to @optimizer.step
 // ADAMW: return %{{.*}} : tensor<f32>
 
-// Adam: L2 weight decay in the gradient, the given betas and eps.
+// Adam: L2 weight decay (no `decoupled`), the given betas and eps.
 // ADAM-LABEL: func.func @step
-// ADAM: dsc.load @optimizer.step
-// ADAM: dsc.pow
-// ADAM: %[[W:.*]] = dsc.load @w :
-// ADAM: %[[L2:.*]] = dsc.constant dense<5.000000e-01>
-// ADAM: %[[P:.*]] = dsc.mul %[[W]], %[[L2]]
-// ADAM: %[[G:.*]] = dsc.add %arg0, %[[P]]
-// ADAM: dsc.constant dense<8.000000e-01>
-// ADAM: dsc.constant dense<9.99999997E-7>
+// ADAM: dsc.adam_update {{.*}} {beta1 = 8.000000e-01 : f64, beta2 = 9.000000e-01 : f64, constant_lr = 1.000000e-01 : f64, eps = 9.9999999999999995E-7 : f64, weight_decay = 5.000000e-01 : f64}
 // ADAM: dsc.store %{{.*}} to @w
 
 // SGD with momentum: buf = 0.9 * buf + g; p -= lr * buf. No Adam state.
 // SGD-NOT: exp_avg
 // SGD: dsc.state optimizer @w.momentum_buffer : tensor<4xf32>
-// SGD: %[[N:.*]] = dsc.load @optimizer.step
-// SGD: dsc.add %[[N]]
-// SGD: %[[W:.*]] = dsc.load @w :
 // SGD: %[[BUF:.*]] = dsc.load @w.momentum_buffer
-// SGD: %[[M:.*]] = dsc.mul %[[BUF]], %{{.*}}
-// SGD: %[[NB:.*]] = dsc.add %[[M]], %arg0
-// SGD: %[[U:.*]] = dsc.mul %[[NB]], %{{.*}}
-// SGD: %[[NEW:.*]] = dsc.sub %[[W]], %[[U]]
-// SGD: dsc.store %[[NB]] to @w.momentum_buffer
+// SGD: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%{{.*}} : tensor<4xf32>) grads(%arg0 : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}}) {momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64}
 // SGD: dsc.store %[[NEW]] to @w
+// SGD: dsc.store %[[NB]] to @w.momentum_buffer
 
-// Clipping by the global norm: min(1 / (sqrt(sum g^2) + 1e-6), 1).
-// CLIP: %[[SQ:.*]] = dsc.mul %arg0, %arg0
-// CLIP: %[[SUM:.*]] = dsc.reduce_sum %[[SQ]], dims = [0]
+// Clipping by the global norm: min(1 / (sqrt(sum g^2) + 1e-6), 1), which
+// the update multiplies the gradients by.
+// CLIP: %[[SUM:.*]] = dsc.sum_squares(%arg0 : tensor<4xf32>) : tensor<f32>
 // CLIP: %[[NORM:.*]] = dsc.sqrt %[[SUM]]
 // CLIP: %[[COEF:.*]] = dsc.div
 // CLIP: %[[C:.*]] = dsc.minimum %[[COEF]]
-// CLIP: %[[G:.*]] = dsc.mul %arg0, %[[C]]
+// CLIP: dsc.sgd_update {{.*}} clip_coef(%[[C]] : tensor<f32>)
 
 // -----
 

@@ -49,9 +49,10 @@ module attributes {dsc.world_size = 2 : i64} {
 // CHECK: %[[GW:.*]] = dsc.reduce_scatter %{{.*}} : tensor<16xf32> -> tensor<8xf32>
 // CHECK: %[[GB:.*]] = dsc.reduce_scatter %{{.*}} : tensor<16xf32> -> tensor<8xf32>
 // CHECK: %[[WOLD:.*]] = dsc.load @w : tensor<8xf32>
-// CHECK: %[[WNEW:.*]] = dsc.sub %[[WOLD]], %{{.*}} : tensor<8xf32>, tensor<8xf32>
-// CHECK-NEXT: dsc.store %[[WNEW]] to @w : tensor<8xf32>
-// CHECK: dsc.store %{{.*}} to @b : tensor<8xf32>
+// CHECK: %[[BOLD:.*]] = dsc.load @b : tensor<8xf32>
+// CHECK: %[[NEW:.*]]:2 = dsc.sgd_update params(%[[WOLD]], %[[BOLD]] : tensor<8xf32>, tensor<8xf32>) grads(%[[GW]], %[[GB]] : tensor<8xf32>, tensor<8xf32>)
+// CHECK-NEXT: dsc.store %[[NEW]]#0 to @w : tensor<8xf32>
+// CHECK-NEXT: dsc.store %[[NEW]]#1 to @b : tensor<8xf32>
 // CHECK-NOT: dsc.all_gather
 // CHECK: return
 

@@ -50,35 +50,27 @@ module attributes {dsc.world_size = 2 : i64} {
 // S1: %[[GWS:.*]] = dsc.local_shard %[[GWP]] : tensor<16xf32> -> tensor<8xf32>
 // S1: %[[GB:.*]] = dsc.all_reduce %{{.*}} : tensor<4xf32>
 // S1: %[[GBS:.*]] = dsc.local_shard %[[GB]] : tensor<4xf32> -> tensor<2xf32>
-// S1: %[[STEPSIZE:.*]] = dsc.div %{{.*}}, %{{.*}} : tensor<f32>, tensor<f32>
 // S1: %[[W:.*]] = dsc.load @w : tensor<3x5xf32>
 // S1: %[[WS:.*]] = dsc.local_shard %{{.*}} : tensor<16xf32> -> tensor<8xf32>
-// S1: %[[DECAYED:.*]] = dsc.mul %[[WS]], %{{.*}} : tensor<8xf32>, tensor<f32>
-// S1: dsc.load @w.exp_avg : tensor<8xf32>
-// S1: dsc.load @w.exp_avg_sq : tensor<8xf32>
-// S1: dsc.mul %[[GWS]], %{{.*}} : tensor<8xf32>, tensor<f32>
-// S1: %[[M:.*]] = dsc.add %{{.*}} : tensor<8xf32>, tensor<8xf32>
-// S1: %[[V:.*]] = dsc.add %{{.*}} : tensor<8xf32>, tensor<8xf32>
-// S1: dsc.mul %{{.*}}, %[[STEPSIZE]] : tensor<8xf32>, tensor<f32>
-// S1: %[[NEW:.*]] = dsc.sub %[[DECAYED]], %{{.*}} : tensor<8xf32>, tensor<8xf32>
-// S1: dsc.store %[[M]] to @w.exp_avg : tensor<8xf32>
-// S1: dsc.store %[[V]] to @w.exp_avg_sq : tensor<8xf32>
-// S1: %[[ALL:.*]] = dsc.all_gather %[[NEW]] : tensor<8xf32> -> tensor<16xf32>
+// S1: %[[MW:.*]] = dsc.load @w.exp_avg : tensor<8xf32>
+// S1: %[[VW:.*]] = dsc.load @w.exp_avg_sq : tensor<8xf32>
+// S1: %[[B:.*]] = dsc.load @b : tensor<4xf32>
+// S1: %[[BS:.*]] = dsc.local_shard %[[B]] : tensor<4xf32> -> tensor<2xf32>
+// S1: %[[NEW:.*]]:2, %[[M:.*]]:2, %[[V:.*]]:2 = dsc.adam_update params(%[[WS]], %[[BS]] : tensor<8xf32>, tensor<2xf32>) grads(%[[GWS]], %[[GBS]] : tensor<8xf32>, tensor<2xf32>) exp_avgs(%[[MW]], %{{.*}} : tensor<8xf32>, tensor<2xf32>) exp_avg_sqs(%[[VW]], %{{.*}} : tensor<8xf32>, tensor<2xf32>) copies() lr(%{{.*}} : tensor<f32>) step(%{{.*}} : tensor<f32>)
+// S1: %[[ALL:.*]] = dsc.all_gather %[[NEW]]#0 : tensor<8xf32> -> tensor<16xf32>
 // S1: %[[CUT:.*]] = dsc.slice %[[ALL]], dim = 0, start = 0, end = 15, step = 1 : tensor<16xf32>
 // S1: %[[WHOLE:.*]] = dsc.reshape %[[CUT]] : tensor<15xf32> -> tensor<3x5xf32>
 // S1: dsc.store %[[WHOLE]] to @w : tensor<3x5xf32>
-// S1: %[[B:.*]] = dsc.load @b : tensor<4xf32>
-// S1: dsc.local_shard %[[B]] : tensor<4xf32> -> tensor<2xf32>
-// S1: dsc.mul %[[GBS]], %{{.*}} : tensor<2xf32>, tensor<f32>
-// S1: %[[BNEW:.*]] = dsc.sub %{{.*}} : tensor<2xf32>, tensor<2xf32>
-// S1: %[[BALL:.*]] = dsc.all_gather %[[BNEW]] : tensor<2xf32> -> tensor<4xf32>
+// S1: %[[BALL:.*]] = dsc.all_gather %[[NEW]]#1 : tensor<2xf32> -> tensor<4xf32>
 // S1: dsc.store %[[BALL]] to @b : tensor<4xf32>
+// S1: dsc.store %[[M]]#0 to @w.exp_avg : tensor<8xf32>
+// S1: dsc.store %[[V]]#1 to @b.exp_avg_sq : tensor<2xf32>
 // S1: dsc.store %{{.*}} to @optimizer.step : tensor<f32>
 // S1-NOT: dsc.load @w.exp_avg : tensor<3x5xf32>
 
 // Stage 2: the gradients are reduce-scattered where they were
 // all-reduced (no whole gradient remains); clipping sums the squares of
-// each rank's shards, adds the partial sums locally and all-reduces one
+// each rank's shards (one dsc.sum_squares of them) and all-reduces one
 // scalar before the square root. Collective order: reduce-scatters, the
 // norm's all-reduce, then one all-gather per parameter at its store.
 // S2: dsc.state optimizer @w.momentum_buffer {partition_of = array<i64: 3, 5>} : tensor<8xf32>
@@ -88,24 +80,17 @@ module attributes {dsc.world_size = 2 : i64} {
 // S2: %[[GWP:.*]] = dsc.concat
 // S2-NEXT: %[[GWS:.*]] = dsc.reduce_scatter %[[GWP]] : tensor<16xf32> -> tensor<8xf32>
 // S2-NEXT: %[[GBS:.*]] = dsc.reduce_scatter %{{.*}} : tensor<4xf32> -> tensor<2xf32>
-// S2: %[[SQW:.*]] = dsc.mul %[[GWS]], %[[GWS]] : tensor<8xf32>, tensor<8xf32>
-// S2-NEXT: %[[SW:.*]] = dsc.reduce_sum %[[SQW]], dims = [0] : tensor<8xf32>
-// S2-NEXT: %[[SQB:.*]] = dsc.mul %[[GBS]], %[[GBS]] : tensor<2xf32>, tensor<2xf32>
-// S2-NEXT: %[[SB:.*]] = dsc.reduce_sum %[[SQB]], dims = [0] : tensor<2xf32>
-// S2-NEXT: %[[PART:.*]] = dsc.add %[[SW]], %[[SB]] : tensor<f32>, tensor<f32>
+// S2: %[[PART:.*]] = dsc.sum_squares(%[[GWS]], %[[GBS]] : tensor<8xf32>, tensor<2xf32>) : tensor<f32>
 // S2-NEXT: %[[TOTAL:.*]] = dsc.all_reduce %[[PART]] : tensor<f32>
 // S2-NEXT: dsc.sqrt %[[TOTAL]] : tensor<f32>
 // S2: %[[COEF:.*]] = dsc.minimum
-// S2-NEXT: %[[CW:.*]] = dsc.mul %[[GWS]], %[[COEF]] : tensor<8xf32>, tensor<f32>
-// S2-NEXT: %[[CB:.*]] = dsc.mul %[[GBS]], %[[COEF]] : tensor<2xf32>, tensor<f32>
-// S2: dsc.load @w.momentum_buffer : tensor<8xf32>
-// S2: %[[BUF:.*]] = dsc.add %{{.*}}, %[[CW]] : tensor<8xf32>, tensor<8xf32>
-// S2: dsc.store %[[BUF]] to @w.momentum_buffer : tensor<8xf32>
-// S2-NEXT: dsc.all_gather %{{.*}} : tensor<8xf32> -> tensor<16xf32>
+// S2: %[[BW:.*]] = dsc.load @w.momentum_buffer : tensor<8xf32>
+// S2: %[[NEW:.*]]:2, %[[BUF:.*]]:2 = dsc.sgd_update params(%{{.*}}, %{{.*}} : tensor<8xf32>, tensor<2xf32>) grads(%[[GWS]], %[[GBS]] : tensor<8xf32>, tensor<2xf32>) momentum_buffers(%[[BW]], %{{.*}} : tensor<8xf32>, tensor<2xf32>) copies() lr(%{{.*}} : tensor<f32>) clip_coef(%[[COEF]] : tensor<f32>)
+// S2-NEXT: dsc.all_gather %[[NEW]]#0 : tensor<8xf32> -> tensor<16xf32>
 // S2: dsc.store %{{.*}} to @w : tensor<3x5xf32>
-// S2: %[[BBUF:.*]] = dsc.add %{{.*}}, %[[CB]] : tensor<2xf32>, tensor<2xf32>
-// S2: dsc.all_gather %{{.*}} : tensor<2xf32> -> tensor<4xf32>
+// S2: dsc.all_gather %[[NEW]]#1 : tensor<2xf32> -> tensor<4xf32>
 // S2: dsc.store %{{.*}} to @b : tensor<4xf32>
+// S2: dsc.store %[[BUF]]#0 to @w.momentum_buffer : tensor<8xf32>
 
 // -----
 
@@ -125,7 +110,7 @@ module attributes {dsc.world_size = 1 : i64} {
 // S1-LABEL: func.func @step
 // S1-NOT: dsc.local_shard
 // S1-NOT: dsc.all_gather
-// S1: %[[NEW:.*]] = dsc.sub %{{.*}} : tensor<6xf32>, tensor<6xf32>
+// S1: %[[NEW:.*]], %{{.*}}, %{{.*}} = dsc.adam_update params(%{{.*}} : tensor<6xf32>)
 // S1: %[[WHOLE:.*]] = dsc.reshape %[[NEW]] : tensor<6xf32> -> tensor<2x3xf32>
 // S1: dsc.store %[[WHOLE]] to @w : tensor<2x3xf32>
 // S2-LABEL: func.func @step

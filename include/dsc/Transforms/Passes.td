@@ -315,7 +315,10 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
 
     `grad-clip` > 0 first scales every gradient by
     `min(grad-clip / (‖g‖ + 1e-6), 1)`, ‖g‖ the 2-norm over all parameters
-    (`torch.nn.utils.clip_grad_norm_`). Optimizer state is declared as
+    (`torch.nn.utils.clip_grad_norm_`, from one `dsc.sum_squares`). The
+    update of every parameter is one `dsc.adam_update` or `dsc.sgd_update`
+    (one op per gradient element type: one multi-tensor kernel per step
+    whatever the number of tensors, docs/kernels.md). Optimizer state is declared as
     `dsc.state optimizer`, named after its parameter so that checkpoints
     carry it: `<param>.exp_avg`, `<param>.exp_avg_sq`,
     `<param>.momentum_buffer`, and the step count `optimizer.step` (f32,
@@ -492,8 +495,9 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
     * stage 0: nothing changes.
     * stage 1: every optimizer state of a parameter (`exp_avg`, `exp_avg_sq`,
       `momentum_buffer`) becomes its shard (`dsc.state ... {partition_of =
-      whole shape} : tensor<S>`). The elementwise update chain between the
-      gradient, the loads and each `dsc.store` is re-created at shard shape:
+      whole shape} : tensor<S>`). The update (`dsc.adam_update`,
+      `dsc.sgd_update`, and the elementwise ops between the gradients, the
+      loads and each `dsc.store`) is re-created at shard shape:
       each rank updates its partition of the parameter, from its
       `dsc.local_shard` of the (all-reduced) gradient and of the parameter;
       scalars (the step, the bias corrections, the clipping coefficient)

@@ -56,6 +56,20 @@ namespace dsc_kernels = dsc::kernels::cpu;
 #define DSC_LIB(p) (p)
 // Library kernels that check indices throw on the CPU (no record argument).
 #define DSC_INDEX_FAULT
+// Multi-tensor kernels (optimizer updates) read a table of tensors: on the
+// CPU the rows the call built; scratch memory is kept by each call site.
+template <typename T> struct dsc_lib_type { using type = T; };
+template <typename E, int64_t N> struct dsc_table_t {
+  const E *get(const E *rows, dsc_stream_t) const { return rows; }
+};
+struct dsc_workspace_t {
+  std::vector<double> scratch;
+  void *get(size_t bytes) {
+    if (scratch.size() * sizeof(double) < bytes)
+      scratch.resize((bytes + sizeof(double) - 1) / sizeof(double));
+    return scratch.data();
+  }
+};
 // 16-bit floats: 2-byte words read as float, rounded to nearest even when
 // written (dsc/runtime/Float16.h).
 using dsc_bf16 = dsc::rt::BFloat16;
@@ -195,6 +209,9 @@ inline const __nv_bfloat16 *dsc_lib(const dsc_bf16 *p) {
 inline __half *dsc_lib(dsc_f16 *p) { return reinterpret_cast<__half *>(p); }
 inline const __half *dsc_lib(const dsc_f16 *p) { return reinterpret_cast<const __half *>(p); }
 #define DSC_LIB(p) dsc_lib(p)
+template <typename T> struct dsc_lib_type { using type = T; };
+template <> struct dsc_lib_type<dsc_bf16> { using type = __nv_bfloat16; };
+template <> struct dsc_lib_type<dsc_f16> { using type = __half; };
 
 inline unsigned dsc_blocks(int64_t n) {
   int64_t blocks = (n + 255) / 256;
@@ -204,6 +221,37 @@ inline void dsc_check(cudaError_t status, const char *what) {
   if (status != cudaSuccess)
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
+// Multi-tensor kernels (optimizer updates) read a table of tensors in device
+// memory: each call site uploads its rows when they differ from the last
+// ones it uploaded (the step's buffers do not move: once), and keeps its
+// scratch memory.
+template <typename E, int64_t N> struct dsc_table_t {
+  E last[N];
+  E *device = nullptr;
+  const E *get(const E *rows, cudaStream_t stream) {
+    if (device && std::memcmp(last, rows, sizeof last) == 0)
+      return device;
+    if (!device)
+      dsc_check(cudaMalloc(&device, sizeof last), "cudaMalloc of a kernel's table");
+    std::memcpy(last, rows, sizeof last);
+    dsc_check(cudaMemcpyAsync(device, last, sizeof last, cudaMemcpyHostToDevice, stream),
+              "uploading a kernel's table");
+    return device;
+  }
+};
+struct dsc_workspace_t {
+  void *device = nullptr;
+  size_t size = 0;
+  void *get(size_t bytes) {
+    if (bytes > size) {
+      if (device)
+        dsc_check(cudaFree(device), "cudaFree of a kernel's scratch");
+      dsc_check(cudaMalloc(&device, bytes), "cudaMalloc of a kernel's scratch");
+      size = bytes;
+    }
+    return device;
+  }
+};
 // The CUDA stream behind a stream the runtime hands a CUDA artifact.
 inline cudaStream_t dsc_handle(dsc::rt::Stream &stream) {
   if (std::strcmp(stream.backend(), "cuda") != 0)

@@ -354,6 +354,11 @@ private:
                              << "' runs as the library kernel 'attention' "
                                 "only: f32, bf16 or f16 data, after "
                                 "--dscrt-select-library";
+    // Likewise the multi-tensor optimizer ops (LibraryOptimizer.cpp).
+    if (isa<AdamUpdateOp, SgdUpdateOp, SumSquaresOp>(op))
+      return op->emitError() << "'" << op->getName()
+                             << "' runs as a library kernel only, after "
+                                "--dscrt-select-library";
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
       int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
       unsigned next = 1;
@@ -699,11 +704,14 @@ static bool updatesInPlace(dscrt::KernelOp kernel) {
       return state.getIndex();
     return std::nullopt;
   };
-  for (Value out : kernel.getOuts())
+  for (Value out : kernel.getOuts()) {
+    if (llvm::is_contained(kernel.getIns(), out))
+      return true; // a temporary updated in place
     if (std::optional<int64_t> written = stateIndex(out))
       for (Value in : kernel.getIns())
         if (stateIndex(in) == written)
           return true;
+  }
   return false;
 }
 

@@ -45,6 +45,7 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
       .Case("attention", emitAttentionCall)
+      .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
       .Cases({"moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"}, emitMoeCall)
       .Default(nullptr);
 }

@@ -57,6 +57,7 @@ LogicalResult emitLayoutCall(LibraryCall &call);
 LogicalResult emitRowCall(LibraryCall &call);
 LogicalResult emitClassifierCall(LibraryCall &call);
 LogicalResult emitAttentionCall(LibraryCall &call);
+LogicalResult emitOptimizerCall(LibraryCall &call);
 LogicalResult emitMoeCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp

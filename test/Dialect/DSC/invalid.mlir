@@ -1266,3 +1266,184 @@ func.func @moe_route_dot_result(%a: tensor<16x32xf32>, %b: tensor<4x5x32xf32>, %
   %g = dsc.moe_route_dot %a, %b, %s : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x1xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+
+// -----
+
+func.func @adam_update_count(%w: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op has 1 params, 2 grads and 1 new params; they must be equal}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xf32>) grads(%w, %w : tensor<4xf32>, tensor<4xf32>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_update_param_type(%w: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op param #0 is 'tensor<4xbf16>'; the update is fp32 (a master weight in mixed precision)}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xbf16>) grads(%w : tensor<4xbf16>)
+      exp_avgs(%w : tensor<4xbf16>) exp_avg_sqs(%w : tensor<4xbf16>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xbf16>), (tensor<4xbf16>), (tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @adam_update_grad_shape(%w: tensor<4xf32>, %g: tensor<5xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op grad #0 is 'tensor<5xf32>'; expected the shape of 'tensor<4xf32>' and the first grad's element type 'f32'}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xf32>) grads(%g : tensor<5xf32>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_update_grad_types(%w: tensor<4xf32>, %g: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op grad #1 is 'tensor<4xbf16>'; expected the shape of 'tensor<4xf32>' and the first grad's element type 'f32'}}
+  %a:6 = dsc.adam_update params(%w, %w : tensor<4xf32>, tensor<4xf32>)
+      grads(%w, %g : tensor<4xf32>, tensor<4xbf16>)
+      exp_avgs(%w, %w : tensor<4xf32>, tensor<4xf32>)
+      exp_avg_sqs(%w, %w : tensor<4xf32>, tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>, tensor<4xf32>), (tensor<4xf32>, tensor<4xf32>),
+         (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_update_state_type(%w: tensor<4xf32>, %m: tensor<2x2xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op exp_avgs #0 and its new value must have the type of param #0, 'tensor<4xf32>'}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      exp_avgs(%m : tensor<2x2xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<2x2xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_update_copy_of_f32(%w: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op writes 16-bit copies, but its gradients are 'f32', not the copies' 16-bit type}}
+  %a:4 = dsc.adam_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @adam_update_copy_type(%w: tensor<4xf32>, %g: tensor<4xbf16>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op new copy #0 must have type 'tensor<4xbf16>'}}
+  %a:4 = dsc.adam_update params(%w : tensor<4xf32>) grads(%g : tensor<4xbf16>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xf16>)
+  return
+}
+
+// -----
+
+func.func @adam_update_skip_without_copies(%w: tensor<4xf32>, %g: tensor<4xbf16>, %s: tensor<f32>, %skip: tensor<i1>) {
+  // expected-error @+1 {{'dsc.adam_update' op has 0 copies; expected 1 (the old 16-bit values, given exactly when the op writes copies and may skip)}}
+  %a:4 = dsc.adam_update params(%w : tensor<4xf32>) grads(%g : tensor<4xbf16>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>) skip(%skip : tensor<i1>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>) copies(tensor<4xbf16>)
+  return
+}
+
+// -----
+
+func.func @adam_update_scalar(%w: tensor<4xf32>, %s: tensor<1xf32>) {
+  // expected-error @+1 {{'dsc.adam_update' op lr must be a tensor<f32>, got 'tensor<1xf32>'}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<1xf32>) step(%s : tensor<1xf32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @adam_update_beta(%w: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.adam_update' op beta2 1.000000e+00 is out of range}}
+  %a:3 = dsc.adam_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      exp_avgs(%w : tensor<4xf32>) exp_avg_sqs(%w : tensor<4xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 1.0, eps = 1.0e-8, weight_decay = 0.0}
+      -> (tensor<4xf32>), (tensor<4xf32>), (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_momentum(%w: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.sgd_update' op has 0 momentum_buffers and 0 new ones for 1 params}}
+  %p = dsc.sgd_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      momentum_buffers() copies() lr(%s : tensor<f32>)
+      {momentum = 0.9, weight_decay = 0.0} -> (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_no_momentum(%w: tensor<4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.sgd_update' op has momentum buffers but momentum 0}}
+  %p, %b = dsc.sgd_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      momentum_buffers(%w : tensor<4xf32>) copies() lr(%s : tensor<f32>)
+      {momentum = 0.0, weight_decay = 0.0} -> (tensor<4xf32>) momentum_buffers(tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_skip_type(%w: tensor<4xf32>, %s: tensor<f32>) {
+  %k = dsc.constant dense<false> : tensor<2xi1>
+  // expected-error @+1 {{'dsc.sgd_update' op skip must be a tensor<i1>, got 'tensor<2xi1>'}}
+  %p = dsc.sgd_update params(%w : tensor<4xf32>) grads(%w : tensor<4xf32>)
+      momentum_buffers() copies() lr(%s : tensor<f32>) skip(%k : tensor<2xi1>)
+      {momentum = 0.0, weight_decay = 0.0} -> (tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @sum_squares_types(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error @+1 {{'dsc.sum_squares' op input #1 is 'tensor<4xbf16>'; every input has the first one's element type 'f32'}}
+  %s = dsc.sum_squares(%a, %b : tensor<4xf32>, tensor<4xbf16>) : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sum_squares_f64(%a: tensor<4xf64>) {
+  // expected-error @+1 {{'dsc.sum_squares' op sums 'f64' tensors; expected f32, bf16 or f16}}
+  %s = dsc.sum_squares(%a : tensor<4xf64>) : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sum_squares_result(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.sum_squares' op result must be a tensor<f32>, got 'tensor<1xf32>'}}
+  %s = dsc.sum_squares(%a : tensor<4xf32>) : tensor<1xf32>
+  return
+}

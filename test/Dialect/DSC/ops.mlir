@@ -320,3 +320,51 @@ func.func @mixture_of_experts(%x: tensor<16x32xf32>, %experts: tensor<16x2xi64>,
       : tensor<16x32xf32>, tensor<4x5x32xf32>, tensor<16x2xi64> -> tensor<16x2xf32>
   return %y, %g : tensor<16x32xf32>, tensor<16x2xf32>
 }
+
+// Multi-tensor optimizer updates and the sum of squares of many tensors.
+// CHECK-LABEL: func.func @optimizer
+func.func @optimizer(%w: tensor<4x8xf32>, %b: tensor<8xf32>, %gw: tensor<4x8xbf16>,
+                     %gb: tensor<8xbf16>, %cw: tensor<4x8xbf16>, %cb: tensor<8xbf16>,
+                     %s: tensor<f32>, %skip: tensor<i1>)
+    -> (tensor<4x8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<f32>) {
+  // CHECK: %{{.*}}:2, %{{.*}}:2, %{{.*}}:2, %{{.*}}:2 = dsc.adam_update params(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32>) grads(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8xbf16>) exp_avgs({{.*}}) exp_avg_sqs({{.*}}) copies() lr(%{{.*}} : tensor<f32>) step(%{{.*}} : tensor<f32>) unscale(%{{.*}} : tensor<f32>) clip_coef(%{{.*}} : tensor<f32>) {beta1 = 9.000000e-01 : f64, beta2 = 0.99899999999999999 : f64, decoupled, eps = 1.000000e-08 : f64, weight_decay = 1.000000e-02 : f64} -> (tensor<4x8xf32>, tensor<8xf32>), (tensor<4x8xf32>, tensor<8xf32>), (tensor<4x8xf32>, tensor<8xf32>) copies(tensor<4x8xbf16>, tensor<8xbf16>)
+  %a:8 = dsc.adam_update params(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+      grads(%gw, %gb : tensor<4x8xbf16>, tensor<8xbf16>)
+      exp_avgs(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+      exp_avg_sqs(%w, %b : tensor<4x8xf32>, tensor<8xf32>) copies()
+      lr(%s : tensor<f32>) step(%s : tensor<f32>) unscale(%s : tensor<f32>)
+      clip_coef(%s : tensor<f32>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, decoupled}
+      -> (tensor<4x8xf32>, tensor<8xf32>), (tensor<4x8xf32>, tensor<8xf32>),
+         (tensor<4x8xf32>, tensor<8xf32>) copies(tensor<4x8xbf16>, tensor<8xbf16>)
+  // A step that may be skipped reads the old 16-bit copies.
+  // CHECK: dsc.adam_update {{.*}} copies(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8xbf16>) {{.*}} skip(%{{.*}} : tensor<i1>) {{.*}}constant_lr = 1.000000e-01
+  %k:8 = dsc.adam_update params(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+      grads(%gw, %gb : tensor<4x8xbf16>, tensor<8xbf16>)
+      exp_avgs(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+      exp_avg_sqs(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+      copies(%cw, %cb : tensor<4x8xbf16>, tensor<8xbf16>)
+      lr(%s : tensor<f32>) step(%s : tensor<f32>) skip(%skip : tensor<i1>)
+      {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.0, constant_lr = 0.1}
+      -> (tensor<4x8xf32>, tensor<8xf32>), (tensor<4x8xf32>, tensor<8xf32>),
+         (tensor<4x8xf32>, tensor<8xf32>) copies(tensor<4x8xbf16>, tensor<8xbf16>)
+  // CHECK: dsc.sgd_update params(%{{.*}} : tensor<8xf32>) grads(%{{.*}} : tensor<8xf32>) momentum_buffers(%{{.*}} : tensor<8xf32>) copies() lr(%{{.*}} : tensor<f32>) {momentum = 9.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} -> (tensor<8xf32>) momentum_buffers(tensor<8xf32>)
+  %p, %buf = dsc.sgd_update params(%b : tensor<8xf32>) grads(%b : tensor<8xf32>)
+      momentum_buffers(%b : tensor<8xf32>) copies() lr(%s : tensor<f32>)
+      {momentum = 0.9, weight_decay = 0.0} -> (tensor<8xf32>) momentum_buffers(tensor<8xf32>)
+  // CHECK: dsc.sgd_update params(%{{.*}} : tensor<8xf32>) grads(%{{.*}} : tensor<8xf32>) momentum_buffers() copies() lr(%{{.*}} : tensor<f32>) {momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} -> (tensor<8xf32>)
+  %q = dsc.sgd_update params(%b : tensor<8xf32>) grads(%b : tensor<8xf32>)
+      momentum_buffers() copies() lr(%s : tensor<f32>)
+      {momentum = 0.0, weight_decay = 0.0} -> (tensor<8xf32>)
+  // SGD without momentum writing 16-bit copies (the result groups are named).
+  // CHECK: %{{.*}}, %{{.*}} = dsc.sgd_update params(%{{.*}} : tensor<8xf32>) grads(%{{.*}} : tensor<8xbf16>) momentum_buffers() copies(%{{.*}} : tensor<8xbf16>) lr(%{{.*}} : tensor<f32>) skip(%{{.*}} : tensor<i1>) {momentum = 0.000000e+00 : f64, weight_decay = 0.000000e+00 : f64} -> (tensor<8xf32>) copies(tensor<8xbf16>)
+  %r, %rc = dsc.sgd_update params(%b : tensor<8xf32>) grads(%gb : tensor<8xbf16>)
+      momentum_buffers() copies(%cb : tensor<8xbf16>) lr(%s : tensor<f32>)
+      skip(%skip : tensor<i1>) {momentum = 0.0, weight_decay = 0.0}
+      -> (tensor<8xf32>) copies(tensor<8xbf16>)
+  // CHECK: dsc.sum_squares(%{{.*}}, %{{.*}} : tensor<4x8xbf16>, tensor<8xbf16>) scale(%{{.*}} : tensor<f32>) : tensor<f32>
+  %n = dsc.sum_squares(%gw, %gb : tensor<4x8xbf16>, tensor<8xbf16>) scale(%s : tensor<f32>) : tensor<f32>
+  // CHECK: dsc.sum_squares(%{{.*}} : tensor<8xf32>) : tensor<f32>
+  %m = dsc.sum_squares(%b : tensor<8xf32>) : tensor<f32>
+  return %a#0, %k#7, %buf, %n : tensor<4x8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<f32>
+}

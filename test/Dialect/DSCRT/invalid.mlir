@@ -314,6 +314,21 @@ func.func @library_wrong_body(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
+func.func @library_optimizer_wrong_kind(%p: memref<4xf32>, %g: memref<4xf32>, %lr: memref<f32>, %q: memref<4xf32>) {
+  %s = dscrt.stream "compute"
+  // expected-error @+1 {{'dscrt.kernel' op names library kernel 'adam_update', but its body is computed by 'sgd_update'}}
+  dscrt.kernel "adam_update" on %s ins(%p, %g, %lr : memref<4xf32>, memref<4xf32>, memref<f32>) outs(%q : memref<4xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>, %c: tensor<f32>):
+    %n = dsc.sgd_update params(%a : tensor<4xf32>) grads(%b : tensor<4xf32>)
+        momentum_buffers() copies() lr(%c : tensor<f32>)
+        {momentum = 0.0, weight_decay = 0.0} -> (tensor<4xf32>)
+    dscrt.yield %n : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
 func.func @library_not_for_chains(%x: memref<4xf32>, %y: memref<4xf32>) {
   %s = dscrt.stream "compute"
   // expected-error @+1 {{'dscrt.kernel' op names library kernel 'copy', but its body is computed by no library kernel}}

@@ -1,4 +1,4 @@
-// RUN: dsc-opt %s --dsc-autodiff --dsc-optimizer="optimizer=sgd grad-accum=3" --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
+// RUN: dsc-opt %s --dsc-autodiff --dsc-optimizer="optimizer=sgd grad-accum=3" --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
 
 // The artifact carries the micro-batches per optimizer step (the module's
 // dsc.grad_accum) as its last ArtifactInfo field, and the accumulators as

@@ -14,7 +14,8 @@ using namespace mlir::dsc;
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
-    "attention", "moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"};
+    "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
+    "moe_dispatch", "moe_combine", "moe_route_dot"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -108,6 +109,14 @@ static std::optional<StringRef> matchOp(Operation *op) {
   // the data's type or i1.
   if (isa<AttentionOp, AttentionGradOp>(op) && isFloat)
     return StringRef("attention");
+  // Multi-tensor optimizer kernels (dsc/kernels/Optimizer.h); the verifiers
+  // hold the ops to the library's types.
+  if (isa<AdamUpdateOp>(op))
+    return StringRef("adam_update");
+  if (isa<SgdUpdateOp>(op))
+    return StringRef("sgd_update");
+  if (isa<SumSquaresOp>(op))
+    return StringRef("sum_squares");
   // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
   // take, rows of the library's float types.
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)
@@ -121,10 +130,12 @@ static std::optional<StringRef> matchOp(Operation *op) {
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   auto yield = cast<YieldOp>(body.getTerminator());
   auto isArgumentType = [&](Type type) {
-    // An attention mask may be i1 (a boolean mask).
+    // An attention mask may be i1 (a boolean mask), and so is the flag
+    // that skips an optimizer update.
     return isLibraryType(type) ||
            (cast<ShapedType>(type).getElementType().isInteger(1) &&
-            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp>));
+            llvm::any_of(body, llvm::IsaPred<AttentionOp, AttentionGradOp,
+                                             AdamUpdateOp, SgdUpdateOp>));
   };
   if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
       !llvm::all_of(yield.getValues().getTypes(), isLibraryType))

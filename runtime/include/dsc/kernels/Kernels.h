@@ -13,6 +13,7 @@
 #include "dsc/kernels/Embedding.h"
 #include "dsc/kernels/Gemm.h"
 #include "dsc/kernels/Moe.h"
+#include "dsc/kernels/Optimizer.h"
 #include "dsc/kernels/Permute.h"
 #include "dsc/kernels/Queue.h"
 #include "dsc/kernels/Reduce.h"

@@ -36,4 +36,27 @@ def DSC_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def DSC_MultiTensorUpdateOpInterface : OpInterface<"MultiTensorUpdateOpInterface"> {
+  let cppNamespace = "::mlir::dsc";
+  let description = [{
+    An optimizer update of many tensors at once (`dsc.adam_update`,
+    `dsc.sgd_update`): each result is the new value of one operand (a
+    parameter, a moment, a 16-bit copy), computed elementwise from the
+    operands of the same tensor and scalars. ZeRO runs it on shards (every
+    operand of rank > 0 replaced by its shard), and the lowering writes each
+    result over its operand's memory (the library kernel updates in place).
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The operand whose new value result #`result` is (of its type), or
+        null when the result has none (a 16-bit copy the op only writes).
+      }], "::mlir::Value", "getUpdatedOperand", (ins "unsigned":$result)>,
+    InterfaceMethod<[{
+        How many leading operands are per-tensor (parameters, gradients,
+        states, copies, of any rank); the others are scalars every tensor
+        shares (learning rate, step, gradient factors).
+      }], "unsigned", "getNumTensorOperands">,
+  ];
+}
+
 #endif // DSC_DIALECT_DSC_IR_DSCINTERFACES_TD

@@ -4,6 +4,7 @@
 #define DSC_DIALECT_DSC_IR_DSCOPS_H
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCInterfaces.h"
 #include "dsc/Dialect/DSC/IR/DSCTraits.h"
 
 #include "mlir/IR/BuiltinAttributes.h"

@@ -17,6 +17,7 @@
 
 include "dsc/Dialect/DSC/IR/DSCBase.td"
 include "dsc/Dialect/DSC/IR/DSCEnums.td"
+include "dsc/Dialect/DSC/IR/DSCInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -1241,6 +1242,157 @@ def DSC_LocalShardOp : DSC_Op<"local_shard", [
   let arguments = (ins DSC_Tensor:$input);
   let results = (outs DSC_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+// The update of every parameter of a step as one op, so that the step runs
+// one multi-tensor library kernel (dsc/kernels/Optimizer.h) whatever the
+// number of tensors. Per tensor the arithmetic is fp32, in the order the
+// library's header states (PyTorch's formulas); scalars are 0-d f32 tensors.
+class DSC_MultiTensorUpdateOp<string mnemonic>
+    : DSC_Op<mnemonic, [Pure, AttrSizedOperandSegments, AttrSizedResultSegments,
+                        DeclareOpInterfaceMethods<DSC_MultiTensorUpdateOpInterface>]> {
+  let hasVerifier = 1;
+}
+
+def DSC_AdamUpdateOp : DSC_MultiTensorUpdateOp<"adam_update"> {
+  let summary = "Adam or AdamW step of many parameters at once";
+  let description = [{
+    For each tensor i: `g = float(grads[i]) * unscale * clip_coef` (each
+    factor when given), then with `t = step`
+      Adam (L2):  `g += p * weight_decay` (when weight_decay != 0);
+      AdamW:      `p *= 1 - lr * weight_decay` (`constant_lr` given: the
+                  factor is `float(1 - constant_lr * weight_decay)`);
+      `m = m * beta1 + g * (1 - beta1)`,
+      `v = v * beta2 + (g * g) * (1 - beta2)`,
+      `p -= (m / (sqrt(v) / sqrt(1 - beta2^t) + eps)) * (lr / (1 - beta1^t))`;
+    and each 16-bit copy is the new `p` rounded to nearest even. With `skip`
+    true every result is its old value (`copies` then holds the old 16-bit
+    values; without `skip` the op has none).
+
+    `params`, `exp_avgs`, `exp_avg_sqs` are f32, one of each per tensor with
+    its shape; `grads` all have one element type (f32, bf16 or f16), which
+    `new_copies` have too. Results: the new `params`, `exp_avgs`,
+    `exp_avg_sqs` and, in mixed precision, the new 16-bit parameters.
+
+    Example:
+
+    ```mlir
+    %p:2, %m:2, %v:2 = dsc.adam_update params(%w, %b : tensor<4x8xf32>, tensor<8xf32>)
+        grads(%gw, %gb : tensor<4x8xf32>, tensor<8xf32>)
+        exp_avgs(%mw, %mb : tensor<4x8xf32>, tensor<8xf32>)
+        exp_avg_sqs(%vw, %vb : tensor<4x8xf32>, tensor<8xf32>)
+        copies() lr(%lr : tensor<f32>) step(%t : tensor<f32>)
+        {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-8, weight_decay = 0.01, decoupled}
+        -> (tensor<4x8xf32>, tensor<8xf32>), (tensor<4x8xf32>, tensor<8xf32>),
+           (tensor<4x8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<DSC_FloatTensor>:$params,
+                       Variadic<DSC_FloatTensor>:$grads,
+                       Variadic<DSC_FloatTensor>:$exp_avgs,
+                       Variadic<DSC_FloatTensor>:$exp_avg_sqs,
+                       Variadic<DSC_FloatTensor>:$copies,
+                       DSC_FloatTensor:$lr, DSC_FloatTensor:$step,
+                       Optional<DSC_FloatTensor>:$unscale,
+                       Optional<DSC_FloatTensor>:$clip_coef,
+                       Optional<DSC_BoolTensor>:$skip,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay, UnitAttr:$decoupled,
+                       OptionalAttr<F64Attr>:$constant_lr);
+  let results = (outs Variadic<DSC_FloatTensor>:$new_params,
+                      Variadic<DSC_FloatTensor>:$new_exp_avgs,
+                      Variadic<DSC_FloatTensor>:$new_exp_avg_sqs,
+                      Variadic<DSC_FloatTensor>:$new_copies);
+  let assemblyFormat = [{
+    `params` `(` $params `:` type($params) `)`
+    `grads` `(` $grads `:` type($grads) `)`
+    `exp_avgs` `(` $exp_avgs `:` type($exp_avgs) `)`
+    `exp_avg_sqs` `(` $exp_avg_sqs `:` type($exp_avg_sqs) `)`
+    `copies` `(` ($copies^ `:` type($copies))? `)`
+    `lr` `(` $lr `:` type($lr) `)` `step` `(` $step `:` type($step) `)`
+    (`unscale` `(` $unscale^ `:` type($unscale) `)`)?
+    (`clip_coef` `(` $clip_coef^ `:` type($clip_coef) `)`)?
+    (`skip` `(` $skip^ `:` type($skip) `)`)?
+    attr-dict `->` `(` type($new_params) `)` `,` `(` type($new_exp_avgs) `)` `,`
+    `(` type($new_exp_avg_sqs) `)` (`copies` `(` type($new_copies)^ `)`)?
+  }];
+}
+
+def DSC_SgdUpdateOp : DSC_MultiTensorUpdateOp<"sgd_update"> {
+  let summary = "SGD (with momentum) step of many parameters at once";
+  let description = [{
+    For each tensor i: `g = float(grads[i]) * unscale * clip_coef` (each
+    factor when given), `g += p * weight_decay` (when weight_decay != 0),
+    with momentum `buf = buf * momentum + g, g = buf`, then `p -= g * lr`;
+    each 16-bit copy is the new `p` rounded to nearest even. `skip`, the
+    types and `copies` are as for `dsc.adam_update`; `momentum_buffers`
+    (f32) are given, one per tensor, exactly when momentum != 0.
+
+    Example:
+
+    ```mlir
+    %p, %buf = dsc.sgd_update params(%w : tensor<4xf32>) grads(%g : tensor<4xf32>)
+        momentum_buffers(%m : tensor<4xf32>) copies() lr(%lr : tensor<f32>)
+        {momentum = 0.9, weight_decay = 0.0}
+        -> (tensor<4xf32>) momentum_buffers(tensor<4xf32>)
+    ```
+  }];
+  let arguments = (ins Variadic<DSC_FloatTensor>:$params,
+                       Variadic<DSC_FloatTensor>:$grads,
+                       Variadic<DSC_FloatTensor>:$momentum_buffers,
+                       Variadic<DSC_FloatTensor>:$copies,
+                       DSC_FloatTensor:$lr,
+                       Optional<DSC_FloatTensor>:$unscale,
+                       Optional<DSC_FloatTensor>:$clip_coef,
+                       Optional<DSC_BoolTensor>:$skip,
+                       F64Attr:$momentum, F64Attr:$weight_decay);
+  let results = (outs Variadic<DSC_FloatTensor>:$new_params,
+                      Variadic<DSC_FloatTensor>:$new_momentum_buffers,
+                      Variadic<DSC_FloatTensor>:$new_copies);
+  let assemblyFormat = [{
+    `params` `(` $params `:` type($params) `)`
+    `grads` `(` $grads `:` type($grads) `)`
+    `momentum_buffers` `(` ($momentum_buffers^ `:` type($momentum_buffers))? `)`
+    `copies` `(` ($copies^ `:` type($copies))? `)`
+    `lr` `(` $lr `:` type($lr) `)`
+    (`unscale` `(` $unscale^ `:` type($unscale) `)`)?
+    (`clip_coef` `(` $clip_coef^ `:` type($clip_coef) `)`)?
+    (`skip` `(` $skip^ `:` type($skip) `)`)?
+    attr-dict `->` `(` type($new_params) `)`
+    (`momentum_buffers` `(` type($new_momentum_buffers)^ `)`)?
+    (`copies` `(` type($new_copies)^ `)`)?
+  }];
+}
+
+def DSC_SumSquaresOp : DSC_Op<"sum_squares", [Pure, AttrSizedOperandSegments]> {
+  let summary = "the sum of squares of many tensors (a global norm squared)";
+  let description = [{
+    `sum over i of (sum over the elements x of inputs[i] of (float(x) *
+    scale)^2)`, each tensor's sum rounded to f32 and the tensors' sums added
+    in order in f32 (`scale` 1 when absent). An inf or a NaN in any input
+    makes it NaN, and so does any value with `scale` 0, which is how the
+    step tests its gradients for overflow. Gradient clipping reads the global
+    norm from it. The inputs have one element type (f32, bf16 or f16).
+
+    Example:
+
+    ```mlir
+    %s = dsc.sum_squares(%gw, %gb : tensor<4x8xbf16>, tensor<8xbf16>)
+        scale(%unscale : tensor<f32>) : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<DSC_FloatTensor>:$inputs,
+                       Optional<DSC_FloatTensor>:$scale);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    `(` $inputs `:` type($inputs) `)` (`scale` `(` $scale^ `:` type($scale) `)`)?
+    attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 

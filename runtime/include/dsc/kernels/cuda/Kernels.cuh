@@ -14,6 +14,7 @@
 #include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Gemm.cuh"
 #include "dsc/kernels/cuda/Moe.cuh"
+#include "dsc/kernels/cuda/Optimizer.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"
 #include "dsc/kernels/cuda/Reduce.cuh"
 #include "dsc/kernels/cuda/Routing.cuh"
