@@ -202,11 +202,14 @@ struct MixtureOfExpertsPass
     for (auto [func, aux] : auxLoss)
       if (failed(addToLoss(func, aux)))
         return signalPassFailure();
-    // The dense blocks' states: nothing reads them any more.
+    // The dense blocks' states, unless something still reads them (a tied
+    // weight): one walk for all of them, not one per state.
+    llvm::StringSet<> stillUsed;
+    module.walk([&](LoadOp load) { stillUsed.insert(load.getState()); });
+    module.walk([&](StoreOp store) { stillUsed.insert(store.getState()); });
     for (StateOp state : llvm::make_early_inc_range(module.getOps<StateOp>()))
-      if (state.getRole() == StateRole::parameter && !state.getInitFrom() &&
-          SymbolTable::symbolKnownUseEmpty(state, module) &&
-          denseStates.contains(state.getSymName()))
+      if (denseStates.contains(state.getSymName()) &&
+          !stillUsed.contains(state.getSymName()))
         state.erase();
   }
 
