@@ -165,6 +165,8 @@ public:
   LogicalResult readScheduler(const Object &scheduler);
   LogicalResult readPrecision(const Object &root);
   LogicalResult readZero(const Object &zero);
+  LogicalResult readDsc(const Object &dsc);
+  LogicalResult readMoe(const Object &moe);
 
   PipelineSettings settings;
   /// The config key each checked setting came from, by option.
@@ -194,7 +196,7 @@ constexpr StringRef kUnsupportedKeys[] = {
 constexpr StringRef kHandledKeys[] = {
     "train_batch_size", "train_micro_batch_size_per_gpu",
     "gradient_accumulation_steps", "optimizer", "scheduler", "fp16", "bf16",
-    "gradient_clipping", "zero_optimization"};
+    "gradient_clipping", "zero_optimization", "dsc"};
 
 LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   // Every key and every section is read, so that one run reports each
@@ -234,7 +236,104 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   FailureOr<const Object *> zero = section(root, "zero_optimization");
   check(failed(zero) || (*zero && failed(readZero(**zero))) ? failure()
                                                              : success());
+  FailureOr<const Object *> dsc = section(root, "dsc");
+  check(failed(dsc) || (*dsc && failed(readDsc(**dsc))) ? failure() : success());
   return success(ok);
+}
+
+// dsc's own section: what DeepSpeed configures in model code (its MoE
+// layer's arguments) that dsc does as a rewrite.
+LogicalResult ConfigReader::readDsc(const Object &dsc) {
+  if (failed(onlyKeys(dsc, "dsc", {"moe"}, "the dsc section")))
+    return failure();
+  FailureOr<const Object *> moe = section(dsc, "moe");
+  if (failed(moe))
+    return failure();
+  return *moe ? readMoe(**moe) : success();
+}
+
+// dsc.moe: deepspeed.moe.layer.MoE's argument names where it has them.
+LogicalResult ConfigReader::readMoe(const Object &moe) {
+  StringRef path = "dsc.moe";
+  if (failed(onlyKeys(moe, path,
+                      {"num_experts", "k", "capacity_factor",
+                       "eval_capacity_factor", "min_capacity", "drop_tokens",
+                       "aux_loss_coef", "every", "experts_per_layer", "init",
+                       "seed", "ep_size", "use_rts", "noisy_gate_policy",
+                       "use_residual"},
+                      "dsc.moe")))
+    return failure();
+  for (auto [key, option] : {std::pair<StringRef, StringRef>{"num_experts", "moe-experts"},
+                             {"k", "moe-top-k"},
+                             {"min_capacity", "moe-min-capacity"},
+                             {"every", "moe-every"},
+                             {"seed", "moe-seed"}}) {
+    FailureOr<std::optional<int64_t>> v = integer(moe, path, key);
+    if (failed(v) || (*v && failed(set(join(path, key), option, std::to_string(**v)))))
+      return failure();
+  }
+  for (auto [key, option] :
+       {std::pair<StringRef, StringRef>{"capacity_factor", "moe-capacity-factor"},
+        {"eval_capacity_factor", "moe-eval-capacity-factor"},
+        {"aux_loss_coef", "moe-aux-loss-coef"}})
+    if (failed(setNumber(moe, path, key, option)))
+      return failure();
+  FailureOr<std::optional<bool>> drop = boolean(moe, path, "drop_tokens");
+  if (failed(drop) ||
+      (*drop && failed(set(join(path, "drop_tokens"), "moe-drop-tokens",
+                           **drop ? "true" : "false"))))
+    return failure();
+  if (const Value *list = get(moe, "experts_per_layer")) {
+    const llvm::json::Array *counts = list->getAsArray();
+    std::vector<std::string> items;
+    for (const Value &count : counts ? *counts : llvm::json::Array()) {
+      std::optional<int64_t> n = count.getAsInteger();
+      if (!n)
+        return error(join(path, "experts_per_layer"), "expected integers");
+      items.push_back(std::to_string(*n));
+    }
+    if (!counts || items.empty())
+      return error(join(path, "experts_per_layer"),
+                   "expected a non-empty array of expert counts");
+    if (failed(set(join(path, "experts_per_layer"), "moe-experts-per-layer",
+                   llvm::join(items, ","))))
+      return failure();
+  }
+  if (const Value *init = get(moe, "init")) {
+    std::optional<StringRef> name = init->getAsString();
+    if (!name)
+      return error(join(path, "init"), "expected \"upcycle\" or \"random\"");
+    if (failed(set(join(path, "init"), "moe-init", name->str())))
+      return failure();
+  }
+  // Accepted at the values that need nothing dsc lacks.
+  FailureOr<std::optional<int64_t>> ep = integer(moe, path, "ep_size");
+  if (failed(ep))
+    return failure();
+  if (*ep && **ep != 1)
+    return error(join(path, "ep_size"),
+                 "expert parallelism is not supported by dsc yet (ep_size 1 "
+                 "only)");
+  for (StringRef key : {"use_rts", "use_residual"}) {
+    FailureOr<std::optional<bool>> v = boolean(moe, path, key);
+    if (failed(v))
+      return failure();
+    if (*v && **v)
+      return error(join(path, key),
+                   key == "use_rts"
+                       ? "random token selection needs a random-number op "
+                         "in the step, which dsc does not have yet (false only)"
+                       : "residual MoE is not supported by the rewrite yet "
+                         "(false only)");
+  }
+  if (const Value *policy = get(moe, "noisy_gate_policy")) {
+    std::optional<StringRef> name = policy->getAsString();
+    if (!name || *name != "none")
+      return error(join(path, "noisy_gate_policy"),
+                   "noisy gating needs a random-number op in the step, which "
+                   "dsc does not have yet (null or \"none\" only)");
+  }
+  return success();
 }
 
 LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
@@ -532,9 +631,10 @@ LogicalResult ConfigReader::readPrecision(const Object &root) {
         return error(join("fp16", unsupported), "only false is supported");
     }
   }
-  if (bf16On)
+  if (bf16On) {
     settings["precision"] = "bf16";
     keys["precision"] = "bf16.enabled";
+  }
   return success();
 }
 
