@@ -195,9 +195,13 @@ struct MixtureOfExpertsPass
       if (failed(aux))
         return signalPassFailure();
       Value &sum = auxLoss[func];
-      sum = sum ? AddOp::create(*builderAfter(*aux), aux->getLoc(), sum, *aux)
-                      .getResult()
-                : *aux;
+      if (!sum) {
+        sum = *aux;
+        continue;
+      }
+      OpBuilder b(aux->getContext());
+      b.setInsertionPointAfterValue(*aux);
+      sum = AddOp::create(b, aux->getLoc(), sum, *aux);
     }
     for (auto [func, aux] : auxLoss)
       if (failed(addToLoss(func, aux)))
@@ -216,12 +220,6 @@ struct MixtureOfExpertsPass
 private:
   llvm::StringSet<> denseStates; // the dense blocks' parameters
   StateOp lastDeclared;           // in the block being replaced
-
-  std::unique_ptr<OpBuilder> builderAfter(Value v) {
-    auto b = std::make_unique<OpBuilder>(v.getContext());
-    b->setInsertionPointAfterValue(v);
-    return b;
-  }
 
   LogicalResult checkOptions(ModuleOp module) {
     auto fail = [&](const Twine &message) {
@@ -500,14 +498,14 @@ private:
     return aux;
   }
 
-  /// The dense block's ops and whatever only they read.
+  /// The dense block's ops and whatever only they read (loads included:
+  /// an unused read is trivially dead).
   void eraseDead(FeedForward &block) {
     SmallVector<Operation *> work{block.last};
     llvm::SmallPtrSet<Operation *, 16> erased;
     while (!work.empty()) {
       Operation *op = work.pop_back_val();
-      if (erased.contains(op) || !op->use_empty() ||
-          !(isPure(op) || isa<LoadOp>(op)))
+      if (erased.contains(op) || !isOpTriviallyDead(op))
         continue;
       SmallVector<Operation *> producers;
       for (Value operand : op->getOperands())

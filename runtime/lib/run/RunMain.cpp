@@ -505,14 +505,16 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   const int64_t microSteps = info.gradAccumSteps;
   const bool trains = !options.eval && artifactTrains(info);
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
+  auto save = [&](int64_t step) {
+    CheckpointJob job{step,        size,          info.model ? info.model : "",
+                      info.target, options.batch, options.seq};
+    return saveCheckpoint(control, options.save, job, info, *target);
+  };
   // --steps 0 --save: the state as loaded, with the states rewrites add
   // filled in by their rules, so that any implementation can start from it.
-  if (options.steps == 0 && !options.save.empty()) {
-    CheckpointJob job{firstStep - 1, size,          info.model ? info.model : "",
-                      info.target,   options.batch, options.seq};
-    if (int code = saveCheckpoint(control, options.save, job, info, *target))
+  if (options.steps == 0 && !options.save.empty())
+    if (int code = save(firstStep - 1))
       return code;
-  }
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       auto start = std::chrono::steady_clock::now();
@@ -573,13 +575,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     }
     bool saveDue = step == lastStep || (options.saveInterval > 0 &&
                                         step % options.saveInterval == 0);
-    if (!options.save.empty() && saveDue) {
-      const char *model = info.model ? info.model : "";
-      CheckpointJob job{step,        size,          model,
-                        info.target, options.batch, options.seq};
-      if (int code = saveCheckpoint(control, options.save, job, info, *target))
+    if (!options.save.empty() && saveDue)
+      if (int code = save(step))
         return code;
-    }
   }
 
   std::vector<std::string> summaries = control.gather(
