@@ -264,79 +264,132 @@ class GradHistory:
         self.nu.append(nu)
 
 
+class Trainer:
+    """PyTorch's side of a dsc training run: the model on the given weights,
+    its optimizer and schedule, stepped one optimizer step at a time.
+    `step(i)` takes step i (0-based) on the batches dsc-run takes it on, so
+    a trainer whose state was set from a dsc checkpoint (`resume`) takes the
+    same step dsc took next. With `history` (a GradHistory) every step's
+    gradients and their rounding noise go to it."""
+
+    def __init__(self, args, history=None):
+        torch.manual_seed(0)
+        torch.set_num_threads(args.threads)
+        use_device(args.device)
+        dtype = PRECISIONS[args.precision]
+        check_precision(dtype, args.device)
+        self.args, self.history = args, history
+        self.model, _ = build_model(args.model, parse_overrides(args.set))
+        # Before load_weights: moving a module replaces its buffers, which the
+        # state must see.
+        self.model.to(args.device)
+        self.state = load_weights(self.model, args.weights)
+        self.tokens = data.load(args.data)
+        if history:
+            history.attach(self.model, self.state)
+        self.master = MasterWeights(self.model, self.state, dtype) if dtype else None
+        # The fp32 tensors the optimizer updates: masters in mixed precision.
+        self.fp32 = self.master.tensors if self.master else self.state.tensors
+        self.names = [n for n, t in self.fp32.items()
+                      if self.state.role[n] == "parameter" and t.requires_grad]
+        self.params = [self.fp32[n] for n in self.names]
+        self.opt = make_optimizer(args, self.params)
+        self.schedule = Schedule(args)
+        self.model.train()
+
+    def backward(self, module, step):
+        """The forward and backward of optimizer step `step` on `module`;
+        returns the step's loss. With --grad-accum N, DeepSpeed's gradient
+        accumulation: N micro-batches (the next N batches of the data), each
+        loss scaled by 1/N before its backward; the step's loss is their
+        mean."""
+        args, total = self.args, 0.0
+        for micro in range(args.grad_accum):
+            index = step * args.grad_accum + micro
+            # With --ranks N, DeepSpeed's data parallelism: each rank's loss
+            # on its own micro-batch, averaged (an MoE routes per micro-batch).
+            loss = sum(module(*(torch.from_numpy(a).to(args.device)
+                                for a in data.batch(self.tokens, index, args.batch,
+                                                    args.seq, r, args.ranks)))
+                       for r in range(args.ranks)) / args.ranks
+            (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
+            total += float(loss.detach())
+        return total / args.grad_accum
+
+    def gradients(self):
+        """{NAME: the gradient the optimizer uses}."""
+        return {n: self.fp32[n].grad for n in self.names if self.fp32[n].grad is not None}
+
+    def step(self, step, keep_grads=False):
+        """Takes optimizer step `step` (0-based); returns (loss, lr, with
+        `keep_grads` a copy of the gradients before clipping, else None)."""
+        lr = self.schedule.lr(step - 1)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self.opt.zero_grad(set_to_none=True)
+        if self.master:
+            self.master.to_module()
+        loss = self.backward(self.model, step)
+        if self.master:
+            self.master.take_gradients()
+        grads = {n: g.detach().clone() for n, g in self.gradients().items()} \
+            if keep_grads else None
+        if self.args.grad_clip:
+            torch.nn.utils.clip_grad_norm_(self.params, self.args.grad_clip)
+        if self.history:
+            self.history.record(step, self.gradients(),
+                                lambda module: self.backward(module, step),
+                                self.args.grad_clip)
+        self.opt.step()
+        return loss, lr, grads
+
+    def resume(self, tensors, steps_taken):
+        """Sets the state dsc-run saved after `steps_taken` steps: `tensors`
+        maps checkpoint names to arrays (NAME or, in mixed precision, the
+        master NAME.master; Adam's NAME.exp_avg and NAME.exp_avg_sq, SGD's
+        NAME.momentum_buffer). A tensor the checkpoint lacks keeps its
+        value."""
+        with torch.no_grad():
+            for n, t in self.fp32.items():
+                src = tensors.get(n + ".master", tensors.get(n))
+                if src is not None:
+                    t.copy_(torch.from_numpy(src.copy()).reshape(t.shape))
+            self.opt.state.clear()
+            if steps_taken == 0:
+                return
+            for n, p in zip(self.names, self.params):
+                moments = {k: tensors.get(f"{n}.{k}")
+                           for k in ("exp_avg", "exp_avg_sq", "momentum_buffer")}
+                state = {k: torch.from_numpy(v.copy()).reshape(p.shape).to(p.device)
+                         for k, v in moments.items() if v is not None}
+                if self.args.optim != "sgd":
+                    state["step"] = torch.tensor(float(steps_taken))
+                self.opt.state[p] = state
+
+    def final(self):
+        """{NAME: tensor} of the state now: the fp32 masters in mixed
+        precision."""
+        return {n: self.fp32.get(n, t).detach().cpu() for n, t in self.state.tensors.items()}
+
+
 def train(args, history=None):
     """Returns the losses, the first step's gradients, the final state, the
     learning rates and the wall time of every step. With `history` (a
     GradHistory) every step's gradients and their rounding noise go to
     it."""
-    torch.manual_seed(0)
-    torch.set_num_threads(args.threads)
-    use_device(args.device)
-    dtype = PRECISIONS[args.precision]
-    check_precision(dtype, args.device)
-    model, _ = build_model(args.model, parse_overrides(args.set))
-    # Before load_weights: moving a module replaces its buffers, which the
-    # state must see.
-    model.to(args.device)
-    state = load_weights(model, args.weights)
-    tokens_all = data.load(args.data)
-    if history:
-        history.attach(model, state)
-    master = MasterWeights(model, state, dtype) if dtype else None
-    fp32 = master.tensors if master else state.tensors
-    params = [t for n, t in fp32.items()
-              if state.role[n] == "parameter" and t.requires_grad]
-    opt = make_optimizer(args, params)
-    schedule = Schedule(args)
-    model.train()
+    trainer = Trainer(args, history)
     losses, grads, lrs, times = [], None, [], []
     for step in range(args.steps):
         sync(args.device)
         start = time.perf_counter()
-        lr = schedule.lr(step - 1)
-        for group in opt.param_groups:
-            group["lr"] = lr
-        lrs.append(lr)
-        opt.zero_grad(set_to_none=True)
-        if master:
-            master.to_module()
-        # With --grad-accum N, DeepSpeed's gradient accumulation: N
-        # micro-batches (the next N batches of the data), each loss scaled
-        # by 1/N before its backward, one optimizer step; the step's loss
-        # is their mean.
-        def backward(module, step=step):
-            total = 0.0
-            for micro in range(args.grad_accum):
-                index = step * args.grad_accum + micro
-                # With --ranks N, DeepSpeed's data parallelism: each rank's loss
-                # on its own micro-batch, averaged (an MoE routes per micro-batch).
-                loss = sum(module(*(torch.from_numpy(a).to(args.device)
-                                    for a in data.batch(tokens_all, index, args.batch,
-                                                        args.seq, r, args.ranks)))
-                           for r in range(args.ranks)) / args.ranks
-                (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
-                total += float(loss.detach())
-            return total
-
-        total = backward(model)
-        losses.append(total / args.grad_accum)
-        if master:
-            master.take_gradients()
-        if step == 0:
-            grads = {n: t.grad.detach().clone() for n, t in fp32.items()
-                     if state.role[n] == "parameter" and t.grad is not None}
-        if args.grad_clip:
-            torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
-        if history:
-            history.record(step, {n: t.grad for n, t in fp32.items()
-                                  if state.role[n] == "parameter" and t.grad is not None},
-                           backward, args.grad_clip)
-        opt.step()
+        loss, lr, step_grads = trainer.step(step, keep_grads=step == 0)
         sync(args.device)
         times.append(time.perf_counter() - start)
-    final = {n: fp32.get(n, t).detach().cpu() for n, t in state.tensors.items()}
-    grads = grads and {n: g.cpu() for n, g in grads.items()}
-    return losses, grads, final, lrs, times
+        losses.append(loss)
+        lrs.append(lr)
+        if step == 0:
+            grads = {n: g.cpu() for n, g in step_grads.items()}
+    return losses, grads, trainer.final(), lrs, times
 
 
 def write_history(history, args, lrs):

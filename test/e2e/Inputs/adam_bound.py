@@ -1,5 +1,5 @@
-"""How far rounding alone can move Adam's weights apart: the per-element
-bound that compare_weights.py --adam and compare_checkpoints.py --adam add
+"""How far a gradient's uncertainty can move one Adam step: the
+per-element bound that compare_steps.py and compare_weights.py --adam add
 to the fp32 tolerance.
 
 Why a bound and not a tolerance. Adam divides each first moment by the root
@@ -11,57 +11,59 @@ Prescott kernels) round differently, so there their weights differ by up to
 lr per step, whatever fp32 tolerance one picks. Elsewhere the update is
 determined by the gradient and the fp32 tolerance holds.
 
-What dsc.golden records (grad_history.*): per step t = 1..T, the gradient g_t
-the reference optimizer used, and nu_t, per tensor, the largest |g_t - g64_t|
-where g64_t is the float64 gradient of the same weights and batch. Each of
-two implementations computes a gradient within about nu_t of the exact one
-(nu is measured for the reference; the other one's rounding is assumed to be
-of the same size), so their gradients differ by at most dg_t = 2 nu_t, and
-either differs from the reference's g_t by at most dg_t.
+Why one step. The bound holds for one step taken from the same weights and
+the same moments. Over several steps it does not: an element that noise
+moved by lr at step t changes the gradients of step t+1 everywhere, by more
+than their rounding (measured on GPT-2 tiny, 2 ranks: the largest error
+over this bound was 0.07 of it after one step, 0.35 after two, 1.07 after
+five; PyTorch against itself with two OpenBLAS kernel sets, 0.4-0.6 after
+five). So a run of T steps is checked one step at a time
+(compare_steps.py): PyTorch takes step t from dsc's own checkpoint t-1 with
+dsc's own gradient (recovered from its first moment within a few fp32
+roundings r), and the bound with dg = r covers that recovery; dsc's
+gradient is compared with PyTorch's separately.
 
-AdamW's step t (PyTorch's, which dsc implements), with a_k = (1-b1) b1^(t-k),
-b_k = (1-b2) b2^(t-k), bc1 = 1 - b1^t, bc2 = 1 - b2^t:
+The noise (for a one-step run compared as a whole, AdamBound). dsc.golden's
+GradHistory records the gradient g the reference optimizer used and nu,
+per tensor, the largest |g - g64| where g64 is the float64 gradient of the
+same weights and batch. Each of two implementations computes a gradient
+within about nu of the exact one (nu is measured for the reference; the
+other one's rounding is assumed to be of the same size), so their
+gradients differ by at most dg = 2 nu.
 
-    m = sum_k a_k g_k,   v = sum_k b_k g_k^2            (k = 1..t)
-    u_t = (m/bc1) / (sqrt(v/bc2) + eps)
-    w_t = w_{t-1} (1 - lr_t wd) - lr_t u_t
+AdamW's step t (PyTorch's, which dsc implements) from moments m0, v0 (zero
+before the first step), with bc1 = 1 - b1^t, bc2 = 1 - b2^t:
 
-The weight decay shrinks a difference of weights (1 - lr wd <= 1), so after
-T steps two runs differ by at most sum_t lr_t |du_t|.
+    m = b1 m0 + (1-b1) g,   v = b2 v0 + (1-b2) g^2
+    u = (m/bc1) / (sqrt(v/bc2) + eps)
+    w_t = w_{t-1} (1 - lr wd) - lr u
 
-|du_t| for gradients moved by delta_k, |delta_k| <= dg_k. m/bc1 lies in
-[mh - M, mh + M] with mh = m/bc1, M = sum_k a_k dg_k / bc1; v/bc2 lies in
-[Vlo, Vhi] with Vlo = sum_k b_k max(|g_k| - dg_k, 0)^2 / bc2 and
-Vhi = sum_k b_k (|g_k| + dg_k)^2 / bc2. u grows with m and its magnitude
-falls with v, so over that box u is largest at (mh + M, Vlo) (or Vhi when
-mh + M < 0) and smallest at (mh - M, Vhi) (or Vlo when mh - M < 0): an
-interval [u_lo, u_hi] that holds every implementation's u_t. It is exact,
-not a linearisation; to first order in dg (s = sqrt(v/bc2)) its half-width is
+From the same w_{t-1}, m0 and v0, two implementations' weights differ by
+lr |du|. With g moved by delta, |delta| <= dg (the gradient's uncertainty): m/bc1 lies in [mh - M,
+mh + M] with mh = m/bc1, M = (1-b1) dg / bc1; v/bc2 lies in [Vlo, Vhi]
+with Vlo = (b2 v0 + (1-b2) max(|g| - dg, 0)^2) / bc2 and Vhi = (b2 v0 +
+(1-b2) (|g| + dg)^2) / bc2. u grows with m and its magnitude falls with v,
+so over that box u is largest at (mh + M, Vlo) (or Vhi when mh + M < 0) and
+smallest at (mh - M, Vhi) (or Vlo when mh - M < 0): an interval [u_lo,
+u_hi] that holds every implementation's u. It is exact, not a
+linearisation; it is tiny where |g| >> dg and unbounded where g is noise.
+Independently of the gradients, Cauchy-Schwarz on m = sum_k a_k g_k (a_k =
+(1-b1) b1^(t-k), b_k = (1-b2) b2^(t-k), over the whole history that made
+m0 and v0) gives |u| <= B_t = sqrt(bc2) / bc1 * sqrt(sum_k a_k^2 / b_k)
+(B_1 = 1 with PyTorch's betas): no step moves an element by more than
+lr B_t. Per element:
 
-    D = M / (s + eps) + |mh| * (sum_k b_k |g_k| dg_k / bc2) / (s (s + eps)^2)
+    against the reference:  E = min(max(u_hi - u, u - u_lo), |u| + B_t)
+    bound = atol + rtol |w_ref| + lr E
 
-(d sqrt(v) = dv / (2 s) and d(g^2) = 2 |g| dg, whose 2s cancel), which is
-tiny where |g| >> dg and unbounded where g is noise. Independently of the
-gradients, Cauchy-Schwarz on m = sum_k (a_k / sqrt(b_k)) (sqrt(b_k) g_k)
-gives |u_t| <= B_t = sqrt(bc2) / bc1 * sqrt(sum_k a_k^2 / b_k) (B_1 = 1 with
-PyTorch's betas): Adam moves no element by more than lr_t B_t per step, so
-two runs differ by at most 2 lr_t B_t there. Per element:
+An element is "noise-limited" when the cap (B) is the smaller term. The
+moments after the step are bounded the same way: exp_avg within
+(1-b1) dg of the reference's, exp_avg_sq within [v_lo, v_hi] (bc2 = 1).
 
-    against the reference:  E_t = min(max(u_hi - u_t, u_t - u_lo), |u_t| + B_t)
-    between two others:     E_t = min(u_hi - u_lo, 2 B_t)
-    bound = atol + rtol |w_ref| + sum_t lr_t E_t
-
-An element is "noise-limited" when the cap (B) is the smaller term at some
-step. The optimizer's state is bounded the same way: the stored moments
-differ by at most sum_k a_k 2 dg_k (exp_avg; linear in g, so exact) and
-Vhi - Vlo with bc2 = 1 (exp_avg_sq).
-
-What the bound does not cover, and the fp32 rtol/atol must: the gradients of
-step t are computed at weights that already differ by the bound, and the
-optimizer's own arithmetic rounds. Both are of the fp32 tolerance's size
-for this suite's models, which is what the fp32 rtol 1e-5 / atol 1e-6 is
-there for; an element held to the derived term only differs by more when
-an implementation's gradient is wrong by more than its rounding.
+What the bound does not cover, and the fp32 rtol/atol must: the
+optimizer's own arithmetic rounds, which is of the fp32 tolerance's size.
+An element held to the derived term only differs by more when an
+implementation's gradient is wrong by more than its rounding.
 """
 import json
 import math
@@ -72,8 +74,49 @@ import numpy as np
 from dsc import safetensors
 
 
+def cap(t, b1, b2):
+    """B_t: the largest |m_hat| / (sqrt(v_hat) + eps) Adam's step t can
+    take, whatever the gradients."""
+    k = np.arange(1, t + 1)
+    a = (1 - b1) * b1 ** (t - k)
+    b = (1 - b2) * b2 ** (t - k)
+    return math.sqrt(1 - b2 ** t) / (1 - b1 ** t) * math.sqrt(np.sum(a * a / b))
+
+
+class StepBound:
+    """One Adam step t (1-based) from moments m0, v0 with gradient g (the
+    reference's) and gradient distance dg, all float64 arrays."""
+
+    def __init__(self, g, dg, m0, v0, t, b1, b2, eps):
+        self.m = b1 * m0 + (1 - b1) * g
+        self.v = b2 * v0 + (1 - b2) * g * g
+        self.dm = (1 - b1) * dg
+        self.v_lo = b2 * v0 + (1 - b2) * np.maximum(np.abs(g) - dg, 0.0) ** 2
+        self.v_hi = b2 * v0 + (1 - b2) * (np.abs(g) + dg) ** 2
+        bc1, bc2 = 1 - b1 ** t, 1 - b2 ** t
+        mh, M = self.m / bc1, self.dm / bc1
+        s_lo, s_hi = np.sqrt(self.v_lo / bc2), np.sqrt(self.v_hi / bc2)
+        u = mh / (np.sqrt(self.v / bc2) + eps)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            hi = (mh + M) / (np.where(mh + M >= 0, s_lo, s_hi) + eps)
+            lo = (mh - M) / (np.where(mh - M >= 0, s_hi, s_lo) + eps)
+        derived, capped = np.maximum(hi - u, u - lo), np.abs(u) + cap(t, b1, b2)
+        self.limited = ~(derived <= capped)  # NaN/inf too
+        self.update = np.where(self.limited, capped, derived)
+
+    def weight_term(self, lr):
+        """How far the weights can move apart: lr E per element."""
+        return lr * self.update
+
+    def state_terms(self):
+        """How far exp_avg and exp_avg_sq can move from the reference's."""
+        return self.dm, np.maximum(self.v_hi - self.v, self.v - self.v_lo)
+
+
 class AdamBound:
-    """The recorded gradients and noise of a dsc.golden Adam run."""
+    """The bound of a one-step dsc.golden Adam run (--steps 1), from its
+    recorded gradient and noise (zero moments before the step). A longer
+    run is refused: check it step by step with compare_steps.py."""
 
     def __init__(self, gold_dir):
         path = os.path.join(gold_dir, "grad_history.json")
@@ -81,72 +124,21 @@ class AdamBound:
             raise SystemExit(f"{path}: no such file (dsc.golden writes it for "
                              "--optim adam and adamw)")
         self.doc = json.load(open(path))
+        if self.doc["steps"] != 1:
+            raise SystemExit(f"{path}: {self.doc['steps']} steps; the Adam bound holds "
+                             "for one step from the same state: compare a longer run "
+                             "step by step (compare_steps.py)")
         self.grads, _ = safetensors.load_numpy(os.path.join(gold_dir,
                                                             "grad_history.safetensors"))
         self.b1, self.b2 = self.doc["betas"]
-        self.eps = self.doc["eps"]
-        self.lrs = self.doc["lrs"]
-        self.steps = self.doc["steps"]
 
     def has(self, name):
         return f"step1/{name}" in self.grads
 
-    def _history(self, name):
-        g = np.stack([self.grads[f"step{t}/{name}"].astype(np.float64)
-                      for t in range(1, self.steps + 1)])
-        dg = np.array([2.0 * self.doc["nu"][t][name] for t in range(self.steps)])
-        return g, dg.reshape((-1,) + (1,) * (g.ndim - 1))
-
-    def _moments(self, g, dg, t):
-        """After step t (1-based), bias uncorrected: m, v, and how far m and
-        v can move (m +- dm, v in [v_lo, v_hi]) with each g_k moved by up
-        to dg_k."""
-        k = np.arange(1, t + 1).reshape((-1,) + (1,) * (g.ndim - 1))
-        a = (1 - self.b1) * self.b1 ** (t - k)
-        b = (1 - self.b2) * self.b2 ** (t - k)
-        gk, dk = g[:t], dg[:t]
-        m = np.sum(a * gk, axis=0)
-        v = np.sum(b * gk * gk, axis=0)
-        dm = np.sum(a * dk, axis=0)
-        v_lo = np.sum(b * np.maximum(np.abs(gk) - dk, 0.0) ** 2, axis=0)
-        v_hi = np.sum(b * (np.abs(gk) + dk) ** 2, axis=0)
-        return m, v, dm, v_lo, v_hi
-
-    def cap(self, t):
-        """B_t: the largest |m_hat| / (sqrt(v_hat) + eps) at step t."""
-        k = np.arange(1, t + 1)
-        a = (1 - self.b1) * self.b1 ** (t - k)
-        b = (1 - self.b2) * self.b2 ** (t - k)
-        return math.sqrt(1 - self.b2 ** t) / (1 - self.b1 ** t) * math.sqrt(np.sum(a * a / b))
-
-    def weight_term(self, name, pair):
-        """(sum_t lr_t E_t per element, mask of noise-limited elements).
-        pair: between two implementations, neither the reference."""
-        g, dg = self._history(name)
-        total = np.zeros(g.shape[1:])
-        limited = np.zeros(g.shape[1:], dtype=bool)
-        for t in range(1, self.steps + 1):
-            m, v, dm, v_lo, v_hi = self._moments(g, dg, t)
-            bc1, bc2 = 1 - self.b1 ** t, 1 - self.b2 ** t
-            mh, M = m / bc1, dm / bc1
-            s_lo, s_hi = np.sqrt(v_lo / bc2), np.sqrt(v_hi / bc2)
-            u = mh / (np.sqrt(v / bc2) + self.eps)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                hi = (mh + M) / (np.where(mh + M >= 0, s_lo, s_hi) + self.eps)
-                lo = (mh - M) / (np.where(mh - M >= 0, s_hi, s_lo) + self.eps)
-            B = self.cap(t)
-            if pair:
-                derived, capped = hi - lo, np.full_like(u, 2 * B)
-            else:
-                derived, capped = np.maximum(hi - u, u - lo), np.abs(u) + B
-            use_cap = ~(derived <= capped)  # NaN/inf too
-            limited |= use_cap
-            total += self.lrs[t - 1] * np.where(use_cap, capped, derived)
-        return total, limited
-
-    def state_terms(self, name):
-        """Per element: how far two implementations' exp_avg and exp_avg_sq
-        can differ after the last step."""
-        g, dg = self._history(name)
-        _, _, dm, v_lo, v_hi = self._moments(g, dg, self.steps)
-        return 2 * dm, v_hi - v_lo
+    def weight_term(self, name):
+        """(lr E per element, mask of noise-limited elements)."""
+        g = self.grads[f"step1/{name}"].astype(np.float64)
+        zero = np.zeros_like(g)
+        bound = StepBound(g, 2.0 * self.doc["nu"][0][name], zero, zero, 1,
+                          self.b1, self.b2, self.doc["eps"])
+        return bound.weight_term(self.doc["lrs"][0]), bound.limited

@@ -1,7 +1,7 @@
 """Reads a dsc-run checkpoint back into whole tensors (test helper).
 
-load(ROOT) takes a `dsc-run --save` directory (its `latest` step) and
-returns {name: numpy array} with every tensor whole: a replicated one from
+load(ROOT) takes a `dsc-run --save` directory (its `latest` step),
+load_step(ROOT/step_N) one of its steps, and each returns {name: numpy array} with every tensor whole: a replicated one from
 its shard, a partitioned (ZeRO) one from its pieces, concatenated at their
 offsets and reshaped to the whole shape that metadata.json records.
 """
@@ -16,7 +16,11 @@ import numpy as np  # noqa: E402
 
 
 def load(root):
-    step = os.path.join(root, open(os.path.join(root, "latest")).read().strip())
+    return load_step(os.path.join(root, open(os.path.join(root, "latest")).read().strip()))
+
+
+def load_step(step):
+    """The tensors of one saved step (a ROOT/step_N directory)."""
     meta = json.load(open(os.path.join(step, "metadata.json")))
     shards = {}
 

@@ -2,7 +2,7 @@
 """Compares every tensor of two dsc-run checkpoints, partitioned or not.
 
 Usage: compare_checkpoints.py CHECKPOINT_A CHECKPOINT_B [--exact | --rtol R --atol A]
-                              [--only-parameters] [--adam GOLD_DIR]
+                              [--only-parameters]
 
 Each CHECKPOINT is a `dsc-run --save` directory (its `latest` step). Tensors
 are reassembled from metadata.json: a whole tensor from its shard, a
@@ -11,19 +11,12 @@ reshaped to the whole shape. Both checkpoints must hold the same names and
 shapes; values must be bit-identical (--exact) or within rtol/atol (fp32
 defaults 1e-5 / 1e-6). Prints one line per tensor and the largest error;
 exits 1 on any mismatch.
-
-With --adam GOLD_DIR (dsc.golden's Adam run of the same training), a
-parameter's bound and its moments' (NAME.exp_avg, NAME.exp_avg_sq) also
-hold how far rounding noise in the gradients can move two implementations
-of Adam apart (adam_bound.py, between two runs neither of which is the
-reference).
 """
 import argparse
 import sys
 
 import numpy as np
 
-from adam_bound import AdamBound
 from checkpoints import load
 
 
@@ -35,24 +28,7 @@ p.add_argument("--rtol", type=float, default=1e-5)
 p.add_argument("--atol", type=float, default=1e-6)
 p.add_argument("--only-parameters", action="store_true",
                help="compare the model's tensors only, not the optimizer's")
-p.add_argument("--adam", metavar="GOLD_DIR",
-               help="add the bound Adam's rounding noise implies (adam_bound.py)")
 args = p.parse_args()
-adam = AdamBound(args.adam) if args.adam else None
-
-
-def adam_term(name):
-    """The derived part of NAME's bound (0 without --adam)."""
-    if not adam:
-        return 0.0
-    for suffix, part in ((".exp_avg", 0), (".exp_avg_sq", 1)):
-        if name.endswith(suffix) and adam.has(name[:-len(suffix)]):
-            return adam.state_terms(name[:-len(suffix)])[part]
-    if adam.has(name):
-        return adam.weight_term(name, pair=True)[0]
-    return 0.0
-
-
 a, b = load(args.a), load(args.b)
 names = sorted(set(a) | set(b))
 if args.only_parameters:
@@ -69,7 +45,7 @@ for name in names:
         ok = x.tobytes() == y.tobytes()
     else:
         err = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        bound = args.atol + args.rtol * np.abs(y.astype(np.float64)) + adam_term(name)
+        bound = args.atol + args.rtol * np.abs(y.astype(np.float64))
         ok = bool(np.all(err <= bound))
         worst = max(worst, float(np.max(err / bound)) if err.size else 0.0)
     print(f"{name}: {'ok' if ok else 'MISMATCH'}")

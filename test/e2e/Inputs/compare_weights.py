@@ -10,15 +10,16 @@ REFERENCE is dsc.golden's weights_final.safetensors; CHECKPOINT is a
 be in the checkpoint (reassembled from its pieces when ZeRO partitioned
 it; in mixed precision its fp32 master weight NAME.master, which the
 16-bit NAME is rounded from), with the same shape, and within
-rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6). Prints one line per
+rtol/atol elementwise (fp32 defaults 1e-5 / 1e-6; 0 and 0: bit for bit). Prints one line per
 tensor and the largest error; exits 1 on any mismatch.
 
-With --adam GOLD_DIR (a dsc.golden run with --optim adam or adamw, whose
-weights_final is REFERENCE), each parameter's bound also holds how far
-rounding noise in the gradients can move Adam's weights (adam_bound.py:
-derived per element from the recorded gradients, their noise, the betas,
-eps and every step's lr), and each line says how many elements were held
-to the noise-limited part of it.
+With --adam GOLD_DIR (a one-step dsc.golden run with --optim adam or
+adamw, whose weights_final is REFERENCE), each parameter's bound also holds
+how far rounding noise in the gradient can move Adam's step (adam_bound.py:
+derived per element from the recorded gradient, its noise, the betas, eps
+and the lr), and each line says how many elements were held to the
+noise-limited part of it. Longer Adam runs are compared step by step
+(compare_steps.py).
 """
 import argparse
 import os
@@ -60,11 +61,12 @@ for name, want in sorted(ref.items()):
     bound = args.atol + args.rtol * np.abs(want.astype(np.float64))
     note = ""
     if adam and adam.has(name):
-        term, limited = adam.weight_term(name, pair=False)
+        term, limited = adam.weight_term(name)
         bound = bound + term
         note = f" ({int(limited.sum())} of {limited.size} elements noise-limited)"
     ok = bool(np.all(err <= bound))
-    worst = max(worst, float(np.max(err / bound)) if err.size else 0.0)
+    ratio = np.divide(err, bound, out=np.where(err > 0, np.inf, 0.0), where=bound > 0)
+    worst = max(worst, float(np.max(ratio)) if err.size else 0.0)
     print(f"{name}: {'ok' if ok else 'MISMATCH'}{note}")
     failed |= not ok
 print(f"largest error / tolerance: {worst:.3f}")

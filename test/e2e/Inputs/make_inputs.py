@@ -65,6 +65,19 @@ GOLDEN = {
 PYTHON = "/usr/bin/python3"
 
 
+def golden_args(name, inputs):
+    """dsc.golden's arguments, but -o, for the reference GOLDEN[name] made
+    from the inputs in INPUTS (compare_steps.py replays them)."""
+    model, options = GOLDEN[name]
+    path, sets = MODELS[model]
+    args = [path, "--weights", os.path.join(inputs, model, "b4", "model.safetensors"),
+            "--data", os.path.join(inputs, "data.bin"),
+            "--steps", "5", "--batch", "4", "--seq", "16"] + options
+    for s in sets:
+        args += ["--set", s]
+    return args
+
+
 def fingerprint():
     h = hashlib.sha256()
     files = [os.path.abspath(__file__)] + [path for path, _ in MODELS.values()]
@@ -102,14 +115,8 @@ def make(out, jobs):
         run(cmd, os.path.join(tmp, "logs", f"export-{model}-b{batch}.txt"))
 
     def golden(name):
-        model, options = GOLDEN[name]
-        path, sets = MODELS[model]
-        cmd = [PYTHON, "-m", "dsc.golden", path,
-               "--weights", os.path.join(tmp, model, "b4", "model.safetensors"),
-               "--data", data, "--steps", "5", "--batch", "4", "--seq", "16",
-               "-o", os.path.join(tmp, "gold", name)] + options
-        for s in sets:
-            cmd += ["--set", s]
+        cmd = [PYTHON, "-m", "dsc.golden"] + golden_args(name, tmp) + [
+            "-o", os.path.join(tmp, "gold", name)]
         run(cmd, os.path.join(tmp, "logs", f"golden-{name}.txt"))
 
     with ThreadPoolExecutor(jobs) as pool:
