@@ -289,17 +289,17 @@ static std::string gigabytes(double bytes) {
 
 namespace {
 /// A collective kind's calls of one element type, per update.
-struct CollectiveGroup {
+struct CollectiveTally {
   std::string kind, element;
   int64_t calls = 0, payloadBytes = 0, bytesSent = 0;
   double busBytes = 0;
 };
 } // namespace
 
-static std::vector<CollectiveGroup> groupCollectives(const StepReport &r) {
-  std::vector<CollectiveGroup> groups;
+static std::vector<CollectiveTally> tallyCollectives(const StepReport &r) {
+  std::vector<CollectiveTally> groups;
   for (const CollectiveReport &c : r.collectives) {
-    auto it = llvm::find_if(groups, [&](const CollectiveGroup &g) {
+    auto it = llvm::find_if(groups, [&](const CollectiveTally &g) {
       return g.kind == c.kind && g.element == c.element;
     });
     if (it == groups.end()) {
@@ -388,7 +388,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
                        "bus bytes");
     int64_t calls = 0, payload = 0, sent = 0;
     double bus = 0;
-    for (const CollectiveGroup &g : groupCollectives(*this)) {
+    for (const CollectiveTally &g : tallyCollectives(*this)) {
       os << llvm::format("  %-16s %-5s %8lld %20s %20s %20s\n",
                          g.kind.c_str(), g.element.c_str(),
                          (long long)g.calls, grouped(g.payloadBytes).c_str(),
@@ -476,7 +476,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                                          {"bus_bytes", c.busBytes},
                                          {"members", c.members}});
     llvm::json::Array kinds;
-    for (const CollectiveGroup &g : groupCollectives(*this))
+    for (const CollectiveTally &g : tallyCollectives(*this))
       kinds.push_back(llvm::json::Object{{"kind", g.kind},
                                          {"type", g.element},
                                          {"calls", g.calls},

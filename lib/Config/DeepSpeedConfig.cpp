@@ -267,7 +267,8 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
                              {"k", "moe-top-k"},
                              {"min_capacity", "moe-min-capacity"},
                              {"every", "moe-every"},
-                             {"seed", "moe-seed"}}) {
+                             {"seed", "moe-seed"},
+                             {"ep_size", "moe-ep-size"}}) {
     FailureOr<std::optional<int64_t>> v = integer(moe, path, key);
     if (failed(v) || (*v && failed(set(join(path, key), option, std::to_string(**v)))))
       return failure();
@@ -307,13 +308,6 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
       return failure();
   }
   // Accepted at the values that need nothing dsc lacks.
-  FailureOr<std::optional<int64_t>> ep = integer(moe, path, "ep_size");
-  if (failed(ep))
-    return failure();
-  if (*ep && **ep != 1)
-    return error(join(path, "ep_size"),
-                 "expert parallelism is not supported by dsc yet (ep_size 1 "
-                 "only)");
   for (StringRef key : {"use_rts", "use_residual"}) {
     FailureOr<std::optional<bool>> v = boolean(moe, path, key);
     if (failed(v))

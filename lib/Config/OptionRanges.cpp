@@ -113,6 +113,7 @@ const Range kRanges[] = {
     {"moe-experts-per-layer", Kind::Integers, 1, double(kMaxExperts)},
     choice("moe-init", "upcycle|random"),
     integer("moe-seed", 0, kMaxCount),
+    integer("moe-ep-size", 1, kMaxExperts),
 };
 
 std::string format(double value) {

@@ -104,6 +104,8 @@ constexpr Flag kFlags[] = {
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
+    {"moe-ep-size", "ranks each layer's experts are split over (expert "
+                    "parallelism; default 1)"},
     {"dsc-report", "print each rank's memory and communication of the step: "
                    "memory, comm or memory,comm (docs/zero.md)", "report"},
     {"dsc-report-format", "the report as text (default) or json", "report-format"},

@@ -353,15 +353,15 @@ struct LowerToRuntimePass
                                           buffers.lookup(reshape.getInput())));
         continue;
       }
-      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp>(op)) {
+      if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op)) {
         Value input = op.getOperand(0), result = op.getResult(0);
         streams.waitFor(builder, loc, input);
         Value source = buffers.lookup(input);
         Value out = dscrt::AllocOp::create(builder, loc,
                                            bufferType(result.getType()));
-        if (isa<AllReduceOp>(op)) {
-          // Copy, then reduce in place: the input buffer may have other
-          // users.
+        if (isa<AllReduceOp, AllToAllOp>(op)) {
+          // Copy, then reduce or exchange in place: the input buffer may
+          // have other users.
           auto copy =
               dscrt::KernelOp::create(builder, loc, streams.compute, source, out);
           OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
@@ -375,14 +375,20 @@ struct LowerToRuntimePass
         }
         Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
         dscrt::WaitOp::create(builder, loc, streams.comm, written);
+        auto group = op.getAttrOfType<CollectiveGroupAttr>("group");
+        CollectiveGroup over = group ? group.getValue() : CollectiveGroup::world;
         if (isa<AllReduceOp>(op))
-          dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++);
+          dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++,
+                                     over);
+        else if (isa<AllToAllOp>(op))
+          dscrt::AllToAllOp::create(builder, loc, out, streams.comm, sequence++,
+                                    over);
         else if (isa<AllGatherOp>(op))
           dscrt::AllGatherOp::create(builder, loc, source, out, streams.comm,
-                                     sequence++);
+                                     sequence++, over);
         else
           dscrt::ReduceScatterOp::create(builder, loc, source, out,
-                                         streams.comm, sequence++);
+                                         streams.comm, sequence++, over);
         streams.recordOnComm(builder, loc, result);
         streams.bound(builder, loc, kCollectivesInFlight);
         buffers.map(result, out);
@@ -490,7 +496,8 @@ struct LowerToRuntimePass
       ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
       auto readsBefore = [&](OpOperand &use) {
         Operation *user = use.getOwner();
-        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, LocalShardOp>(user))
+        if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                LocalShardOp>(user))
           return false;
         Operation *at = emittedAt(root, user);
         if (at == kernelAt && update)

@@ -44,6 +44,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
                                options.moeExpertsPerLayer.end());
     moe.init = options.moeInit;
     moe.seed = options.moeSeed;
+    moe.epSize = options.moeEpSize;
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Before autodiff, so that the backward is built in 16 bits too; the pass
@@ -212,7 +213,7 @@ void mlir::dsc::registerTrainingPipeline() {
         buildTrainingPipeline(pm, options);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+      [](function_ref<void(const ::mlir::detail::PassOptions &)> optionHandler) {
         optionHandler(TrainingPipelineOptions());
       });
 }

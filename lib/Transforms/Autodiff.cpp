@@ -110,12 +110,24 @@ public:
     for (auto [i, state] : llvm::enumerate(this->parameters)) {
       RankedTensorType type = state.getTensorType();
       Value gradient = gradients[i];
-      if (!gradient)
+      if (!gradient) {
         gradient = zeros(b, state.getLoc(), type);
-      else if (worldSize > 1)
+      } else if (state.getPartitionGroup() == CollectiveGroup::expert) {
+        // An expert's parameter is replicated on the ranks of its
+        // expert-data group only; its gradient there already holds the
+        // tokens of its whole expert group (the all-to-all's adjoint).
+        FailureOr<int64_t> replicas =
+            lookupGroupSize(state, CollectiveGroup::expert_data);
+        if (failed(replicas))
+          return failure();
+        if (*replicas > 1)
+          gradient = allReduce(b, state.getLoc(), gradient,
+                               CollectiveGroup::expert_data);
+      } else if (worldSize > 1) {
         // Megatron's "f": a parameter is replicated on every rank, so the
         // adjoint of that replication sums the ranks' partial gradients.
-        gradient = allReduce(b, state.getLoc(), gradient);
+        gradient = allReduce(b, state.getLoc(), gradient, CollectiveGroup::world);
+      }
       if (gradient.getType() != type)
         return func.emitError() << "the gradient of @" << state.getSymName()
                                 << " has type " << gradient.getType()
@@ -203,19 +215,20 @@ private:
     return success();
   }
 
-  /// `gradient` summed over the ranks. A gradient converted up from a
+  /// `gradient` summed over the ranks of `group`. A gradient converted up from a
   /// narrower float (mixed precision: the parameter was used through its
   /// 16-bit copy) is summed before that convert, in 16 bits, as DeepSpeed's
   /// default `communication_data_type` does for fp16 and bf16.
-  static Value allReduce(OpBuilder &b, Location loc, Value gradient) {
+  static Value allReduce(OpBuilder &b, Location loc, Value gradient,
+                         CollectiveGroup group) {
     auto up = gradient.getDefiningOp<ConvertOp>();
     if (up && up->use_empty() && isFloatTensor(up.getInput().getType()) &&
         getElementTypeOrSelf(up.getInput()).getIntOrFloatBitWidth() <
             getElementTypeOrSelf(gradient).getIntOrFloatBitWidth()) {
-      Value sum = AllReduceOp::create(b, loc, up.getInput());
+      Value sum = AllReduceOp::create(b, loc, up.getInput(), group);
       return ConvertOp::create(b, loc, gradient.getType(), sum);
     }
-    return AllReduceOp::create(b, loc, gradient);
+    return AllReduceOp::create(b, loc, gradient, group);
   }
 
   static Value add(OpBuilder &b, Value sum, Value term) {

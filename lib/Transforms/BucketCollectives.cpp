@@ -226,7 +226,9 @@ private:
       flats.push_back(reshape(loc, m->getOperand(0), flat(n, elem)));
     }
     Value packed = ConcatOp::create(b, loc, flats, 0);
-    Value sum = mark(AllReduceOp::create(b, loc, packed))->getResult(0);
+    Value sum = mark(AllReduceOp::create(b, loc, packed,
+                                         cast<AllReduceOp>(members.front()).getGroup()))
+                    ->getResult(0);
     SmallVector<Value> parts;
     int64_t offset = 0;
     for (Operation *m : members) {
@@ -269,7 +271,7 @@ struct BucketCollectivesPass
   }
 
   /// Greedy, in block order: a collective joins the open bucket when its
-  /// element type matches, the bucket's elements stay within `limit`, and
+  /// element type and group match (sharded collectives: the world's only), the bucket's elements stay within `limit`, and
   /// the members' results can wait for it; otherwise the bucket is merged
   /// and a new one opens with it.
   template <typename OpTy>
@@ -278,15 +280,18 @@ struct BucketCollectivesPass
       return;
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (isa<OpTy>(op))
+      if (auto collective = dyn_cast<OpTy>(op);
+          collective && (isa<AllReduceOp>(op) ||
+                         collective.getGroup() == CollectiveGroup::world))
         collectives.push_back(&op);
     OpenBucket open(block);
     for (Operation *op : collectives) {
       int64_t n = bucketElements(op);
-      if (!open.empty() && open.getElements() + n <= limit &&
+      Operation *front = open.empty() ? nullptr : open.getMembers().front();
+      if (front && open.getElements() + n <= limit &&
           getElementTypeOrSelf(op->getResult(0).getType()) ==
-              getElementTypeOrSelf(
-                  open.getMembers().front()->getResult(0).getType()) &&
+              getElementTypeOrSelf(front->getResult(0).getType()) &&
+          cast<OpTy>(op).getGroup() == cast<OpTy>(front).getGroup() &&
           open.tryAdd(op, n))
         continue;
       merge(open, world);

@@ -69,11 +69,14 @@ Value mlir::dsc::buildLossScale(StepBuilder &b, const LossScaleConfig &c,
                   b.c(c.initialScale()), stored);
 }
 
-Value mlir::dsc::buildGradientsFinite(StepBuilder &b, ArrayRef<Value> grads) {
+Value mlir::dsc::buildGradientsFinite(StepBuilder &b, ArrayRef<Value> grads,
+                                      ArrayRef<Value> expertGrads) {
   // Every element times zero, squared and summed: zero when all are
   // finite, nan otherwise (inf * 0 is nan), and nan == 0 is false. One
-  // multi-tensor reduction over every gradient.
-  return b.cmp(ComparisonDirection::eq, b.sumSquares(grads, b.c(0)), b.c(0));
+  // multi-tensor reduction over every gradient; experts split over ranks
+  // add their group's sum, so that every rank takes the same decision.
+  return b.cmp(ComparisonDirection::eq,
+               b.sumSquaresOverRanks(grads, expertGrads, b.c(0)), b.c(0));
 }
 
 void mlir::dsc::buildLossScaleUpdate(

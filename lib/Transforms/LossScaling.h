@@ -50,8 +50,10 @@ Value buildLossScale(StepBuilder &b, const LossScaleConfig &config,
                      const LossScaleStates &states);
 
 /// An i1 scalar: true when no gradient holds an inf or a nan (the sum of
-/// squares of every gradient times zero is then zero, else nan).
-Value buildGradientsFinite(StepBuilder &b, ArrayRef<Value> gradients);
+/// squares of every gradient times zero is then zero, else nan), on every
+/// rank of an expert group for `expertGradients` (experts split over it).
+Value buildGradientsFinite(StepBuilder &b, ArrayRef<Value> gradients,
+                           ArrayRef<Value> expertGradients = {});
 
 /// Appends to `stores` the scaler's next state after a step with `scale`
 /// that was clean or not (`finite`). With `boundary` (gradient

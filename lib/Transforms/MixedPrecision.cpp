@@ -107,6 +107,11 @@ struct MixedPrecisionPass
       master.setInitFromAttr(state.getInitFromAttr());
       master.setInitUniformAttr(state.getInitUniformAttr());
       master.setInitSeedAttr(state.getInitSeedAttr());
+      // An expert's master lives with the expert.
+      if (state.getPartitionOf()) {
+        master.setPartitionOfAttr(state.getPartitionOfAttr());
+        master.setPartitionGroup(state.getPartitionGroup());
+      }
       symbols.insert(master);
       state.setType(type);
     }

@@ -251,6 +251,25 @@ private:
       return fail("aux-loss-coef must be finite");
     if (init != "upcycle" && init != "random")
       return fail("init must be upcycle or random, got '" + init + "'");
+    if (epSize < 1)
+      return fail("ep-size must be at least 1, got " + Twine(int64_t(epSize)));
+    if (epSize > 1) {
+      std::optional<int64_t> world = lookupWorldSize(module);
+      if (!world || *world % epSize != 0)
+        return fail("ep-size " + Twine(int64_t(epSize)) +
+                    " must divide the world size " +
+                    Twine(world ? *world : int64_t(1)) +
+                    " (run --dsc-data-parallel first)");
+      SmallVector<int64_t> counts(expertsPerLayer.begin(), expertsPerLayer.end());
+      if (counts.empty())
+        counts.push_back(experts);
+      for (int64_t count : counts)
+        if (count % epSize != 0)
+          return fail("ep-size " + Twine(int64_t(epSize)) + " must divide the " +
+                      Twine(count) + " experts of a block");
+      module->setAttr(kExpertParallelSizeAttrName,
+                      Builder(module.getContext()).getI64IntegerAttr(epSize));
+    }
     return success();
   }
 
@@ -273,7 +292,8 @@ private:
     return state;
   }
 
-  /// The experts' copy of the dense linear's parameter `dense`, stacked.
+  /// The experts' copy of the dense linear's parameter `dense`, stacked:
+  /// the `count` / ep-size experts of this rank.
   FailureOr<Value> stacked(OpBuilder &b, Location loc, StateOp dense,
                            int64_t count, int64_t fanIn,
                            const std::string &prefix, SymbolTable &symbols) {
@@ -285,10 +305,18 @@ private:
     RankedTensorType denseType = dense.getTensorType();
     SmallVector<int64_t> shape{count};
     llvm::append_range(shape, denseType.getShape());
-    auto type = RankedTensorType::get(shape, denseType.getElementType());
+    // With expert parallelism each rank holds E / P experts: the state is
+    // declared with its local shape and partitioned over the expert group.
+    SmallVector<int64_t> local(shape);
+    local[0] /= epSize;
+    auto type = RankedTensorType::get(local, denseType.getElementType());
     FailureOr<StateOp> state = declare(dense, name, type, symbols);
     if (failed(state))
       return failure();
+    if (epSize > 1) {
+      state->setPartitionOf(shape);
+      state->setPartitionGroup(CollectiveGroup::expert);
+    }
     if (init == "upcycle") {
       state->setInitFromAttr(b.getStringAttr(denseName));
     } else {
@@ -306,7 +334,8 @@ private:
     state.setInitSeedAttr(b.getI64IntegerAttr(seed));
   }
 
-  /// `linear` computed for every expert on `input` [E, C, in]: [E, C, out].
+  /// `linear` computed for this rank's experts on `input` [E_local, C', in]:
+  /// [E_local, C', out] (E_local = count / ep-size).
   FailureOr<Value> expertLinear(OpBuilder &b, LinearOp linear, Value input,
                                 int64_t count, const std::string &prefix,
                                 SymbolTable &symbols) {
@@ -329,9 +358,46 @@ private:
     int64_t width = tensorOf(*bias).getDimSize(1);
     Value row = ReshapeOp::create(
         b, loc,
-        RankedTensorType::get({count, 1, width}, tensorOf(*bias).getElementType()),
+        RankedTensorType::get({count / epSize, 1, width},
+                              tensorOf(*bias).getElementType()),
         *bias);
     return AddOp::create(b, loc, out, row).getResult();
+  }
+
+  /// Expert parallelism's dispatch: `dispatched` [E, C, M] holds this
+  /// rank's tokens for every expert, in blocks of E / P experts per owner;
+  /// after the exchange block j holds rank j's tokens for this rank's
+  /// experts, [P, E / P, C, M], which is regrouped by expert into
+  /// [E / P, P * C, M] (DeepSpeed's layout: each expert sees the group's
+  /// ranks' capacity slots one after the other).
+  Value toOwners(OpBuilder &b, Location loc, Value dispatched, int64_t count,
+                 int64_t capacity) {
+    RankedTensorType type = tensorOf(dispatched);
+    int64_t width = type.getShape().back(), local = count / epSize;
+    Type elem = type.getElementType();
+    Value received = AllToAllOp::create(b, loc, dispatched, CollectiveGroup::expert);
+    Value blocks = ReshapeOp::create(
+        b, loc, RankedTensorType::get({epSize, local, capacity, width}, elem),
+        received);
+    Value byExpert = PermuteOp::create(b, loc, blocks, ArrayRef<int64_t>{1, 0, 2, 3});
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get({local, epSize * capacity, width}, elem),
+        byExpert);
+  }
+
+  /// The inverse of toOwners for the experts' outputs `y` [E / P, P * C, N]:
+  /// back to [E, C, N] on the ranks whose tokens they are.
+  Value fromOwners(OpBuilder &b, Location loc, Value y, int64_t count,
+                   int64_t capacity) {
+    RankedTensorType type = tensorOf(y);
+    int64_t width = type.getShape().back(), local = count / epSize;
+    Type elem = type.getElementType();
+    Value blocks = ReshapeOp::create(
+        b, loc, RankedTensorType::get({local, epSize, capacity, width}, elem), y);
+    Value bySource = PermuteOp::create(b, loc, blocks, ArrayRef<int64_t>{1, 0, 2, 3});
+    Value back = ReshapeOp::create(
+        b, loc, RankedTensorType::get({count, capacity, width}, elem), bySource);
+    return AllToAllOp::create(b, loc, back, CollectiveGroup::expert);
   }
 
   /// Rewrites `block` into `count` gated experts and returns its l_aux.
@@ -459,9 +525,13 @@ private:
         aux = DivOp::create(b, loc, aux, constant(f32, double(k)));
     }
 
-    // The experts: the block's chain on [E, C, ·].
+    // The experts: the block's chain on [E_local, C', ·]; without expert
+    // parallelism that is [E, C, ·].
     Value dispatched = MoeDispatchOp::create(
         b, loc, tensor({count, capacity, width}, elem), x, slots.getSlots(), Value());
+    int64_t localCount = count / epSize, localCapacity = capacity * epSize;
+    if (epSize > 1)
+      dispatched = toOwners(b, loc, dispatched, count, capacity);
     IRMapping map;
     for (LinearOp linear : block.first) {
       FailureOr<Value> h = expertLinear(b, linear, dispatched, count, prefix, symbols);
@@ -477,7 +547,7 @@ private:
         continue;
       }
       Operation *clone = b.clone(*op, map);
-      SmallVector<int64_t> shape{count, capacity};
+      SmallVector<int64_t> shape{localCount, localCapacity};
       shape.push_back(tensorOf(op->getResult(0)).getShape().back());
       clone->getResult(0).setType(
           tensor(shape, tensorOf(op->getResult(0)).getElementType()));
@@ -486,6 +556,8 @@ private:
                                       prefix, symbols);
     if (failed(y))
       return failure();
+    if (epSize > 1)
+      y = fromOwners(b, loc, *y, count, capacity);
     Value weights = elem == f32 ? gates
                                 : ConvertOp::create(b, loc, tensor({tokens, k}, elem), gates)
                                       .getResult();

@@ -234,6 +234,12 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       OpBuilder top(after->getContext());
       top.setInsertionPointAfter(after);
       auto state = StateOp::create(top, after.getLoc(), name, type, role);
+      // A parameter's own state (moments, accumulated gradient) is
+      // partitioned as the parameter is: an expert's lives with the expert.
+      if (after.getPartitionOf() && after.getTensorType() == type) {
+        state.setPartitionOfAttr(after.getPartitionOfAttr());
+        state.setPartitionGroup(after.getPartitionGroup());
+      }
       symbols.insert(state);
       return state;
     };
@@ -340,6 +346,26 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       }
     }
 
+    // Gradients of experts split over the ranks of an expert group, and the
+    // others: norms and overflow checks sum the experts' over the group.
+    auto isExpert = [&](size_t i) {
+      return grads[i].param.getPartitionGroup() == CollectiveGroup::expert;
+    };
+    auto expertsOf = [&](ArrayRef<Value> values) {
+      SmallVector<Value> out;
+      for (auto [i, v] : llvm::enumerate(values))
+        if (isExpert(i))
+          out.push_back(v);
+      return out;
+    };
+    auto replicatedOf = [&](ArrayRef<Value> values) {
+      SmallVector<Value> out;
+      for (auto [i, v] : llvm::enumerate(values))
+        if (!isExpert(i))
+          out.push_back(v);
+      return out;
+    };
+
     // Loss scaling: a step whose gradients (summed over the ranks and the
     // micro-batches) hold an inf or a nan is skipped on every rank alike;
     // the others are unscaled (by the update) before clipping and the
@@ -347,7 +373,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped, unscale;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
-      Value finite = buildGradientsFinite(b, g);
+      Value finite = buildGradientsFinite(b, replicatedOf(g), expertsOf(g));
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       unscale = b.div(b.c(1), scale);
       skipped = b.select(finite, b.c(0), b.c(1));
@@ -359,7 +385,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // Clipping by the global norm of the (unscaled) gradients.
     Value clipCoef;
     if (s.gradClip > 0) {
-      Value norm = SqrtOp::create(builder, loc, b.sumSquares(g, unscale));
+      Value norm = SqrtOp::create(
+          builder, loc, b.sumSquaresOverRanks(replicatedOf(g), expertsOf(g), unscale));
       clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
     Value skip;

@@ -39,26 +39,38 @@ namespace mlir::dsc {
 using namespace mlir;
 using namespace mlir::dsc;
 
-/// Program positions of a block's ops, kept valid as ops move earlier: a
-/// moved op takes a position just after its new predecessor's (positions
-/// are spaced apart so that many ops fit after one). Operation's own order
-/// cache is recomputed after every move, which made scheduling quadratic.
+/// Program positions of a block's ops, kept valid as ops move: a moved op
+/// takes the position halfway between its new neighbours', and when no
+/// integer is left between them the block is renumbered from its order
+/// (rarely: positions start 2^24 apart). Operation's own order cache is
+/// recomputed after every move, which made scheduling quadratic.
 class Positions {
 public:
-  explicit Positions(Block &block) {
-    for (Operation &op : block)
-      pos[&op] = int64_t(pos.size() + 1) << 24;
-  }
+  explicit Positions(Block &block) : block(block) { renumber(); }
   int64_t operator[](Operation *op) const { return pos.lookup(op); }
   bool before(Operation *a, Operation *b) const { return pos.lookup(a) < pos.lookup(b); }
-  /// Records `op` as moved to just after `after` (null: the block start).
+  /// Records `op`, already moved, as following `after` (null: the block
+  /// start).
   void movedAfter(Operation *op, Operation *after) {
-    pos[op] = (after ? pos[after] : 0) + ++followers[after];
+    int64_t low = after ? pos.lookup(after) : 0;
+    Operation *next = op->getNextNode();
+    int64_t high = next ? pos.lookup(next) : low + (int64_t(2) << 24);
+    if (high - low < 2) {
+      renumber();
+      return;
+    }
+    pos[op] = low + (high - low) / 2;
   }
 
 private:
+  void renumber() {
+    int64_t n = 0;
+    for (Operation &op : block)
+      pos[&op] = ++n << 24;
+  }
+
+  Block &block;
   DenseMap<Operation *, int64_t> pos;
-  DenseMap<Operation *, int64_t> followers;
 };
 
 /// `root` and the side-effect-free ops of `block` that only feed it

@@ -75,6 +75,20 @@ struct StepBuilder {
     }
     return total;
   }
+  /// sumSquares over the gradients of a whole model whose `experts` are
+  /// split over the ranks of each expert group (the others `replicated` on
+  /// every rank): the experts' share is summed over the group, so that
+  /// every rank holds the same total.
+  Value sumSquaresOverRanks(ArrayRef<Value> replicated, ArrayRef<Value> experts,
+                            Value scale) {
+    Value total = replicated.empty() ? Value() : sumSquares(replicated, scale);
+    if (!experts.empty()) {
+      Value local = sumSquares(experts, scale);
+      Value group = AllReduceOp::create(b, loc, local, CollectiveGroup::expert);
+      total = total ? add(total, group) : group;
+    }
+    return total;
+  }
   /// Logical and / or / not of i1 tensors, as selects.
   Value logicalAnd(Value x, Value y) { return select(x, y, x); }
   Value logicalOr(Value x, Value y) { return select(x, x, y); }

@@ -468,6 +468,14 @@ struct ZeroPartitionPass
     DenseMap<StringAttr, StateOp> partitioned;
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
+      if (state.getPartitionGroup() == CollectiveGroup::expert) {
+        // Experts would be partitioned over their expert-data group, their
+        // gradients reduce-scattered there: not built yet.
+        state.emitError() << "is split over an expert group (--moe-ep-size > "
+                             "1); ZeRO stages 1-3 with expert parallelism are "
+                             "not supported yet";
+        return signalPassFailure();
+      }
       if (state.getPartitionOf()) {
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();

@@ -216,6 +216,11 @@ struct TrainingPipelineOptions
   Option<int64_t> moeSeed{*this, "moe-seed",
                           llvm::cl::desc("key of the gate's generator"),
                           llvm::cl::init(0)};
+  Option<int64_t> moeEpSize{
+      *this, "moe-ep-size",
+      llvm::cl::desc("ranks each layer's experts are split over (expert "
+                     "parallelism; divides the experts and the world size)"),
+      llvm::cl::init(1)};
   // Reports of the finished step: --dsc-step-report's options.
   ListOption<std::string> report{
       *this, "report",

@@ -214,6 +214,18 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     depend on the data). Invalid combinations are errors located at the
     module or at the block.
 
+    Expert parallelism, `ep-size` = P > 1: each layer's experts are split
+    over the P consecutive ranks of an expert group, E / P each (P must
+    divide every block's E and the module's `dsc.world_size`, which the pass
+    records as `dsc.expert_parallel_size`). The expert states are declared
+    with `partition_of` the whole `[E, ...]` and `partition_group = expert`.
+    Every rank routes its own tokens into `[E, C, M]`; a `dsc.all_to_all
+    over expert` sends each expert's block to its owner, which computes its
+    E / P experts on `[E / P, P * C, M]` (the tokens of every rank of the
+    group), and a second one returns the outputs; their gradients are the
+    same exchanges backwards. Two all-to-alls per layer forward, two
+    backward, shapes fixed at compile time.
+
     Run it after `--dsc-data-parallel` (the capacity counts the tokens of a
     rank's micro-batch, as DeepSpeed's does) and before `--dsc-autodiff`.
 
@@ -245,6 +257,8 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
            "random">,
     Option<"seed", "seed", "int64_t", /*default=*/"0",
            "key of the generator that draws the gate (and random experts)">,
+    Option<"epSize", "ep-size", "int64_t", /*default=*/"1",
+           "ranks each layer's experts are split over (expert parallelism)">,
   ];
 }
 

@@ -484,6 +484,19 @@ private:
     llvm_unreachable("unknown state role");
   }
 
+  /// The runtime's name of a collective group (Artifact.h's CommGroup).
+  static std::string commGroup(CollectiveGroup group) {
+    switch (group) {
+    case CollectiveGroup::world:
+      return "dsc::rt::CommGroup::World";
+    case CollectiveGroup::expert:
+      return "dsc::rt::CommGroup::Expert";
+    case CollectiveGroup::expert_data:
+      return "dsc::rt::CommGroup::ExpertData";
+    }
+    llvm_unreachable("unknown collective group");
+  }
+
   LogicalResult emitTables(func::FuncOp step, int64_t arenaBytes) {
     SmallVector<std::string> states, inputs, outputs;
     for (auto state : module.getOps<StateOp>()) {
@@ -491,12 +504,13 @@ private:
       std::string whole;
       std::optional<ArrayRef<int64_t>> shape = state.getPartitionOf();
       if (shape)
-        whole = ", " + std::to_string(shape->size()) + ", " + shapeArray(*shape);
+        whole = ", " + std::to_string(shape->size()) + ", " + shapeArray(*shape) +
+                ", " + commGroup(state.getPartitionGroup());
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
       if (state.getInitFrom() || state.getInitUniform()) {
         if (!shape)
-          whole = ", 0, nullptr";
+          whole = ", 0, nullptr, " + commGroup(CollectiveGroup::world);
         init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
                                            : std::string("nullptr")) +
                ", " +
@@ -536,12 +550,14 @@ private:
     SmallVector<std::string> streams = streamTable(step);
     table("dsc::rt::StreamDesc", "kStreams", streams);
     auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
+    auto experts = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName);
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
     auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
     os << "const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, \""
        << (cuda() ? "cuda" : "cpu") << "\", "
        << cString(model ? model.getValue() : "") << ", "
-       << (world ? world.getInt() : 1) << ", " << arenaBytes << ", "
+       << (world ? world.getInt() : 1) << ", "
+       << (experts ? experts.getInt() : 1) << ", " << arenaBytes << ", "
        << states.size() << ", kStates, " << in.size() << ", kInputs, "
        << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
        << (accum ? accum.getInt() : 1) << "};\n\n";
@@ -775,19 +791,33 @@ private:
       unsynchronized.insert(ar.getStream());
       os << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements()
          << ", " << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence()
-         << ", " << var(ar.getStream()) << ");\n";
+         << ", " << var(ar.getStream()) << ", " << commGroup(ar.getGroup())
+         << ");\n";
+    } else if (auto exchange = dyn_cast<dscrt::AllToAllOp>(op)) {
+      // count: the elements of one block, one per rank of the group.
+      MemRefType t = exchange.getBuffer().getType();
+      FailureOr<int64_t> ranks = lookupGroupSize(&op, exchange.getGroup());
+      if (failed(ranks))
+        return failure();
+      unsynchronized.insert(exchange.getStream());
+      os << "  ctx->allToAll(" << var(exchange.getBuffer()) << ", "
+         << t.getNumElements() / *ranks << ", " << elementTypeEnum(t.getElementType())
+         << ", " << exchange.getSequence() << ", " << var(exchange.getStream())
+         << ", " << commGroup(exchange.getGroup()) << ");\n";
     } else if (isa<dscrt::AllGatherOp, dscrt::ReduceScatterOp>(op)) {
       // count: the shard's elements (Artifact.h).
       bool gather = isa<dscrt::AllGatherOp>(op);
       Value source = op.getOperand(0), target = op.getOperand(1),
             stream = op.getOperand(2);
       MemRefType shard = cast<MemRefType>((gather ? source : target).getType());
+      auto group = op.getAttrOfType<CollectiveGroupAttr>("group");
       unsynchronized.insert(stream);
       os << "  ctx->" << (gather ? "allGather(" : "reduceScatterSum(")
          << var(source) << ", " << var(target) << ", " << shard.getNumElements()
          << ", " << elementTypeEnum(shard.getElementType()) << ", "
          << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", "
-         << var(stream) << ");\n";
+         << var(stream) << ", "
+         << commGroup(group ? group.getValue() : CollectiveGroup::world) << ");\n";
     } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
       // The rank is read on the host, when the step is issued.
       MemRefType to = copy.getTarget().getType();

@@ -19,6 +19,21 @@ func.func @all_reduce_in_kernel(%x: memref<4xf32>, %y: memref<4xf32>) {
 // -----
 
 module attributes {dsc.world_size = 2 : i64} {
+  func.func @all_to_all_in_kernel(%x: memref<4xf32>, %y: memref<4xf32>) {
+    %s = dscrt.stream "compute"
+    dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
+    ^bb0(%v: tensor<4xf32>):
+      // expected-error @+1 {{'dsc.all_to_all' op is nested in 'dscrt.kernel'}}
+      %r = dsc.all_to_all %v : tensor<4xf32>
+      dscrt.yield %r : tensor<4xf32>
+    }
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
   func.func @all_gather_in_a_branch(%c: i1, %x: tensor<4xf32>) {
     // expected-error @+1 {{'dsc.all_gather' op is in a graph of 3 blocks: collectives need a single-block graph, where every rank issues them in the same order}}
     %0 = dsc.all_gather %x : tensor<4xf32> -> tensor<8xf32>

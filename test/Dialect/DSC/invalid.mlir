@@ -974,10 +974,58 @@ func.func @sin_type(%a: tensor<3xf32>) {
 
 module attributes {dsc.world_size = 2 : i64} {
   func.func @all_gather_ratio(%x: tensor<4xf32>) {
-    // expected-error @+1 {{'dsc.all_gather' op relates a whole of 12 elements to shards of 4, but dsc.world_size is 2 (the whole must be world size times the shard)}}
+    // expected-error @+1 {{'dsc.all_gather' op relates a whole of 12 elements to shards of 4, but its world group has 2 ranks (the whole must be the group's size times the shard)}}
     %0 = dsc.all_gather %x : tensor<4xf32> -> tensor<12xf32>
     return
   }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  func.func @all_gather_expert_data_ratio(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_gather' op relates a whole of 16 elements to shards of 4, but its expert_data group has 2 ranks (the whole must be the group's size times the shard)}}
+    %0 = dsc.all_gather %x over expert_data : tensor<4xf32> -> tensor<16xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 3 : i64} {
+  func.func @expert_parallel_size_not_dividing(%x: tensor<6x2xf32>) {
+    // expected-error @+1 {{'dsc.all_to_all' op dsc.expert_parallel_size 3 does not divide dsc.world_size 4}}
+    %0 = dsc.all_to_all %x over expert : tensor<6x2xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 4 : i64} {
+  func.func @all_to_all_blocks(%x: tensor<6x2xf32>) {
+    // expected-error @+1 {{'dsc.all_to_all' op exchanges one block of its leading dimension with each of the 4 ranks of its expert group, but its operand is 'tensor<6x2xf32>'}}
+    %0 = dsc.all_to_all %x over expert : tensor<6x2xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @all_to_all_scalar(%x: tensor<f32>) {
+    // expected-error @+1 {{'dsc.all_to_all' op exchanges one block of its leading dimension with each of the 2 ranks of its world group, but its operand is 'tensor<f32>'}}
+    %0 = dsc.all_to_all %x : tensor<f32>
+    return
+  }
+}
+
+// -----
+
+func.func @all_reduce_group_without_world_size(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.all_reduce' op needs the number of ranks: the enclosing module has no 'dsc.world_size' (run --dsc-data-parallel first)}}
+  %0 = dsc.all_reduce %x over expert_data : tensor<4xf32>
+  return
 }
 
 // -----
@@ -1004,7 +1052,7 @@ module attributes {dsc.world_size = 2 : i64} {
 
 module attributes {dsc.world_size = 4 : i64} {
   func.func @local_shard_ratio(%x: tensor<8xf32>) {
-    // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but dsc.world_size is 4}}
+    // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but its world group has 4 ranks}}
     %0 = dsc.local_shard %x : tensor<8xf32> -> tensor<4xf32>
     return
   }

@@ -265,6 +265,26 @@ module attributes {dsc.world_size = 2 : i64} {
   }
 }
 
+// Collectives over the groups of expert parallelism.
+// CHECK-LABEL: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // CHECK-LABEL: func.func @expert_groups
+  func.func @expert_groups(%dispatched: tensor<4x3x8xf32>, %g: tensor<16xf32>)
+      -> (tensor<4x3x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<4x3x8xf32>) {
+    // CHECK: dsc.all_to_all %{{.*}} over expert : tensor<4x3x8xf32>
+    %0 = dsc.all_to_all %dispatched over expert : tensor<4x3x8xf32>
+    // CHECK: dsc.all_reduce %{{.*}} over expert_data : tensor<16xf32>
+    %1 = dsc.all_reduce %g over expert_data : tensor<16xf32>
+    // CHECK: dsc.reduce_scatter %{{.*}} over expert_data : tensor<16xf32> -> tensor<8xf32>
+    %2 = dsc.reduce_scatter %g over expert_data : tensor<16xf32> -> tensor<8xf32>
+    // CHECK: dsc.all_gather %{{.*}} over expert_data : tensor<8xf32> -> tensor<16xf32>
+    %3 = dsc.all_gather %2 over expert_data : tensor<8xf32> -> tensor<16xf32>
+    // CHECK: dsc.all_to_all %{{.*}} : tensor<4x3x8xf32>
+    %4 = dsc.all_to_all %dispatched over world : tensor<4x3x8xf32>
+    return %0, %1, %3, %4 : tensor<4x3x8xf32>, tensor<16xf32>, tensor<16xf32>, tensor<4x3x8xf32>
+  }
+}
+
 // Attention: causal, with a boolean and an additive mask, and its gradient.
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x12x16xf32>,

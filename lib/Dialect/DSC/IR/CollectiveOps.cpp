@@ -1,8 +1,10 @@
-//===- CollectiveOps.cpp - dsc.all_gather, dsc.reduce_scatter, dsc.local_shard
+//===- CollectiveOps.cpp - dsc's collectives and dsc.local_shard -----------===//
 //
 // The partitioned collectives relate a flat whole tensor of W * S elements
-// to its shards of S elements, W being the module's dsc.world_size: the
-// verifiers check that relation, which the types alone cannot say.
+// to its shards of S elements, W being the size of the collective's group;
+// dsc.all_to_all splits its leading dimension into one block per rank of
+// its group. The verifiers check those relations, which the types alone
+// cannot say.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,36 @@ std::optional<int64_t> mlir::dsc::lookupWorldSize(Operation *op) {
   if (auto attr = module->getAttrOfType<IntegerAttr>(kWorldSizeAttrName))
     return attr.getInt();
   return std::nullopt;
+}
+
+FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
+                                              CollectiveGroup group) {
+  std::optional<int64_t> world = lookupWorldSize(op);
+  if (!world)
+    return op->emitOpError() << "needs the number of ranks: the enclosing "
+                                "module has no '"
+                             << kWorldSizeAttrName
+                             << "' (run --dsc-data-parallel first)";
+  if (*world < 1)
+    return op->emitOpError() << kWorldSizeAttrName << " is " << *world;
+  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
+                                  : op->getParentOfType<ModuleOp>();
+  int64_t experts = 1;
+  if (auto attr = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName))
+    experts = attr.getInt();
+  if (experts < 1 || *world % experts != 0)
+    return op->emitOpError() << kExpertParallelSizeAttrName << " " << experts
+                             << " does not divide " << kWorldSizeAttrName << " "
+                             << *world;
+  switch (group) {
+  case CollectiveGroup::world:
+    return *world;
+  case CollectiveGroup::expert:
+    return experts;
+  case CollectiveGroup::expert_data:
+    return *world / experts;
+  }
+  llvm_unreachable("unknown collective group");
 }
 
 /// Rank-invariant order: a collective runs once per step on every rank only
@@ -43,44 +75,65 @@ static LogicalResult verifyRankInvariantPlacement(Operation *op) {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() { return verifyRankInvariantPlacement(*this); }
+LogicalResult AllReduceOp::verify() {
+  if (failed(verifyRankInvariantPlacement(*this)))
+    return failure();
+  if (getGroup() != CollectiveGroup::world &&
+      failed(lookupGroupSize(*this, getGroup())))
+    return failure();
+  return success();
+}
 
-/// Checks that `shard` and `whole` are 1-D and that `whole` has W times the
-/// elements of `shard`.
+/// Checks that `shard` and `whole` are 1-D and that `whole` has the
+/// group's size times the elements of `shard`.
 static LogicalResult verifyShardOfWhole(Operation *op, Type shardType,
-                                        Type wholeType) {
+                                        Type wholeType, CollectiveGroup group) {
   auto shard = cast<RankedTensorType>(shardType);
   auto whole = cast<RankedTensorType>(wholeType);
   if (shard.getRank() != 1 || whole.getRank() != 1)
     return op->emitOpError() << "moves flat tensors (rank 1), got " << shardType
                              << " and " << wholeType;
-  std::optional<int64_t> world = lookupWorldSize(op);
-  if (!world)
-    return op->emitOpError() << "needs the number of ranks: the enclosing "
-                                "module has no '"
-                             << kWorldSizeAttrName
-                             << "' (run --dsc-data-parallel first)";
-  if (*world < 1 || whole.getDimSize(0) != *world * shard.getDimSize(0))
+  FailureOr<int64_t> ranks = lookupGroupSize(op, group);
+  if (failed(ranks))
+    return failure();
+  if (whole.getDimSize(0) != *ranks * shard.getDimSize(0))
     return op->emitOpError()
            << "relates a whole of " << whole.getDimSize(0)
-           << " elements to shards of " << shard.getDimSize(0) << ", but "
-           << kWorldSizeAttrName << " is " << *world << " (the whole must be "
-           << "world size times the shard)";
+           << " elements to shards of " << shard.getDimSize(0) << ", but its "
+           << stringifyCollectiveGroup(group) << " group has " << *ranks
+           << " ranks (the whole must be the group's size times the shard)";
   return success();
 }
 
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyRankInvariantPlacement(*this)))
     return failure();
-  return verifyShardOfWhole(*this, getInput().getType(), getType());
+  return verifyShardOfWhole(*this, getInput().getType(), getType(), getGroup());
 }
 
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyRankInvariantPlacement(*this)))
     return failure();
-  return verifyShardOfWhole(*this, getType(), getInput().getType());
+  return verifyShardOfWhole(*this, getType(), getInput().getType(), getGroup());
+}
+
+LogicalResult AllToAllOp::verify() {
+  if (failed(verifyRankInvariantPlacement(*this)))
+    return failure();
+  auto type = cast<RankedTensorType>(getType());
+  FailureOr<int64_t> ranks = lookupGroupSize(*this, getGroup());
+  if (failed(ranks))
+    return failure();
+  if (type.getRank() == 0 || type.getDimSize(0) % *ranks != 0)
+    return emitOpError() << "exchanges one block of its leading dimension with "
+                            "each of the "
+                         << *ranks << " ranks of its "
+                         << stringifyCollectiveGroup(getGroup())
+                         << " group, but its operand is " << type;
+  return success();
 }
 
 LogicalResult LocalShardOp::verify() {
-  return verifyShardOfWhole(*this, getType(), getInput().getType());
+  return verifyShardOfWhole(*this, getType(), getInput().getType(),
+                            CollectiveGroup::world);
 }

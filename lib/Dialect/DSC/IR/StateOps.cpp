@@ -68,8 +68,12 @@ LogicalResult StateOp::verify() {
   if (failed(verifyInitRule()))
     return failure();
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
-  if (!whole)
+  if (!whole) {
+    if (getPartitionGroup() != CollectiveGroup::world)
+      return emitOpError() << "@" << getSymName()
+                           << " names a partition group but no partition_of";
     return success();
+  }
   if (llvm::any_of(*whole, [](int64_t d) { return d < 0; }))
     return emitOpError() << "@" << getSymName()
                          << " is a partition of a shape with a negative "
@@ -78,20 +82,48 @@ LogicalResult StateOp::verify() {
   if (!numel)
     return emitOpError() << "@" << getSymName()
                          << " is a partition of a shape too large for int64";
-  std::optional<int64_t> world = lookupWorldSize(*this);
-  if (!world || *world < 1)
-    return emitOpError() << "@" << getSymName()
-                         << " is partitioned, but the module has no positive '"
-                         << kWorldSizeAttrName << "'";
   int64_t elements = getWholeType().getNumElements();
-  int64_t shard = shardSize(elements, *world);
-  if (type.getRank() != 1 || type.getDimSize(0) != shard)
-    return emitOpError() << "@" << getSymName() << " partitions "
-                         << getWholeType() << " over " << *world
-                         << " ranks, so it must be "
-                         << RankedTensorType::get({shard}, type.getElementType())
-                         << ", not " << type;
-  return success();
+  switch (getPartitionGroup()) {
+  case CollectiveGroup::world: {
+    std::optional<int64_t> world = lookupWorldSize(*this);
+    if (!world || *world < 1)
+      return emitOpError() << "@" << getSymName()
+                           << " is partitioned, but the module has no positive '"
+                           << kWorldSizeAttrName << "'";
+    int64_t shard = shardSize(elements, *world);
+    if (type.getRank() != 1 || type.getDimSize(0) != shard)
+      return emitOpError() << "@" << getSymName() << " partitions "
+                           << getWholeType() << " over " << *world
+                           << " ranks, so it must be "
+                           << RankedTensorType::get({shard}, type.getElementType())
+                           << ", not " << type;
+    return success();
+  }
+  case CollectiveGroup::expert: {
+    FailureOr<int64_t> ranks = lookupGroupSize(*this, CollectiveGroup::expert);
+    if (failed(ranks))
+      return failure();
+    SmallVector<int64_t> local(*whole);
+    if (local.empty() || local[0] % *ranks != 0)
+      return emitOpError() << "@" << getSymName() << " partitions "
+                           << getWholeType() << " over the " << *ranks
+                           << " ranks of an expert group, which must divide "
+                              "its leading dimension";
+    local[0] /= *ranks;
+    if (type.getShape() != ArrayRef<int64_t>(local))
+      return emitOpError() << "@" << getSymName() << " partitions "
+                           << getWholeType() << " over the " << *ranks
+                           << " ranks of an expert group, so it must be "
+                           << RankedTensorType::get(local, type.getElementType())
+                           << ", not " << type;
+    return success();
+  }
+  case CollectiveGroup::expert_data:
+    break;
+  }
+  return emitOpError() << "@" << getSymName()
+                       << " is partitioned over the expert_data group; states "
+                          "are partitioned over the world or an expert group";
 }
 
 RankedTensorType StateOp::getWholeType() {

@@ -214,7 +214,7 @@ LogicalResult WaitOp::verify() {
 
 Value mlir::dscrt::getCollectiveStream(Operation *op) {
   return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp>(
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
           [](auto collective) { return collective.getStream(); })
       .Default([](Operation *) { return Value(); });
 }
@@ -261,21 +261,26 @@ static LogicalResult verifyCollectiveStream(Operation *collective) {
 LogicalResult AllReduceOp::verify() { return verifyCollectiveStream(*this); }
 
 /// `shard` and `whole` of one element type, `whole` holding W times the
-/// elements of `shard` (W the module's dsc.world_size, when it has one).
+/// elements of `shard` (W the size of `group`, when the module says it).
 static LogicalResult verifyShardOfWhole(Operation *op, MemRefType shard,
-                                        MemRefType whole) {
+                                        MemRefType whole,
+                                        dsc::CollectiveGroup group) {
   if (shard.getElementType() != whole.getElementType())
     return op->emitOpError() << "moves " << shard.getElementType() << " to "
                              << whole.getElementType()
                              << ": element types differ";
   int64_t s = shard.getNumElements(), w = whole.getNumElements();
-  auto module = op->getParentOfType<ModuleOp>();
-  auto world = module ? module->getAttrOfType<IntegerAttr>("dsc.world_size")
-                      : IntegerAttr();
-  if (s == 0 || w % s != 0 || (world && w != world.getInt() * s))
+  std::optional<int64_t> ranks;
+  if (dsc::lookupWorldSize(op)) {
+    FailureOr<int64_t> size = dsc::lookupGroupSize(op, group);
+    if (failed(size))
+      return failure();
+    ranks = *size;
+  }
+  if (s == 0 || w % s != 0 || (ranks && w != *ranks * s))
     return op->emitOpError()
            << "relates a whole of " << w << " elements to shards of " << s
-           << (world ? " over " + std::to_string(world.getInt()) + " ranks"
+           << (ranks ? " over " + std::to_string(*ranks) + " ranks"
                      : std::string())
            << ": the whole must be the shards of every rank";
   return success();
@@ -283,18 +288,33 @@ static LogicalResult verifyShardOfWhole(Operation *op, MemRefType shard,
 
 LogicalResult AllGatherOp::verify() {
   if (failed(verifyShardOfWhole(*this, getSource().getType(),
-                                getTarget().getType())))
+                                getTarget().getType(), getGroup())))
     return failure();
   return verifyCollectiveStream(*this);
 }
 
 LogicalResult ReduceScatterOp::verify() {
   if (failed(verifyShardOfWhole(*this, getTarget().getType(),
-                                getSource().getType())))
+                                getSource().getType(), getGroup())))
     return failure();
   return verifyCollectiveStream(*this);
 }
 
+LogicalResult AllToAllOp::verify() {
+  if (dsc::lookupWorldSize(*this)) {
+    FailureOr<int64_t> ranks = dsc::lookupGroupSize(*this, getGroup());
+    if (failed(ranks))
+      return failure();
+    MemRefType type = getBuffer().getType();
+    if (type.getRank() == 0 || type.getDimSize(0) % *ranks != 0)
+      return emitOpError() << "exchanges one block of its leading dimension "
+                              "with each of "
+                           << *ranks << " ranks, but its buffer is " << type;
+  }
+  return verifyCollectiveStream(*this);
+}
+
 LogicalResult CopyShardOp::verify() {
-  return verifyShardOfWhole(*this, getTarget().getType(), getSource().getType());
+  return verifyShardOfWhole(*this, getTarget().getType(), getSource().getType(),
+                            dsc::CollectiveGroup::world);
 }

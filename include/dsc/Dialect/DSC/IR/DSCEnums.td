@@ -52,4 +52,19 @@ def DSC_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::mlir::dsc";
 }
 
+// The ranks a collective runs over. With the module's expert-parallel size
+// P (`dsc.expert_parallel_size`, 1 when absent) and world size W, rank r's
+// expert group is the P consecutive ranks of r / P (r's index r % P): the
+// ranks that share the experts of a layer between them; its expert-data
+// group is the W / P ranks with the same r % P (index r / P): the replicas
+// of the same experts, over which their gradients are summed.
+def DSC_CollectiveGroup : I32EnumAttr<"CollectiveGroup",
+    "the ranks a collective runs over", [
+    I32EnumAttrCase<"world", 0>,
+    I32EnumAttrCase<"expert", 1>,
+    I32EnumAttrCase<"expert_data", 2>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
 #endif // DSC_DIALECT_DSC_IR_DSCENUMS_TD

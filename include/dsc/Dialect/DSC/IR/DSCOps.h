@@ -37,10 +37,19 @@ LogicalResult inferReductionResult(std::optional<Location> loc, Type input,
 /// The module attribute holding the number of data-parallel ranks
 /// (`--dsc-data-parallel`).
 constexpr llvm::StringLiteral kWorldSizeAttrName = "dsc.world_size";
+/// Ranks that share each MoE layer's experts (expert parallelism); absent: 1.
+constexpr llvm::StringLiteral kExpertParallelSizeAttrName =
+    "dsc.expert_parallel_size";
 
 /// The `dsc.world_size` of the module enclosing `op` (or `op` itself), if
 /// it is set.
 std::optional<int64_t> lookupWorldSize(Operation *op);
+
+/// The number of ranks in `group` for the module enclosing `op`: the world
+/// size W, the expert-parallel size P (`dsc.expert_parallel_size`, 1 when
+/// absent) or W / P. Fails with a diagnostic on `op` when the module has no
+/// world size or P does not divide it.
+FailureOr<int64_t> lookupGroupSize(Operation *op, CollectiveGroup group);
 
 /// Elements per rank of a tensor of `numel` elements partitioned over
 /// `worldSize` ranks: ceil(numel / worldSize), without the overflow of

@@ -68,6 +68,20 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
         : tensor<8xf32>   // 15 elements over 2 ranks
     ```
 
+    With `partition_group = expert` (set by `--dsc-moe` with expert
+    parallelism), the state is partitioned over the module's
+    `dsc.expert_parallel_size` P ranks of each expert group instead: experts
+    stacked along the leading dimension, each rank holding E / P of them
+    (rank r the block r % P), the same on every replica of the group. The
+    declared type is the whole shape with its leading dimension divided by
+    P.
+
+    ```mlir
+    dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
+        {partition_of = array<i64: 8, 128, 32>, partition_group = expert}
+        : tensor<2x128x32xf32>   // 8 experts over 4 ranks
+    ```
+
     A parameter that rewrites add (mixture of experts) says how a weights
     file without it fills it: `init_from` names a stored tensor that the
     state repeats along its leading dimension (each expert a copy of the
@@ -87,6 +101,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                        TypeAttrOf<DSC_Tensor>:$type,
                        DSC_StateRole:$role,
                        OptionalAttr<DenseI64ArrayAttr>:$partition_of,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$partition_group,
                        OptionalAttr<StrAttr>:$init_from,
                        OptionalAttr<F64Attr>:$init_uniform,
                        OptionalAttr<I64Attr>:$init_seed);
@@ -97,8 +113,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                    "::mlir::RankedTensorType":$type,
                    "::mlir::dsc::StateRole":$role), [{
       build($_builder, $_state, sym_name, type, role,
-            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr(),
-            ::mlir::FloatAttr(), ::mlir::IntegerAttr());
+            ::mlir::DenseI64ArrayAttr(), ::mlir::dsc::CollectiveGroup::world,
+            ::mlir::StringAttr(), ::mlir::FloatAttr(), ::mlir::IntegerAttr());
     }]>,
   ];
   let extraClassDeclaration = [{
@@ -1166,17 +1182,27 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
     ```mlir
     %total = dsc.all_reduce %count : tensor<f32>
     ```
+
+    `over` names the ranks it sums over (`world` when absent; see
+    `CollectiveGroup`): an expert's gradient is summed over its replicas,
+
+    ```mlir
+    %g = dsc.all_reduce %partial over expert_data : tensor<2x128x32xf32>
+    ```
   }];
-  let arguments = (ins DSC_NumericTensor:$input);
+  let arguments = (ins DSC_NumericTensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let results = (outs DSC_NumericTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input (`over` $group^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
 // The partitioned collectives move flat (1-D) tensors: a whole tensor of W * S
 // elements (padded by the ZeRO pass with dsc.concat of zeros where numel is
-// not a multiple of W) and its shards of S elements, W being the module's
-// `dsc.world_size`. Rank r's shard is elements [r * S, (r + 1) * S).
+// not a multiple of W) and its shards of S elements, W being the size of the
+// collective's group (the module's `dsc.world_size` for `world`). Rank r's
+// shard is elements [r * S, (r + 1) * S), r its index in the group.
 
 def DSC_AllGatherOp : DSC_Op<"all_gather", [SameOperandsAndResultElementType]> {
   let summary = "concatenates every rank's shard, in rank order";
@@ -1194,9 +1220,12 @@ def DSC_AllGatherOp : DSC_Op<"all_gather", [SameOperandsAndResultElementType]> {
     %whole = dsc.all_gather %shard : tensor<8xf32> -> tensor<16xf32>
     ```
   }];
-  let arguments = (ins DSC_NumericTensor:$input);
+  let arguments = (ins DSC_NumericTensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let results = (outs DSC_NumericTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat =
+      "$input (`over` $group^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -1217,9 +1246,38 @@ def DSC_ReduceScatterOp : DSC_Op<"reduce_scatter",
     %shard = dsc.reduce_scatter %grad : tensor<16xf32> -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins DSC_NumericTensor:$input);
+  let arguments = (ins DSC_NumericTensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let results = (outs DSC_NumericTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat =
+      "$input (`over` $group^)? attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def DSC_AllToAllOp : DSC_Op<"all_to_all", [SameOperandsAndResultType]> {
+  let summary = "exchanges one block with every rank of a group";
+  let description = [{
+    `input`'s leading dimension holds N equal blocks, N the size of the
+    group (`over`, see `CollectiveGroup`): block j goes to the group's rank
+    j, and block j of the result is the block that rank j sent to this
+    rank. Expert parallelism sends each expert's dispatched tokens to the
+    rank that owns the expert, and the experts' outputs back, with it. Its
+    gradient is the same exchange of the cotangent (the exchange is a
+    permutation of the blocks of all ranks, its own transpose). Not pure:
+    see `dsc.all_reduce`.
+
+    Example (2 ranks per expert group, 4 experts, capacity 3):
+
+    ```mlir
+    %mine = dsc.all_to_all %dispatched over expert : tensor<4x3x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat = "$input (`over` $group^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

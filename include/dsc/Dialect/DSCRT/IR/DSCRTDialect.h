@@ -3,6 +3,7 @@
 #ifndef DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H
 #define DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H
 
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -13,6 +13,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dsc/Dialect/DSC/IR/DSCEnums.td"
 
 def DSCRT_Dialect : Dialect {
   let name = "dscrt";
@@ -279,8 +280,30 @@ def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
     ```
   }];
   let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
-                       I64Attr:$sequence);
-  let assemblyFormat = "$buffer `on` $stream attr-dict `:` type($buffer)";
+                       I64Attr:$sequence, DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
+  let assemblyFormat =
+      "$buffer `on` $stream (`over` $group^)? attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def DSCRT_AllToAllOp : DSCRT_Op<"all_to_all"> {
+  let summary = "in-place exchange of one block with every rank of a group";
+  let description = [{
+    `buffer` holds N equal blocks, N the size of the group (`over`): block j
+    goes to the group's rank j and is replaced by the block rank j sent to
+    this rank (the lowering of `dsc.all_to_all`). Ordered, numbered and
+    streamed as `dscrt.all_reduce`.
+
+    ```mlir
+    dscrt.all_to_all %b on %comm over expert {sequence = 2 : i64} : memref<4x3x8xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
+                       I64Attr:$sequence, DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
+  let assemblyFormat =
+      "$buffer `on` $stream (`over` $group^)? attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 
@@ -288,7 +311,8 @@ def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
   let summary = "gathers every rank's shard into a buffer, on a stream";
   let description = [{
     `target` (W * S elements) receives the S elements of every rank's
-    `source`, rank 0's first; W is the module's `dsc.world_size`. Ordered,
+    `source`, rank 0's first; W is the size of the group (`over`; the
+    module's `dsc.world_size` for `world`). Ordered,
     numbered and streamed as `dscrt.all_reduce`: the collectives stream
     waits for the event of the work that wrote `source`, and readers of
     `target` wait for an event recorded after it.
@@ -299,9 +323,12 @@ def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
     ```
   }];
   let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
-                       DSCRT_StreamType:$stream, I64Attr:$sequence);
+                       DSCRT_StreamType:$stream, I64Attr:$sequence,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let assemblyFormat = [{
-    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+    $source `to` $target `on` $stream (`over` $group^)? attr-dict `:`
+    type($source) `to` type($target)
   }];
   let hasVerifier = 1;
 }
@@ -310,8 +337,8 @@ def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
   let summary = "sums a buffer over all ranks into each rank's shard, on a stream";
   let description = [{
     `target` (S elements) receives block `rank` of the elementwise sum over
-    all ranks of `source` (W * S elements); W is the module's
-    `dsc.world_size`. Ordered, numbered and streamed as `dscrt.all_reduce`.
+    all ranks of `source` (W * S elements); W is the size of the group
+    (`over`; the module's `dsc.world_size` for `world`). Ordered, numbered and streamed as `dscrt.all_reduce`.
 
     ```mlir
     dscrt.reduce_scatter %grad to %shard on %comm {sequence = 1 : i64}
@@ -319,9 +346,12 @@ def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
     ```
   }];
   let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
-                       DSCRT_StreamType:$stream, I64Attr:$sequence);
+                       DSCRT_StreamType:$stream, I64Attr:$sequence,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let assemblyFormat = [{
-    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+    $source `to` $target `on` $stream (`over` $group^)? attr-dict `:`
+    type($source) `to` type($target)
   }];
   let hasVerifier = 1;
 }

@@ -226,7 +226,13 @@ static LogicalResult allReduceGrad(AllReduceOp op, Gradient &g) {
   // computed redundantly on every rank from replicated values. The adjoint
   // of a sum over ranks is then the broadcast of the cotangent to every
   // rank's input, which each rank already holds: the identity. (Summing the
-  // cotangents again would count every rank's loss N times.)
+  // cotangents again would count every rank's loss N times.) Over a group
+  // smaller than the world the result is replicated only within the group,
+  // so that argument does not hold: such sums are gradient reductions,
+  // which come after autodiff.
+  if (op.getGroup() != CollectiveGroup::world)
+    return op.emitOpError("has no gradient over the ")
+           << stringifyCollectiveGroup(op.getGroup()) << " group";
   g.set(0, g.dy());
   return success();
 }
@@ -235,14 +241,24 @@ static LogicalResult allGatherGrad(AllGatherOp op, Gradient &g) {
   // Each rank's cotangent of the gathered whole is its own partial (the
   // ranks' losses differ by their micro-batches); the shard's cotangent on
   // its owner is the sum of every rank's cotangent of that block.
-  g.set(0, ReduceScatterOp::create(g.b, g.loc, op.getInput().getType(), g.dy()));
+  g.set(0, ReduceScatterOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
+                                   op.getGroup()));
   return success();
 }
 
 static LogicalResult reduceScatterGrad(ReduceScatterOp op, Gradient &g) {
   // Every rank's input reaches every block of the sum: its cotangent is the
   // cotangent of each block, gathered from the block's owner.
-  g.set(0, AllGatherOp::create(g.b, g.loc, op.getInput().getType(), g.dy()));
+  g.set(0, AllGatherOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
+                               op.getGroup()));
+  return success();
+}
+
+static LogicalResult allToAllGrad(AllToAllOp op, Gradient &g) {
+  // The exchange permutes the blocks of all the group's ranks; a
+  // permutation's transpose is its inverse, which is the same exchange:
+  // block j of rank i's cotangent goes back to rank j's block i.
+  g.set(0, AllToAllOp::create(g.b, g.loc, g.dy(), op.getGroup()));
   return success();
 }
 
@@ -271,5 +287,6 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<DropoutOp, dropoutGrad>(context);
   attach<AllReduceOp, allReduceGrad>(context);
   attach<AllGatherOp, allGatherGrad>(context);
+  attach<AllToAllOp, allToAllGrad>(context);
   attach<ReduceScatterOp, reduceScatterGrad>(context);
 }

@@ -1,0 +1,58 @@
+// Expert parallelism in --dsc-moe (ep-size = P): each block's experts split
+// over the P ranks of an expert group, two all-to-alls per layer forward
+// (and, after autodiff, two backward), the experts' gradients summed over
+// their expert-data group, norms and overflow checks over the expert group.
+// Inputs/two-mlp-blocks.mlir: 8 tokens of width 4 per rank; 4 experts give
+// capacity 4 (min-capacity), so each rank dispatches [4, 4, 4] and computes
+// its 2 experts on [2, 2 * 4, 4].
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4" --dsc-moe="experts=4 ep-size=2" | FileCheck %s --check-prefix=EP
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=GRAD
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=ALLEP
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --grad-clip=1.0 --loss-scaling | FileCheck %s --check-prefix=CLIP
+
+// EP: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+// The gate is replicated; the experts hold 2 of 4 each.
+// EP: dsc.state parameter @h.0.mlp.gate.weight {{.*}} : tensor<4x4xf32>
+// EP-NOT: partition
+// EP: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
+// EP: dsc.state parameter @h.0.mlp.experts.c_fc.bias {{.*}}partition_of = array<i64: 4, 16>} : tensor<2x16xf32>
+// EP-LABEL: func.func
+// EP: %[[D:.*]] = dsc.moe_dispatch {{.*}} -> tensor<4x4x4xf32>
+// EP: %[[IN:.*]] = dsc.all_to_all %[[D]] over expert : tensor<4x4x4xf32>
+// EP: %[[BLOCKS:.*]] = dsc.reshape %[[IN]] : tensor<4x4x4xf32> -> tensor<2x2x4x4xf32>
+// EP: %[[BYEXPERT:.*]] = dsc.permute %[[BLOCKS]], [1, 0, 2, 3] : tensor<2x2x4x4xf32>
+// EP: %[[LOCAL:.*]] = dsc.reshape %[[BYEXPERT]] : tensor<2x2x4x4xf32> -> tensor<2x8x4xf32>
+// EP: dsc.matmul %[[LOCAL]], %{{.*}} transpose_rhs : tensor<2x8x4xf32>, tensor<2x16x4xf32>
+// EP: dsc.gelu tanh %{{.*}} : tensor<2x8x16xf32>
+// EP: %[[Y:.*]] = dsc.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<2x4x16xf32>
+// EP: dsc.permute %{{.*}}, [1, 0, 2, 3] : tensor<2x2x4x4xf32>
+// EP: %[[BACK:.*]] = dsc.reshape %{{.*}} : tensor<2x2x4x4xf32> -> tensor<4x4x4xf32>
+// EP: %[[OUT:.*]] = dsc.all_to_all %[[BACK]] over expert : tensor<4x4x4xf32>
+// EP: dsc.moe_combine %[[OUT]]
+// Three replaced blocks, two exchanges each in the forward.
+// EP-COUNT-4: dsc.all_to_all
+// EP-NOT: dsc.all_to_all
+
+// Forward 2 and backward 2 exchanges per block, but for the first block's
+// dispatch, whose input (the graph's) needs no cotangent: 11. The gate's
+// gradient summed over the world, the experts' over their expert-data
+// group (2 replicas).
+// GRAD-COUNT-11: dsc.all_to_all
+// GRAD-NOT: dsc.all_to_all
+// GRAD: dsc.all_reduce %{{.*}} : tensor<4x4xf32>
+// GRAD: dsc.all_reduce %{{.*}} over expert_data : tensor<2x16x4xf32>
+// GRAD: dsc.all_reduce %{{.*}} over expert_data : tensor<2x16xf32>
+
+// With P = W every rank holds its experts alone: no expert-data sum.
+// ALLEP-NOT: over expert_data
+// ALLEP: dsc.all_reduce %{{.*}} : tensor<4x4xf32>
+// ALLEP-NOT: over expert_data
+
+// The norm for clipping and the overflow check add the experts' sums of
+// squares over the expert group, so every rank clips and skips alike.
+// CLIP: %[[FINITE:.*]] = dsc.sum_squares({{.*}} : tensor<2x16x4xf32>, {{.*}}) scale
+// CLIP: dsc.all_reduce %[[FINITE]] over expert : tensor<f32>
+// CLIP: %[[NORM:.*]] = dsc.sum_squares({{.*}} : tensor<2x16x4xf32>, {{.*}}) scale
+// CLIP: %[[SUM:.*]] = dsc.all_reduce %[[NORM]] over expert : tensor<f32>
+// CLIP: %[[TOTAL:.*]] = dsc.add %{{.*}}, %[[SUM]]
+// CLIP: dsc.sqrt %[[TOTAL]]
