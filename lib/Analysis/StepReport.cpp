@@ -199,6 +199,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   graph.walk([&](Operation *op) {
     StringRef kind;
     Value payload;
+    int64_t blocks = 1; // the payload is 1 / blocks of the value
     if (auto allReduce = dyn_cast<AllReduceOp>(op)) {
       kind = "all_reduce";
       payload = allReduce.getInput();
@@ -208,18 +209,30 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
       kind = "reduce_scatter";
       payload = scatter.getResult(); // this rank's share
+    } else if (auto exchange = dyn_cast<AllToAllOp>(op)) {
+      kind = "all_to_all";
+      payload = exchange.getInput(); // one block per rank of the group
     } else {
       return;
     }
     CollectiveReport c;
     c.kind = kind.str();
+    auto group = op->getAttrOfType<CollectiveGroupAttr>("group");
+    CollectiveGroup over = group ? group.getValue() : CollectiveGroup::world;
+    c.group = stringifyCollectiveGroup(over).str();
+    FailureOr<int64_t> ranks = over == CollectiveGroup::world
+                                   ? FailureOr<int64_t>(report.worldSize)
+                                   : lookupGroupSize(op, over);
+    c.groupSize = succeeded(ranks) ? *ranks : 1;
+    if (kind == "all_to_all")
+      blocks = c.groupSize;
     Type element = cast<RankedTensorType>(payload.getType()).getElementType();
     c.element = debugString(element);
     c.elementBytes = elementBytes(element);
     c.location = debugString(op->getLoc());
-    c.payloadBytes = tensorBytes(payload.getType());
-    c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, report.worldSize);
-    c.busBytes = collectiveBusBytes(kind, c.payloadBytes, report.worldSize);
+    c.payloadBytes = tensorBytes(payload.getType()) / blocks;
+    c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, c.groupSize);
+    c.busBytes = collectiveBusBytes(kind, c.payloadBytes, c.groupSize);
     if (auto members =
             op->getAttrOfType<IntegerAttr>(DSCDialect::kBucketAttrName)) {
       c.members = members.getInt();
@@ -290,7 +303,7 @@ static std::string gigabytes(double bytes) {
 namespace {
 /// A collective kind's calls of one element type, per update.
 struct CollectiveTally {
-  std::string kind, element;
+  std::string kind, element; // kind: "all_reduce", or "all_reduce[expert]" off the world
   int64_t calls = 0, payloadBytes = 0, bytesSent = 0;
   double busBytes = 0;
 };
@@ -299,11 +312,13 @@ struct CollectiveTally {
 static std::vector<CollectiveTally> tallyCollectives(const StepReport &r) {
   std::vector<CollectiveTally> groups;
   for (const CollectiveReport &c : r.collectives) {
+    std::string kind =
+        c.group == "world" ? c.kind : c.kind + "[" + c.group + "]";
     auto it = llvm::find_if(groups, [&](const CollectiveTally &g) {
-      return g.kind == c.kind && g.element == c.element;
+      return g.kind == kind && g.element == c.element;
     });
     if (it == groups.end()) {
-      groups.push_back({c.kind, c.element});
+      groups.push_back({kind, c.element});
       it = std::prev(groups.end());
     }
     it->calls += r.gradAccum;
@@ -383,13 +398,13 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
   }
   if (parts.comm) {
     os << "communication per update, per rank\n";
-    os << llvm::format("  %-16s %-5s %8s %20s %20s %20s\n", "collective",
+    os << llvm::format("  %-24s %-5s %8s %20s %20s %20s\n", "collective",
                        "type", "calls", "payload bytes", "bytes sent",
                        "bus bytes");
     int64_t calls = 0, payload = 0, sent = 0;
     double bus = 0;
     for (const CollectiveTally &g : tallyCollectives(*this)) {
-      os << llvm::format("  %-16s %-5s %8lld %20s %20s %20s\n",
+      os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n",
                          g.kind.c_str(), g.element.c_str(),
                          (long long)g.calls, grouped(g.payloadBytes).c_str(),
                          grouped(g.bytesSent).c_str(),
@@ -399,7 +414,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       sent += g.bytesSent;
       bus += g.busBytes;
     }
-    os << llvm::format("  %-16s %-5s %8lld %20s %20s %20s\n", "total", "",
+    os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n", "total", "",
                        (long long)calls, grouped(payload).c_str(),
                        grouped(sent).c_str(),
                        grouped(int64_t(bus + 0.5)).c_str());
@@ -469,6 +484,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
     llvm::json::Array calls;
     for (const CollectiveReport &c : collectives)
       calls.push_back(llvm::json::Object{{"kind", c.kind},
+                                         {"group", c.group},
+                                         {"group_size", c.groupSize},
                                          {"type", c.element},
                                          {"loc", c.location},
                                          {"payload_bytes", c.payloadBytes},

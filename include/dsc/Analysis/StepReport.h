@@ -59,7 +59,9 @@ struct RankMemory {
 
 /// One collective op of the step.
 struct CollectiveReport {
-  std::string kind;    // "all_reduce", "all_gather", "reduce_scatter"
+  std::string kind;    // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
+  std::string group = "world"; // the ranks it runs over: world, expert, expert_data
+  int64_t groupSize = 1;       // their number
   std::string element; // "f32", "bf16", ...
   std::string location;
   int64_t payloadBytes = 0; // the call's B (CommStats.h)
