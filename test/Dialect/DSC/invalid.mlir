@@ -1495,3 +1495,31 @@ func.func @sum_squares_result(%a: tensor<4xf32>) {
   %s = dsc.sum_squares(%a : tensor<4xf32>) : tensor<1xf32>
   return
 }
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions 'tensor<4x3xf32>' over the 2 ranks of an expert group, so it must be 'tensor<2x3xf32>', not 'tensor<4x3xf32>'}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 1 : i32} : tensor<4x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions 'tensor<6x3xf32>' over the 4 ranks of an expert group, which must divide its leading dimension}}
+  dsc.state parameter @e {partition_of = array<i64: 6, 3>, partition_group = 1 : i32} : tensor<1x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e names a partition group but no partition_of}}
+  dsc.state parameter @e {partition_group = 1 : i32} : tensor<4x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world or an expert group}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 2 : i32} : tensor<2x3xf32>
+}

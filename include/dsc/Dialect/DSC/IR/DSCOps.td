@@ -68,8 +68,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
         : tensor<8xf32>   // 15 elements over 2 ranks
     ```
 
-    With `partition_group = expert` (set by `--dsc-moe` with expert
-    parallelism), the state is partitioned over the module's
+    With `partition_group` = 1 (`CollectiveGroup::expert`, set by
+    `--dsc-moe` with expert parallelism), the state is partitioned over the module's
     `dsc.expert_parallel_size` P ranks of each expert group instead: experts
     stacked along the leading dimension, each rank holding E / P of them
     (rank r the block r % P), the same on every replica of the group. The
@@ -78,7 +78,7 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
 
     ```mlir
     dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
-        {partition_of = array<i64: 8, 128, 32>, partition_group = expert}
+        {partition_of = array<i64: 8, 128, 32>, partition_group = 1 : i32}
         : tensor<2x128x32xf32>   // 8 experts over 4 ranks
     ```
 
