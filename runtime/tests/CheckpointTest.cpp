@@ -107,6 +107,7 @@ ArtifactInfo infoWith(const StateDesc *states, int32_t count) {
   info.target = "cpu";
   info.model = "tiny.mlir";
   info.worldSize = 1;
+  info.expertParallelSize = 1;
   info.numStates = count;
   info.states = states;
   return info;

@@ -45,6 +45,10 @@ public:
   LoopbackComm() : Communicator(60) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  std::unique_ptr<Communicator> split(int color, int) override {
+    checkSplitColor(color);
+    return std::make_unique<LoopbackComm>();
+  }
 
 private:
   void runAllReduce(const void *send, void *recv, std::size_t count,
@@ -158,9 +162,9 @@ struct FakeArtifact {
   TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
                           {"targets", ElementType::I64, 2, inputShape}};
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
-  ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2, 1024, 1,
-                    states,              2,     inputs,      1, outputs,
-                    0,                   nullptr, /*gradAccumSteps=*/1};
+  ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2,
+                    /*expertParallelSize=*/1, 1024, 1, states, 2, inputs, 1,
+                    outputs, 0, nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
   FakeArtifact() {
     options.artifact = "fake.so";
@@ -457,16 +461,18 @@ TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
   CpuStream s("comm", CpuStream::Mode::Inline);
   RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(7);
-  context.allReduceSum(&value, 1, ElementType::F32, 1, s);
-  context.allReduceSum(&value, 1, ElementType::F32, 3, s);
+  context.allReduceSum(&value, 1, ElementType::F32, 1, s, CommGroup::World);
+  context.allReduceSum(&value, 1, ElementType::F32, 3, s, CommGroup::World);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&value, 1, ElementType::F32, 3, s);
+              context.allReduceSum(&value, 1, ElementType::F32, 3, s,
+                                   CommGroup::World);
             }),
             "step 7, collective 3 (allReduceSum of 1 f32): sequence numbers "
             "must grow within a step; the previous collective of this step "
             "was 3");
   context.beginStep(8); // numbering starts over
-  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s));
+  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s,
+                                       CommGroup::World));
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
 }
 
@@ -477,16 +483,19 @@ TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
   RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(1);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&flag, 1, ElementType::I1, 1, s);
+              context.allReduceSum(&flag, 1, ElementType::I1, 1, s,
+                                   CommGroup::World);
             }),
             "step 1, collective 1 (allReduceSum of 1 i1): the communicator "
             "cannot sum i1 elements");
   uint16_t half = 0; // f16 sums (mixed precision)
-  EXPECT_NO_THROW(context.allReduceSum(&half, 1, ElementType::F16, 2, s));
+  EXPECT_NO_THROW(
+      context.allReduceSum(&half, 1, ElementType::F16, 2, s, CommGroup::World));
   EXPECT_THAT(errorOf([&] { context.state(0); }),
               HasSubstr("artifact asked for state 0 of 0"));
   double d = 2;
-  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 3, s));
+  EXPECT_NO_THROW(
+      context.allReduceSum(&d, 1, ElementType::F64, 3, s, CommGroup::World));
   EXPECT_EQ(d, 2);
 }
 

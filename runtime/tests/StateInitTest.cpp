@@ -36,11 +36,29 @@ struct Experts {
   int64_t shard[1] = {6};
   int64_t gateShape[2] = {3, 2};
   StateDesc whole{{"experts.w", ElementType::F32, 3, stacked},
-                  StateRole::Parameter, 0, nullptr, "w", 0.0, 0};
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  "w",
+                  0.0,
+                  0};
   StateDesc partitioned{{"experts.w", ElementType::F32, 1, shard},
-                        StateRole::Parameter, 3, stacked, "w", 0.0, 0};
+                        StateRole::Parameter,
+                        3,
+                        stacked,
+                        0,
+                        "w",
+                        0.0,
+                        0};
   StateDesc gate{{"gate.weight", ElementType::F32, 2, gateShape},
-                 StateRole::Parameter, 0, nullptr, nullptr, 0.5, 7};
+                 StateRole::Parameter,
+                 0,
+                 nullptr,
+                 0,
+                 nullptr,
+                 0.5,
+                 7};
 };
 
 TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
@@ -50,11 +68,11 @@ TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   Experts e;
   std::vector<float> all(12, -1);
-  readState(e.whole, weights, 0, all.data());
+  readState(e.whole, weights, 0, 1, all.data());
   EXPECT_EQ(all, (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
   // Rank 1 of 2 holds elements 6..11 of the whole.
   std::vector<float> slice(6, -1);
-  readState(e.partitioned, weights, 1, slice.data());
+  readState(e.partitioned, weights, 1, 1, slice.data());
   EXPECT_EQ(slice, (std::vector<float>{3, 4, 1, 2, 3, 4}));
 }
 
@@ -65,6 +83,8 @@ TEST(StateInit, ForEachStateAcceptsAFileWithoutTheExperts) {
   Experts e;
   StateDesc states[2] = {e.whole, e.gate};
   ArtifactInfo info{};
+  info.worldSize = 1;
+  info.expertParallelSize = 1;
   info.numStates = 2;
   info.states = states;
   MemoryPool pool("states");
@@ -83,16 +103,18 @@ TEST(StateInit, TheDenseTensorMustBeThere) {
   Experts e;
   std::vector<float> all(12);
   EXPECT_EQ(errorOf([&] {
-              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
-                        0, all.data());
+              readState(e.whole,
+                        SafeTensorsFile::open(dir.file("w.safetensors")), 0, 1,
+                        all.data());
             }),
             dir.file("w.safetensors") +
                 ": no tensor 'w', which state 'experts.w' repeats (it is the "
                 "dense tensor the experts start from)");
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {4}, other}});
   EXPECT_EQ(errorOf([&] {
-              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
-                        0, all.data());
+              readState(e.whole,
+                        SafeTensorsFile::open(dir.file("w.safetensors")), 0, 1,
+                        all.data());
             }),
             dir.file("w.safetensors") +
                 ": tensor 'w' is F32 [4], but the artifact expects F32 [2, 2]");
@@ -132,14 +154,26 @@ TEST(StateInit, AMasterDrawsItsParametersValues) {
   writeSafeTensors(dir.file("w.safetensors"), {});
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   int64_t shape[1] = {5};
-  StateDesc param{{"g", ElementType::BF16, 1, shape}, StateRole::Parameter,
-                  0, nullptr, nullptr, 0.25, 3};
-  StateDesc master{{"g.master", ElementType::F32, 1, shape}, StateRole::Master,
-                   0, nullptr, nullptr, 0.25, 3};
+  StateDesc param{{"g", ElementType::BF16, 1, shape},
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0.25,
+                  3};
+  StateDesc master{{"g.master", ElementType::F32, 1, shape},
+                   StateRole::Master,
+                   0,
+                   nullptr,
+                   0,
+                   nullptr,
+                   0.25,
+                   3};
   std::vector<uint16_t> narrow(5);
   std::vector<float> wide(5);
-  readState(param, weights, 0, narrow.data());
-  readState(master, weights, 0, wide.data());
+  readState(param, weights, 0, 1, narrow.data());
+  readState(master, weights, 0, 1, wide.data());
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(wide[size_t(i)], float(initUniformValue("g", 3, i, 0.25)));
     EXPECT_EQ(narrow[size_t(i)], floatToBf16(wide[size_t(i)]));
@@ -151,14 +185,26 @@ TEST(StateInit, EveryRankDrawsItsSliceOfTheSameTensor) {
   writeSafeTensors(dir.file("w.safetensors"), {});
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   int64_t shape[2] = {3, 2}, shard[1] = {4};
-  StateDesc whole{{"g", ElementType::F32, 2, shape}, StateRole::Parameter,
-                  0, nullptr, nullptr, 0.25, 3};
-  StateDesc part{{"g", ElementType::F32, 1, shard}, StateRole::Parameter,
-                 2, shape, nullptr, 0.25, 3};
+  StateDesc whole{{"g", ElementType::F32, 2, shape},
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0.25,
+                  3};
+  StateDesc part{{"g", ElementType::F32, 1, shard},
+                 StateRole::Parameter,
+                 2,
+                 shape,
+                 0,
+                 nullptr,
+                 0.25,
+                 3};
   std::vector<float> all(6), r0(4), r1(4);
-  readState(whole, weights, 0, all.data());
-  readState(part, weights, 0, r0.data());
-  readState(part, weights, 1, r1.data());
+  readState(whole, weights, 0, 1, all.data());
+  readState(part, weights, 0, 1, r0.data());
+  readState(part, weights, 1, 1, r1.data());
   EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + 4), r0);
   EXPECT_EQ(std::vector<float>(all.begin() + 4, all.end()),
             std::vector<float>(r1.begin(), r1.begin() + 2));

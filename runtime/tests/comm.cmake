@@ -3,8 +3,8 @@
 # One process: rank detection, byte formulas, the watchdog, and the
 # Communicator base class over a fake backend.
 dsc_runtime_test(RuntimeCommTest
-  CommBaseTest.cpp CommRankInfoTest.cpp CommStatsTest.cpp WatchdogTest.cpp
-  StartupWatchdogTest.cpp)
+  CommBaseTest.cpp CommGroupsTest.cpp CommRankInfoTest.cpp CommStatsTest.cpp
+  WatchdogTest.cpp StartupWatchdogTest.cpp)
 
 # Several ranks under mpirun: its own main() brackets the tests with
 # MPI_Init/MPI_Finalize. 3 ranks as well as 2, so that N does not divide the

@@ -84,6 +84,7 @@ const StreamDesc kStreams[] = {{"comm", true, true}};
 
 const ArtifactInfo kInfo = {
     TINY_ABI_VERSION, "cpu",   "TinyArtifact.cpp", TINY_WORLD_SIZE,
+    /*expertParallelSize=*/1,
     kArenaBytes,      3,       kStates,            2,
     kInputs,          1,       kOutputs,           1,
     kStreams, 1};
@@ -139,9 +140,10 @@ extern "C" void dsc_artifact_step(StepContext *context) {
   if (context->rank() == TINY_STALL_RANK && stepsRun == 2)
     std::this_thread::sleep_for(std::chrono::seconds(600));
   Stream &comm = context->stream(0);
-  context->allReduceSum(&sum, 1, ElementType::F32, 1, comm);
+  context->allReduceSum(&sum, 1, ElementType::F32, 1, comm, CommGroup::World);
   int64_t count = kTokens;
-  context->allReduceSum(&count, 1, ElementType::I64, 2, comm);
+  context->allReduceSum(&count, 1, ElementType::I64, 2, comm,
+                        CommGroup::World);
   comm.synchronize();
   *static_cast<float *>(context->output(0)) =
       sum / static_cast<float>(count);
