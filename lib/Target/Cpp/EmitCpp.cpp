@@ -497,6 +497,9 @@ private:
       if (state.getInitFrom() || state.getInitUniform()) {
         if (!shape)
           whole = ", 0, nullptr";
+        // StateDesc::partitionGroup (ABI 8): ZeRO's partitions are the
+        // World's.
+        whole += ", int32_t(dsc::rt::CommGroup::World)";
         init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
                                            : std::string("nullptr")) +
                ", " +
@@ -541,7 +544,7 @@ private:
     os << "const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, \""
        << (cuda() ? "cuda" : "cpu") << "\", "
        << cString(model ? model.getValue() : "") << ", "
-       << (world ? world.getInt() : 1) << ", " << arenaBytes << ", "
+       << (world ? world.getInt() : 1) << ", 1, " << arenaBytes << ", "
        << states.size() << ", kStates, " << in.size() << ", kInputs, "
        << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
        << (accum ? accum.getInt() : 1) << "};\n\n";
@@ -775,7 +778,7 @@ private:
       unsynchronized.insert(ar.getStream());
       os << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements()
          << ", " << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence()
-         << ", " << var(ar.getStream()) << ");\n";
+         << ", " << var(ar.getStream()) << ", dsc::rt::CommGroup::World);\n";
     } else if (isa<dscrt::AllGatherOp, dscrt::ReduceScatterOp>(op)) {
       // count: the shard's elements (Artifact.h).
       bool gather = isa<dscrt::AllGatherOp>(op);
@@ -787,7 +790,7 @@ private:
          << var(source) << ", " << var(target) << ", " << shard.getNumElements()
          << ", " << elementTypeEnum(shard.getElementType()) << ", "
          << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", "
-         << var(stream) << ");\n";
+         << var(stream) << ", dsc::rt::CommGroup::World);\n";
     } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
       // The rank is read on the host, when the step is issued.
       MemRefType to = copy.getTarget().getType();

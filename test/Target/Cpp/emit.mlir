@@ -27,7 +27,7 @@
 // CHECK: const dsc::rt::StreamDesc kStreams[] = {
 // CHECK-NEXT: {"compute", false, false},
 // CHECK-NEXT: {"comm", true, true},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1};
 
 // dsc.linear: the bias broadcast into the output, then a GEMM against the
 // [out, in] weight accumulating into it (beta = 1).
@@ -78,9 +78,9 @@
 // CHECK: [[S]].enqueue(dsc_task_t{kernel{{[0-9]+}}_task, {dsc_ptr(v{{[0-9]+}}), dsc_ptr([[A:v[0-9]+]])}, 0}, "kernel{{[0-9]+}} (copy)");
 // CHECK-NEXT: auto [[E0:e[0-9]+]] = [[S]].recordEvent();
 // CHECK-NEXT: [[M]].wait(*[[E0]]);
-// CHECK-NEXT: ctx->allReduceSum([[A]], 1, ElementType::F32, 0, [[M]]);
+// CHECK-NEXT: ctx->allReduceSum([[A]], 1, ElementType::F32, 0, [[M]], dsc::rt::CommGroup::World);
 // CHECK-NEXT: auto [[E1:e[0-9]+]] = [[M]].recordEvent();
-// CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 1, [[M]]);
+// CHECK: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 1, [[M]], dsc::rt::CommGroup::World);
 // CHECK-NEXT: auto [[E3:e[0-9]+]] = [[M]].recordEvent();
 // CHECK-NEXT: [[S]].wait(*[[E3]]);
 // CHECK: auto *[[L:v[0-9]+]] = static_cast<float *>(ctx->output(0));
@@ -119,7 +119,7 @@
 // CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}}, 16 * sizeof(*v{{[0-9]+}}), cudaMemcpyHostToDevice, [[S]]_h), "host to device copy");
 // CUDA: kernel0([[S]]_h, v{{[0-9]+}},
 // CUDA: static const auto *kConst0_device = dsc_upload(kConst0, sizeof(kConst0));
-// CUDA: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 0, s{{[0-9]+}});
+// CUDA: ctx->allReduceSum(v{{[0-9]+}}, 1, ElementType::F32, 0, s{{[0-9]+}}, dsc::rt::CommGroup::World);
 // CUDA: dsc_check(cudaMemcpyAsync(v{{[0-9]+}}, v{{[0-9]+}}, 1 * sizeof(*v{{[0-9]+}}), cudaMemcpyDeviceToHost, [[S]]_h), "device to host copy");
 // CUDA-NEXT: dsc_check(cudaGetLastError(), "a kernel launch");
 // CUDA-NEXT: [[S]].synchronize();
