@@ -157,6 +157,7 @@ TEST(DscRunOptions, RequiresEachOption) {
 struct FakeArtifact {
   int64_t inputShape[2] = {2, 4};
   int64_t weightShape[2] = {3, 5};
+  int64_t shardShape[1] = {8}; // ceil(15 / 2), for partitioning `w`
   StateDesc states[1] = {
       {{"w", ElementType::F32, 2, weightShape}, StateRole::Parameter}};
   TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
@@ -166,6 +167,15 @@ struct FakeArtifact {
                     /*expertParallelSize=*/1, 1024, 1, states, 2, inputs, 1,
                     outputs, 0, nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
+  /// Makes `w` a partitioned state over `group`: its shard [8] (15
+  /// elements over 2 ranks).
+  void partition(CommGroup group) {
+    states[0].tensor.rank = 1;
+    states[0].tensor.shape = shardShape;
+    states[0].wholeRank = 2;
+    states[0].wholeShape = weightShape;
+    states[0].partitionGroup = static_cast<int32_t>(group);
+  }
   FakeArtifact() {
     options.artifact = "fake.so";
     options.batch = 4;
@@ -300,7 +310,10 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "state 0 has no name"},
       {[](FakeArtifact &f) { f.weightShape[1] = -5; },
        "state 0 'w' has negative dimension -5"},
-      {[](FakeArtifact &f) { f.weightShape[0] = int64_t(1) << 40; f.weightShape[1] = int64_t(1) << 40; },
+      {[](FakeArtifact &f) {
+         f.weightShape[0] = int64_t(1) << 40;
+         f.weightShape[1] = int64_t(1) << 40;
+       },
        "has more bytes than int64 can count"},
       {[](FakeArtifact &f) { f.states[0].tensor.type = ElementType(42); },
        "unknown element type 42"},
@@ -316,9 +329,40 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
       {[](FakeArtifact &f) { f.inputs[0].shape = nullptr; }, "but no shape"},
       {[](FakeArtifact &f) { f.info.gradAccumSteps = 0; },
        "accumulates gradients over 0 micro-batches; at least 1 expected"},
+      {[](FakeArtifact &f) { f.info.expertParallelSize = 0; },
+       "fake.so: artifact expert-parallel size 0 does not divide its world "
+       "size 2"},
+      {[](FakeArtifact &f) { f.info.expertParallelSize = 3; },
+       "fake.so: artifact expert-parallel size 3 does not divide its world "
+       "size 2"},
+      {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
+       "state 'w' is not partitioned but names partition group 1"},
+      {[](FakeArtifact &f) { f.partition(CommGroup::ExpertData); },
+       "state 'w' is partitioned over group 2; only the world (0) and the "
+       "expert group (1) partition states"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::World);
+         f.shardShape[0] = 7;
+       },
+       "state 'w' is a shard of 7 elements, but its whole tensor [3, 5] over "
+       "the world group of 2 rank(s) needs shards of 8"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::Expert); // P = 1: the whole
+       },
+       "over the expert group of 1 rank(s) needs shards of 15"},
   };
   {
     FakeArtifact fake;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    // ZeRO's partition of w over 2 ranks, and expert parallelism's over 2
+    // or 1 (a shard of the whole then).
+    fake.partition(CommGroup::World);
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    fake.partition(CommGroup::Expert);
+    fake.info.expertParallelSize = 2;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    fake.info.expertParallelSize = 1;
+    fake.shardShape[0] = 15;
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
   }
   for (const Case &c : cases) {

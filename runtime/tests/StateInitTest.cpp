@@ -213,4 +213,87 @@ TEST(StateInit, EveryRankDrawsItsSliceOfTheSameTensor) {
   EXPECT_EQ(r1[3], 0.0f);
 }
 
+/// A [4, 3] tensor partitioned over the Expert group of expert-parallel
+/// size 2 in a job of 4 ranks: shards of 6 elements (two rows, i.e. two
+/// experts); ranks 0 and 2 hold rows 0-1, ranks 1 and 3 rows 2-3.
+struct ExpertRows {
+  int64_t whole[2] = {4, 3};
+  int64_t shard[1] = {6};
+  StateDesc state{{"experts.w", ElementType::F32, 1, shard},
+                  StateRole::Parameter,
+                  2,
+                  whole,
+                  int32_t(CommGroup::Expert),
+                  nullptr,
+                  0.0,
+                  0};
+};
+
+TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
+  ExpertRows e;
+  const std::vector<int64_t> begins = {0, 6, 0, 6};
+  for (int r = 0; r < 4; ++r) {
+    StateSlice slice = stateSlice(e.state, r, 2);
+    EXPECT_EQ(slice.begin, begins[size_t(r)]) << r;
+    EXPECT_EQ(slice.count, 6) << r;
+  }
+  // ZeRO's partition of the same tensor over the 4 ranks differs: 3 each.
+  StateDesc zero = e.state;
+  int64_t zeroShard[1] = {3};
+  zero.tensor.shape = zeroShard;
+  zero.partitionGroup = int32_t(CommGroup::World);
+  EXPECT_EQ(stateSlice(zero, 1, 2).begin, 3);
+  EXPECT_EQ(stateSlice(zero, 1, 2).count, 3);
+
+  // From a weights file holding the whole tensor.
+  ScratchDir dir;
+  std::vector<float> whole(12);
+  for (int i = 0; i < 12; ++i)
+    whole[size_t(i)] = float(i) + 0.5f;
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"experts.w", DType::F32, {4, 3}, whole.data()}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(e.state, weights, r, 2, mine.data());
+    auto rows = whole.begin() + (r % 2) * 6;
+    EXPECT_EQ(mine, std::vector<float>(rows, rows + 6)) << r;
+  }
+  // With P = 4 and shards of 3 (one row), rank 2 holds row 2.
+  int64_t rowShard[1] = {3};
+  StateDesc perRow = e.state;
+  perRow.tensor.shape = rowShard;
+  std::vector<float> row(3, -1);
+  readState(perRow, weights, 2, 4, row.data());
+  EXPECT_EQ(row, (std::vector<float>{6.5f, 7.5f, 8.5f}));
+}
+
+TEST(StateInit, ExpertPartitionedStatesFillTheirSliceOfTheRule) {
+  ScratchDir dir;
+  const float dense[3] = {1, 2, 3};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {3}, dense}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  // Upcycled: every row (expert) the dense tensor, on every rank.
+  ExpertRows e;
+  e.state.initFrom = "w";
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(e.state, weights, r, 2, mine.data());
+    EXPECT_EQ(mine, (std::vector<float>{1, 2, 3, 1, 2, 3})) << r;
+  }
+  // Drawn: element i of the whole tensor is draw i, whichever rank holds
+  // it; ranks with the same index in the group draw the same values.
+  ExpertRows d;
+  d.state.initUniform = 0.5;
+  d.state.initSeed = 11;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(d.state, weights, r, 2, mine.data());
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(mine[size_t(i)],
+                float(initUniformValue("experts.w", 11, (r % 2) * 6 + i, 0.5)))
+          << r << " " << i;
+  }
+}
+
 } // namespace
