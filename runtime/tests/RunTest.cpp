@@ -543,6 +543,46 @@ TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
   EXPECT_EQ(d, 2);
 }
 
+TEST(DscRunStepContext, CollectivesNameTheirGroup) {
+  LoopbackComm comm; // one rank: every group is the job
+  CpuStream s("comm", CpuStream::Mode::Inline);
+  RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
+  context.beginStep(2);
+  float values[2] = {1, 2};
+  // One sequence over the step, whatever the group.
+  context.allToAll(values, 2, ElementType::F32, 1, s, CommGroup::Expert);
+  context.allReduceSum(values, 2, ElementType::F32, 2, s,
+                       CommGroup::ExpertData);
+  EXPECT_EQ(errorOf([&] {
+              context.allGather(values, values, 1, ElementType::F32, 2, s,
+                                CommGroup::World);
+            }),
+            "step 2, collective 2 (allGather of 1 f32): sequence numbers "
+            "must grow within a step; the previous collective of this step "
+            "was 2");
+  EXPECT_EQ(errorOf([&] {
+              context.allToAll(values, 1, ElementType::F32, 4, s,
+                               static_cast<CommGroup>(7));
+            }),
+            "step 2, collective 4 (allToAll of 1 f32 over group 7): no such "
+            "communicator group (0: world, 1: expert, 2: expert_data)");
+  EXPECT_EQ(errorOf([&] {
+              context.allToAll(values, 1, ElementType::I1, 5, s,
+                               CommGroup::Expert);
+            }),
+            "step 2, collective 5 (allToAll of 1 i1 over the expert group): "
+            "the communicator cannot move i1 elements");
+  // Counted per group; on one rank every group's communicator is the job's.
+  EXPECT_EQ(
+      context.groupStats(CommGroup::Expert)[CollectiveKind::AllToAll].calls,
+      1u);
+  EXPECT_EQ(context.groupStats(CommGroup::ExpertData).total().calls, 1u);
+  EXPECT_EQ(context.groupStats(CommGroup::World).total().calls, 0u);
+  EXPECT_EQ(comm.stats().total().calls, 2u);
+  EXPECT_EQ(context.groupSize(CommGroup::Expert), 1);
+  EXPECT_EQ(context.groupRank(CommGroup::ExpertData), 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Log line and metrics
 //===----------------------------------------------------------------------===//

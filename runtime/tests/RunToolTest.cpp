@@ -149,6 +149,8 @@ TEST_F(DscRunTool, RoutesCollectivesToTheExpertGroups) {
   Result result = run(4, args(artifact("tiny_ep2_w4")));
   ASSERT_EQ(result.status, 0) << result.err;
   expectLosses(stepLosses(result.out), 3);
+  EXPECT_THAT(result.err, HasSubstr("on 4 rank(s) (expert-parallel size 2): "
+                                    "global batch 4"));
   // Per group and kind: 3 steps of an allToAll of one i64 block per member
   // ((P-1) * 8 bytes) and an allReduce of one i64 over 2 ranks
   // (2 * (2-1) * 8 / 2); the World's figures as before.

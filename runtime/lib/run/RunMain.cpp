@@ -485,10 +485,15 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
             ? " x " + std::to_string(info.gradAccumSteps) +
                   " micro-batches per step (gradient accumulation)"
             : std::string();
+    std::string experts = info.expertParallelSize > 1
+                              ? " (expert-parallel size " +
+                                    std::to_string(info.expertParallelSize) +
+                                    ")"
+                              : std::string();
     std::fprintf(stderr,
-                 "dsc-run: %s%s on %d rank(s): global batch %lld%s, "
+                 "dsc-run: %s%s on %d rank(s)%s: global batch %lld%s, "
                  "sequence %lld, %lld step(s)\n",
-                 options.artifact.c_str(), model.c_str(), size,
+                 options.artifact.c_str(), model.c_str(), size, experts.c_str(),
                  static_cast<long long>(options.batch), accumulation.c_str(),
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));

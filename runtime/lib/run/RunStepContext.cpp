@@ -11,8 +11,9 @@ namespace dsc::rt {
 
 namespace {
 
-/// The communicator's type for `type`; Error for those MPI cannot reduce.
-CommDType commType(ElementType type) {
+/// The communicator's type for `type`; Error for those it has none for
+/// (i1), saying that it cannot `verb` them.
+CommDType commType(ElementType type, const char *verb) {
   switch (type) {
   case ElementType::F32: return CommDType::F32;
   case ElementType::F64: return CommDType::F64;
@@ -23,7 +24,7 @@ CommDType commType(ElementType type) {
   case ElementType::I1:
     break;
   }
-  throw Error(std::string("the communicator cannot sum ") +
+  throw Error(std::string("the communicator cannot ") + verb + " " +
               elementTypeName(type) + " elements");
 }
 
@@ -91,7 +92,9 @@ RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
   try {
     check(known, "no such communicator group (0: world, 1: expert, 2: "
                  "expert_data)");
-    issued.dtype = commType(type);
+    bool sums = kind == CollectiveKind::AllReduce ||
+                kind == CollectiveKind::ReduceScatter;
+    issued.dtype = commType(type, sums ? "sum" : "move");
     check(collectiveStream_ >= 0 &&
               &stream == streams_.at(size_t(collectiveStream_)),
           "it was issued on stream '" + stream.name() +
