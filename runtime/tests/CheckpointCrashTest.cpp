@@ -54,6 +54,7 @@ protected:
     info_.target = "cpu";
     info_.model = "tiny.mlir";
     info_.worldSize = 1;
+    info_.expertParallelSize = 1;
     info_.numStates = 3;
     info_.states = kStates;
     // The new save's values differ from the old one's in every state.

@@ -94,6 +94,7 @@ protected:
     info.target = "cpu";
     info.model = "tiny.mlir";
     info.worldSize = worldSize;
+    info.expertParallelSize = 1;
     info.numStates = int32_t(descs.size());
     info.states = descs.data();
     CheckpointJob job{5, worldSize, "tiny.mlir", "cpu", 4, 4};
@@ -109,7 +110,7 @@ protected:
           continue;
         }
         size_t element = elementSize(s.type);
-        StateSlice slice = stateSlice(descs[i], r);
+        StateSlice slice = stateSlice(descs[i], r, 1);
         blocks[i].assign(size_t(shardElements[i]) * element, 0);
         int64_t count =
             std::max<int64_t>(0, std::min(slice.count,

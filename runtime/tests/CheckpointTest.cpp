@@ -11,6 +11,7 @@
 
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/ArtifactLibrary.h"
+#include "dsc/runtime/CheckpointExport.h"
 #include "dsc/runtime/Float16.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
@@ -107,6 +108,7 @@ ArtifactInfo infoWith(const StateDesc *states, int32_t count) {
   info.target = "cpu";
   info.model = "tiny.mlir";
   info.worldSize = 1;
+  info.expertParallelSize = 1;
   info.numStates = count;
   info.states = states;
   return info;
@@ -730,6 +732,220 @@ TEST_F(DscRunPartitionedCheckpoint, RefusesPiecesThatLeaveAGap) {
     EXPECT_THAT(error.what(),
                 HasSubstr("tensor 'm': the pieces do not cover the tensor's "
                           "15 elements once, in order (a piece at element 9)"));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Expert-partitioned states
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kExpertsShape[] = {4, 3}; // 4 experts of 3: 12 elements
+
+/// The states of a job of `worldSize` ranks and expert-parallel size `p`: a
+/// replicated parameter, the experts [4, 3] partitioned over `experts`
+/// (the Expert group: shards of ceil(12 / P); the World: ZeRO's, of
+/// ceil(12 / W)), and their moment partitioned over the World by ZeRO.
+class ExpertStates {
+public:
+  ExpertStates(int worldSize, int p, CommGroup experts = CommGroup::Expert)
+      : expertShard_{experts == CommGroup::Expert
+                         ? (12 + p - 1) / p
+                         : (12 + worldSize - 1) / worldSize},
+        momentShard_{(12 + worldSize - 1) / worldSize},
+        states_{{{"head.weight", ElementType::F32, 2, kHeadShape},
+                 StateRole::Parameter},
+                {{"experts.w", ElementType::F32, 1, expertShard_},
+                 StateRole::Parameter,
+                 2,
+                 kExpertsShape,
+                 static_cast<int32_t>(experts)},
+                {{"experts.w.exp_avg", ElementType::F32, 1, momentShard_},
+                 StateRole::Optimizer,
+                 2,
+                 kExpertsShape,
+                 static_cast<int32_t>(CommGroup::World)}},
+        info_(infoWith(states_, 3)) {
+    info_.worldSize = worldSize;
+    info_.expertParallelSize = p;
+  }
+  ExpertStates(const ExpertStates &) = delete;
+  ExpertStates &operator=(const ExpertStates &) = delete;
+
+  const ArtifactInfo &info() const { return info_; }
+  int64_t expertShard() const { return expertShard_[0]; }
+  int64_t momentShard() const { return momentShard_[0]; }
+
+private:
+  int64_t expertShard_[1];
+  int64_t momentShard_[1];
+  StateDesc states_[3];
+  ArtifactInfo info_;
+};
+
+class DscRunExpertCheckpoint : public testing::Test {
+protected:
+  DscRunExpertCheckpoint() : root_(dir_.file("ck")) {
+    for (int i = 0; i < 12; ++i) {
+      experts_.push_back(1.25f + float(i));
+      moment_.push_back(-0.5f - float(i));
+    }
+    head_.assign(8, 2.0f);
+  }
+
+  /// `shard` elements of `whole` from `begin`, zero past its end.
+  static std::vector<float> piece(const std::vector<float> &whole,
+                                  int64_t begin, int64_t shard) {
+    std::vector<float> out(size_t(shard), 0.0f);
+    for (int64_t i = 0; i < shard && begin + i < int64_t(whole.size()); ++i)
+      out[size_t(i)] = whole[size_t(begin + i)];
+    return out;
+  }
+
+  /// A save by every rank of a job of `worldSize` ranks and expert-parallel
+  /// size `p`, each holding its storage of the states.
+  void save(int worldSize, int p, CommGroup experts = CommGroup::Expert) {
+    ExpertStates states(worldSize, p, experts);
+    CheckpointJob job{3, worldSize, "tiny.mlir", "cpu", 4, 4};
+    beginCheckpoint(root_, 3);
+    std::vector<std::string> reports;
+    for (int r = 0; r < worldSize; ++r) {
+      StateSlice mine = stateSlice(states.info().states[1], r, p);
+      std::vector<float> expert =
+          piece(experts_, mine.begin, states.expertShard());
+      std::vector<float> moment =
+          piece(moment_, r * states.momentShard(), states.momentShard());
+      reports.push_back(writeCheckpointShard(
+          root_, job, states.info(),
+          {head_.data(), expert.data(), moment.data()}, r));
+    }
+    commitCheckpoint(root_, job, states.info(), reports);
+  }
+
+  /// Loads the checkpoint as rank `rank` of a job of `worldSize` ranks and
+  /// expert-parallel size `p`, and expects that rank's storage of each
+  /// state: its experts, its ZeRO shard of the moment, the parameter whole.
+  void expectLoads(int worldSize, int p, int rank) {
+    SCOPED_TRACE("W=" + std::to_string(worldSize) + " P=" + std::to_string(p) +
+                 " rank " + std::to_string(rank));
+    ExpertStates states(worldSize, p);
+    MemoryPool pool("state");
+    std::vector<void *> loaded =
+        Checkpoint::open(root_).loadStates(states.info(), pool, rank);
+    auto floats = [&](int i, int64_t count) {
+      const float *data = static_cast<const float *>(loaded[size_t(i)]);
+      return std::vector<float>(data, data + count);
+    };
+    EXPECT_EQ(floats(0, 8), head_);
+    int64_t expertShard = states.expertShard();
+    EXPECT_EQ(floats(1, expertShard),
+              piece(experts_, (rank % p) * expertShard, expertShard));
+    int64_t momentShard = states.momentShard();
+    EXPECT_EQ(floats(2, momentShard),
+              piece(moment_, rank * momentShard, momentShard));
+  }
+
+  json metadata() const {
+    return json::parse(readText(root_ + "/step_3/metadata.json"));
+  }
+
+  ScratchDir dir_;
+  std::string root_;
+  std::vector<float> experts_, moment_, head_;
+};
+
+TEST_F(DscRunExpertCheckpoint, WritesEachExpertOnce) {
+  save(4, 2);
+  json meta = metadata();
+  const json &experts = meta["tensors"]["experts.w"];
+  EXPECT_EQ(experts["shape"], json({4, 3}));
+  EXPECT_EQ(experts["role"], "parameter");
+  EXPECT_EQ(experts["partition"], json({{"world_size", 4},
+                                        {"group", "expert"},
+                                        {"group_size", 2},
+                                        {"shard_elements", 6}}));
+  // Ranks 0 and 1 (ExpertData index 0) write a piece each; ranks 2 and 3
+  // hold copies of the same pieces and write none.
+  ASSERT_EQ(experts["pieces"].size(), 2u);
+  EXPECT_EQ(experts["pieces"][0]["shard"], "shard-0-of-4.safetensors");
+  EXPECT_EQ(experts["pieces"][0]["offset"], 0);
+  EXPECT_EQ(experts["pieces"][0]["shape"], json({6}));
+  EXPECT_EQ(experts["pieces"][1]["shard"], "shard-1-of-4.safetensors");
+  EXPECT_EQ(experts["pieces"][1]["offset"], 6);
+  EXPECT_EQ(experts["pieces"][1]["shape"], json({6}));
+  for (int r = 0; r < 4; ++r) {
+    SafeTensorsFile shard =
+        SafeTensorsFile::open(root_ + "/step_3/" + checkpointShardName(r, 4));
+    EXPECT_EQ(shard.contains("experts.w"), r < 2) << r;
+    EXPECT_TRUE(shard.contains("experts.w.exp_avg")) << r;
+  }
+  // ZeRO's moment is as before: every rank's piece, no group.
+  const json &moment = meta["tensors"]["experts.w.exp_avg"];
+  EXPECT_EQ(moment["partition"],
+            json({{"world_size", 4}, {"shard_elements", 3}}));
+  EXPECT_EQ(moment["pieces"].size(), 4u);
+  // Every element once, and the bytes are the tensor's.
+  std::vector<float> whole(12);
+  Checkpoint::open(root_).readTensor("experts.w", whole.data(),
+                                     whole.size() * sizeof(float));
+  EXPECT_EQ(whole, experts_);
+}
+
+TEST_F(DscRunExpertCheckpoint, LoadsOnOtherWorldAndExpertParallelSizes) {
+  save(4, 2);
+  for (auto [worldSize, p] :
+       {std::pair{4, 2}, {2, 2}, {4, 4}, {1, 1}, {4, 1}, {2, 1}})
+    for (int r = 0; r < worldSize; ++r)
+      expectLoads(worldSize, p, r);
+}
+
+TEST_F(DscRunExpertCheckpoint, LoadsWhatZeroOrAnotherPartitionSaved) {
+  // Saved by ZeRO (the experts partitioned over 2 ranks), loaded as expert
+  // parallelism's partition, and saved by P = 4, loaded by P = 2.
+  save(2, 1, CommGroup::World);
+  for (int r = 0; r < 4; ++r)
+    expectLoads(4, 2, r);
+  fs::remove_all(root_);
+  save(4, 4);
+  EXPECT_EQ(metadata()["tensors"]["experts.w"]["pieces"].size(), 4u);
+  for (int r = 0; r < 2; ++r)
+    expectLoads(2, 2, r);
+}
+
+TEST_F(DscRunExpertCheckpoint, ExportsAndDescribesTheWholeTensor) {
+  save(4, 2);
+  Checkpoint checkpoint = Checkpoint::open(root_);
+  std::string path = dir_.file("export.safetensors");
+  exportWeights(checkpoint, path);
+  SafeTensorsFile exported = SafeTensorsFile::open(path);
+  EXPECT_EQ(exported.info("experts.w").shape, (std::vector<int64_t>{4, 3}));
+  std::vector<float> whole(12);
+  exported.read("experts.w", whole.data(), whole.size() * sizeof(float));
+  EXPECT_EQ(whole, experts_);
+  EXPECT_FALSE(exported.contains("experts.w.exp_avg"));
+
+  std::string info = describeCheckpoint(checkpoint);
+  EXPECT_THAT(info, HasSubstr("  experts.w  parameter F32 [4, 3]  partitioned "
+                              "over the expert group (2 of 4 ranks) by 6, 2 "
+                              "piece(s)\n"));
+  EXPECT_THAT(info, HasSubstr("  parameter: 2 tensor(s), 20 element(s), 0 "
+                              "partitioned, 1 over the expert group\n"));
+  // The experts' partition says nothing of ZeRO's stage; the moment does.
+  EXPECT_THAT(info, HasSubstr("zero stage: 1 or 2 (optimizer state "
+                              "partitioned, no gradient state)"));
+}
+
+TEST_F(DscRunExpertCheckpoint, RefusesAnUnknownPartitionGroup) {
+  save(4, 2);
+  std::string path = root_ + "/step_3/metadata.json";
+  json meta = metadata();
+  meta["tensors"]["experts.w"]["partition"]["group"] = "tensor";
+  writeText(path, meta.dump());
+  try {
+    Checkpoint::open(root_);
+    ADD_FAILURE() << "opened a checkpoint with an unknown partition group";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("tensor 'experts.w': unknown "
+                                        "partition group 'tensor'"));
   }
 }
 

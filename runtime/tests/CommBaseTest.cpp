@@ -27,6 +27,13 @@ public:
       : Communicator(timeoutSeconds) {}
   int rank() const override { return 1; }
   int size() const override { return 4; }
+  /// Another rank 1 of 4 (the fake has no other ranks to group).
+  std::unique_ptr<Communicator> split(int color, int) override {
+    checkSplitColor(color);
+    auto child = std::make_unique<FakeCommunicator>(timeoutSeconds());
+    child->inheritFrom(*this);
+    return child;
+  }
 
   bool hang = false;
   int backendCalls = 0;
@@ -141,4 +148,37 @@ TEST(CommBase, TimeoutPrintsTheReportAndAborts) {
             std::string::npos)
       << report;
   EXPECT_NE(report.find("  #1 barrier()"), std::string::npos) << report;
+}
+
+TEST(CommBase, ASplitCommunicatorNumbersItsOwnAndNamesItselfOnTimeout) {
+  FakeCommunicator world(0.1);
+  world.setJobRank(5);
+  float buffer[4] = {};
+  world.barrier();
+  world.barrier();
+  std::unique_ptr<Communicator> part = world.split(1, 0);
+  EXPECT_EQ(part->jobRank(), 5);
+  EXPECT_EQ(part->timeoutSeconds(), 0.1);
+  part->setLabel("the expert group (ranks 4, 5)");
+  part->allReduce(buffer, buffer, 4, CommDType::F32, ReduceOp::Sum);
+  // Its own numbers and counters, from #1; the parent's are untouched.
+  EXPECT_EQ(part->lastSequenceNumber(), 1u);
+  EXPECT_EQ(part->stats()[CollectiveKind::AllReduce].calls, 1u);
+  EXPECT_EQ(world.lastSequenceNumber(), 2u);
+  EXPECT_EQ(world.stats()[CollectiveKind::AllReduce].calls, 0u);
+  static_cast<FakeCommunicator &>(*part).hang = true;
+  testing::internal::CaptureStderr();
+  try {
+    part->allToAll(buffer, buffer, 1, CommDType::F32);
+    ADD_FAILURE() << "the hung collective must abort";
+  } catch (const Aborted &aborted) {
+    EXPECT_EQ(aborted.exitCode, kCollectiveTimeoutExitCode);
+  }
+  std::string report = testing::internal::GetCapturedStderr();
+  EXPECT_NE(report.find("dsc: rank 5: collective #2 allToAll(count=1, f32) "
+                        "on the expert group (ranks 4, 5) did not complete "
+                        "within 0.1 s"),
+            std::string::npos)
+      << report;
+  EXPECT_THROW(world.split(-1, 0), Error);
 }

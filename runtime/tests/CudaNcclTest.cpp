@@ -28,6 +28,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -253,6 +254,39 @@ TEST(CudaNccl, CollectivesOnTheGpu) {
   EXPECT_EQ(comm.stats()[CollectiveKind::Barrier].calls, 1u);
   cudaFree(send);
   cudaFree(recv);
+}
+
+TEST(CudaNccl, SplitCommunicatorsRunOverTheirGroup) {
+  if (!everyRankHasAGpu())
+    GTEST_SKIP() << "not every rank has a GPU";
+  NcclCommunicator world(MPI_COMM_WORLD, nullptr, 60.0);
+  const int n = world.size(), r = world.rank();
+  // Ranks of the same parity, ordered by rank (one group on one rank).
+  std::unique_ptr<Communicator> part = world.split(r % 2, r);
+  EXPECT_EQ(part->size(), (n - r % 2 + 1) / 2);
+  EXPECT_EQ(part->rank(), r / 2);
+  EXPECT_EQ(part->jobRank(), r);
+  auto &nccl = static_cast<NcclCommunicator &>(*part);
+  EXPECT_EQ(nccl.device(), world.device());
+  EXPECT_EQ(nccl.stream(), world.stream());
+  void *buffer = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffer, sizeof(float)), cudaSuccess);
+  const float mine = float(r + 1);
+  ASSERT_EQ(cudaMemcpy(buffer, &mine, sizeof mine, cudaMemcpyHostToDevice),
+            cudaSuccess);
+  part->allReduce(buffer, buffer, 1, CommDType::F32, ReduceOp::Sum);
+  float sum = 0;
+  ASSERT_EQ(cudaMemcpy(&sum, buffer, sizeof sum, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  float want = 0;
+  for (int p = r % 2; p < n; p += 2)
+    want += float(p + 1);
+  EXPECT_EQ(sum, want);
+  // Its own numbering and counters; the parent's are untouched.
+  EXPECT_EQ(part->lastSequenceNumber(), 1u);
+  EXPECT_EQ(world.lastSequenceNumber(), 0u);
+  part.reset(); // before the parent, whose stream it shares
+  cudaFree(buffer);
 }
 
 TEST(CudaNccl, LinksTheToolkitLibraries) {

@@ -44,9 +44,9 @@ struct OneRankArtifact {
   TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
                           {"targets", ElementType::I64, 2, inputShape}};
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
-  ArtifactInfo info{kArtifactAbiVersion, "cpu", "one.mlir", 1, 300, 1,
-                    states,              2,     inputs,     1, outputs,
-                    0,                   nullptr, /*gradAccumSteps=*/1};
+  ArtifactInfo info{kArtifactAbiVersion, "cpu", "one.mlir", 1,
+                    /*expertParallelSize=*/1, 300, 1, states, 2, inputs, 1,
+                    outputs, 0, nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
   OneRankArtifact() {
     options.artifact = "one.so";
@@ -240,6 +240,10 @@ public:
       : Communicator(60), log_(log) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  std::unique_ptr<Communicator> split(int color, int) override {
+    checkSplitColor(color);
+    return std::make_unique<LoggingComm>(log_);
+  }
 
 private:
   void runAllReduce(const void *, void *, std::size_t count, CommDType,
@@ -270,8 +274,10 @@ TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
   commStream.enqueue([started] { started.wait(); }, "gate");
   float values[2] = {1, 2};
   context.beginStep(3);
-  context.allReduceSum(values, 2, ElementType::F32, 0, commStream);
-  context.allReduceSum(values, 1, ElementType::F32, 1, commStream);
+  context.allReduceSum(values, 2, ElementType::F32, 0, commStream,
+                       CommGroup::World);
+  context.allReduceSum(values, 1, ElementType::F32, 1, commStream,
+                       CommGroup::World);
   EXPECT_EQ(context.collectivesThisStep(), 2);
   EXPECT_TRUE(log.empty());
   go.set_value();
@@ -280,14 +286,16 @@ TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
   // Another stream than the collectives stream, or a type the communicator
   // cannot sum, is refused when issued, naming the step and the collective.
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(values, 1, ElementType::F32, 2, compute);
+              context.allReduceSum(values, 1, ElementType::F32, 2, compute,
+                                   CommGroup::World);
             }),
             "step 3, collective 2 (allReduceSum of 1 f32): it was issued on "
             "stream 'compute', but the artifact's collectives stream is "
             "'comm'");
   uint8_t flag = 0;
   EXPECT_THAT(errorOf([&] {
-                context.allReduceSum(&flag, 1, ElementType::I1, 3, commStream);
+                context.allReduceSum(&flag, 1, ElementType::I1, 3, commStream,
+                                     CommGroup::World);
               }),
               HasSubstr("cannot sum i1"));
   commStream.synchronize();
@@ -297,7 +305,8 @@ TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
   RunStepContext none({}, {}, {}, nullptr, comm, {&compute}, -1);
   none.beginStep(1);
   EXPECT_THAT(errorOf([&] {
-                none.allReduceSum(values, 1, ElementType::F32, 0, compute);
+                none.allReduceSum(values, 1, ElementType::F32, 0, compute,
+                                  CommGroup::World);
               }),
               HasSubstr("the artifact's collectives stream is none"));
 }

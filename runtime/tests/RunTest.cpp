@@ -45,6 +45,10 @@ public:
   LoopbackComm() : Communicator(60) {}
   int rank() const override { return 0; }
   int size() const override { return 1; }
+  std::unique_ptr<Communicator> split(int color, int) override {
+    checkSplitColor(color);
+    return std::make_unique<LoopbackComm>();
+  }
 
 private:
   void runAllReduce(const void *send, void *recv, std::size_t count,
@@ -153,15 +157,25 @@ TEST(DscRunOptions, RequiresEachOption) {
 struct FakeArtifact {
   int64_t inputShape[2] = {2, 4};
   int64_t weightShape[2] = {3, 5};
+  int64_t shardShape[1] = {8}; // ceil(15 / 2), for partitioning `w`
   StateDesc states[1] = {
       {{"w", ElementType::F32, 2, weightShape}, StateRole::Parameter}};
   TensorDesc inputs[2] = {{"tokens", ElementType::I64, 2, inputShape},
                           {"targets", ElementType::I64, 2, inputShape}};
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
-  ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2, 1024, 1,
-                    states,              2,     inputs,      1, outputs,
-                    0,                   nullptr, /*gradAccumSteps=*/1};
+  ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2,
+                    /*expertParallelSize=*/1, 1024, 1, states, 2, inputs, 1,
+                    outputs, 0, nullptr, /*gradAccumSteps=*/1};
   RunOptions options;
+  /// Makes `w` a partitioned state over `group`: its shard [8] (15
+  /// elements over 2 ranks).
+  void partition(CommGroup group) {
+    states[0].tensor.rank = 1;
+    states[0].tensor.shape = shardShape;
+    states[0].wholeRank = 2;
+    states[0].wholeShape = weightShape;
+    states[0].partitionGroup = static_cast<int32_t>(group);
+  }
   FakeArtifact() {
     options.artifact = "fake.so";
     options.batch = 4;
@@ -296,7 +310,10 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "state 0 has no name"},
       {[](FakeArtifact &f) { f.weightShape[1] = -5; },
        "state 0 'w' has negative dimension -5"},
-      {[](FakeArtifact &f) { f.weightShape[0] = int64_t(1) << 40; f.weightShape[1] = int64_t(1) << 40; },
+      {[](FakeArtifact &f) {
+         f.weightShape[0] = int64_t(1) << 40;
+         f.weightShape[1] = int64_t(1) << 40;
+       },
        "has more bytes than int64 can count"},
       {[](FakeArtifact &f) { f.states[0].tensor.type = ElementType(42); },
        "unknown element type 42"},
@@ -312,9 +329,40 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
       {[](FakeArtifact &f) { f.inputs[0].shape = nullptr; }, "but no shape"},
       {[](FakeArtifact &f) { f.info.gradAccumSteps = 0; },
        "accumulates gradients over 0 micro-batches; at least 1 expected"},
+      {[](FakeArtifact &f) { f.info.expertParallelSize = 0; },
+       "fake.so: artifact expert-parallel size 0 does not divide its world "
+       "size 2"},
+      {[](FakeArtifact &f) { f.info.expertParallelSize = 3; },
+       "fake.so: artifact expert-parallel size 3 does not divide its world "
+       "size 2"},
+      {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
+       "state 'w' is not partitioned but names partition group 1"},
+      {[](FakeArtifact &f) { f.partition(CommGroup::ExpertData); },
+       "state 'w' is partitioned over group 2; only the world (0) and the "
+       "expert group (1) partition states"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::World);
+         f.shardShape[0] = 7;
+       },
+       "state 'w' is a shard of 7 elements, but its whole tensor [3, 5] over "
+       "the world group of 2 rank(s) needs shards of 8"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::Expert); // P = 1: the whole
+       },
+       "over the expert group of 1 rank(s) needs shards of 15"},
   };
   {
     FakeArtifact fake;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    // ZeRO's partition of w over 2 ranks, and expert parallelism's over 2
+    // or 1 (a shard of the whole then).
+    fake.partition(CommGroup::World);
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    fake.partition(CommGroup::Expert);
+    fake.info.expertParallelSize = 2;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    fake.info.expertParallelSize = 1;
+    fake.shardShape[0] = 15;
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
   }
   for (const Case &c : cases) {
@@ -457,16 +505,18 @@ TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
   CpuStream s("comm", CpuStream::Mode::Inline);
   RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(7);
-  context.allReduceSum(&value, 1, ElementType::F32, 1, s);
-  context.allReduceSum(&value, 1, ElementType::F32, 3, s);
+  context.allReduceSum(&value, 1, ElementType::F32, 1, s, CommGroup::World);
+  context.allReduceSum(&value, 1, ElementType::F32, 3, s, CommGroup::World);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&value, 1, ElementType::F32, 3, s);
+              context.allReduceSum(&value, 1, ElementType::F32, 3, s,
+                                   CommGroup::World);
             }),
             "step 7, collective 3 (allReduceSum of 1 f32): sequence numbers "
             "must grow within a step; the previous collective of this step "
             "was 3");
   context.beginStep(8); // numbering starts over
-  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s));
+  EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s,
+                                       CommGroup::World));
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
 }
 
@@ -477,17 +527,60 @@ TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
   RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
   context.beginStep(1);
   EXPECT_EQ(errorOf([&] {
-              context.allReduceSum(&flag, 1, ElementType::I1, 1, s);
+              context.allReduceSum(&flag, 1, ElementType::I1, 1, s,
+                                   CommGroup::World);
             }),
             "step 1, collective 1 (allReduceSum of 1 i1): the communicator "
             "cannot sum i1 elements");
   uint16_t half = 0; // f16 sums (mixed precision)
-  EXPECT_NO_THROW(context.allReduceSum(&half, 1, ElementType::F16, 2, s));
+  EXPECT_NO_THROW(
+      context.allReduceSum(&half, 1, ElementType::F16, 2, s, CommGroup::World));
   EXPECT_THAT(errorOf([&] { context.state(0); }),
               HasSubstr("artifact asked for state 0 of 0"));
   double d = 2;
-  EXPECT_NO_THROW(context.allReduceSum(&d, 1, ElementType::F64, 3, s));
+  EXPECT_NO_THROW(
+      context.allReduceSum(&d, 1, ElementType::F64, 3, s, CommGroup::World));
   EXPECT_EQ(d, 2);
+}
+
+TEST(DscRunStepContext, CollectivesNameTheirGroup) {
+  LoopbackComm comm; // one rank: every group is the job
+  CpuStream s("comm", CpuStream::Mode::Inline);
+  RunStepContext context({}, {}, {}, nullptr, comm, {&s}, 0);
+  context.beginStep(2);
+  float values[2] = {1, 2};
+  // One sequence over the step, whatever the group.
+  context.allToAll(values, 2, ElementType::F32, 1, s, CommGroup::Expert);
+  context.allReduceSum(values, 2, ElementType::F32, 2, s,
+                       CommGroup::ExpertData);
+  EXPECT_EQ(errorOf([&] {
+              context.allGather(values, values, 1, ElementType::F32, 2, s,
+                                CommGroup::World);
+            }),
+            "step 2, collective 2 (allGather of 1 f32): sequence numbers "
+            "must grow within a step; the previous collective of this step "
+            "was 2");
+  EXPECT_EQ(errorOf([&] {
+              context.allToAll(values, 1, ElementType::F32, 4, s,
+                               static_cast<CommGroup>(7));
+            }),
+            "step 2, collective 4 (allToAll of 1 f32 over group 7): no such "
+            "communicator group (0: world, 1: expert, 2: expert_data)");
+  EXPECT_EQ(errorOf([&] {
+              context.allToAll(values, 1, ElementType::I1, 5, s,
+                               CommGroup::Expert);
+            }),
+            "step 2, collective 5 (allToAll of 1 i1 over the expert group): "
+            "the communicator cannot move i1 elements");
+  // Counted per group; on one rank every group's communicator is the job's.
+  EXPECT_EQ(
+      context.groupStats(CommGroup::Expert)[CollectiveKind::AllToAll].calls,
+      1u);
+  EXPECT_EQ(context.groupStats(CommGroup::ExpertData).total().calls, 1u);
+  EXPECT_EQ(context.groupStats(CommGroup::World).total().calls, 0u);
+  EXPECT_EQ(comm.stats().total().calls, 2u);
+  EXPECT_EQ(context.groupSize(CommGroup::Expert), 1);
+  EXPECT_EQ(context.groupRank(CommGroup::ExpertData), 0);
 }
 
 //===----------------------------------------------------------------------===//

@@ -142,6 +142,40 @@ TEST_F(DscRunTool, TwoRanksPrintTheGlobalLossOnce) {
   EXPECT_LT(result.out.find("[rank 0]"), result.out.find("[rank 1]"));
 }
 
+TEST_F(DscRunTool, RoutesCollectivesToTheExpertGroups) {
+  // 4 ranks, expert-parallel size 2: the artifact checks what its
+  // all-to-all over the Expert group and its sum over the ExpertData group
+  // deliver, beside the loss's sums over the World.
+  Result result = run(4, args(artifact("tiny_ep2_w4")));
+  ASSERT_EQ(result.status, 0) << result.err;
+  expectLosses(stepLosses(result.out), 3);
+  EXPECT_THAT(result.err, HasSubstr("on 4 rank(s) (expert-parallel size 2): "
+                                    "global batch 4"));
+  // Per group and kind: 3 steps of an allToAll of one i64 block per member
+  // ((P-1) * 8 bytes) and an allReduce of one i64 over 2 ranks
+  // (2 * (2-1) * 8 / 2); the World's figures as before.
+  for (int rank = 0; rank < 4; ++rank) {
+    std::string prefix = "[rank " + std::to_string(rank) + "] ";
+    EXPECT_THAT(result.out,
+                HasSubstr(prefix +
+                          "collective=allReduce calls=6 "
+                          "bytes_sent=54\n" +
+                          prefix + "collective=total calls=6 bytes_sent=54\n" +
+                          prefix +
+                          "group=expert collective=allToAll calls=3 "
+                          "bytes_sent=24\n" +
+                          prefix +
+                          "group=expert collective=total calls=3 "
+                          "bytes_sent=24\n" +
+                          prefix +
+                          "group=expert_data collective=allReduce "
+                          "calls=3 bytes_sent=24\n" +
+                          prefix +
+                          "group=expert_data collective=total "
+                          "calls=3 bytes_sent=24\n"));
+  }
+}
+
 TEST_F(DscRunTool, WritesTheMetricsCsv) {
   std::vector<std::string> metricArgs = args(artifact("tiny_w2"), 4);
   metricArgs.insert(metricArgs.end(), {"--metrics", dir_.file("m.csv")});
@@ -252,6 +286,9 @@ TEST_F(DscRunTool, RejectsWhatIsNoUsableArtifact) {
               "artifact ABI version 99, but this dsc-run reads version");
   expectError(run(1, args(artifact("tiny_missing_symbol"))),
               "dsc::rt::functionNotInTheRuntime(int)");
+  expectError(run(2, args(artifact("tiny_ep3_w2"))),
+              "tiny_ep3_w2.so: artifact expert-parallel size 3 does not "
+              "divide its world size 2");
   expectError(run(1, args(artifact("tiny_labels"))),
               "artifact input 'labels' (i64 [4, 4]) is not one dsc-run can "
               "feed; inputs must be named 'tokens' or 'targets'");

@@ -36,11 +36,29 @@ struct Experts {
   int64_t shard[1] = {6};
   int64_t gateShape[2] = {3, 2};
   StateDesc whole{{"experts.w", ElementType::F32, 3, stacked},
-                  StateRole::Parameter, 0, nullptr, "w", 0.0, 0};
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  "w",
+                  0.0,
+                  0};
   StateDesc partitioned{{"experts.w", ElementType::F32, 1, shard},
-                        StateRole::Parameter, 3, stacked, "w", 0.0, 0};
+                        StateRole::Parameter,
+                        3,
+                        stacked,
+                        0,
+                        "w",
+                        0.0,
+                        0};
   StateDesc gate{{"gate.weight", ElementType::F32, 2, gateShape},
-                 StateRole::Parameter, 0, nullptr, nullptr, 0.5, 7};
+                 StateRole::Parameter,
+                 0,
+                 nullptr,
+                 0,
+                 nullptr,
+                 0.5,
+                 7};
 };
 
 TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
@@ -50,11 +68,11 @@ TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   Experts e;
   std::vector<float> all(12, -1);
-  readState(e.whole, weights, 0, all.data());
+  readState(e.whole, weights, 0, 1, all.data());
   EXPECT_EQ(all, (std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}));
   // Rank 1 of 2 holds elements 6..11 of the whole.
   std::vector<float> slice(6, -1);
-  readState(e.partitioned, weights, 1, slice.data());
+  readState(e.partitioned, weights, 1, 1, slice.data());
   EXPECT_EQ(slice, (std::vector<float>{3, 4, 1, 2, 3, 4}));
 }
 
@@ -65,6 +83,8 @@ TEST(StateInit, ForEachStateAcceptsAFileWithoutTheExperts) {
   Experts e;
   StateDesc states[2] = {e.whole, e.gate};
   ArtifactInfo info{};
+  info.worldSize = 1;
+  info.expertParallelSize = 1;
   info.numStates = 2;
   info.states = states;
   MemoryPool pool("states");
@@ -83,16 +103,18 @@ TEST(StateInit, TheDenseTensorMustBeThere) {
   Experts e;
   std::vector<float> all(12);
   EXPECT_EQ(errorOf([&] {
-              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
-                        0, all.data());
+              readState(e.whole,
+                        SafeTensorsFile::open(dir.file("w.safetensors")), 0, 1,
+                        all.data());
             }),
             dir.file("w.safetensors") +
                 ": no tensor 'w', which state 'experts.w' repeats (it is the "
                 "dense tensor the experts start from)");
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {4}, other}});
   EXPECT_EQ(errorOf([&] {
-              readState(e.whole, SafeTensorsFile::open(dir.file("w.safetensors")),
-                        0, all.data());
+              readState(e.whole,
+                        SafeTensorsFile::open(dir.file("w.safetensors")), 0, 1,
+                        all.data());
             }),
             dir.file("w.safetensors") +
                 ": tensor 'w' is F32 [4], but the artifact expects F32 [2, 2]");
@@ -132,14 +154,26 @@ TEST(StateInit, AMasterDrawsItsParametersValues) {
   writeSafeTensors(dir.file("w.safetensors"), {});
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   int64_t shape[1] = {5};
-  StateDesc param{{"g", ElementType::BF16, 1, shape}, StateRole::Parameter,
-                  0, nullptr, nullptr, 0.25, 3};
-  StateDesc master{{"g.master", ElementType::F32, 1, shape}, StateRole::Master,
-                   0, nullptr, nullptr, 0.25, 3};
+  StateDesc param{{"g", ElementType::BF16, 1, shape},
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0.25,
+                  3};
+  StateDesc master{{"g.master", ElementType::F32, 1, shape},
+                   StateRole::Master,
+                   0,
+                   nullptr,
+                   0,
+                   nullptr,
+                   0.25,
+                   3};
   std::vector<uint16_t> narrow(5);
   std::vector<float> wide(5);
-  readState(param, weights, 0, narrow.data());
-  readState(master, weights, 0, wide.data());
+  readState(param, weights, 0, 1, narrow.data());
+  readState(master, weights, 0, 1, wide.data());
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(wide[size_t(i)], float(initUniformValue("g", 3, i, 0.25)));
     EXPECT_EQ(narrow[size_t(i)], floatToBf16(wide[size_t(i)]));
@@ -151,20 +185,115 @@ TEST(StateInit, EveryRankDrawsItsSliceOfTheSameTensor) {
   writeSafeTensors(dir.file("w.safetensors"), {});
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   int64_t shape[2] = {3, 2}, shard[1] = {4};
-  StateDesc whole{{"g", ElementType::F32, 2, shape}, StateRole::Parameter,
-                  0, nullptr, nullptr, 0.25, 3};
-  StateDesc part{{"g", ElementType::F32, 1, shard}, StateRole::Parameter,
-                 2, shape, nullptr, 0.25, 3};
+  StateDesc whole{{"g", ElementType::F32, 2, shape},
+                  StateRole::Parameter,
+                  0,
+                  nullptr,
+                  0,
+                  nullptr,
+                  0.25,
+                  3};
+  StateDesc part{{"g", ElementType::F32, 1, shard},
+                 StateRole::Parameter,
+                 2,
+                 shape,
+                 0,
+                 nullptr,
+                 0.25,
+                 3};
   std::vector<float> all(6), r0(4), r1(4);
-  readState(whole, weights, 0, all.data());
-  readState(part, weights, 0, r0.data());
-  readState(part, weights, 1, r1.data());
+  readState(whole, weights, 0, 1, all.data());
+  readState(part, weights, 0, 1, r0.data());
+  readState(part, weights, 1, 1, r1.data());
   EXPECT_EQ(std::vector<float>(all.begin(), all.begin() + 4), r0);
   EXPECT_EQ(std::vector<float>(all.begin() + 4, all.end()),
             std::vector<float>(r1.begin(), r1.begin() + 2));
   // The last rank's tail is padding: zero.
   EXPECT_EQ(r1[2], 0.0f);
   EXPECT_EQ(r1[3], 0.0f);
+}
+
+/// A [4, 3] tensor partitioned over the Expert group of expert-parallel
+/// size 2 in a job of 4 ranks: shards of 6 elements (two rows, i.e. two
+/// experts); ranks 0 and 2 hold rows 0-1, ranks 1 and 3 rows 2-3.
+struct ExpertRows {
+  int64_t whole[2] = {4, 3};
+  int64_t shard[1] = {6};
+  StateDesc state{{"experts.w", ElementType::F32, 1, shard},
+                  StateRole::Parameter,
+                  2,
+                  whole,
+                  int32_t(CommGroup::Expert),
+                  nullptr,
+                  0.0,
+                  0};
+};
+
+TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
+  ExpertRows e;
+  const std::vector<int64_t> begins = {0, 6, 0, 6};
+  for (int r = 0; r < 4; ++r) {
+    StateSlice slice = stateSlice(e.state, r, 2);
+    EXPECT_EQ(slice.begin, begins[size_t(r)]) << r;
+    EXPECT_EQ(slice.count, 6) << r;
+  }
+  // ZeRO's partition of the same tensor over the 4 ranks differs: 3 each.
+  StateDesc zero = e.state;
+  int64_t zeroShard[1] = {3};
+  zero.tensor.shape = zeroShard;
+  zero.partitionGroup = int32_t(CommGroup::World);
+  EXPECT_EQ(stateSlice(zero, 1, 2).begin, 3);
+  EXPECT_EQ(stateSlice(zero, 1, 2).count, 3);
+
+  // From a weights file holding the whole tensor.
+  ScratchDir dir;
+  std::vector<float> whole(12);
+  for (int i = 0; i < 12; ++i)
+    whole[size_t(i)] = float(i) + 0.5f;
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"experts.w", DType::F32, {4, 3}, whole.data()}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(e.state, weights, r, 2, mine.data());
+    auto rows = whole.begin() + (r % 2) * 6;
+    EXPECT_EQ(mine, std::vector<float>(rows, rows + 6)) << r;
+  }
+  // With P = 4 and shards of 3 (one row), rank 2 holds row 2.
+  int64_t rowShard[1] = {3};
+  StateDesc perRow = e.state;
+  perRow.tensor.shape = rowShard;
+  std::vector<float> row(3, -1);
+  readState(perRow, weights, 2, 4, row.data());
+  EXPECT_EQ(row, (std::vector<float>{6.5f, 7.5f, 8.5f}));
+}
+
+TEST(StateInit, ExpertPartitionedStatesFillTheirSliceOfTheRule) {
+  ScratchDir dir;
+  const float dense[3] = {1, 2, 3};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {3}, dense}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  // Upcycled: every row (expert) the dense tensor, on every rank.
+  ExpertRows e;
+  e.state.initFrom = "w";
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(e.state, weights, r, 2, mine.data());
+    EXPECT_EQ(mine, (std::vector<float>{1, 2, 3, 1, 2, 3})) << r;
+  }
+  // Drawn: element i of the whole tensor is draw i, whichever rank holds
+  // it; ranks with the same index in the group draw the same values.
+  ExpertRows d;
+  d.state.initUniform = 0.5;
+  d.state.initSeed = 11;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(d.state, weights, r, 2, mine.data());
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(mine[size_t(i)],
+                float(initUniformValue("experts.w", 11, (r % 2) * 6 + i, 0.5)))
+          << r << " " << i;
+  }
 }
 
 } // namespace

@@ -24,6 +24,10 @@ dsc_test_artifact(tiny_labels Inputs/TinyArtifact.cpp TINY_SECOND_INPUT="labels"
 dsc_test_artifact(tiny_stall Inputs/TinyArtifact.cpp
   TINY_WORLD_SIZE=2 TINY_MICRO_BATCH=2 TINY_STALL_RANK=1)
 dsc_test_artifact(tiny_missing_symbol Inputs/TinyArtifact.cpp TINY_CALL_MISSING)
+dsc_test_artifact(tiny_ep2_w4 Inputs/TinyArtifact.cpp
+  TINY_WORLD_SIZE=4 TINY_MICRO_BATCH=1 TINY_EXPERT_PARALLEL_SIZE=2)
+dsc_test_artifact(tiny_ep3_w2 Inputs/TinyArtifact.cpp
+  TINY_WORLD_SIZE=2 TINY_MICRO_BATCH=2 TINY_EXPERT_PARALLEL_SIZE=3)
 dsc_test_artifact(not_an_artifact Inputs/NotAnArtifact.cpp)
 
 # In process: dlopen()s the artifacts, so it exports the runtime as dsc-run.

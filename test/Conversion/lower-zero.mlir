@@ -55,7 +55,7 @@ module attributes {dsc.world_size = 2 : i64} {
 // The partitioned state's whole shape is in the state table; the rank's
 // block is copied from rank * 2 elements; the collectives go to the
 // runtime with the shard's element count.
-// CPP: {{[{][{]}}"w.momentum_buffer", ElementType::F32, 1, kShape{{[0-9]+}}}, dsc::rt::StateRole::Optimizer, 1, kShape{{[0-9]+}}, dsc::rt::CommGroup::World},
+// CPP: {{[{][{]}}"w.momentum_buffer", ElementType::F32, 1, kShape{{[0-9]+}}}, dsc::rt::StateRole::Optimizer, 1, kShape{{[0-9]+}}, int32_t(dsc::rt::CommGroup::World)},
 // CPP: ctx->reduceScatterSum(v{{[0-9]+}}, v{{[0-9]+}}, 2, ElementType::F32, 0, s{{[0-9]+}}, dsc::rt::CommGroup::World);
 // CPP: .enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}} + static_cast<int64_t>(ctx->rank()) * 2)}, 8}, "copy of this rank's shard");
 // CPP: ctx->allGather(v{{[0-9]+}}, v{{[0-9]+}}, 2, ElementType::F32, 1, s{{[0-9]+}}, dsc::rt::CommGroup::World);

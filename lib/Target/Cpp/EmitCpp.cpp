@@ -505,12 +505,12 @@ private:
       std::optional<ArrayRef<int64_t>> shape = state.getPartitionOf();
       if (shape)
         whole = ", " + std::to_string(shape->size()) + ", " + shapeArray(*shape) +
-                ", " + commGroup(state.getPartitionGroup());
+                ", int32_t(" + commGroup(state.getPartitionGroup()) + ")";
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
       if (state.getInitFrom() || state.getInitUniform()) {
         if (!shape)
-          whole = ", 0, nullptr, " + commGroup(CollectiveGroup::world);
+          whole = ", 0, nullptr, int32_t(" + commGroup(CollectiveGroup::world) + ")";
         init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
                                            : std::string("nullptr")) +
                ", " +

@@ -99,12 +99,17 @@ void Communicator::issue(CollectiveKind kind, std::size_t count,
                 collectiveBytesSent(kind, payloadBytes, rank(), size(), root));
 }
 
+void Communicator::checkSplitColor(int color) {
+  check(color >= 0, "split: color " + std::to_string(color) +
+                        " is negative; every rank must join a group");
+}
+
 void Communicator::waitForCompletion(const std::function<bool()> &isComplete) {
   if (watchdog_.waitUntilComplete(current_, isComplete))
     return;
   // stderr, unbuffered and flushed: the abort that follows gives no chance
   // to flush anything later.
-  std::string report = watchdog_.timeoutReport(rank(), current_);
+  std::string report = watchdog_.timeoutReport(jobRank(), current_, label_);
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
   abortJob(kCollectiveTimeoutExitCode);

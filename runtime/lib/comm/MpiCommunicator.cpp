@@ -175,8 +175,26 @@ void MpiCommunicator::runAllToAll(const void *send, void *recv,
   wait(request);
 }
 
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  checkSplitColor(color);
+  MPI_Comm part = MPI_COMM_NULL;
+  checkMpi(MPI_Comm_split(comm_, color, key, &part), "MPI_Comm_split");
+  std::unique_ptr<MpiCommunicator> child;
+  try {
+    child = std::make_unique<MpiCommunicator>(part, timeoutSeconds());
+  } catch (...) {
+    MPI_Comm_free(&part);
+    throw;
+  }
+  MPI_Comm_free(&part); // the child works on its own duplicate
+  child->inheritFrom(*this);
+  return child;
+}
+
 void MpiCommunicator::abortJob(int exitCode) {
-  MPI_Abort(comm_, exitCode);
+  // The whole job, not only this communicator's ranks: the others may wait
+  // for them in another communicator's collective.
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
   std::_Exit(exitCode); // MPI_Abort does not return; this is for the compiler
 }
 

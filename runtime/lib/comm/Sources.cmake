@@ -1,5 +1,6 @@
 # Sources of the comm component (append with list(APPEND DSC_RUNTIME_SOURCES ...)).
 list(APPEND DSC_RUNTIME_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/CommGroups.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CommStats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CommTypes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Communicator.cpp

@@ -128,12 +128,15 @@ std::vector<CollectiveRecord> CollectiveWatchdog::history() const {
 }
 
 std::string
-CollectiveWatchdog::timeoutReport(int rank,
-                                  const CollectiveRecord &stuck) const {
+CollectiveWatchdog::timeoutReport(int rank, const CollectiveRecord &stuck,
+                                  const std::string &communicator) const {
   Clock::time_point now = Clock::now();
   std::ostringstream os;
   os << "dsc: rank " << rank << ": collective #" << stuck.sequence << ' '
-     << describe(stuck) << " did not complete within " << timeoutSeconds_
+     << describe(stuck);
+  if (!communicator.empty())
+    os << " on " << communicator;
+  os << " did not complete within " << timeoutSeconds_
      << " s; last collectives issued (oldest first):\n";
   for (const CollectiveRecord &record : history())
     os << "  #" << record.sequence << ' ' << describe(record) << ", issued "

@@ -88,14 +88,14 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, cudaStream_t stream,
     bool ok = true;
     std::string error;
     try {
-      setUpLocal(stream);
+      setUpLocal(-1, stream);
       if (rank_ == 0)
         checkResult(ncclGetUniqueId(&id), "ncclGetUniqueId");
     } catch (const Error &e) {
       ok = false;
       error = e.what();
     }
-    agree(ok, error, "set up a GPU");
+    agree(mpiComm_, ok, error, "set up a GPU");
     // 2. The id to every rank, and the NCCL communicator.
     checkMpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpiComm_),
              "MPI_Bcast of the ncclUniqueId", kErrorPrefix);
@@ -107,7 +107,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, cudaStream_t stream,
       ok = false;
       error = e.what();
     }
-    agree(ok, error, "create the NCCL communicator");
+    agree(mpiComm_, ok, error, "create the NCCL communicator");
   } catch (...) {
     failed_ = true; // abort, not finalize: some rank has given up on it
     releaseResources();
@@ -115,10 +115,71 @@ NcclCommunicator::NcclCommunicator(MPI_Comm parent, cudaStream_t stream,
   }
 }
 
+NcclCommunicator::NcclCommunicator(NcclCommunicator &parent, MPI_Comm part,
+                                   int color, int key)
+    : Communicator(parent.timeoutSeconds()) {
+  mpiComm_ = duplicateForCommunicator(part, "NcclCommunicator", kErrorPrefix,
+                                      rank_, size_);
+  inheritFrom(parent);
+  // ncclCommSplit is collective over the parent: its ranks agree.
+  try {
+    bool ok = true;
+    std::string error;
+    try {
+      check(parent.comm_ && !parent.failed_,
+            "NcclCommunicator: split: the NCCL communicator failed earlier "
+            "and was aborted");
+      setUpLocal(parent.device_, parent.stream_);
+    } catch (const Error &e) {
+      ok = false;
+      error = e.what();
+    }
+    agree(parent.mpiComm_, ok, error, "set up a split communicator");
+    ok = true;
+    error.clear();
+    try {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      config.blocking = 0; // as the parent: every wait under the deadline
+      checkResult(ncclCommSplit(parent.comm_, color, key, &comm_, &config),
+                  "ncclCommSplit");
+      waitUntilReady("ncclCommSplit");
+    } catch (const Error &e) {
+      ok = false;
+      error = e.what();
+    }
+    agree(parent.mpiComm_, ok, error, "split the NCCL communicator");
+  } catch (...) {
+    failed_ = true;
+    releaseResources();
+    throw;
+  }
+}
+
 NcclCommunicator::~NcclCommunicator() { releaseResources(); }
 
-void NcclCommunicator::setUpLocal(cudaStream_t stream) {
-  device_ = cuda::Device::select(rank_, "the NCCL communicator");
+std::unique_ptr<Communicator> NcclCommunicator::split(int color, int key) {
+  checkSplitColor(color);
+  MPI_Comm part = MPI_COMM_NULL;
+  checkMpi(MPI_Comm_split(mpiComm_, color, key, &part), "MPI_Comm_split",
+           kErrorPrefix);
+  std::unique_ptr<NcclCommunicator> child;
+  try {
+    child.reset(new NcclCommunicator(*this, part, color, key));
+  } catch (...) {
+    MPI_Comm_free(&part);
+    throw;
+  }
+  MPI_Comm_free(&part); // the child works on its own duplicate
+  return child;
+}
+
+void NcclCommunicator::setUpLocal(int device, cudaStream_t stream) {
+  if (device < 0) {
+    device_ = cuda::Device::select(rank_, "the NCCL communicator");
+  } else {
+    device_ = device;
+    makeCurrent(device_);
+  }
   if (stream) {
     stream_ = stream;
   } else {
@@ -139,37 +200,43 @@ void NcclCommunicator::initNccl(const ncclUniqueId &id) {
   config.blocking = 0; // every wait goes through the deadline below
   checkResult(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config),
               "ncclCommInitRankConfig");
+  waitUntilReady("ncclCommInitRankConfig");
+}
+
+void NcclCommunicator::waitUntilReady(const char *call) {
   // Not a collective of the communicator: a watchdog of its own, with the
   // same deadline and polling.
   CollectiveWatchdog setUp(timeoutSeconds());
   CollectiveRecord record =
       setUp.begin(CollectiveKind::Barrier, 0, CommDType::F32);
-  bool done = setUp.waitUntilComplete(record, [this] {
+  bool done = setUp.waitUntilComplete(record, [this, call] {
     ncclResult_t state = ncclSuccess;
     checkResult(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
-    checkResult(state, "ncclCommInitRankConfig");
+    checkResult(state, call);
     return state == ncclSuccess;
   });
   if (!done) {
-    std::string message = notWithin(
-        rank_, "NCCL set-up (ncclCommInitRankConfig)", timeoutSeconds());
+    std::string what = "NCCL set-up (" + std::string(call) + ")";
+    std::string message = notWithin(jobRank(), what.c_str(), timeoutSeconds());
     std::fputs(message.c_str(), stderr);
     std::fflush(stderr);
     abortJob(kCollectiveTimeoutExitCode);
   }
 }
 
-void NcclCommunicator::agree(bool ok, const std::string &localError,
-                             const char *what) {
+void NcclCommunicator::agree(MPI_Comm comm, bool ok,
+                             const std::string &localError, const char *what) {
   int mine = ok ? 1 : 0;
-  std::vector<int> all(static_cast<std::size_t>(size_), 0);
-  checkMpi(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, mpiComm_),
+  int ranks = 0;
+  checkMpi(MPI_Comm_size(comm, &ranks), "MPI_Comm_size", kErrorPrefix);
+  std::vector<int> all(static_cast<std::size_t>(ranks), 0);
+  checkMpi(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, comm),
            "MPI_Allgather", kErrorPrefix);
   if (!ok)
     throw Error(localError);
   std::string failed;
   int failures = 0;
-  for (int r = 0; r < size_; ++r)
+  for (int r = 0; r < ranks; ++r)
     if (!all[static_cast<std::size_t>(r)]) {
       failed += (failures++ ? ", " : "") + std::to_string(r);
     }
@@ -411,7 +478,9 @@ void NcclCommunicator::abortJob(int exitCode) {
     (void)ncclCommAbort(comm_);
     comm_ = nullptr;
   }
-  MPI_Abort(mpiComm_ != MPI_COMM_NULL ? mpiComm_ : MPI_COMM_WORLD, exitCode);
+  // The whole job, not only this communicator's ranks: the others may wait
+  // for them in another communicator's collective.
+  MPI_Abort(MPI_COMM_WORLD, exitCode);
   std::_Exit(exitCode); // MPI_Abort does not return; this is for the compiler
 }
 

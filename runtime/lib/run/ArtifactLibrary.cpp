@@ -102,6 +102,42 @@ void validateTensor(const TensorDesc &tensor, const std::string &where,
             " has an index limit; only integer tensors index");
 }
 
+/// A partitioned state's group and shard: [ceil(numel / G)] elements over a
+/// group of G ranks (Artifact.h), so that its shards hold the whole tensor
+/// once; an unpartitioned state names no group.
+void validatePartition(const ArtifactInfo &info, const StateDesc &state,
+                       const std::string &where) {
+  const std::string named =
+      where + ": state '" + std::string(state.tensor.name) + "'";
+  int32_t group = state.partitionGroup;
+  if (!state.wholeShape) {
+    check(group == static_cast<int32_t>(CommGroup::World),
+          named + " is not partitioned but names partition group " +
+              std::to_string(group));
+    return;
+  }
+  check(group == static_cast<int32_t>(CommGroup::World) ||
+            group == static_cast<int32_t>(CommGroup::Expert),
+        named + " is partitioned over group " + std::to_string(group) +
+            "; only the world (0) and the expert group (1) partition states");
+  TensorDesc whole = state.tensor;
+  whole.rank = state.wholeRank;
+  whole.shape = state.wholeShape;
+  validateTensor(whole, where, "whole tensor of state");
+  int64_t members = group == static_cast<int32_t>(CommGroup::World)
+                        ? info.worldSize
+                        : info.expertParallelSize;
+  int64_t numel = numElements(whole);
+  int64_t shard = (numel + members - 1) / members;
+  check(numElements(state.tensor) == shard,
+        named + " is a shard of " + std::to_string(numElements(state.tensor)) +
+            " elements, but its whole tensor " +
+            formatShape(whole.rank, whole.shape) + " over the " +
+            name(static_cast<CommGroup>(group)) + " group of " +
+            std::to_string(members) + " rank(s) needs shards of " +
+            std::to_string(shard));
+}
+
 template <typename Desc, typename GetTensor>
 void validateList(const Desc *list, int32_t count, const std::string &where,
                   const char *what, GetTensor tensorOf) {
@@ -235,6 +271,13 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
   check(info.worldSize >= 1, where + ": artifact world size " +
                                  std::to_string(info.worldSize) +
                                  " is not positive");
+  check(info.expertParallelSize >= 1 &&
+            info.worldSize % info.expertParallelSize == 0,
+        where + ": artifact expert-parallel size " +
+            std::to_string(info.expertParallelSize) +
+            " does not divide its world size " +
+            std::to_string(info.worldSize) +
+            " (the Expert groups must cut the ranks into equal parts)");
   check(info.arenaBytes >= 0, where + ": negative arena size " +
                                   std::to_string(info.arenaBytes));
   check(info.gradAccumSteps >= 1,
@@ -252,6 +295,7 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
               role == static_cast<int32_t>(StateRole::Master),
           where + ": state '" + info.states[i].tensor.name +
               "' has unknown role " + std::to_string(role));
+    validatePartition(info, info.states[i], where);
   }
   auto self = [](const TensorDesc &t) -> const TensorDesc & { return t; };
   validateList(info.inputs, info.numInputs, where, "input", self);

@@ -147,9 +147,10 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
   out << ", global batch " << job.globalBatch << ", sequence " << job.seq
       << "\n";
 
-  // Per role: tensors, elements, and how many are partitioned.
+  // Per role: tensors, elements, and how many are partitioned (ZeRO's
+  // partitions over the world, expert parallelism's over its group).
   struct Count {
-    size_t tensors = 0, partitioned = 0;
+    size_t tensors = 0, partitioned = 0, expertPartitioned = 0;
     int64_t elements = 0;
   };
   std::map<std::string, Count> counts;
@@ -160,7 +161,9 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     Count &count = counts[role];
     ++count.tensors;
     count.elements += record.numel();
-    count.partitioned += record.partitionWorldSize > 0;
+    bool expert = record.partitionGroup == CommGroup::Expert;
+    count.partitioned += record.partitionWorldSize > 0 && !expert;
+    count.expertPartitioned += record.partitionWorldSize > 0 && expert;
   }
   out << "tensors: " << records.size() << "\n";
   for (const char *role :
@@ -171,14 +174,17 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     const Count &count = found->second;
     out << "  " << role << ": " << count.tensors << " tensor(s), "
         << count.elements << " element(s), " << count.partitioned
-        << " partitioned\n";
+        << " partitioned";
+    if (count.expertPartitioned)
+      out << ", " << count.expertPartitioned << " over the expert group";
+    out << "\n";
   }
 
   // The stage, from what is partitioned: stage 3 partitions parameters
   // (those under the persistence threshold stay whole), stages 1 and 2 the
   // optimizer state and fp32 masters (stage 2 also the gradient
   // accumulators, which exist only with gradient accumulation), stage 0
-  // nothing.
+  // nothing. Expert parallelism's partitions say nothing of the stage.
   auto partitioned = [&](const char *role) {
     auto found = counts.find(role);
     return found != counts.end() && found->second.partitioned > 0;
@@ -200,7 +206,13 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     out << "  " << record.name << "  "
         << (record.role ? stateRoleName(*record.role) : "unknown") << " "
         << dtypeName(record.dtype) << " " << shapeText(record.shape);
-    if (record.partitionWorldSize > 0)
+    if (record.partitionWorldSize > 0 &&
+        record.partitionGroup == CommGroup::Expert)
+      out << "  partitioned over the expert group ("
+          << record.partitionGroupSize << " of " << record.partitionWorldSize
+          << " ranks) by " << record.shardElements << ", " << record.pieces
+          << " piece(s)";
+    else if (record.partitionWorldSize > 0)
       out << "  partitioned over " << record.partitionWorldSize << " by "
           << record.shardElements << ", " << record.pieces << " piece(s)";
     out << "\n";

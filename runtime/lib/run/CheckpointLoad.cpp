@@ -201,6 +201,15 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       const json partition = field<json>(value, "partition", at);
       entry.partitionWorldSize = field<int>(partition, "world_size", at);
       entry.shardElements = field<int64_t>(partition, "shard_elements", at);
+      entry.partitionGroupSize = entry.partitionWorldSize;
+      if (partition.contains("group")) { // expert parallelism's
+        std::string group = field<std::string>(partition, "group", at);
+        check(parseCommGroup(group, entry.partitionGroup),
+              at + ": unknown partition group '" + group + "'");
+        entry.partitionGroupSize = field<int>(partition, "group_size", at);
+        check(entry.partitionGroupSize >= 1,
+              at + ": partition \"group_size\" is not positive");
+      }
     }
     int64_t numel = 1;
     for (int64_t d : entry.shape) {
@@ -367,7 +376,7 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     const std::string &name = sources[size_t(i)];
     const Entry &entry = tensors_.at(name);
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
-    StateSlice slice = stateSlice(state, rank);
+    StateSlice slice = stateSlice(state, rank, info.expertParallelSize);
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
     if (!roundsOnLoad(state.tensor.type, entry.dtype)) {
@@ -433,7 +442,8 @@ std::vector<Checkpoint::TensorRecord> Checkpoint::tensors() const {
   for (const auto &[name, entry] : tensors_) // std::map: sorted by name
     records.push_back({name, entry.dtype, entry.shape, entry.role,
                        entry.partitionWorldSize, entry.shardElements,
-                       entry.pieces.size()});
+                       entry.pieces.size(), entry.partitionGroup,
+                       entry.partitionGroupSize});
   return records;
 }
 

@@ -111,8 +111,12 @@ int checkpointWriter(int32_t index, int worldSize) {
 }
 
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
-                      int worldSize) {
-  return isPartitioned(state) || checkpointWriter(index, worldSize) == rank;
+                      int worldSize, int expertParallelSize) {
+  if (!isPartitioned(state))
+    return checkpointWriter(index, worldSize) == rank;
+  // Each piece of an expert partition once: ExpertData index 0 writes it.
+  return partitionGroup(state) != CommGroup::Expert ||
+         groupIndex(CommGroup::ExpertData, rank, expertParallelSize) == 0;
 }
 
 namespace {
@@ -162,14 +166,19 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
     for (auto &[name, entry] : report.at("tensors").items()) {
       if (entry.contains("offset")) { // a piece of a partitioned state
         ordered_json &merged = tensors[name];
-        if (merged.is_null())
+        if (merged.is_null()) {
+          ordered_json partition = {{"world_size", reports.size()}};
+          if (entry.contains("group")) { // expert parallelism's
+            partition["group"] = entry.at("group");
+            partition["group_size"] = entry.at("group_size");
+          }
+          partition["shard_elements"] = entry.at("shard_elements");
           merged = {{"dtype", entry.at("dtype")},
                     {"role", entry.at("role")},
                     {"shape", entry.at("whole")},
-                    {"partition",
-                     {{"world_size", reports.size()},
-                      {"shard_elements", entry.at("shard_elements")}}},
+                    {"partition", std::move(partition)},
                     {"pieces", ordered_json::array()}};
+        }
         check(merged.contains("pieces"),
               "tensor '" + name + "' was written whole and in pieces");
         merged["pieces"].push_back({{"shard", file},
@@ -244,13 +253,14 @@ std::string writeCheckpointShard(const std::string &root,
   ordered_json tensors = ordered_json::object();
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &desc = info.states[i];
-    if (!checkpointWrites(desc, i, rank, job.worldSize))
+    if (!checkpointWrites(desc, i, rank, job.worldSize,
+                          info.expertParallelSize))
       continue;
     const TensorDesc &state = desc.tensor;
     std::vector<int64_t> shape(state.shape, state.shape + state.rank);
     DType dtype = storageDType(state.type);
     size_t bytes = tensorBytes(state);
-    StateSlice slice = stateSlice(desc, rank);
+    StateSlice slice = stateSlice(desc, rank, info.expertParallelSize);
     if (isPartitioned(desc)) {
       // This rank's piece, its zero padding stripped.
       if (slice.count == 0)
@@ -274,6 +284,10 @@ std::string writeCheckpointShard(const std::string &root,
       entry["offset"] = slice.begin;
       entry["whole"] = std::vector<int64_t>(whole.shape, whole.shape + whole.rank);
       entry["shard_elements"] = numElements(state);
+      if (partitionGroup(desc) != CommGroup::World) {
+        entry["group"] = name(partitionGroup(desc));
+        entry["group_size"] = info.expertParallelSize;
+      }
     }
     tensors[state.name] = std::move(entry);
   }

@@ -78,6 +78,7 @@ public:
   }
 
   void allocate(const ArtifactInfo &info) override {
+    expertParallelSize_ = info.expertParallelSize;
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_->allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -107,7 +108,8 @@ public:
                                "zeroing state '" + name + "' on the GPU");
                      return;
                    }
-                   readState(info.states[i], weights, rank_, staging.buffer);
+                   readState(info.states[i], weights, rank_,
+                             info.expertParallelSize, staging.buffer);
                    copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
                         "state '" + name + "' to the GPU");
                  });
@@ -135,8 +137,20 @@ public:
     std::vector<Stream *> streams;
     for (auto &stream : streams_)
       streams.push_back(stream.get());
+    // A collective over a group of one rank moves its block within the
+    // GPU, in order on the collectives stream.
+    auto localCopy = [](void *dst, const void *src, size_t bytes,
+                        Stream &stream) {
+      checkCuda(
+          cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                          static_cast<cuda::CudaStream &>(stream).handle()),
+          "a collective over a group of one rank: cudaMemcpyAsync");
+    };
+    // Collective over the job when the groups need communicators of their
+    // own (ncclCommSplit of the job's).
     context_ = std::make_unique<RunStepContext>(
-        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_);
+        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
+        expertParallelSize_, localCopy);
     return *context_;
   }
 
@@ -147,7 +161,8 @@ public:
                                  int worldSize, MemoryPool &scratch) override {
     std::vector<void *> host(states_.size(), nullptr);
     for (int32_t i = 0; i < info.numStates; ++i) {
-      if (!checkpointWrites(info.states[i], i, rank, worldSize))
+      if (!checkpointWrites(info.states[i], i, rank, worldSize,
+                            info.expertParallelSize))
         continue;
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
@@ -216,6 +231,9 @@ private:
   // The communicator, bound to a stream, goes before the streams.
   std::vector<std::unique_ptr<Stream>> streams_;
   int32_t collectiveStream_ = -1;
+  int32_t expertParallelSize_ = 1;
+  // The groups' communicators (in the context) share the job's stream:
+  // they go first.
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<RunStepContext> context_;
 };

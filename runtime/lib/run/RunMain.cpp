@@ -248,8 +248,12 @@ int checkRanksAgree(Control &control, const JobDigest &digest,
 
 /// This rank's summary, one line per figure, each prefixed "[rank R]".
 /// The memory figures are the target's pools: host memory, or with
-/// "memory=device" GPU memory (and the pinned host staging beside it).
-std::string summary(int rank, const MemoryUse &memory, const CommStats &stats) {
+/// "memory=device" GPU memory (and the pinned host staging beside it). The
+/// collectives' figures are per group (RunStepContext::groupStats): the
+/// World's lines as "collective=KIND ...", those of the Expert and
+/// ExpertData groups, when the artifact issued any, prefixed "group=NAME".
+std::string summary(int rank, const MemoryUse &memory,
+                    const RunStepContext &context) {
   std::ostringstream out;
   std::string prefix = "[rank " + std::to_string(rank) + "] ";
   size_t peak = memory.arena + memory.state + memory.io;
@@ -260,17 +264,26 @@ std::string summary(int rank, const MemoryUse &memory, const CommStats &stats) {
     out << " memory=" << memory.where
         << " pinned_host_bytes=" << memory.pinnedHost;
   out << "\n";
-  for (size_t k = 0; k < kCollectiveKindCount; ++k) {
-    auto kind = static_cast<CollectiveKind>(k);
-    const CollectiveCounters &counters = stats[kind];
-    if (counters.calls)
-      out << prefix << "collective=" << name(kind)
-          << " calls=" << counters.calls
-          << " bytes_sent=" << counters.bytesSent << "\n";
+  for (CommGroup group :
+       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+    const CommStats &stats = context.groupStats(group);
+    CollectiveCounters total = stats.total();
+    if (group != CommGroup::World && total.calls == 0)
+      continue;
+    std::string lead = prefix;
+    if (group != CommGroup::World)
+      lead += std::string("group=") + name(group) + " ";
+    for (size_t k = 0; k < kCollectiveKindCount; ++k) {
+      auto kind = static_cast<CollectiveKind>(k);
+      const CollectiveCounters &counters = stats[kind];
+      if (counters.calls)
+        out << lead << "collective=" << name(kind)
+            << " calls=" << counters.calls
+            << " bytes_sent=" << counters.bytesSent << "\n";
+    }
+    out << lead << "collective=total calls=" << total.calls
+        << " bytes_sent=" << total.bytesSent << "\n";
   }
-  CollectiveCounters total = stats.total();
-  out << prefix << "collective=total calls=" << total.calls
-      << " bytes_sent=" << total.bytesSent << "\n";
   return out.str();
 }
 
@@ -472,10 +485,15 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
             ? " x " + std::to_string(info.gradAccumSteps) +
                   " micro-batches per step (gradient accumulation)"
             : std::string();
+    std::string experts = info.expertParallelSize > 1
+                              ? " (expert-parallel size " +
+                                    std::to_string(info.expertParallelSize) +
+                                    ")"
+                              : std::string();
     std::fprintf(stderr,
-                 "dsc-run: %s%s on %d rank(s): global batch %lld%s, "
+                 "dsc-run: %s%s on %d rank(s)%s: global batch %lld%s, "
                  "sequence %lld, %lld step(s)\n",
-                 options.artifact.c_str(), model.c_str(), size,
+                 options.artifact.c_str(), model.c_str(), size, experts.c_str(),
                  static_cast<long long>(options.batch), accumulation.c_str(),
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));
@@ -580,8 +598,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         return code;
   }
 
-  std::vector<std::string> summaries = control.gather(
-      summary(rank, target->memoryUse(), context.communicator().stats()));
+  std::vector<std::string> summaries =
+      control.gather(summary(rank, target->memoryUse(), context));
   for (const std::string &text : summaries)
     std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

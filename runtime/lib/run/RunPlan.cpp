@@ -166,26 +166,28 @@ TensorDesc wholeTensor(const StateDesc &state) {
   return whole;
 }
 
-StateSlice stateSlice(const StateDesc &state, int rank) {
+StateSlice stateSlice(const StateDesc &state, int rank,
+                      int expertParallelSize) {
   int64_t numel = numElements(wholeTensor(state));
   if (!isPartitioned(state))
     return {0, numel};
   int64_t shard = numElements(state.tensor);
-  int64_t begin = std::min(numel, shard * rank);
+  int index = groupIndex(partitionGroup(state), rank, expertParallelSize);
+  int64_t begin = std::min(numel, shard * index);
   return {begin, std::min(shard, numel - begin)};
 }
 
-void readState(const StateDesc &state, const SafeTensorsFile &weights,
-               int rank, void *dst) {
+void readState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
+               int expertParallelSize, void *dst) {
   if (hasInitRule(state) && !weights.contains(state.tensor.name)) {
-    initState(state, weights, rank, dst);
+    initState(state, weights, rank, expertParallelSize, dst);
     return;
   }
   const std::string source = stateSource(
       state, [&](const std::string &name) { return weights.contains(name); });
   DType stored = weights.info(source).dtype;
   size_t bytes = tensorBytes(state.tensor);
-  StateSlice slice = stateSlice(state, rank);
+  StateSlice slice = stateSlice(state, rank, expertParallelSize);
   if (isPartitioned(state))
     std::memset(dst, 0, bytes);
   size_t element = dtypeSize(stored);
@@ -246,7 +248,8 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
                  void *buffer = pool.allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
-                   readState(info.states[i], weights, rank, buffer);
+                   readState(info.states[i], weights, rank,
+                             info.expertParallelSize, buffer);
                  else
                    std::memset(buffer, 0, bytes);
                });

@@ -1,6 +1,7 @@
 //===- RunStepContext.cpp - what generated code calls during a step -------===//
 
 #include "dsc/runtime/Comm.h"
+#include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Stream.h"
 
@@ -10,8 +11,9 @@ namespace dsc::rt {
 
 namespace {
 
-/// The communicator's type for `type`; Error for those MPI cannot reduce.
-CommDType commType(ElementType type) {
+/// The communicator's type for `type`; Error for those it has none for
+/// (i1), saying that it cannot `verb` them.
+CommDType commType(ElementType type, const char *verb) {
   switch (type) {
   case ElementType::F32: return CommDType::F32;
   case ElementType::F64: return CommDType::F64;
@@ -22,7 +24,7 @@ CommDType commType(ElementType type) {
   case ElementType::I1:
     break;
   }
-  throw Error(std::string("the communicator cannot sum ") +
+  throw Error(std::string("the communicator cannot ") + verb + " " +
               elementTypeName(type) + " elements");
 }
 
@@ -41,10 +43,15 @@ RunStepContext::RunStepContext(std::vector<void *> states,
                                std::vector<void *> outputs, void *arena,
                                Communicator &comm,
                                std::vector<Stream *> streams,
-                               int32_t collectiveStream)
+                               int32_t collectiveStream,
+                               int32_t expertParallelSize, LocalCopy localCopy)
     : states_(std::move(states)), inputs_(std::move(inputs)),
       outputs_(std::move(outputs)), arena_(arena), comm_(comm),
-      streams_(std::move(streams)), collectiveStream_(collectiveStream) {}
+      streams_(std::move(streams)), collectiveStream_(collectiveStream),
+      localCopy_(std::move(localCopy)),
+      groups_(std::make_unique<GroupCommunicators>(comm, expertParallelSize)) {}
+
+RunStepContext::~RunStepContext() = default;
 
 void RunStepContext::beginStep(int64_t step) {
   step_ = step;
@@ -59,29 +66,35 @@ const void *RunStepContext::input(int32_t i) {
 }
 Stream &RunStepContext::stream(int32_t i) { return *at(streams_, i, "stream"); }
 
-void RunStepContext::issue(const std::string &what, size_t count,
-                           ElementType type, int64_t sequence, Stream &stream,
-                           const std::function<void(CommDType)> &collective) {
+RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
+                                             const std::string &what,
+                                             size_t count, ElementType type,
+                                             int64_t sequence, Stream &stream,
+                                             CommGroup group) {
+  const bool known = isCommGroup(static_cast<int32_t>(group));
+  std::string over;
+  if (!known)
+    over = " over group " + std::to_string(static_cast<int32_t>(group));
+  else if (group != CommGroup::World)
+    over = std::string(" over the ") + name(group) + " group";
   std::string where = "step " + std::to_string(step_) + ", collective " +
                       std::to_string(sequence) + " (" + what + " of " +
                       std::to_string(count) + " " + elementTypeName(type) +
-                      ")";
+                      over + ")";
   check(collectivesThisStep_ == 0 ? sequence >= 0 : sequence > lastSequence_,
         where + ": sequence numbers must grow within a step; the previous "
                 "collective of this step was " +
             std::to_string(lastSequence_));
   ++collectivesThisStep_;
   lastSequence_ = sequence;
-  auto run = [collective, where](CommDType dtype) {
-    try {
-      collective(dtype);
-    } catch (const Error &error) {
-      throw Error(where + ": " + error.what());
-    }
-  };
-  CommDType dtype;
+  Issued issued{nullptr, CommDType::F32, where,
+                what + ", collective " + std::to_string(sequence)};
   try {
-    dtype = commType(type);
+    check(known, "no such communicator group (0: world, 1: expert, 2: "
+                 "expert_data)");
+    bool sums = kind == CollectiveKind::AllReduce ||
+                kind == CollectiveKind::ReduceScatter;
+    issued.dtype = commType(type, sums ? "sum" : "move");
     check(collectiveStream_ >= 0 &&
               &stream == streams_.at(size_t(collectiveStream_)),
           "it was issued on stream '" + stream.name() +
@@ -92,39 +105,110 @@ void RunStepContext::issue(const std::string &what, size_t count,
   } catch (const Error &error) {
     throw Error(where + ": " + error.what());
   }
+  issued.comm = groups_->communicator(group);
+  groupStats_[size_t(group)].record(
+      kind, collectiveBytesSent(kind, uint64_t(count) * elementSize(type),
+                                groupRank(group), groupSize(group)));
+  return issued;
+}
+
+void RunStepContext::run(
+    const Issued &issued, Stream &stream,
+    const std::function<void(Communicator &, CommDType)> &collective) {
+  auto task = [comm = issued.comm, dtype = issued.dtype, collective,
+               where = issued.where] {
+    try {
+      collective(*comm, dtype);
+    } catch (const Error &error) {
+      throw Error(where + ": " + error.what());
+    }
+  };
   // A host task of a CUDA stream must make no CUDA call (Stream.h): NCCL
   // enqueues on the stream itself.
   if (std::strcmp(stream.backend(), "cpu") == 0)
-    stream.enqueue([run, dtype] { run(dtype); },
-                   what + ", collective " + std::to_string(sequence));
+    stream.enqueue(task, issued.label);
   else
-    run(dtype);
+    task();
+}
+
+void RunStepContext::copyLocally(const Issued &issued, void *dst,
+                                 const void *src, size_t bytes,
+                                 Stream &stream) {
+  if (dst == src || bytes == 0)
+    return;
+  if (localCopy_) {
+    localCopy_(dst, src, bytes, stream);
+    return;
+  }
+  check(std::strcmp(stream.backend(), "cpu") == 0,
+        issued.where + ": no local copy on a stream of the " +
+            stream.backend() + " backend");
+  stream.enqueue([dst, src, bytes] { std::memmove(dst, src, bytes); },
+                 issued.label);
 }
 
 void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
-                                  int64_t sequence, Stream &stream) {
-  issue("allReduceSum", count, type, sequence, stream,
-        [this, buffer, count](CommDType dtype) {
-          comm_.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
-        });
+                                  int64_t sequence, Stream &stream,
+                                  CommGroup group) {
+  Issued issued = begin(CollectiveKind::AllReduce, "allReduceSum", count, type,
+                        sequence, stream, group);
+  // Over a group of one rank the sum is the buffer as it is.
+  if (issued.comm)
+    run(issued, stream, [buffer, count](Communicator &comm, CommDType dtype) {
+      comm.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
+    });
 }
 
 void RunStepContext::allGather(const void *send, void *recv, size_t count,
                                ElementType type, int64_t sequence,
-                               Stream &stream) {
-  issue("allGather", count, type, sequence, stream,
-        [this, send, recv, count](CommDType dtype) {
-          comm_.allGather(send, recv, count, dtype);
-        });
+                               Stream &stream, CommGroup group) {
+  Issued issued = begin(CollectiveKind::AllGather, "allGather", count, type,
+                        sequence, stream, group);
+  if (!issued.comm)
+    return copyLocally(issued, recv, send, count * elementSize(type), stream);
+  run(issued, stream, [send, recv, count](Communicator &comm, CommDType dtype) {
+    comm.allGather(send, recv, count, dtype);
+  });
 }
 
 void RunStepContext::reduceScatterSum(const void *send, void *recv,
                                       size_t count, ElementType type,
-                                      int64_t sequence, Stream &stream) {
-  issue("reduceScatterSum", count, type, sequence, stream,
-        [this, send, recv, count](CommDType dtype) {
-          comm_.reduceScatter(send, recv, count, dtype, ReduceOp::Sum);
-        });
+                                      int64_t sequence, Stream &stream,
+                                      CommGroup group) {
+  Issued issued = begin(CollectiveKind::ReduceScatter, "reduceScatterSum",
+                        count, type, sequence, stream, group);
+  if (!issued.comm)
+    return copyLocally(issued, recv, send, count * elementSize(type), stream);
+  run(issued, stream, [send, recv, count](Communicator &comm, CommDType dtype) {
+    comm.reduceScatter(send, recv, count, dtype, ReduceOp::Sum);
+  });
+}
+
+void RunStepContext::allToAll(void *buffer, size_t count, ElementType type,
+                              int64_t sequence, Stream &stream,
+                              CommGroup group) {
+  Issued issued = begin(CollectiveKind::AllToAll, "allToAll", count, type,
+                        sequence, stream, group);
+  // Over a group of one rank the only block stays where it is.
+  if (issued.comm)
+    run(issued, stream, [buffer, count](Communicator &comm, CommDType dtype) {
+      comm.allToAll(buffer, buffer, count, dtype);
+    });
+}
+
+int32_t RunStepContext::groupSize(CommGroup group) const {
+  return groups_->layout().size(group);
+}
+
+int32_t RunStepContext::groupRank(CommGroup group) const {
+  return groups_->layout().index(group, comm_.rank());
+}
+
+const CommStats &RunStepContext::groupStats(CommGroup group) const {
+  check(isCommGroup(static_cast<int32_t>(group)),
+        "no such communicator group " +
+            std::to_string(static_cast<int32_t>(group)));
+  return groupStats_[size_t(group)];
 }
 
 int32_t RunStepContext::rank() const { return comm_.rank(); }

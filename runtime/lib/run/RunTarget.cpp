@@ -29,6 +29,7 @@ public:
   void prepare(int rank) override { rank_ = rank; }
 
   void allocate(const ArtifactInfo &info) override {
+    expertParallelSize_ = info.expertParallelSize;
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_.allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -73,7 +74,8 @@ public:
     for (auto &stream : streams_)
       streams.push_back(stream.get());
     context_ = std::make_unique<RunStepContext>(
-        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_);
+        states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
+        expertParallelSize_);
     return *context_;
   }
 
@@ -98,12 +100,14 @@ private:
   int rank_ = 0;
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_ = nullptr;
-  // Streams are drained before the communicator their tasks use goes.
+  // Streams are drained before the communicators their tasks use go: the
+  // job's, and the groups' that the context holds.
   std::unique_ptr<MpiCommunicator> comm_;
+  std::unique_ptr<RunStepContext> context_;
   std::vector<std::unique_ptr<Stream>> streams_;
   int32_t collectiveStream_ = -1;
   bool collectivesOnThread_ = false;
-  std::unique_ptr<RunStepContext> context_;
+  int32_t expertParallelSize_ = 1;
 };
 
 std::unique_ptr<RunTarget> makeCpuRunTarget() {

@@ -1,4 +1,5 @@
-//===- StateInit.cpp - filling the states a rewrite added ------------------===//
+//===- StateInit.cpp - filling the states a rewrite added
+//------------------===//
 //
 // A weights file exported from the dense model lacks the parameters that
 // dsc-opt's rewrites add (the experts of --dsc-moe). Their StateDesc says
@@ -7,7 +8,7 @@
 // uniform values from a generator keyed by the state's name, so that every
 // rank, every world size and any other implementation that follows
 // docs/moe.md compute the same numbers. Each rank makes only its slice of
-// a partitioned state.
+// a partitioned state (ZeRO's shard, or expert parallelism's experts).
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,8 +94,8 @@ void repeat(const StateDesc &state, const SafeTensorsFile &weights,
 } // namespace
 
 void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               void *dst) {
-  StateSlice slice = stateSlice(state, rank);
+               int expertParallelSize, void *dst) {
+  StateSlice slice = stateSlice(state, rank, expertParallelSize);
   if (isPartitioned(state))
     std::memset(dst, 0, tensorBytes(state.tensor));
   if (state.initFrom) {

@@ -19,7 +19,11 @@
 // name of the second input), TINY_STALL_RANK (a rank that sleeps instead of
 // joining step 2's first collective, to trip the watchdog),
 // TINY_CALL_MISSING (calls a runtime function that does not exist, so that
-// loading fails).
+// loading fails), TINY_EXPERT_PARALLEL_SIZE (ArtifactInfo's; with a value
+// above 1 each step also exchanges, after the loss's collectives, one i64
+// per member of the Expert group by allToAll (sequence 3) and sums one over
+// the ExpertData group (sequence 4), and throws unless each rank received
+// exactly what its groups' members sent: the groups' routing in dsc-run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +54,9 @@
 #endif
 #ifndef TINY_STALL_RANK
 #define TINY_STALL_RANK -1
+#endif
+#ifndef TINY_EXPERT_PARALLEL_SIZE
+#define TINY_EXPERT_PARALLEL_SIZE 1
 #endif
 
 using namespace dsc::rt;
@@ -84,6 +91,7 @@ const StreamDesc kStreams[] = {{"comm", true, true}};
 
 const ArtifactInfo kInfo = {
     TINY_ABI_VERSION, "cpu",   "TinyArtifact.cpp", TINY_WORLD_SIZE,
+    TINY_EXPERT_PARALLEL_SIZE,
     kArenaBytes,      3,       kStates,            2,
     kInputs,          1,       kOutputs,           1,
     kStreams, 1};
@@ -99,6 +107,38 @@ void functionNotInTheRuntime(int);
 #endif
 
 extern "C" const ArtifactInfo *dsc_artifact_info(void) { return &kInfo; }
+
+namespace {
+#if TINY_EXPERT_PARALLEL_SIZE > 1
+/// Rank r sends 100 * r + j to the member j of its Expert group, which then
+/// holds, in block j, what member j sent it; then each rank sums its rank
+/// over its ExpertData group (r % P + k * P).
+void exchangeOverTheExpertGroups(StepContext &context, Stream &comm) {
+  const int32_t p = context.groupSize(CommGroup::Expert);
+  const int32_t r = context.rank(), index = context.groupRank(CommGroup::Expert);
+  check(p == TINY_EXPERT_PARALLEL_SIZE && index == r % p,
+        "TinyArtifact: the Expert group is not of the artifact's size");
+  int64_t blocks[TINY_EXPERT_PARALLEL_SIZE];
+  for (int32_t j = 0; j < p; ++j)
+    blocks[j] = 100 * r + j;
+  context.allToAll(blocks, 1, ElementType::I64, 3, comm, CommGroup::Expert);
+  int64_t rankSum = r;
+  context.allReduceSum(&rankSum, 1, ElementType::I64, 4, comm,
+                       CommGroup::ExpertData);
+  comm.synchronize();
+  for (int32_t j = 0; j < p; ++j)
+    check(blocks[j] == 100 * ((r / p) * p + j) + index,
+          "TinyArtifact: allToAll over the Expert group delivered " +
+              std::to_string(blocks[j]) + " in block " + std::to_string(j));
+  int64_t expected = 0;
+  for (int32_t k = 0; k < context.worldSize() / p; ++k)
+    expected += r % p + k * p;
+  check(rankSum == expected,
+        "TinyArtifact: the sum over the ExpertData group is " +
+            std::to_string(rankSum) + ", not " + std::to_string(expected));
+}
+#endif
+} // namespace
 
 extern "C" void dsc_artifact_step(StepContext *context) {
   ++stepsRun;
@@ -139,9 +179,13 @@ extern "C" void dsc_artifact_step(StepContext *context) {
   if (context->rank() == TINY_STALL_RANK && stepsRun == 2)
     std::this_thread::sleep_for(std::chrono::seconds(600));
   Stream &comm = context->stream(0);
-  context->allReduceSum(&sum, 1, ElementType::F32, 1, comm);
+  context->allReduceSum(&sum, 1, ElementType::F32, 1, comm, CommGroup::World);
   int64_t count = kTokens;
-  context->allReduceSum(&count, 1, ElementType::I64, 2, comm);
+  context->allReduceSum(&count, 1, ElementType::I64, 2, comm,
+                        CommGroup::World);
+#if TINY_EXPERT_PARALLEL_SIZE > 1
+  exchangeOverTheExpertGroups(*context, comm);
+#endif
   comm.synchronize();
   *static_cast<float *>(context->output(0)) =
       sum / static_cast<float>(count);

@@ -74,6 +74,7 @@ const StreamDesc kStreams[] = {{"compute", false, false}, {"comm", false, true}}
 
 const ArtifactInfo kInfo = {
     kArtifactAbiVersion, "cuda",   "TinyCudaArtifact.cu", TINY_WORLD_SIZE,
+    /*expertParallelSize=*/1,
     kArenaBytes,         3,        kStates,               2,
     kInputs,             1,        kOutputs,              2,
     kStreams, 1};
@@ -174,8 +175,8 @@ extern "C" void dsc_artifact_step(StepContext *context) {
   checkCuda(cudaGetLastError(), "a kernel launch");
   auto written = compute.recordEvent();
   comm.wait(*written);
-  context->allReduceSum(sum, 1, ElementType::F32, 1, comm);
-  context->allReduceSum(count, 1, ElementType::I64, 2, comm);
+  context->allReduceSum(sum, 1, ElementType::F32, 1, comm, CommGroup::World);
+  context->allReduceSum(count, 1, ElementType::I64, 2, comm, CommGroup::World);
   auto reduced = comm.recordEvent();
   compute.wait(*reduced);
   divide<<<1, 1, 0, stream>>>(sum, count, loss);

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 7;
+constexpr int32_t kArtifactAbiVersion = 8;
 
 class Stream;
 
@@ -32,6 +32,20 @@ enum class ElementType : int32_t { F64, F32, F16, BF16, I64, I32, I1 };
 
 size_t elementSize(ElementType type);
 const char *elementTypeName(ElementType type); // "f32", ... as in the IR
+
+/// The groups of ranks a collective runs over, and a partitioned state is
+/// spread over. With W ranks (ArtifactInfo::worldSize) and expert-parallel
+/// size P (ArtifactInfo::expertParallelSize, which divides W), rank r is in
+/// one group of each kind, at an index of its own:
+///   World: all W ranks; r at index r.
+///   Expert: the P consecutive ranks g*P, ..., g*P + P - 1 with g = r / P
+///     (the ranks that share out the experts of a layer); r at index r % P.
+///   ExpertData: the W/P ranks r % P + k*P, k = 0 .. W/P - 1 (the ranks that
+///     hold the same experts: expert parallelism's data-parallel group);
+///     r at index r / P.
+/// With P = 1 the Expert group is each rank alone and ExpertData is the
+/// world; with P = W, Expert is the world and ExpertData each rank alone.
+enum class CommGroup : int32_t { World = 0, Expert = 1, ExpertData = 2 };
 
 struct TensorDesc {
   const char *name;     // fully-qualified PyTorch name, or the input name
@@ -56,14 +70,21 @@ enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient, Master 
 struct StateDesc {
   TensorDesc tensor;
   StateRole role;
-  /// A state partitioned over the ranks (ZeRO, docs/zero.md) has the shape
-  /// of the whole tensor here (`wholeRank` dimensions; `wholeShape` null:
-  /// not partitioned). `tensor` is then each rank's shard, [S] with S =
-  /// ceil(numel / worldSize): rank r holds elements [r * S, (r + 1) * S)
-  /// of the whole flattened, the last rank's tail zero. Weights files and
+  /// A state partitioned over the ranks of a group has the shape of the
+  /// whole tensor here (`wholeRank` dimensions; `wholeShape` null: not
+  /// partitioned). `tensor` is then each rank's shard, [S] with S =
+  /// ceil(numel / G), G the size of the group `partitionGroup` names: the
+  /// rank at index i of that group holds elements [i * S, (i + 1) * S) of
+  /// the whole flattened, the tail past numel zero. Weights files and
   /// checkpoints name the whole tensor.
   int32_t wholeRank;
   const int64_t *wholeShape;
+  /// A CommGroup: World for ZeRO's partitions (docs/zero.md; G = W, rank r
+  /// holds shard r), Expert for expert parallelism's (docs/moe.md; G = P,
+  /// rank r holds shard r % P: for experts stacked [E, ...] with P dividing
+  /// E, exactly its E/P experts, which the ranks of its ExpertData group
+  /// hold alike). World (0) for a state that is not partitioned.
+  int32_t partitionGroup;
   /// How a weights file that lacks this parameter fills it (the states a
   /// rewrite adds, such as experts; StateInit.cpp, docs/moe.md). With
   /// `initFrom`, the whole tensor repeats the stored tensor of that name
@@ -95,6 +116,10 @@ struct ArtifactInfo {
   const char *model;    // the model file the artifact was compiled from
   /// Ranks the artifact was compiled for; dsc-run refuses other world sizes.
   int32_t worldSize;
+  /// Expert-parallel size P: the size of the Expert group (CommGroup). At
+  /// least 1 and a divisor of worldSize (dsc-run refuses others); 1 for a
+  /// model without expert parallelism.
+  int32_t expertParallelSize;
   /// Bytes of the activation arena, per rank: the compiler's memory plan.
   int64_t arenaBytes;
   int32_t numStates;
@@ -131,23 +156,40 @@ public:
   /// a cuda::CudaStream on CUDA. The same streams on every step.
   virtual Stream &stream(int32_t i) = 0;
   /// Enqueues on `stream`, the artifact's collectives stream, the in-place
-  /// sum over all ranks of `count` elements at `buffer`: it runs after the
-  /// work enqueued on `stream` before the call, and work enqueued there
-  /// after it runs after it. `sequence` numbers the collectives of a step in
-  /// program order, identical on every rank; the runtime's watchdog reports
-  /// it when a collective hangs.
+  /// sum over the ranks of this rank's `group` of `count` elements at
+  /// `buffer`: it runs after the work enqueued on `stream` before the call,
+  /// and work enqueued there after it runs after it. `sequence` numbers the
+  /// collectives of a step in program order, whatever their group, identical
+  /// on every rank (it must grow within a step); the runtime's watchdog
+  /// reports it when a collective hangs. Every rank issues the same
+  /// collectives in the same order, so the ranks of each group issue its
+  /// collectives in the same order too.
   virtual void allReduceSum(void *buffer, size_t count, ElementType type,
-                            int64_t sequence, Stream &stream) = 0;
-  /// Enqueues on `stream`, as allReduceSum: `recv` (worldSize() * count
-  /// elements) receives every rank's `send` (count), in rank order.
+                            int64_t sequence, Stream &stream,
+                            CommGroup group) = 0;
+  /// Enqueues on `stream`, as allReduceSum: `recv` (groupSize(group) *
+  /// count elements) receives the `send` (count) of every rank of the
+  /// group, in the order of their indices in it.
   virtual void allGather(const void *send, void *recv, size_t count,
-                         ElementType type, int64_t sequence,
-                         Stream &stream) = 0;
+                         ElementType type, int64_t sequence, Stream &stream,
+                         CommGroup group) = 0;
   /// Enqueues on `stream`, as allReduceSum: `recv` (count) receives block
-  /// rank() of the sum over all ranks of `send` (worldSize() * count).
+  /// groupRank(group) of the sum over the group's ranks of `send`
+  /// (groupSize(group) * count).
   virtual void reduceScatterSum(const void *send, void *recv, size_t count,
                                 ElementType type, int64_t sequence,
-                                Stream &stream) = 0;
+                                Stream &stream, CommGroup group) = 0;
+  /// Enqueues on `stream`, as allReduceSum, an in-place all-to-all over the
+  /// group (expert parallelism's dispatch and combine): `buffer` holds
+  /// groupSize(group) blocks of `count` elements; block j goes to the rank
+  /// at index j of the group, and afterwards block j holds the block that
+  /// rank sent to this one (its block groupRank(group)).
+  virtual void allToAll(void *buffer, size_t count, ElementType type,
+                        int64_t sequence, Stream &stream, CommGroup group) = 0;
+  /// The number of ranks in this rank's `group`, and this rank's index in
+  /// it (CommGroup).
+  virtual int32_t groupSize(CommGroup group) const = 0;
+  virtual int32_t groupRank(CommGroup group) const = 0;
   virtual int32_t rank() const = 0;
   virtual int32_t worldSize() const = 0;
   /// False for `dsc-run --eval`: a training step returns once its outputs

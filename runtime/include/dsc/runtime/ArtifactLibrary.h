@@ -55,11 +55,14 @@ private:
 
 /// Throws Error "WHERE: <problem>" unless `info` is usable: the ABI version
 /// is kArtifactAbiVersion (checked first: the other fields' layout depends
-/// on it), the target is named, worldSize >= 1, arenaBytes >= 0, every
-/// array is present for its count, every tensor has a non-empty name, a
-/// known element type, 0 <= rank <= kMaxTensorRank, no negative dimension
-/// and a byte size that fits in int64, state roles are known, and no two
-/// states, inputs or outputs share a name.
+/// on it), the target is named, worldSize >= 1, expertParallelSize >= 1
+/// divides worldSize, arenaBytes >= 0, every array is present for its
+/// count, every tensor has a non-empty name, a known element type, 0 <=
+/// rank <= kMaxTensorRank, no negative dimension and a byte size that fits
+/// in int64, state roles are known, a partitioned state is partitioned over
+/// the World or the Expert group in shards of ceil(numel / group size) (an
+/// unpartitioned one names the World), and no two states, inputs or
+/// outputs share a name.
 void validateArtifactInfo(const ArtifactInfo &info, const std::string &where);
 
 constexpr int32_t kMaxTensorRank = 16;

@@ -24,9 +24,13 @@
 // each in its rank's shard under the tensor's name, its padding stripped:
 // the metadata gives the whole shape, the partitioning ("partition":
 // world_size and shard_elements) and each piece's shard, element offset in
-// the flattened whole, shape [count], size and checksum. Loading reads, for
-// each rank, the pieces that overlap the part it holds, whatever world
-// size and partitioning saved them.
+// the flattened whole, shape [count], size and checksum. A state
+// partitioned over the Expert group (expert parallelism: P ranks hold one
+// piece each, the W/P ranks of an ExpertData group the same one) is stored
+// the same way, each piece once, by ranks 0 .. P-1; its "partition" adds
+// "group": "expert" and "group_size": P. Loading reads, for each rank, the
+// pieces that overlap the part it holds, whatever world size, expert-
+// parallel size and partitioning saved them.
 //
 // The pieces here are MPI-free, so that tests can play every rank of a save
 // in one process; dsc-run (RunMain.cpp) calls them in order on its ranks,
@@ -78,10 +82,14 @@ std::string checkpointShardName(int rank, int worldSize);
 /// order) in a job of `worldSize` ranks: index % worldSize. Every rank holds
 /// all of it, so the split only spreads the writing.
 int checkpointWriter(int32_t index, int worldSize);
-/// Whether `rank` writes state `index`: its checkpointWriter for replicated
-/// state; every rank, its own piece, for a partitioned (ZeRO) state.
+/// Whether `rank` writes state `index` in a job of `worldSize` ranks and
+/// expert-parallel size `expertParallelSize`: its checkpointWriter for
+/// replicated state; every rank, its own piece, for a state partitioned
+/// over the World (ZeRO); the ranks of the first ExpertData index (rank <
+/// P), their own pieces, for a state partitioned over the Expert group,
+/// whose other ranks hold copies of those pieces.
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
-                      int worldSize);
+                      int worldSize, int expertParallelSize);
 
 /// "parameter", "buffer", "optimizer", "gradient": how metadata.json
 /// records each tensor's role (StateRole), so that tools reading a
@@ -113,7 +121,7 @@ void createCheckpointRoot(const std::string &root);
 /// interrupted save left there. Throws Error.
 void beginCheckpoint(const std::string &root, int64_t step);
 
-/// Every rank: writes this rank's shard (the states checkpointWriter gives
+/// Every rank: writes this rank's shard (the states checkpointWrites gives
 /// it, read from `states`, ArtifactInfo::states order) atomically into the
 /// staging directory, and returns its report for commitCheckpoint: the
 /// shard's size and each tensor's dtype, shape and checksum (JSON). Throws
@@ -168,7 +176,8 @@ public:
   /// (naming both) or role, a tensor whose bytes fail their checksum, and
   /// one holding NaN or an infinity.
   /// `rank` is the loading rank: a partitioned state gets its slice
-  /// (stateSlice, Run.h), zero-padded.
+  /// (stateSlice, Run.h, with the artifact's expert-parallel size),
+  /// zero-padded.
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
                                  int rank = 0) const;
 
@@ -180,11 +189,15 @@ public:
     std::vector<int64_t> shape; // the whole tensor's
     /// Absent in checkpoints saved before metadata.json recorded roles.
     std::optional<StateRole> role;
-    /// Partitioned (ZeRO): the saver's ranks and elements per rank, and
-    /// how many pieces hold it; 0, 0 and 1 for a tensor stored whole.
+    /// Partitioned: the saver's ranks and elements per rank, and how many
+    /// pieces hold it; 0, 0 and 1 for a tensor stored whole.
     int partitionWorldSize = 0;
     int64_t shardElements = 0;
     size_t pieces = 1;
+    /// The group it was partitioned over and that group's size: the World
+    /// and partitionWorldSize for ZeRO, Expert and P for expert parallelism.
+    CommGroup partitionGroup = CommGroup::World;
+    int partitionGroupSize = 0;
     int64_t numel() const;
   };
   /// Every tensor, sorted by name.
@@ -211,6 +224,8 @@ private:
     std::optional<StateRole> role;
     int partitionWorldSize = 0;
     int64_t shardElements = 0;
+    CommGroup partitionGroup = CommGroup::World;
+    int partitionGroupSize = 0;
   };
   /// Per read: the shard last opened and a buffer for pieces read whole
   /// but copied in part.

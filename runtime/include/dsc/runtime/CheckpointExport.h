@@ -5,8 +5,9 @@
 // one ordinary safetensors file, whatever the ZeRO stage and world size
 // that saved it. The model's tensors are the states metadata.json records
 // with role "parameter" or "buffer" (what dsc.export's model.safetensors
-// holds), under their own names and whole shapes: a partitioned (ZeRO)
-// tensor is reassembled from its pieces, its padding cut off. Where the
+// holds), under their own names and whole shapes: a partitioned tensor
+// (ZeRO's, or expert parallelism's) is reassembled from its pieces, its
+// padding cut off. Where the
 // checkpoint holds an fp32 master copy of a tensor (a state named
 // `<name>.master`), the master is exported in its place; 16-bit floats are
 // widened to fp32. Optimizer and gradient state are left out.

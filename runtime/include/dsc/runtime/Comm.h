@@ -35,6 +35,8 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
+#include <string>
 
 namespace dsc::rt {
 
@@ -88,6 +90,26 @@ public:
   std::uint64_t lastSequenceNumber() const { return watchdog_.lastSequence(); }
   double timeoutSeconds() const { return watchdog_.timeoutSeconds(); }
 
+  /// A communicator of the ranks of this one that pass the same `color`,
+  /// ranked by `key` (ties by their rank here), as MPI_Comm_split and
+  /// ncclCommSplit make. Collective over this communicator: every rank
+  /// calls it, in the same order as its other collectives (it is not one of
+  /// them: it is neither numbered nor counted). The new communicator has
+  /// this one's backend, timeout and jobRank(), numbers and counts its own
+  /// collectives (from #1, CommStats of its own), and ends the whole job
+  /// when one of them times out. Throws Error for a negative color.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
+
+  /// The rank timeout reports name: this process's rank in the job, for a
+  /// communicator split from another as for the one it was split from;
+  /// rank() unless setJobRank or split set it.
+  int jobRank() const { return jobRank_ >= 0 ? jobRank_ : rank(); }
+  void setJobRank(int rank) { jobRank_ = rank; }
+  /// What timeout reports call this communicator ("the expert group
+  /// (ranks 0, 1)"); empty (the default) for the job's own.
+  const std::string &label() const { return label_; }
+  void setLabel(std::string label) { label_ = std::move(label); }
+
 protected:
   /// `timeoutSeconds`: the watchdog's deadline for one collective.
   explicit Communicator(double timeoutSeconds);
@@ -110,11 +132,17 @@ protected:
   virtual void runAllToAll(const void *send, void *recv, std::size_t count,
                            CommDType dtype) = 0;
 
+  /// split()'s checks, and what the new communicator inherits from this
+  /// one (jobRank()), for the backends' split.
+  static void checkSplitColor(int color);
+  void inheritFrom(const Communicator &parent) { jobRank_ = parent.jobRank(); }
+
   /// Polls `isComplete` against the current collective's deadline. On
   /// timeout, prints the watchdog's report to stderr and calls abortJob.
   void waitForCompletion(const std::function<bool()> &isComplete);
 
-  /// Ends every rank of the job with `exitCode` (MPI_Abort for MPI).
+  /// Ends every rank of the job with `exitCode` (MPI_Abort for MPI), the
+  /// ranks outside this communicator too.
   [[noreturn]] virtual void abortJob(int exitCode) = 0;
 
 private:
@@ -125,6 +153,8 @@ private:
   CollectiveWatchdog watchdog_;
   CollectiveRecord current_;
   CommStats stats_;
+  int jobRank_ = -1;
+  std::string label_;
 };
 
 } // namespace dsc::rt

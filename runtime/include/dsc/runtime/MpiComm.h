@@ -8,7 +8,8 @@
 // that add or compare in float and round to nearest even.
 //
 // On a collective timeout it prints the watchdog's report and calls
-// MPI_Abort(kCollectiveTimeoutExitCode), which makes mpirun end every rank.
+// MPI_Abort(MPI_COMM_WORLD, kCollectiveTimeoutExitCode), which makes mpirun
+// end every rank, those outside a split communicator too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,10 @@ public:
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+
+  /// MPI_Comm_split of this communicator's duplicate; the new
+  /// communicator works on its own duplicate of the result.
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
 private:
   void runAllReduce(const void *send, void *recv, std::size_t count,

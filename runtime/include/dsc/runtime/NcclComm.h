@@ -19,11 +19,11 @@
 // records an event on the stream and polls cudaEventQuery (and NCCL's
 // asynchronous error) until it completes, against the same deadline as the
 // MPI backend. On timeout the base class prints the watchdog's report, and
-// abortJob calls ncclCommAbort, then MPI_Abort(kCollectiveTimeoutExitCode)
-// as the MPI backend does. A set-up that does not complete within the
-// timeout ends the job the same way. An NCCL error (a peer that failed, a
-// bad buffer) is an Error naming the call, NCCL's result and its last
-// error; the communicator is then aborted, and later collectives throw.
+// abortJob calls ncclCommAbort, then MPI_Abort(MPI_COMM_WORLD,
+// kCollectiveTimeoutExitCode) as the MPI backend does. A set-up that does not
+// complete within the timeout ends the job the same way. An NCCL error (a peer
+// that failed, a bad buffer) is an Error naming the call, NCCL's result and its
+// last error; the communicator is then aborted, and later collectives throw.
 //
 // Buffers are device memory of device(). Collectives run on stream(): the
 // caller orders the work that produces `send` before the call (same stream,
@@ -75,7 +75,19 @@ public:
   int device() const { return device_; }
   cudaStream_t stream() const { return stream_; }
 
+  /// ncclCommSplit of this communicator (non-blocking too, polled against
+  /// the timeout as the set-up is), with an MPI_Comm_split of its MPI
+  /// duplicate beside it for the new communicator's agreements. The new
+  /// communicator uses this one's GPU and stream: this one must outlive it.
+  /// Throws Error on every rank when any rank cannot set it up.
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
 private:
+  /// split()'s: a communicator of `parent`'s ranks that passed `color`,
+  /// on `parent`'s GPU and stream; `part` is their MPI communicator (not
+  /// owned: duplicated).
+  NcclCommunicator(NcclCommunicator &parent, MPI_Comm part, int color, int key);
+
   void runAllReduce(const void *send, void *recv, std::size_t count,
                     CommDType dtype, ReduceOp op) override;
   void runAllGather(const void *send, void *recv, std::size_t count,
@@ -89,12 +101,18 @@ private:
                    CommDType dtype) override;
   [[noreturn]] void abortJob(int exitCode) override;
 
-  /// Everything the constructor sets up before the NCCL communicator.
-  void setUpLocal(cudaStream_t stream);
+  /// Everything the constructor sets up before the NCCL communicator, on
+  /// GPU `device` (-1: Device::select's, by local rank).
+  void setUpLocal(int device, cudaStream_t stream);
   void initNccl(const ncclUniqueId &id);
-  /// Throws on every rank unless `ok` is true on every rank; `what` says
-  /// what the failing ranks could not do.
-  void agree(bool ok, const std::string &localError, const char *what);
+  /// Waits until the NCCL communicator that `call` started (non-blocking)
+  /// is ready, under a watchdog of the collectives' timeout; ends the job
+  /// when it is not ready in time.
+  void waitUntilReady(const char *call);
+  /// Throws on every rank of `comm` unless `ok` is true on every rank;
+  /// `what` says what the failing ranks could not do.
+  void agree(MPI_Comm comm, bool ok, const std::string &localError,
+             const char *what);
   void releaseResources();
 
   /// Enqueues a collective with `issue` (an NCCL call or group), then, once

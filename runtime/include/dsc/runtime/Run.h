@@ -13,8 +13,11 @@
 #define DSC_RUNTIME_RUN_H
 
 #include "dsc/runtime/Artifact.h"
+#include "dsc/runtime/CommGroups.h"
+#include "dsc/runtime/CommStats.h"
 #include "dsc/runtime/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -149,26 +152,34 @@ void copyStored(void *dst, ElementType type, const void *src, DType stored,
 /// optimizer state (at least the step count).
 bool artifactTrains(const ArtifactInfo &info);
 
-/// Whether state `state` is partitioned over the ranks (ZeRO).
+/// Whether state `state` is partitioned over the ranks of a group (ZeRO's
+/// over the World, expert parallelism's over the Expert group).
 inline bool isPartitioned(const StateDesc &state) {
   return state.wholeShape != nullptr;
+}
+/// The group a partitioned state is partitioned over (Artifact.h).
+inline CommGroup partitionGroup(const StateDesc &state) {
+  return static_cast<CommGroup>(state.partitionGroup);
 }
 /// The whole tensor of a state: `state.tensor`, with the whole shape when
 /// it is partitioned. Weights files and checkpoints hold it by name.
 TensorDesc wholeTensor(const StateDesc &state);
 /// The elements of the whole flattened tensor that rank `rank` holds of
-/// `state`, [begin, begin + count): all of them for a state that is not
-/// partitioned; for a partitioned one, the `count` first elements of its
-/// shard (fewer than the shard's on the last ranks, whose tail is zero).
+/// `state` in a job of expert-parallel size `expertParallelSize`, [begin,
+/// begin + count): all of them for a state that is not partitioned; for a
+/// partitioned one, the `count` first elements of the shard of the rank's
+/// index in the partition's group (fewer than the shard's on the last
+/// indices, whose tail is zero).
 struct StateSlice {
   int64_t begin = 0, count = 0;
 };
-StateSlice stateSlice(const StateDesc &state, int rank);
-/// Reads state `state`'s storage on rank `rank` from `weights` into `dst`
+StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize);
+/// Reads state `state`'s storage on rank `rank` (of a job of
+/// expert-parallel size `expertParallelSize`) from `weights` into `dst`
 /// (tensorBytes(state.tensor) bytes): the whole tensor, or the rank's
 /// slice of it, zero-padded. forEachState has checked the file's tensor.
-void readState(const StateDesc &state, const SafeTensorsFile &weights,
-               int rank, void *dst);
+void readState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
+               int expertParallelSize, void *dst);
 
 /// Whether `state` has a fill rule for weights files that lack it.
 bool hasInitRule(const StateDesc &state);
@@ -179,20 +190,24 @@ bool hasInitRule(const StateDesc &state);
 double initUniformValue(const std::string &name, uint64_t seed, int64_t index,
                         double bound);
 /// Fills `dst` (rank `rank`'s storage of `state`, tensorBytes(state.tensor)
-/// bytes) from its rule; `weights` holds the tensor an `initFrom` rule
-/// repeats. Throws Error when that tensor is missing or its shape is not
-/// the state's without the leading dimension.
+/// bytes, in a job of expert-parallel size `expertParallelSize`) from its
+/// rule: the elements of stateSlice of the whole tensor the rule defines;
+/// `weights` holds the tensor an `initFrom` rule repeats. Throws Error when
+/// that tensor is missing or its shape is not the state's without the
+/// leading dimension.
 void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               void *dst);
+               int expertParallelSize, void *dst);
 
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool present)> &read);
 
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
-/// ArtifactInfo::states order. Throws Error naming the tensor when the file
-/// lacks it or holds it with another dtype or shape (both shapes in the
-/// message), or when what it reads holds NaN or an infinity (readState). Tensors of the file that no state names are ignored.
+/// ArtifactInfo::states order, as rank `rank` holds them (readState, with
+/// the artifact's expert-parallel size). Throws Error naming the tensor when
+/// the file lacks it or holds it with another dtype or shape (both shapes in
+/// the message), or when what it reads holds NaN or an infinity (readState).
+/// Tensors of the file that no state names are ignored.
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank = 0);
@@ -206,12 +221,24 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
 /// target's streams, and collectives on a Communicator.
 class RunStepContext final : public StepContext {
 public:
-  /// `streams` in ArtifactInfo::streams order (not owned); `comm` runs the
-  /// collectives of stream `collectiveStream` (-1: none).
+  /// Copies `bytes` from `src` to `dst`, buffers of the target's device
+  /// memory, in order on `stream`: the part of a collective over a group of
+  /// one rank that moves data (an allGather or reduceScatterSum out of
+  /// place). Empty: host memory, a task of the CPU stream `stream`.
+  using LocalCopy = std::function<void(void *dst, const void *src, size_t bytes,
+                                       Stream &stream)>;
+
+  /// `streams` in ArtifactInfo::streams order (not owned); `comm` (the
+  /// job's) runs the collectives of stream `collectiveStream` (-1: none),
+  /// and with `expertParallelSize` the communicators of the groups
+  /// (GroupCommunicators, CommGroups.h): collective over `comm` when P > 1,
+  /// which splits them from it. Throws Error unless P divides comm.size().
   RunStepContext(std::vector<void *> states, std::vector<void *> inputs,
                  std::vector<void *> outputs, void *arena, Communicator &comm,
                  std::vector<Stream *> streams = {},
-                 int32_t collectiveStream = -1);
+                 int32_t collectiveStream = -1, int32_t expertParallelSize = 1,
+                 LocalCopy localCopy = {});
+  ~RunStepContext() override;
 
   /// Starts step `step` (1-based, as printed): sequence numbers start over.
   void beginStep(int64_t step);
@@ -223,44 +250,77 @@ public:
   void *output(int32_t i) override;
   void *arena() override { return arena_; }
   Stream &stream(int32_t i) override;
-  /// Goes to Communicator::allReduce (in place, sum), which numbers,
-  /// counts and watches it: on a CPU stream as a task of `stream` (a worker
-  /// thread's, or the caller's for an Inline stream), on a CUDA stream at
-  /// once (NCCL enqueues on the stream the communicator is bound to, and
-  /// waits for it). `sequence` must grow within a step (it numbers the
-  /// step's collectives in program order); a sequence that does not, a
-  /// stream other than the collectives stream, or a type MPI cannot reduce
-  /// (f16, i1), is an Error naming the step and the sequence, thrown here;
-  /// an error of the communicator is one too, thrown here or reported by
-  /// the stream (Stream.h).
+  /// Goes to Communicator::allReduce (in place, sum) of `group`'s
+  /// communicator, which numbers, counts and watches it: on a CPU stream as
+  /// a task of `stream` (a worker thread's, or the caller's for an Inline
+  /// stream), on a CUDA stream at once (NCCL enqueues on the stream the
+  /// communicator is bound to, and waits for it). Over a group of one rank
+  /// without a communicator it moves nothing. `sequence` must grow within
+  /// a step, whatever the group (it numbers the step's collectives in
+  /// program order); a sequence that does not, a stream other than the
+  /// collectives stream, a group that is no CommGroup, or a type MPI cannot
+  /// reduce (i1), is an Error naming the step and the sequence (and the
+  /// group, unless the World), thrown here; an error of the communicator is
+  /// one too, thrown here or reported by the stream (Stream.h). Each call
+  /// counts in groupStats(group).
   void allReduceSum(void *buffer, size_t count, ElementType type,
-                    int64_t sequence, Stream &stream) override;
-  /// As allReduceSum, through Communicator::allGather and reduceScatter.
+                    int64_t sequence, Stream &stream, CommGroup group) override;
+  /// As allReduceSum, through Communicator::allGather, reduceScatter and
+  /// allToAll (in place). Over a group of one rank without a communicator,
+  /// allGather and reduceScatterSum copy `send` to `recv` (LocalCopy).
   void allGather(const void *send, void *recv, size_t count, ElementType type,
-                 int64_t sequence, Stream &stream) override;
+                 int64_t sequence, Stream &stream, CommGroup group) override;
   void reduceScatterSum(const void *send, void *recv, size_t count,
-                        ElementType type, int64_t sequence,
-                        Stream &stream) override;
+                        ElementType type, int64_t sequence, Stream &stream,
+                        CommGroup group) override;
+  void allToAll(void *buffer, size_t count, ElementType type, int64_t sequence,
+                Stream &stream, CommGroup group) override;
+  int32_t groupSize(CommGroup group) const override;
+  int32_t groupRank(CommGroup group) const override;
   int32_t rank() const override;
   int32_t worldSize() const override;
   bool training() const override { return training_; }
   /// `dsc-run --eval` sets false: training steps stop after the loss.
   void setTraining(bool training) { training_ = training; }
 
+  /// The job's communicator.
   Communicator &communicator() const { return comm_; }
+  const GroupCommunicators &groups() const { return *groups_; }
+  /// Calls and bytes sent of the artifact's collectives over `group`, by
+  /// CommStats.h's formulas with the group's size and this rank's index in
+  /// it: a group's figures whether it has a communicator of its own or
+  /// shares the job's.
+  const CommStats &groupStats(CommGroup group) const;
 
 private:
-  /// Checks and numbers one collective (`what` names it in errors), then
-  /// runs `collective` with the communicator's element type on `stream`.
-  void issue(const std::string &what, size_t count, ElementType type,
-             int64_t sequence, Stream &stream,
-             const std::function<void(CommDType)> &collective);
+  /// A collective that begin() has checked, numbered and counted.
+  struct Issued {
+    Communicator *comm; // nullptr: a group of one rank, no communicator
+    CommDType dtype;
+    std::string where; // "step 3, collective 2 (allToAll of 8 f32 ...)"
+    std::string label; // the stream task's
+  };
+  /// Checks and numbers one collective of `kind` (`what` names it in
+  /// errors) and counts it in its group's figures.
+  Issued begin(CollectiveKind kind, const std::string &what, size_t count,
+               ElementType type, int64_t sequence, Stream &stream,
+               CommGroup group);
+  /// Runs `collective` on the issued collective's communicator, as a task
+  /// of `stream` on the CPU, at once on CUDA; its Errors name `where`.
+  void run(const Issued &issued, Stream &stream,
+           const std::function<void(Communicator &, CommDType)> &collective);
+  /// LocalCopy's part of a collective over a group of one rank.
+  void copyLocally(const Issued &issued, void *dst, const void *src,
+                   size_t bytes, Stream &stream);
 
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_;
   Communicator &comm_;
   std::vector<Stream *> streams_;
   int32_t collectiveStream_;
+  LocalCopy localCopy_;
+  std::unique_ptr<GroupCommunicators> groups_;
+  std::array<CommStats, 3> groupStats_{};
   int64_t step_ = 0;
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
@@ -315,7 +375,8 @@ public:
   virtual const void *hostOutput(int32_t i) = 0;
   /// The states in host memory, for writeCheckpointShard of `rank` in a job
   /// of `worldSize`: state i where checkpointWrites(state i, i, rank,
-  /// worldSize) (the others may be nullptr); copies go to `scratch`.
+  /// worldSize, info.expertParallelSize) (the others may be nullptr);
+  /// copies go to `scratch`.
   virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                          int worldSize,
                                          MemoryPool &scratch) = 0;

@@ -92,7 +92,11 @@ public:
   ///   complete within 2 s; last collectives issued:
   ///     #1 allReduce(count=4, f32, sum), issued 2.05 s ago
   ///     ...
-  std::string timeoutReport(int rank, const CollectiveRecord &stuck) const;
+  /// `communicator`, when not empty, says which communicator numbered them
+  /// (a sub-communicator counts its own collectives): "... allReduce(count=4,
+  /// f32, sum) on the expert group (ranks 0, 1) did not complete ...".
+  std::string timeoutReport(int rank, const CollectiveRecord &stuck,
+                            const std::string &communicator = {}) const;
 
 private:
   double timeoutSeconds_;

@@ -1,0 +1,135 @@
+//===- CommGroups.cpp - the groups of ranks, and their communicators ------===//
+
+#include "dsc/runtime/CommGroups.h"
+
+#include "dsc/runtime/Comm.h"
+#include "dsc/runtime/Error.h"
+
+namespace dsc::rt {
+
+namespace {
+[[noreturn]] void unknownGroup(CommGroup group) {
+  throw Error("unknown communicator group " +
+              std::to_string(static_cast<int32_t>(group)));
+}
+} // namespace
+
+const char *name(CommGroup group) {
+  switch (group) {
+  case CommGroup::World: return "world";
+  case CommGroup::Expert: return "expert";
+  case CommGroup::ExpertData: return "expert_data";
+  }
+  unknownGroup(group);
+}
+
+bool parseCommGroup(const std::string &text, CommGroup &group) {
+  for (CommGroup candidate :
+       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData})
+    if (text == name(candidate)) {
+      group = candidate;
+      return true;
+    }
+  return false;
+}
+
+bool isCommGroup(int32_t value) {
+  return value >= static_cast<int32_t>(CommGroup::World) &&
+         value <= static_cast<int32_t>(CommGroup::ExpertData);
+}
+
+int groupIndex(CommGroup group, int rank, int expertParallelSize) {
+  switch (group) {
+  case CommGroup::World: return rank;
+  case CommGroup::Expert: return rank % expertParallelSize;
+  case CommGroup::ExpertData: return rank / expertParallelSize;
+  }
+  unknownGroup(group);
+}
+
+GroupLayout::GroupLayout(int worldSize, int expertParallelSize)
+    : worldSize_(worldSize), expertParallelSize_(expertParallelSize) {
+  check(worldSize >= 1,
+        "world size " + std::to_string(worldSize) + " is not positive");
+  check(expertParallelSize >= 1 && worldSize % expertParallelSize == 0,
+        "expert-parallel size " + std::to_string(expertParallelSize) +
+            " does not divide the world size " + std::to_string(worldSize));
+}
+
+int GroupLayout::size(CommGroup group) const {
+  switch (group) {
+  case CommGroup::World: return worldSize_;
+  case CommGroup::Expert: return expertParallelSize_;
+  case CommGroup::ExpertData: return worldSize_ / expertParallelSize_;
+  }
+  unknownGroup(group);
+}
+
+int GroupLayout::color(CommGroup group, int rank) const {
+  switch (group) {
+  case CommGroup::World: return 0;
+  case CommGroup::Expert: return rank / expertParallelSize_;
+  case CommGroup::ExpertData: return rank % expertParallelSize_;
+  }
+  unknownGroup(group);
+}
+
+int GroupLayout::member(CommGroup group, int rank, int index) const {
+  switch (group) {
+  case CommGroup::World: return index;
+  case CommGroup::Expert:
+    return color(group, rank) * expertParallelSize_ + index;
+  case CommGroup::ExpertData:
+    return color(group, rank) + index * expertParallelSize_;
+  }
+  unknownGroup(group);
+}
+
+std::string GroupLayout::describe(CommGroup group, int rank) const {
+  std::string text = std::string("the ") + name(group) + " group (rank";
+  int members = size(group);
+  text += members > 1 ? "s " : " ";
+  for (int i = 0; i < members; ++i)
+    text += (i ? ", " : "") + std::to_string(member(group, rank, i));
+  return text + ")";
+}
+
+GroupCommunicators::GroupCommunicators(Communicator &world,
+                                       int expertParallelSize)
+    : world_(world), layout_(world.size(), expertParallelSize) {
+  // The same decisions on every rank (they depend on W and P only), in the
+  // same order: every rank takes part in the same splits.
+  auto make = [&](CommGroup group) -> std::unique_ptr<Communicator> {
+    int members = layout_.size(group);
+    if (members == layout_.worldSize() || members == 1)
+      return nullptr;
+    const int rank = world.rank();
+    std::unique_ptr<Communicator> comm =
+        world.split(layout_.color(group, rank), layout_.index(group, rank));
+    check(comm->size() == members && comm->rank() == layout_.index(group, rank),
+          "the " + std::string(name(group)) + " communicator of rank " +
+              std::to_string(rank) + " has rank " +
+              std::to_string(comm->rank()) + " of " +
+              std::to_string(comm->size()) + ", expected " +
+              std::to_string(layout_.index(group, rank)) + " of " +
+              std::to_string(members));
+    comm->setLabel(layout_.describe(group, rank));
+    return comm;
+  };
+  expert_ = make(CommGroup::Expert);
+  expertData_ = make(CommGroup::ExpertData);
+}
+
+GroupCommunicators::~GroupCommunicators() = default;
+
+int GroupCommunicators::rank() const { return world_.rank(); }
+
+Communicator *GroupCommunicators::communicator(CommGroup group) const {
+  if (layout_.size(group) == layout_.worldSize())
+    return &world_;
+  if (layout_.size(group) == 1)
+    return nullptr;
+  return group == CommGroup::Expert ? expert_.get() : expertData_.get();
+}
+
+} // namespace dsc::rt

@@ -1,0 +1,118 @@
+// Who is in which group (Artifact.h, CommGroup) for a few world and
+// expert-parallel sizes, in one process: the arithmetic every placement by
+// group shares. CommGroupMpiTest.cpp checks that the communicators made
+// from it hold those ranks.
+
+#include "dsc/runtime/CommGroups.h"
+#include "dsc/runtime/Error.h"
+
+#include "ErrorOf.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+using namespace dsc::rt;
+using dsc::rt::test::errorOf;
+
+namespace {
+
+/// The ranks of `rank`'s group of kind `group`, by index.
+std::vector<int> members(const GroupLayout &layout, CommGroup group, int rank) {
+  std::vector<int> ranks;
+  for (int i = 0; i < layout.size(group); ++i)
+    ranks.push_back(layout.member(group, rank, i));
+  return ranks;
+}
+
+} // namespace
+
+TEST(CommGroups, FourRanksTwoExpertsWide) {
+  GroupLayout layout(4, 2);
+  EXPECT_EQ(layout.size(CommGroup::World), 4);
+  EXPECT_EQ(layout.size(CommGroup::Expert), 2);
+  EXPECT_EQ(layout.size(CommGroup::ExpertData), 2);
+  // Expert groups {0, 1} and {2, 3}; ExpertData groups {0, 2} and {1, 3}.
+  const std::vector<std::vector<int>> expert = {{0, 1}, {0, 1}, {2, 3}, {2, 3}};
+  const std::vector<std::vector<int>> data = {{0, 2}, {1, 3}, {0, 2}, {1, 3}};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(members(layout, CommGroup::World, r),
+              (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(members(layout, CommGroup::Expert, r), expert[size_t(r)]) << r;
+    EXPECT_EQ(members(layout, CommGroup::ExpertData, r), data[size_t(r)]) << r;
+    EXPECT_EQ(layout.index(CommGroup::World, r), r);
+    EXPECT_EQ(layout.index(CommGroup::Expert, r), r % 2);
+    EXPECT_EQ(layout.index(CommGroup::ExpertData, r), r / 2);
+    EXPECT_EQ(layout.color(CommGroup::World, r), 0);
+    EXPECT_EQ(layout.color(CommGroup::Expert, r), r / 2);
+    EXPECT_EQ(layout.color(CommGroup::ExpertData, r), r % 2);
+    // A rank is in its own group, at its own index.
+    for (CommGroup g :
+         {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData})
+      EXPECT_EQ(layout.member(g, r, layout.index(g, r)), r);
+  }
+  EXPECT_EQ(layout.describe(CommGroup::Expert, 3),
+            "the expert group (ranks 2, 3)");
+  EXPECT_EQ(layout.describe(CommGroup::ExpertData, 1),
+            "the expert_data group (ranks 1, 3)");
+}
+
+TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
+  for (auto [world, expert] : {std::pair{8, 2}, {8, 4}, {6, 3}, {12, 4}}) {
+    GroupLayout layout(world, expert);
+    for (CommGroup g :
+         {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+      // The groups of one kind cut the ranks into disjoint parts, and every
+      // member of a group sees the same group.
+      std::set<int> seen;
+      for (int r = 0; r < world; ++r) {
+        std::vector<int> mine = members(layout, g, r);
+        for (int other : mine)
+          EXPECT_EQ(members(layout, g, other), mine);
+        if (layout.index(g, r) == 0)
+          for (int other : mine)
+            EXPECT_TRUE(seen.insert(other).second) << name(g) << " " << other;
+      }
+      EXPECT_EQ(seen.size(), size_t(world)) << name(g);
+    }
+  }
+}
+
+TEST(CommGroups, OneAndAllRanksWide) {
+  GroupLayout one(4, 1);
+  EXPECT_EQ(members(one, CommGroup::Expert, 2), std::vector<int>{2});
+  EXPECT_EQ(members(one, CommGroup::ExpertData, 2),
+            (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(one.index(CommGroup::ExpertData, 2), 2);
+  EXPECT_EQ(one.describe(CommGroup::Expert, 2), "the expert group (rank 2)");
+  GroupLayout all(4, 4);
+  EXPECT_EQ(members(all, CommGroup::Expert, 2), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(members(all, CommGroup::ExpertData, 2), std::vector<int>{2});
+  EXPECT_EQ(all.index(CommGroup::ExpertData, 2), 0);
+}
+
+TEST(CommGroups, RefusesSizesThatDoNotDivide) {
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 3); }),
+            "expert-parallel size 3 does not divide the world size 4");
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 0); }),
+            "expert-parallel size 0 does not divide the world size 4");
+  EXPECT_EQ(errorOf([] { GroupLayout(2, 4); }),
+            "expert-parallel size 4 does not divide the world size 2");
+  EXPECT_EQ(errorOf([] { GroupLayout(0, 1); }), "world size 0 is not positive");
+}
+
+TEST(CommGroups, NamesRoundTrip) {
+  for (CommGroup g :
+       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+    CommGroup parsed = CommGroup::World;
+    EXPECT_TRUE(parseCommGroup(name(g), parsed));
+    EXPECT_EQ(parsed, g);
+    EXPECT_TRUE(isCommGroup(static_cast<int32_t>(g)));
+  }
+  CommGroup parsed;
+  EXPECT_FALSE(parseCommGroup("tensor", parsed));
+  EXPECT_FALSE(isCommGroup(3));
+  EXPECT_FALSE(isCommGroup(-1));
+  EXPECT_THROW(name(static_cast<CommGroup>(5)), Error);
+}
