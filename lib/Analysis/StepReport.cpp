@@ -158,6 +158,8 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     }
     int64_t bytes = tensorBytes(state.getType());
     m.stateAllocation += roundUp(bytes);
+    if (state.getPartitionGroup() == CollectiveGroup::expert)
+      m.expertStates += bytes;
     switch (state.getRole()) {
     case StateRole::parameter: {
       m.parameters += bytes;
@@ -168,11 +170,18 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       RankedTensorType whole = state.getWholeType();
       int64_t numel = whole.getNumElements();
       report.parameterElements += numel;
+      // An expert's gradient is its rank's experts only (the declared,
+      // local shape).
       int64_t perRank =
-          report.zeroStage >= 2 ? shardSize(numel, report.worldSize) : numel;
+          state.getPartitionGroup() == CollectiveGroup::expert
+              ? state.getTensorType().getNumElements()
+          : report.zeroStage >= 2 ? shardSize(numel, report.worldSize)
+                                  : numel;
       // The gradient has the parameter's element type (16-bit in mixed
       // precision: autodiff differentiates the 16-bit parameter).
       m.gradients += perRank * elementBytes(whole.getElementType());
+      if (state.getPartitionGroup() == CollectiveGroup::expert)
+        m.expertStates += perRank * elementBytes(whole.getElementType());
       break;
     }
     case StateRole::buffer:
@@ -386,6 +395,9 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
     row("optimizer state", m.optimizer);
     row("model states", m.modelStates(),
         "(parameters + gradients + master + optimizer)");
+    if (m.expertStates)
+      row("  of experts", m.expertStates,
+          "(this rank's experts: split over its expert group)");
     row("buffers", m.buffers);
     row("buckets", m.buckets);
     row("prefetch", m.prefetch);
@@ -457,6 +469,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"master_weights", m.master},
           {"optimizer_state", m.optimizer},
           {"model_states", m.modelStates()},
+          {"expert_states", m.expertStates},
           {"buffers", m.buffers},
           {"buckets", m.buckets},
           {"prefetch", m.prefetch},

@@ -603,7 +603,21 @@ private:
           b, ret.getLoc(),
           DenseElementsAttr::get(tensor0(type), b.getFloatAttr(type.getElementType(),
                                                                 auxLossCoef)));
-      Value term = MulOp::create(b, ret.getLoc(), coef, convertTo(b, aux, type));
+      // The loss is already the data-parallel mean (--dsc-data-parallel ran
+      // first); each rank's l_aux counts its own micro-batch, so their mean
+      // joins it, as in DeepSpeed where every rank's loss (with its l_aux)
+      // is averaged by the gradient all-reduce.
+      Value local = convertTo(b, aux, type);
+      int64_t world = lookupWorldSize(func).value_or(1);
+      if (world > 1) {
+        Value sum = AllReduceOp::create(b, ret.getLoc(), local);
+        Value n = ConstantOp::create(
+            b, ret.getLoc(),
+            DenseElementsAttr::get(tensor0(type),
+                                   b.getFloatAttr(type.getElementType(), double(world))));
+        local = DivOp::create(b, ret.getLoc(), sum, n);
+      }
+      Value term = MulOp::create(b, ret.getLoc(), coef, local);
       ret.setOperand(i, AddOp::create(b, ret.getLoc(), loss, term));
       return success();
     }

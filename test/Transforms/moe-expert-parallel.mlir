@@ -9,6 +9,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=ALLEP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --grad-clip=1.0 --loss-scaling | FileCheck %s --check-prefix=CLIP
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 
 // EP: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
 // The gate is replicated; the experts hold 2 of 4 each.
@@ -56,3 +57,14 @@
 // CLIP: %[[SUM:.*]] = dsc.all_reduce %[[NORM]] over expert : tensor<f32>
 // CLIP: %[[TOTAL:.*]] = dsc.add %{{.*}}, %[[SUM]]
 // CLIP: dsc.sqrt %[[TOTAL]]
+
+// The report: this rank's experts' states apart (976 local expert elements
+// of 4 bytes: parameters, gradients and two moments, 4 x 3,904 bytes); the
+// exchanges and expert-data sums apart from the world's sums, with bytes
+// from their group's size (an all-to-all over 2 ranks sends half its
+// buffer: 128 of 256 bytes per call, 11 calls).
+// REPORT: model states
+// REPORT-NEXT: of experts 15,616 0.00 GB (this rank's experts: split over its expert group)
+// REPORT: all_to_all[expert] f32 11 1,408 1,408 1,408
+// REPORT: all_reduce f32 3
+// REPORT: all_reduce[expert_data] f32 3 3,904 3,904 3,904

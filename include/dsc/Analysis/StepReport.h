@@ -43,6 +43,10 @@ struct RankMemory {
   int64_t modelStates() const {
     return parameters + gradients + master + optimizer;
   }
+  // Of the model states, those of the experts this rank holds (expert
+  // parallelism: split over the expert group, replicated over the
+  // expert-data group); the rest are the world's.
+  int64_t expertStates = 0;
   // Other state: buffers that are not trained (running statistics, masks).
   int64_t buffers = 0;
   // Staging of collectives, inside the arena: the largest bucket's packed

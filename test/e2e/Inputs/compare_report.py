@@ -4,8 +4,11 @@
 
 For every rank dsc-run printed: peak_memory_bytes, state_bytes and the arena
 high-water mark equal the report's peak, states_allocated and activations;
-every collective kind's calls and bytes_sent equal STEPS times the report's
-per-update figures. Prints one line per rank and figure, "ok" or "MISMATCH".
+every collective kind's calls and bytes_sent, per group (the world, and the
+expert and expert-data groups of expert parallelism: the report's
+`all_to_all[expert]`, dsc-run's `group=expert` lines), equal STEPS times the
+report's per-update figures. Prints one line per rank and figure, "ok" or
+"MISMATCH".
 """
 import json
 import re
@@ -19,10 +22,11 @@ def main(report_path, run_path, steps):
     report = json.load(open(report_path))
     memory = {entry["rank"]: entry for entry in report["memory"]}
     expected = {}
-    for group in report["comm"]["per_update"]:
-        calls, sent = expected.get(group["kind"], (0, 0))
-        expected[group["kind"]] = (calls + group["calls"] * steps,
-                                   sent + group["bytes_sent"] * steps)
+    for tally in report["comm"]["per_update"]:
+        kind = tally["kind"]  # "all_reduce", or "all_reduce[expert_data]"
+        calls, sent = expected.get(kind, (0, 0))
+        expected[kind] = (calls + tally["calls"] * steps,
+                          sent + tally["bytes_sent"] * steps)
     measured = {}
     ranks = set()
     for line in open(run_path):
@@ -38,11 +42,11 @@ def main(report_path, run_path, steps):
                 print(f"rank {rank} {name} {got} vs report {exp}: "
                       f"{'ok' if got == exp else 'MISMATCH'}")
             continue
-        m = re.match(r"\[rank (\d+)\] collective=(\w+) calls=(\d+) bytes_sent=(\d+)",
-                     line)
-        if m and m.group(2) != "total":
-            measured[(int(m.group(1)), KINDS[m.group(2)])] = (int(m.group(3)),
-                                                               int(m.group(4)))
+        m = re.match(r"\[rank (\d+)\] (?:group=(\w+) )?collective=(\w+) "
+                     r"calls=(\d+) bytes_sent=(\d+)", line)
+        if m and m.group(3) != "total":
+            kind = KINDS[m.group(3)] + (f"[{m.group(2)}]" if m.group(2) else "")
+            measured[(int(m.group(1)), kind)] = (int(m.group(4)), int(m.group(5)))
     if not ranks:
         print("MISMATCH: no rank summary in", run_path)
     for rank in sorted(ranks):
