@@ -416,20 +416,21 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       states.push_back(own);
     }
 
-    // One update op per kind of tensor (the gradients' element type, and
-    // whether the op also writes 16-bit parameters): one multi-tensor
-    // kernel each, whatever the number of parameters.
-    llvm::MapVector<std::pair<Type, int>, SmallVector<unsigned>> groups;
+    // One update op per kind of tensor (the gradients' element type,
+    // whether the op also writes 16-bit parameters, and whether the tensors
+    // are experts split over an expert group, which ZeRO leaves whole): one
+    // multi-tensor kernel each, whatever the number of parameters.
+    llvm::MapVector<std::tuple<Type, int, int>, SmallVector<unsigned>> groups;
     for (auto [i, grad] : llvm::enumerate(grads)) {
       Type gradElem = cast<RankedTensorType>(g[i].getType()).getElementType();
       // A copy is written by the op when it has the gradients' type (not
       // after accumulation widened them).
       bool copies = grad.master &&
                     grad.param.getTensorType().getElementType() == gradElem;
-      groups[{gradElem, int(copies)}].push_back(i);
+      groups[{gradElem, int(copies), int(isExpert(i))}].push_back(i);
     }
     for (auto &[key, members] : groups) {
-      bool copies = key.second;
+      bool copies = std::get<1>(key);
       SmallVector<Value> params, gradients, copiesIn;
       SmallVector<SmallVector<Value>> stateIn(sgd && s.momentum == 0 ? 0 : sgd ? 1 : 2);
       for (unsigned i : members) {

@@ -67,6 +67,9 @@ public:
       StringAttr name = store.getStateAttr().getAttr();
       auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
           func, store.getStateAttr());
+      // An expert's stores stay whole, and so does their update.
+      if (state && state.getPartitionGroup() == CollectiveGroup::expert)
+        continue;
       if (partitioned.contains(name) ||
           (state && state.getRole() == StateRole::parameter) ||
           store.getValue().getDefiningOp<MultiTensorUpdateOpInterface>())
@@ -170,7 +173,8 @@ private:
       shardLoads.insert(shardLoad);
       result = shardLoad;
     } else if (auto allReduce = dyn_cast_or_null<AllReduceOp>(def);
-               allReduce && stage >= 2) {
+               allReduce && stage >= 2 &&
+               allReduce.getGroup() == CollectiveGroup::world) {
       // The gradient's sum goes to the owner of each shard only.
       b.setInsertionPoint(allReduce);
       Value flat = flatPadded(loc, allReduce.getInput());
@@ -468,13 +472,11 @@ struct ZeroPartitionPass
     DenseMap<StringAttr, StateOp> partitioned;
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
+      // An expert split over its expert group (expert parallelism) stays
+      // as it is, with its gradient, moments and master: it is not
+      // partitioned further over its expert-data group.
       if (state.getPartitionGroup() == CollectiveGroup::expert) {
-        // Experts would be partitioned over their expert-data group, their
-        // gradients reduce-scattered there: not built yet.
-        state.emitError() << "is split over an expert group (--moe-ep-size > "
-                             "1); ZeRO stages 1-3 with expert parallelism are "
-                             "not supported yet";
-        return signalPassFailure();
+        continue;
       }
       if (state.getPartitionOf()) {
         state.emitError() << "is partitioned already; run --dsc-zero once";

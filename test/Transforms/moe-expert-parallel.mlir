@@ -10,6 +10,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=ALLEP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --grad-clip=1.0 --loss-scaling | FileCheck %s --check-prefix=CLIP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 | FileCheck %s --check-prefix=ZERO3
 
 // EP: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
 // The gate is replicated; the experts hold 2 of 4 each.
@@ -68,3 +69,16 @@
 // REPORT: all_to_all[expert] f32 11 1,408 1,408 1,408
 // REPORT: all_reduce f32 3
 // REPORT: all_reduce[expert_data] f32 3 3,904 3,904 3,904
+
+// ZeRO stage 3 with expert parallelism: the gate (and every other
+// non-expert state) is partitioned over the 4 ranks and gathered for use;
+// the experts stay split over their expert group, whole on each replica,
+// updated by a multi-tensor update of their own, their gradients summed
+// over the expert-data group, not reduce-scattered.
+// ZERO3: dsc.state parameter @h.0.mlp.gate.weight {{.*}}partition_of = array<i64: 4, 4>} : tensor<4xf32>
+// ZERO3: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
+// ZERO3: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
+// ZERO3-NOT: reduce_scatter {{.*}} over expert_data
+// ZERO3: dsc.all_reduce %{{.*}} over expert_data
+// ZERO3: dsc.adam_update
+// ZERO3-SAME: tensor<2x16x4xf32>
