@@ -80,5 +80,5 @@
 // ZERO3: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
 // ZERO3-NOT: reduce_scatter {{.*}} over expert_data
 // ZERO3: dsc.all_reduce %{{.*}} over expert_data
-// ZERO3: dsc.adam_update
-// ZERO3-SAME: tensor<2x16x4xf32>
+// ZERO3: dsc.adam_update params({{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+// ZERO3: dsc.adam_update params({{.*}} : tensor<2x16x4xf32>, tensor<2x16xf32>,
