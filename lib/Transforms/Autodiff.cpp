@@ -215,10 +215,10 @@ private:
     return success();
   }
 
-  /// `gradient` summed over the ranks of `group`. A gradient converted up from a
-  /// narrower float (mixed precision: the parameter was used through its
-  /// 16-bit copy) is summed before that convert, in 16 bits, as DeepSpeed's
-  /// default `communication_data_type` does for fp16 and bf16.
+  /// `gradient` summed over the ranks of `group`. A gradient converted up
+  /// from a narrower float (mixed precision: the parameter was used through
+  /// its 16-bit copy) is summed before that convert, in 16 bits, as
+  /// DeepSpeed's default `communication_data_type` does for fp16 and bf16.
   static Value allReduce(OpBuilder &b, Location loc, Value gradient,
                          CollectiveGroup group) {
     auto up = gradient.getDefiningOp<ConvertOp>();

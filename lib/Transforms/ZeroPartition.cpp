@@ -475,9 +475,8 @@ struct ZeroPartitionPass
       // An expert split over its expert group (expert parallelism) stays
       // as it is, with its gradient, moments and master: it is not
       // partitioned further over its expert-data group.
-      if (state.getPartitionGroup() == CollectiveGroup::expert) {
+      if (state.getPartitionGroup() == CollectiveGroup::expert)
         continue;
-      }
       if (state.getPartitionOf()) {
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();

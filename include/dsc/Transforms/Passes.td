@@ -283,7 +283,12 @@ def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
     first), parameters are replicated, so each rank's gradient is partial:
     every gradient is summed over the ranks with `dsc.all_reduce`. The
     data-parallel loss is already the global mean, so the sum is the
-    gradient of the global loss. A gradient that arrives converted up from
+    gradient of the global loss. An expert split over an expert group
+    (`partition_group` expert, `--dsc-moe` with ep-size > 1) is replicated
+    only over its expert-data group, and its gradient already holds its
+    expert group's tokens (the all-to-all's adjoint): it is summed over the
+    expert-data group (`dsc.all_reduce over expert_data`), if that group
+    has more than one rank. A gradient that arrives converted up from
     a 16-bit copy of its parameter (`--dsc-mixed-precision`) is summed in
     16 bits, before that convert (DeepSpeed's default
     `communication_data_type` for bf16 and fp16). Unused forward and
@@ -535,6 +540,12 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
     same on every rank: the graph is one block without control flow.
     With W = 1 the shards are the flattened tensors and no collective is
     added, so every stage computes the same numbers bit for bit.
+
+    Experts split over an expert group (`--dsc-moe` with ep-size > 1) are
+    left as they are, with their moments, masters and accumulators: their
+    stores, their multi-tensor update (the optimizer gives them one of
+    their own) and their gradients' sums over the expert-data group stay
+    whole.
 
     Example: `dsc-opt m.mlir --dsc-data-parallel=world-size=2 --dsc-autodiff
     --dsc-optimizer --dsc-zero=stage=2`.
