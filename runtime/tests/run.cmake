@@ -93,3 +93,9 @@ add_executable(StateInitTest StateInitTest.cpp)
 target_link_libraries(StateInitTest PRIVATE dsc_runtime GTest::gmock
   GTest::gtest GTest::gtest_main)
 gtest_discover_tests(StateInitTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+# The warning about a rank held to fewer cores than its share.
+add_executable(CpuBindingTest CpuBindingTest.cpp)
+target_link_libraries(CpuBindingTest PRIVATE dsc_runtime GTest::gmock
+                      GTest::gtest GTest::gtest_main)
+gtest_discover_tests(CpuBindingTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)

@@ -32,6 +32,7 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/Comm.h"
+#include "dsc/runtime/CpuBinding.h"
 #include "dsc/runtime/JobAgreement.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/OutputFile.h"
@@ -497,6 +498,13 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                  static_cast<long long>(options.batch), accumulation.c_str(),
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));
+    // mpirun's default binding for small jobs holds a rank to one core,
+    // where its OpenMP and OpenBLAS threads then take turns.
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int ranksOnNode = local ? std::atoi(local) : size;
+    if (std::optional<std::string> warning =
+            cpuBindingWarning(rank, allowedCpus(), onlineCpus(), ranksOnNode))
+      std::fprintf(stderr, "%s\n", warning->c_str());
     if (!options.eval && !artifactTrains(info))
       std::fprintf(stderr,
                    "dsc-run: note: %s was compiled without a training step "

@@ -14,6 +14,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/RunMetrics.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunDumpOutputs.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Checksum.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/CpuBinding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/JobAgreement.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CheckpointSave.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CheckpointLoad.cpp
