@@ -226,8 +226,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     }
     CollectiveReport c;
     c.kind = kind.str();
-    auto group = op->getAttrOfType<CollectiveGroupAttr>("group");
-    CollectiveGroup over = group ? group.getValue() : CollectiveGroup::world;
+    CollectiveGroup over = *getCollectiveGroup(op);
     c.group = stringifyCollectiveGroup(over).str();
     FailureOr<int64_t> ranks = over == CollectiveGroup::world
                                    ? FailureOr<int64_t>(report.worldSize)

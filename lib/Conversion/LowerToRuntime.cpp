@@ -375,8 +375,7 @@ struct LowerToRuntimePass
         }
         Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
         dscrt::WaitOp::create(builder, loc, streams.comm, written);
-        auto group = op.getAttrOfType<CollectiveGroupAttr>("group");
-        CollectiveGroup over = group ? group.getValue() : CollectiveGroup::world;
+        CollectiveGroup over = *getCollectiveGroup(&op);
         if (isa<AllReduceOp>(op))
           dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++,
                                      over);

@@ -351,20 +351,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     auto isExpert = [&](size_t i) {
       return grads[i].param.getPartitionGroup() == CollectiveGroup::expert;
     };
-    auto expertsOf = [&](ArrayRef<Value> values) {
-      SmallVector<Value> out;
-      for (auto [i, v] : llvm::enumerate(values))
-        if (isExpert(i))
-          out.push_back(v);
-      return out;
-    };
-    auto replicatedOf = [&](ArrayRef<Value> values) {
-      SmallVector<Value> out;
-      for (auto [i, v] : llvm::enumerate(values))
-        if (!isExpert(i))
-          out.push_back(v);
-      return out;
-    };
+    SmallVector<Value> replicated, experts;
+    for (auto [i, v] : llvm::enumerate(g))
+      (isExpert(i) ? experts : replicated).push_back(v);
 
     // Loss scaling: a step whose gradients (summed over the ranks and the
     // micro-batches) hold an inf or a nan is skipped on every rank alike;
@@ -373,7 +362,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped, unscale;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
-      Value finite = buildGradientsFinite(b, replicatedOf(g), expertsOf(g));
+      Value finite = buildGradientsFinite(b, replicated, experts);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       unscale = b.div(b.c(1), scale);
       skipped = b.select(finite, b.c(0), b.c(1));
@@ -386,7 +375,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value clipCoef;
     if (s.gradClip > 0) {
       Value norm = SqrtOp::create(
-          builder, loc, b.sumSquaresOverRanks(replicatedOf(g), expertsOf(g), unscale));
+          builder, loc, b.sumSquaresOverRanks(replicated, experts, unscale));
       clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
     Value skip;

@@ -810,14 +810,15 @@ private:
       Value source = op.getOperand(0), target = op.getOperand(1),
             stream = op.getOperand(2);
       MemRefType shard = cast<MemRefType>((gather ? source : target).getType());
-      auto group = op.getAttrOfType<CollectiveGroupAttr>("group");
+      CollectiveGroup group = gather ? cast<dscrt::AllGatherOp>(op).getGroup()
+                                     : cast<dscrt::ReduceScatterOp>(op).getGroup();
       unsynchronized.insert(stream);
       os << "  ctx->" << (gather ? "allGather(" : "reduceScatterSum(")
          << var(source) << ", " << var(target) << ", " << shard.getNumElements()
          << ", " << elementTypeEnum(shard.getElementType()) << ", "
          << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", "
          << var(stream) << ", "
-         << commGroup(group ? group.getValue() : CollectiveGroup::world) << ");\n";
+         << commGroup(group) << ");\n";
     } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
       // The rank is read on the host, when the step is issued.
       MemRefType to = copy.getTarget().getType();

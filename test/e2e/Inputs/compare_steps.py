@@ -120,6 +120,13 @@ def array(t):
     return t.detach().cpu().numpy().astype(np.float64)
 
 
+def prior(tensors, name, shape):
+    """The moment `name` dsc saved before the step, in float64 (0 before
+    the first step)."""
+    saved = tensors.get(name)
+    return 0.0 if saved is None else saved.astype(np.float64).reshape(shape)
+
+
 for t in checked:
     before = initial if t == 1 else load_step(steps[t - 1])
     after = load_step(steps[t])
@@ -130,40 +137,33 @@ for t in checked:
     # dsc's own gradient, recovered from its first moment: m = b1 m0 +
     # (1-b1) g, so g = (m - b1 m0) / (1-b1), within r: four fp32 roundings of
     # the terms (dsc's products and sum, its fp32 betas, this division).
-    ours, slack = {}, {}
+    # PyTorch's optimizer step from dsc's state with dsc's gradient (Adam's
+    # coupled weight decay taken back out: the optimizer adds it).
+    trainer.resume(before, t - 1)
+    ours, slack, bounds = {}, {}, {}
     for n in trainer.names:
         m = after.get(n + ".exp_avg")
         if m is None:
             raise SystemExit(f"{steps[t]}: no {n}.exp_avg (an Adam checkpoint holds it)")
-        shape = trainer.fp32[n].shape
-        m = m.astype(np.float64).reshape(shape)
-        m0 = np.asarray(before.get(n + ".exp_avg", 0.0), np.float64).reshape(
-            shape if n + ".exp_avg" in before else ())
-        ours[n] = (m - b1 * m0) / (1 - b1)
+        param = trainer.fp32[n]
+        m = m.astype(np.float64).reshape(param.shape)
+        m0 = prior(before, n + ".exp_avg", param.shape)
+        g = (m - b1 * m0) / (1 - b1)
         slack[n] = 2.0 ** -22 * (b1 * np.abs(m0) + np.abs(m)) / (1 - b1)
-    # PyTorch's optimizer step from dsc's state with dsc's gradient.
-    trainer.resume(before, t - 1)
-    w0 = {n: array(trainer.fp32[n]) for n in trainer.names}
-    for n in trainer.names:
-        g = ours[n] - (decay * w0[n] if coupled_decay else 0.0)
-        trainer.fp32[n].grad = torch.from_numpy(g.astype(np.float32)).to(trainer.fp32[n].device)
+        bounds[n] = StepBound(g, slack[n], m0, prior(before, n + ".exp_avg_sq", param.shape),
+                              t, b1, b2, eps)
+        ours[n] = g - (decay * array(param) if coupled_decay else 0.0)
+        param.grad = torch.from_numpy(ours[n].astype(np.float32)).to(param.device)
     trainer.opt.step()
     kinds, bad = {"gradients": 0.0, "values": 0.0, "moments": 0.0}, 0
     for n in trainer.names:
         state = trainer.opt.state[trainer.fp32[n]]
-        m0 = state["exp_avg"].new_tensor(before[n + ".exp_avg"]).numpy() \
-            if n + ".exp_avg" in before else 0.0
-        v0 = state["exp_avg_sq"].new_tensor(before[n + ".exp_avg_sq"]).numpy() \
-            if n + ".exp_avg_sq" in before else 0.0
-        shape = trainer.fp32[n].shape
-        bound = StepBound(ours[n], slack[n], np.reshape(np.asarray(m0, np.float64), shape)
-                          if np.ndim(m0) else m0,
-                          np.reshape(np.asarray(v0, np.float64), shape) if np.ndim(v0) else v0,
-                          t, b1, b2, eps)
+        bound = bounds[n]
         dm, dv = bound.state_terms()
         g_ref = history.grads.get(f"step{t}/{n}")
-        g_ref = np.zeros(shape) if g_ref is None else g_ref.numpy().astype(np.float64)
-        g_ours = ours[n] - (decay * w0[n] if coupled_decay else 0.0)
+        g_ref = (np.zeros(trainer.fp32[n].shape) if g_ref is None
+                 else g_ref.numpy().astype(np.float64))
+        g_ours = ours[n]
         for kind, name, got, ref, rtol, extra in (
                 ("gradients", n + " (gradient)", g_ours, g_ref, grad_rtol,
                  2.0 * nu.get(n, 0.0) + slack[n]),

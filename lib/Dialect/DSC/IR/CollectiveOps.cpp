@@ -12,6 +12,8 @@
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace mlir::dsc;
 
@@ -53,6 +55,13 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
     return *world / experts;
   }
   llvm_unreachable("unknown collective group");
+}
+
+std::optional<CollectiveGroup> mlir::dsc::getCollectiveGroup(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<CollectiveGroup>>(op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
+          [](auto collective) { return collective.getGroup(); })
+      .Default([](Operation *) { return std::nullopt; });
 }
 
 /// Rank-invariant order: a collective runs once per step on every rank only

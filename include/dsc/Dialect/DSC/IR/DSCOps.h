@@ -51,6 +51,10 @@ std::optional<int64_t> lookupWorldSize(Operation *op);
 /// world size or P does not divide it.
 FailureOr<int64_t> lookupGroupSize(Operation *op, CollectiveGroup group);
 
+/// The group a dsc collective (all_reduce, all_gather, reduce_scatter,
+/// all_to_all) runs over; nullopt for any other op.
+std::optional<CollectiveGroup> getCollectiveGroup(Operation *op);
+
 /// Elements per rank of a tensor of `numel` elements partitioned over
 /// `worldSize` ranks: ceil(numel / worldSize), without the overflow of
 /// numel + worldSize - 1 near int64's limit.
