@@ -56,6 +56,7 @@ import torch
 from . import data, safetensors
 from .capture import NamedState
 from .export import ExportError, build_model, parse_overrides
+from .philox import DEFAULT_SEED, DscDropout
 
 
 def load_weights(model, path):
@@ -308,13 +309,21 @@ class Trainer:
             index = step * args.grad_accum + micro
             # With --ranks N, DeepSpeed's data parallelism: each rank's loss
             # on its own micro-batch, averaged (an MoE routes per micro-batch).
-            loss = sum(module(*(torch.from_numpy(a).to(args.device)
-                                for a in data.batch(self.tokens, index, args.batch,
-                                                    args.seq, r, args.ranks)))
-                       for r in range(args.ranks)) / args.ranks
+            loss = sum(self.forward(module, step, micro, r) for r in range(args.ranks)) \
+                / args.ranks
             (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
             total += float(loss.detach())
         return total / args.grad_accum
+
+    def forward(self, module, step, micro, rank):
+        """The loss of `rank`'s micro-batch `micro` of step `step` (0-based),
+        its dropouts drawing dsc's masks (dsc.philox)."""
+        args = self.args
+        index = step * args.grad_accum + micro
+        per_rank = args.batch // args.ranks
+        inputs = data.batch(self.tokens, index, args.batch, args.seq, rank, args.ranks)
+        with DscDropout(step + 1, micro * args.batch + rank * per_rank, per_rank, args.seed):
+            return module(*(torch.from_numpy(a).to(args.device) for a in inputs))
 
     def gradients(self):
         """{NAME: the gradient the optimizer uses}."""
@@ -449,6 +458,8 @@ def parser():
     p.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
                    help="compute in bf16 or fp16 with fp32 master weights (DeepSpeed's "
                         "mixed precision; fp16 needs 16-bit GEMMs in torch's CPU kernels)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help="dsc-run's --seed: the run's dropout masks (dsc.philox)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where PyTorch trains (cuda: TF32 off, PyTorch's default, "

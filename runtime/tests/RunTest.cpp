@@ -88,7 +88,13 @@ TEST(DscRunOptions, ParsesEveryOption) {
   EXPECT_EQ(options.steps, 3);
   EXPECT_TRUE(options.eval);
   EXPECT_EQ(options.metrics, "m.csv");
+  EXPECT_EQ(options.seed, 1234); // the default
   EXPECT_FALSE(options.help);
+  args.insert(args.end(), {"--seed", "0"});
+  EXPECT_EQ(parseRunOptions(args).seed, 0);
+  args.back() = "--seed=987654321987";
+  args.erase(args.end() - 2);
+  EXPECT_EQ(parseRunOptions(args).seed, 987654321987);
 }
 
 TEST(DscRunOptions, HelpWinsOverEverythingElse) {
@@ -115,6 +121,8 @@ TEST(DscRunOptions, RejectsBadCommandLines) {
       {{"--resume", ""}, "--resume needs a directory"},
       {{"--save-interval", "2"}, "--save-interval needs --save DIR"},
       {{"--metrics"}, "--metrics needs a value"},
+      {{"--seed", "-1"}, "--seed needs a positive integer, got '-1'"},
+      {{"--seed", "x"}, "--seed needs a positive integer, got 'x'"},
   };
   for (const Case &c : cases) {
     std::vector<std::string> args = goodArgs();
@@ -490,6 +498,16 @@ TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
   EXPECT_NEAR(loss, model.expectedLoss(data, 0, 4, 4), 1e-5);
   EXPECT_EQ(context.collectivesThisStep(), 2);
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 2u);
+
+  // The step key: seed, step, first sample, training.
+  context.setSeed(99);
+  context.beginStep(7, 12);
+  const int64_t *key = context.stepKey();
+  EXPECT_EQ(std::vector<int64_t>(key, key + 4), (std::vector<int64_t>{99, 7, 12, 1}));
+  context.setTraining(false);
+  key = context.stepKey();
+  EXPECT_EQ(key[3], 0);
+  context.setTraining(true);
 
   // An Error thrown by generated code (through the runtime's check)
   // reaches the caller with its message.

@@ -672,6 +672,8 @@ private:
         Value r = input.getResult();
         declare(r, "static_cast<const " + typeOf(r) + " *>(ctx->input(" +
                        std::to_string(input.getIndex()) + "))");
+      } else if (auto key = dyn_cast<dscrt::StepKeyOp>(op)) {
+        declare(key.getResult(), "ctx->stepKey()");
       } else if (auto state = dyn_cast<dscrt::StateOp>(op)) {
         Value r = state.getResult();
         if (typeOf(r).empty())

@@ -464,6 +464,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   outcome = attempt([&] {
     stepContext = &target->connect();
     stepContext->setTraining(!options.eval);
+    stepContext->setSeed(static_cast<uint64_t>(options.seed));
   });
   if (int code = settle(control, outcome))
     return code;
@@ -548,7 +549,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       for (int64_t micro = 0; micro < microSteps; ++micro) {
         data->batch((step - 1) * microSteps + micro, options.batch,
                     options.seq, rank, size, tokens, targets);
-        context.beginStep(step);
+        // This rank's first sample of the micro-batch, in the optimizer
+        // step's global batch (the order data->batch() deals them).
+        context.beginStep(step, micro * options.batch + rank * (options.batch / size));
         artifact->step(context);
         if (rank == 0)
           lossSum += readScalar(target->hostOutput(plan.lossOutput), lossType);

@@ -28,7 +28,7 @@ std::string runUsage() {
          "               --batch B --seq T --steps S [--eval] "
          "[--metrics FILE.csv]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
-         "               [--dump-outputs FILE.safetensors]\n"
+         "               [--seed N] [--dump-outputs FILE.safetensors]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -56,6 +56,10 @@ std::string runUsage() {
          "                   DIR itself, a step_<N> directory) instead of "
          "--weights, and\n"
          "                   run steps N+1..N+S, from data batch N\n"
+         "  --seed N         the run's random seed (dropout masks; default "
+         "1234): with the\n"
+         "                   step and the sample, all a random draw depends "
+         "on\n"
          "  --dump-outputs FILE  write every output of the first step (loss, "
          "and gradients\n"
          "                   of an artifact compiled with --gradients) to "
@@ -133,6 +137,10 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
         throw UsageError(name + " needs a directory");
     } else if (name == "--save-interval")
       options.saveInterval = parsePositive(name, takeValue());
+    else if (name == "--seed") {
+      std::string text = takeValue();
+      options.seed = text == "0" ? 0 : parsePositive(name, text);
+    }
     else
       throw UsageError("unknown option '" + name + "'");
   }

@@ -61,6 +61,7 @@ struct RunOptions {
   int64_t saveInterval = 0; // also save every K steps; 0: at the end only
   std::string resume;  // checkpoint root or step directory; empty: none
   std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
+  int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
   bool help = false;
 };
 
@@ -240,8 +241,10 @@ public:
                  LocalCopy localCopy = {});
   ~RunStepContext() override;
 
-  /// Starts step `step` (1-based, as printed): sequence numbers start over.
-  void beginStep(int64_t step);
+  /// Starts a call of the step for optimizer step `step` (1-based, as
+  /// printed) whose first sample is `firstSample` in the step's global
+  /// batch (stepKey): sequence numbers start over.
+  void beginStep(int64_t step, int64_t firstSample = 0);
   /// Collectives the artifact issued in the current step.
   int64_t collectivesThisStep() const { return collectivesThisStep_; }
 
@@ -282,6 +285,9 @@ public:
   bool training() const override { return training_; }
   /// `dsc-run --eval` sets false: training steps stop after the loss.
   void setTraining(bool training) { training_ = training; }
+  const int64_t *stepKey() override;
+  /// The run's seed (`dsc-run --seed`), the first of stepKey's integers.
+  void setSeed(uint64_t seed) { seed_ = seed; }
 
   /// The job's communicator.
   Communicator &communicator() const { return comm_; }
@@ -322,6 +328,9 @@ private:
   std::unique_ptr<GroupCommunicators> groups_;
   std::array<CommStats, 3> groupStats_{};
   int64_t step_ = 0;
+  int64_t firstSample_ = 0;
+  uint64_t seed_ = 0;
+  std::array<int64_t, 4> key_{};
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
   bool training_ = true;
