@@ -40,7 +40,6 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/StartupWatchdog.h"
-#include "dsc/runtime/TokenData.h"
 #include "dsc/runtime/Watchdog.h"
 
 #include <mpi.h>
