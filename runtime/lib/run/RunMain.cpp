@@ -422,6 +422,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (!options.resume.empty()) {
       resumed = Checkpoint::open(options.resume);
       resumed->checkJob(options.batch, options.seq);
+      // The masks of an uninterrupted run: the checkpoint's seed.
+      if (!options.seedGiven && resumed->job().seed)
+        options.seed = *resumed->job().seed;
     } else {
       weights = SafeTensorsFile::open(options.weights);
     }
@@ -531,7 +534,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
   auto save = [&](int64_t step) {
     CheckpointJob job{step,        size,          info.model ? info.model : "",
-                      info.target, options.batch, options.seq};
+                      info.target, options.batch, options.seq, options.seed};
     return saveCheckpoint(control, options.save, job, info, *target);
   };
   // --steps 0 --save: the state as loaded, with the states rewrites add

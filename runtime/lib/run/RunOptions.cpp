@@ -148,6 +148,7 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
     else if (name == "--seed") {
       std::string text = takeValue();
       options.seed = text == "0" ? 0 : parsePositive(name, text);
+      options.seedGiven = true;
     }
     else
       throw UsageError("unknown option '" + name + "'");

@@ -67,6 +67,7 @@ struct RunOptions {
   std::string resume;  // checkpoint root or step directory; empty: none
   std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
   int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
+  bool seedGiven = false;  // --seed given (else a resumed run takes its checkpoint's)
   bool help = false;
 };
 
