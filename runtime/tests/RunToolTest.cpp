@@ -185,10 +185,17 @@ TEST_F(DscRunTool, WritesTheMetricsCsv) {
   expectLosses(printed, 4);
   std::vector<std::string> rows = split(readBytes(dir_.file("m.csv")), '\n');
   ASSERT_EQ(rows.size(), 5u);
-  EXPECT_EQ(rows[0], "step,loss,step_time_s,samples_per_s,tokens_per_s");
+  EXPECT_EQ(rows[0], "step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
+                     "grad_norm,loss_scale,memory_gib,time");
   for (size_t s = 1; s < rows.size(); ++s) {
-    std::vector<std::string> fields = split(rows[s], ',');
-    ASSERT_EQ(fields.size(), 5u) << rows[s];
+    // Empty fields (no grad_norm, no loss_scale) count.
+    std::vector<std::string> fields(1);
+    for (char c : rows[s])
+      c == ',' ? fields.emplace_back() : fields.back().push_back(c);
+    ASSERT_EQ(fields.size(), 10u) << rows[s];
+    EXPECT_GT(std::stod(fields[5]), 0) << rows[s]; // lr
+    EXPECT_GT(std::stod(fields[8]), 0) << rows[s]; // memory_gib
+    EXPECT_EQ(fields[9].size(), 19u) << rows[s];   // the time
     EXPECT_EQ(fields[0], std::to_string(s));
     EXPECT_EQ(std::stod(fields[1]), printed[s - 1]); // the same digits
     double seconds = std::stod(fields[2]);

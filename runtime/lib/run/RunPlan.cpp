@@ -139,6 +139,7 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.lrOutput = optionalScalar("lr");
   plan.lossScaleOutput = optionalScalar("loss_scale");
   plan.skippedOutput = optionalScalar("skipped");
+  plan.gradNormOutput = optionalScalar("grad_norm");
   // Token ids feed both inputs (targets are the next tokens), so every id
   // must fit the smaller bound.
   for (int32_t input : {plan.tokensInput, plan.targetsInput})
