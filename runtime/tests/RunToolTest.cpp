@@ -191,7 +191,10 @@ TEST_F(DscRunTool, WritesTheMetricsCsv) {
     // Empty fields (no grad_norm, no loss_scale) count.
     std::vector<std::string> fields(1);
     for (char c : rows[s])
-      c == ',' ? fields.emplace_back() : fields.back().push_back(c);
+      if (c == ',')
+        fields.emplace_back();
+      else
+        fields.back().push_back(c);
     ASSERT_EQ(fields.size(), 10u) << rows[s];
     EXPECT_GT(std::stod(fields[5]), 0) << rows[s]; // lr
     EXPECT_GT(std::stod(fields[8]), 0) << rows[s]; // memory_gib
