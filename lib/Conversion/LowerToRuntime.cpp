@@ -334,6 +334,17 @@ struct LowerToRuntimePass
                         load.getState()));
         continue;
       }
+      if (auto key = dyn_cast<StepKeyOp>(op)) {
+        // Filled by the runtime on the host, read by kernels on the device,
+        // as a graph input is.
+        Value host = dscrt::StepKeyOp::create(builder, loc,
+                                              hostBufferType(key.getType()));
+        Value device =
+            dscrt::AllocOp::create(builder, loc, bufferType(key.getType()));
+        dscrt::CopyOp::create(builder, loc, host, device, streams.compute);
+        buffers.map(key.getResult(), device);
+        continue;
+      }
       if (auto cst = dyn_cast<ConstantOp>(op)) {
         buffers.map(cst.getResult(),
                     dscrt::ConstantOp::create(builder, loc,

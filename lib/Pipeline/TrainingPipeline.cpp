@@ -27,6 +27,9 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   dataParallel.microBatch = options.microBatch;
   pm.addPass(createDataParallel(dataParallel));
   bool train = options.step == TrainingPipelineOptions::Step::Train;
+  // An evaluation artifact is the model's eval graph: no dropout.
+  if (options.step == TrainingPipelineOptions::Step::Eval)
+    pm.addPass(createEvalMode());
   // Experts before mixed precision and autodiff (their backward is derived),
   // after data parallelism: capacities count a rank's tokens.
   if (options.moeExperts > 0 || !options.moeExpertsPerLayer.empty()) {

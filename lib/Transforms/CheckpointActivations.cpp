@@ -50,15 +50,14 @@ static int64_t bytesOf(Value value) {
 }
 
 /// Ops whose clone computes the same values: no memory effects (no state
-/// reads, no collectives) and no randomness. A dropout with p > 0 is kept,
-/// not recomputed: its result stays live from the forward, so the backward
-/// sees the forward's mask whatever the targets' random streams do.
+/// reads, no collectives). A dropout is one: its mask is drawn from the
+/// step's key and its site, so the clone draws it again.
 static bool isRecomputable(Operation *op) {
-  if (op->getNumRegions() != 0 || !isMemoryEffectFree(op))
+  // The step's key is 32 bytes, kept: its clone would be a second copy to
+  // the device, not a saving.
+  if (isa<StepKeyOp>(op))
     return false;
-  if (auto dropout = dyn_cast<DropoutOp>(op))
-    return dropout.getP().convertToDouble() == 0.0;
-  return true;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op);
 }
 
 /// The model's repeated blocks, from the names of the states they load: a

@@ -388,10 +388,19 @@ def _native_dropout(low, node, x, p, train):
     v = low.emit(x)
     if not train or p == 0:
         return [v, None]
-    # The seed identifies this dropout site; the runtime mixes in the step.
-    seed = low.counter
-    y = low.op("dropout", [v], v.shape, v.dtype,
-               {"p": ("f64", p), "seed": ("i64", seed)})
+    # dsc.dropout draws its mask from the step's key, its site (the model's
+    # dropouts numbered in the order the forward calls them) and each
+    # element's place in the global batch: the input's leading `samples`
+    # blocks are the micro-batch's samples.
+    samples = low.micro_batch()
+    numel = math.prod(v.shape)
+    if numel % samples:
+        raise low.error(node, f"dropout of a {list(v.shape)} tensor: its {numel} "
+                              f"elements are not {samples} samples (the inputs' "
+                              "leading dimension) of equal size")
+    y = low.op("dropout", [v, low.step_key()], v.shape, v.dtype,
+               {"p": ("f64", p), "seed": ("i64", low.dropout_site(node)),
+                "samples": ("i64", samples)})
     return [y, None]
 
 

@@ -83,6 +83,23 @@ class _OneHotAsCompare(torch.overrides.TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+class _DropoutAsOneOp(torch.overrides.TorchFunctionMode):
+    """On torch 1.13's CPU, F.dropout decomposes into bernoulli_, div_ and
+    mul before make_fx sees it; torch.native_dropout is recorded as one op
+    (aten::native_dropout), which dsc maps to dsc.dropout. The same values
+    in distribution; dsc draws its own masks anyway."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.dropout:
+            bound = dict(zip(("input", "p", "training", "inplace"), args), **kwargs)
+            x, p = bound["input"], bound.get("p", 0.5)
+            if not bound.get("training", True) or p == 0:
+                return x
+            return torch.native_dropout(x, p, True)[0]
+        return func(*args, **kwargs)
+
+
 class _FactoriesOnMeta(torch.overrides.TorchFunctionMode):
     """Tensors that forward creates with no device (Llama's rotary positions,
     a mask from torch.full) are created on meta while tracing on meta, as
@@ -259,7 +276,7 @@ class Capture:
         factories = _FactoriesOnMeta() if self.meta else contextlib.nullcontext()
 
         def forward(state_list, *inputs):
-            with _OneHotAsCompare(), factories:
+            with _OneHotAsCompare(), _DropoutAsOneOp(), factories:
                 return _functional_call(model, dict(zip(names, state_list)), inputs)
 
         with _record_stack_traces(), _record_module_paths(self.model), torch.no_grad():

@@ -2,8 +2,8 @@
 what every dsc result is checked against.
 
     PYTHONPATH=python /usr/bin/python3 -m dsc.golden MODEL.py \\
-        --weights DIR/model.safetensors --data FILE.bin \\
-        --steps S --batch B --seq T --optim adamw|adam|sgd --lr LR -o GOLD
+        --weights DIR/model.safetensors --data FILE.bin|FILE.safetensors \\
+        --steps S --batch B [--seq T] --optim adamw|adam|sgd --lr LR -o GOLD
         [--grad-accum N] [--scheduler warmup-lr|warmup-decay-lr|warmup-cosine-lr ...]
 
 With --precision bf16 (or fp16), DeepSpeed's mixed precision: the module
@@ -21,7 +21,10 @@ also holds the learning rate of every step (`lrs`: DeepSpeed's schedules,
 written out again in Python). With --grad-accum N a step is N micro-batches
 of --batch sequences (the next N batches), each loss divided by N before its
 backward, as DeepSpeed's engine does. Batches follow
-dsc.data.batch. Runs are deterministic: one thread, deterministic algorithms,
+dsc.data.batch for a token file (--seq T), and dsc.data.sample_batch for a
+samples file (.safetensors: one tensor per input of the model's forward,
+named after it; float inputs take the module's dtype, as a mixed-precision
+run must feed them). Runs are deterministic: one thread, deterministic algorithms,
 fixed seeds; two runs write bit-identical files.
 
 With --optim adam or adamw (on the CPU) it also writes what a comparison of
@@ -44,6 +47,7 @@ training step (`train` also returns each step's wall time).
 
 import argparse
 import copy
+import inspect
 import json
 import math
 import os
@@ -56,6 +60,7 @@ import torch
 from . import data, safetensors
 from .capture import NamedState
 from .export import ExportError, build_model, parse_overrides
+from .philox import DEFAULT_SEED, DscDropout
 
 
 def load_weights(model, path):
@@ -279,12 +284,20 @@ class Trainer:
         dtype = PRECISIONS[args.precision]
         check_precision(dtype, args.device)
         self.args, self.history = args, history
-        self.model, _ = build_model(args.model, parse_overrides(args.set))
+        self.model, example = build_model(args.model, parse_overrides(args.set))
         # Before load_weights: moving a module replaces its buffers, which the
         # state must see.
         self.model.to(args.device)
         self.state = load_weights(self.model, args.weights)
-        self.tokens = data.load(args.data)
+        self.tokens = self.samples = None
+        if data.is_samples_file(args.data):
+            self.samples = data.load_samples(args.data)
+            # The names the exporter gives the graph's inputs.
+            self.input_names = list(inspect.signature(
+                self.model.forward).parameters)[:len(example)]
+            check_sample_names(args.data, self.samples, self.input_names)
+        else:
+            self.tokens = data.load(args.data)
         if history:
             history.attach(self.model, self.state)
         self.master = MasterWeights(self.model, self.state, dtype) if dtype else None
@@ -308,13 +321,36 @@ class Trainer:
             index = step * args.grad_accum + micro
             # With --ranks N, DeepSpeed's data parallelism: each rank's loss
             # on its own micro-batch, averaged (an MoE routes per micro-batch).
-            loss = sum(module(*(torch.from_numpy(a).to(args.device)
-                                for a in data.batch(self.tokens, index, args.batch,
-                                                    args.seq, r, args.ranks)))
-                       for r in range(args.ranks)) / args.ranks
+            loss = sum(self.forward(module, step, micro, r) for r in range(args.ranks)) \
+                / args.ranks
             (loss / args.grad_accum if args.grad_accum > 1 else loss).backward()
             total += float(loss.detach())
         return total / args.grad_accum
+
+    def forward(self, module, step, micro, rank):
+        """The loss of `rank`'s share of micro-batch `micro` of step `step`
+        (0-based), its dropouts drawing dsc's masks (dsc.philox): the
+        share's first sample is sample (micro * ranks + rank) * per_rank of
+        the step, as dsc-run deals them."""
+        args = self.args
+        index = step * args.grad_accum + micro
+        per_rank = args.batch // args.ranks
+        inputs = self.inputs(module, index, rank)
+        with DscDropout(step + 1, micro * args.batch + rank * per_rank, per_rank, args.seed):
+            return module(*inputs)
+
+    def inputs(self, module, index, rank):
+        """The model's inputs for rank `rank`'s share of micro-batch
+        `index`, as dsc-run feeds them."""
+        args = self.args
+        if self.samples is None:
+            return [torch.from_numpy(a).to(args.device)
+                    for a in data.batch(self.tokens, index, args.batch, args.seq,
+                                        rank, args.ranks)]
+        rows = data.sample_batch(self.samples, index, args.batch, rank, args.ranks)
+        dtype = next(t.dtype for t in module.parameters() if t.is_floating_point())
+        tensors = [torch.from_numpy(rows[n]).to(args.device) for n in self.input_names]
+        return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
 
     def gradients(self):
         """{NAME: the gradient the optimizer uses}."""
@@ -392,6 +428,18 @@ def train(args, history=None):
     return losses, grads, trainer.final(), lrs, times
 
 
+def check_sample_names(path, samples, names):
+    """A samples file must hold exactly the forward's inputs."""
+    for name in names:
+        if name not in samples:
+            raise ExportError(f"{path}: error: no tensor '{name}' (the model's "
+                              f"inputs: {', '.join(names)})")
+    for name in sorted(samples):
+        if name not in names:
+            raise ExportError(f"{path}: error: tensor '{name}' is not an input of "
+                              f"the model (its inputs: {', '.join(names)})")
+
+
 def write_history(history, args, lrs):
     """GOLD/grad_history.safetensors and GOLD/grad_history.json."""
     safetensors.save(history.grads, os.path.join(args.output, "grad_history.safetensors"))
@@ -419,7 +467,7 @@ def parser():
     p.add_argument("--data", required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--batch", type=int, required=True, help="global batch (sequences)")
-    p.add_argument("--seq", type=int, required=True)
+    p.add_argument("--seq", type=int, help="sequence length (token data only)")
     p.add_argument("--optim", choices=["adamw", "adam", "sgd"], default="adamw")
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--betas", type=float, nargs=2, default=[0.9, 0.999])
@@ -449,6 +497,8 @@ def parser():
     p.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
                    help="compute in bf16 or fp16 with fp32 master weights (DeepSpeed's "
                         "mixed precision; fp16 needs 16-bit GEMMs in torch's CPU kernels)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help="dsc-run's --seed: the run's dropout masks (dsc.philox)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
                    help="where PyTorch trains (cuda: TF32 off, PyTorch's default, "
@@ -465,6 +515,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.ranks < 1 or args.batch % args.ranks:
         p.error(f"--ranks {args.ranks} must be positive and divide --batch {args.batch}")
+    if args.seq is None and not data.is_samples_file(args.data):
+        p.error(f"--seq is required with token data ({args.data})")
     if args.grad_accum < 1:
         p.error(f"--grad-accum must be at least 1, got {args.grad_accum}")
     if args.warmup_num_steps <= 0:

@@ -116,6 +116,30 @@ class Lowering:
         self.ops.append(Op(name, list(operands), vals, dict(attrs or {})))
         return vals if len(vals) > 1 else vals[0]
 
+    def step_key(self):
+        """dsc.step_key, emitted once, before its first use."""
+        if getattr(self, "_step_key", None) is None:
+            self._step_key = self.op("step_key", [], (4,), torch.int64, hint="key")
+        return self._step_key
+
+    def dropout_site(self, node):
+        """The number of the dropout `node` calls: the model's dropouts in
+        the order its forward calls them (the trace's order), as
+        dsc.philox.DscDropout counts them in PyTorch."""
+        if getattr(self, "_dropout_sites", None) is None:
+            names = ("aten::native_dropout", "aten::dropout")
+            calls = [n for n in self.cap.graph_module.graph.nodes
+                     if n.op == "call_function" and op_name(n.target).split(".")[0]
+                     in names]
+            self._dropout_sites = {n: i for i, n in enumerate(calls)}
+        return self._dropout_sites[node]
+
+    def micro_batch(self):
+        """Samples per call: the graph inputs' leading dimension (1 without
+        inputs)."""
+        inputs = self.cap.example_inputs
+        return int(inputs[0].shape[0]) if inputs and len(inputs[0].shape) else 1
+
     def constant(self, t):
         t = t.detach()
         if t.dtype not in (torch.float64, torch.float32, torch.float16,

@@ -131,8 +131,8 @@ def evaluate_op(op, args, state):
     if n.startswith("moe_"):
         return _moe(op, args)
     if n == "dropout":
-        raise NotImplementedError("dsc.dropout's mask is defined by the runtime's "
-                                  "generator, not PyTorch's")
+        raise NotImplementedError("dsc.dropout draws its mask from the step's key "
+                                  "(dsc.philox), which PyTorch's trace did not use")
     if n == "cross_entropy":
         logits, targets = args
         red = ["mean", "sum", "none"][_attr(op, "reduction", 0)]

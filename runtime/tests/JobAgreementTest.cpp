@@ -65,15 +65,15 @@ RunOptions options(const std::vector<std::string> &extra) {
 }
 
 TEST(JobAgreementTest, SharedOptionsLeaveOutPathsAndRankZerosOutputs) {
-  EXPECT_EQ(sharedOptionsText(options({})), "--batch 4 --seq 16 --steps 5");
+  EXPECT_EQ(sharedOptionsText(options({})), "--batch 4 --seq 16 --steps 5 --seed 1234");
   EXPECT_EQ(sharedOptionsText(options({"--metrics", "m.csv", "--dump-outputs",
                                        "o.safetensors"})),
-            "--batch 4 --seq 16 --steps 5");
+            "--batch 4 --seq 16 --steps 5 --seed 1234");
   EXPECT_EQ(sharedOptionsText(options(
                 {"--eval", "--save", "ckpt", "--save-interval", "2"})),
-            "--batch 4 --seq 16 --steps 5 --eval --save --save-interval 2");
+            "--batch 4 --seq 16 --steps 5 --seed 1234 --eval --save --save-interval 2");
   EXPECT_EQ(sharedOptionsText(options({"--resume", "ckpt"})),
-            "--batch 4 --seq 16 --steps 5 --resume");
+            "--batch 4 --seq 16 --steps 5 --seed 1234 --resume");
 }
 
 TEST(JobAgreementTest, DescribeJobHashesTheArtifactAndTheWeights) {
@@ -88,7 +88,7 @@ TEST(JobAgreementTest, DescribeJobHashesTheArtifactAndTheWeights) {
   EXPECT_EQ(digest.state, Xxh64::of("weights bytes", 13));
   EXPECT_EQ(description.artifact, run.artifact);
   EXPECT_EQ(description.state, "weights " + run.weights);
-  EXPECT_EQ(description.options, "--batch 4 --seq 16 --steps 5");
+  EXPECT_EQ(description.options, "--batch 4 --seq 16 --steps 5 --seed 1234");
 
   JobDigest moreSteps;
   run.steps = 6;
@@ -103,7 +103,7 @@ TEST(JobAgreementTest, DescribeJobHashesTheArtifactAndTheWeights) {
 
 TEST(JobAgreementTest, DescriptionSurvivesTheTrip) {
   JobDescription description{"a b.so", "weights w.safetensors",
-                             "--batch 4 --seq 16 --steps 5"};
+                             "--batch 4 --seq 16 --steps 5 --seed 1234"};
   JobDescription back = JobDescription::deserialize(description.serialize());
   EXPECT_EQ(back.artifact, description.artifact);
   EXPECT_EQ(back.state, description.state);

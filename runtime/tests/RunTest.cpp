@@ -88,7 +88,13 @@ TEST(DscRunOptions, ParsesEveryOption) {
   EXPECT_EQ(options.steps, 3);
   EXPECT_TRUE(options.eval);
   EXPECT_EQ(options.metrics, "m.csv");
+  EXPECT_EQ(options.seed, 1234); // the default
   EXPECT_FALSE(options.help);
+  args.insert(args.end(), {"--seed", "0"});
+  EXPECT_EQ(parseRunOptions(args).seed, 0);
+  args.back() = "--seed=987654321987";
+  args.erase(args.end() - 2);
+  EXPECT_EQ(parseRunOptions(args).seed, 987654321987);
 }
 
 TEST(DscRunOptions, HelpWinsOverEverythingElse) {
@@ -115,6 +121,8 @@ TEST(DscRunOptions, RejectsBadCommandLines) {
       {{"--resume", ""}, "--resume needs a directory"},
       {{"--save-interval", "2"}, "--save-interval needs --save DIR"},
       {{"--metrics"}, "--metrics needs a value"},
+      {{"--seed", "-1"}, "--seed needs a positive integer, got '-1'"},
+      {{"--seed", "x"}, "--seed needs a positive integer, got 'x'"},
   };
   for (const Case &c : cases) {
     std::vector<std::string> args = goodArgs();
@@ -129,8 +137,7 @@ TEST(DscRunOptions, RejectsBadCommandLines) {
 }
 
 TEST(DscRunOptions, RequiresEachOption) {
-  const char *required[] = {"--weights", "--data", "--batch", "--seq",
-                            "--steps"};
+  const char *required[] = {"--weights", "--data", "--steps"};
   for (const char *option : required) {
     std::vector<std::string> args = goodArgs(), kept;
     for (size_t i = 0; i < args.size(); ++i) {
@@ -147,6 +154,14 @@ TEST(DscRunOptions, RequiresEachOption) {
   }
   EXPECT_EQ(errorOf([] { parseRunOptions({"--steps", "1"}); }),
             "no artifact given");
+}
+
+TEST(DscRunOptions, BatchAndSequenceDefaultToTheArtifacts) {
+  RunOptions options = parseRunOptions(
+      {"step.so", "--weights", "w.safetensors", "--data", "d.bin", "--steps",
+       "3"});
+  EXPECT_EQ(options.batch, 0); // planFeeds fills in the artifact's
+  EXPECT_EQ(options.seq, 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -238,21 +253,24 @@ TEST(DscRunPlan, RejectsAJobTheArtifactDoesNotFit) {
     fake.options.batch = 2;
     EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
               "--batch 2 does not match the artifact: its micro batch 2 per "
-              "rank times 2 rank(s) is 4");
+              "rank times 2 rank(s) is 4 samples per step (DeepSpeed's "
+              "train_batch_size); leave --batch out to take it");
   }
   {
     FakeArtifact fake;
     fake.options.seq = 8;
     EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
               "--seq 8 does not match the artifact's sequence length 4 "
-              "(input 'tokens' is i64 [2, 4])");
+              "(input 'tokens' is i64 [2, 4]); leave --seq out to take it");
   }
   {
     FakeArtifact fake;
     fake.inputs[1].name = "labels";
     EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
-                HasSubstr("input 'labels' (i64 [2, 4]) is not one dsc-run "
-                          "can feed"));
+                HasSubstr("input 'labels' (i64 [2, 4]) is not one a token "
+                          "file can feed; a token file feeds inputs named "
+                          "'tokens' and 'targets' (the next tokens): give "
+                          "the data as a .safetensors file of samples"));
   }
   {
     FakeArtifact fake;
@@ -291,6 +309,84 @@ TEST(DscRunPlan, RejectsAJobTheArtifactDoesNotFit) {
     EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
                 HasSubstr("no input named 'tokens' or 'targets'"));
   }
+}
+
+TEST(DscRunPlan, TheDataFormatFollowsTheFileName) {
+  EXPECT_EQ(dataFormatOf("d.bin"), DataFormat::Tokens);
+  EXPECT_EQ(dataFormatOf("tokens"), DataFormat::Tokens);
+  EXPECT_EQ(dataFormatOf("safetensors"), DataFormat::Tokens);
+  EXPECT_EQ(dataFormatOf("dir/s.safetensors"), DataFormat::Samples);
+}
+
+TEST(DscRunPlan, BatchIsDeepSpeedsTrainBatchSize) {
+  FakeArtifact fake;
+  fake.options.batch = 0; // not given: the artifact's
+  fake.options.seq = 0;
+  FeedPlan plan = planFeeds(fake.info, fake.options, 2);
+  EXPECT_EQ(plan.trainBatch, 4);
+  EXPECT_EQ(plan.seqLen, 4);
+  // Micro batch 2 on 2 ranks, 3 micro-batches per step: 12 samples a step.
+  fake.info.gradAccumSteps = 3;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).trainBatch, 12);
+  fake.options.batch = 12;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).trainBatch, 12);
+  fake.options.batch = 4; // the micro-step's batch, not the step's
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+            "--batch 4 does not match the artifact: its micro batch 2 per "
+            "rank times 2 rank(s) times 3 micro-batches per step (gradient "
+            "accumulation) is 12 samples per step (DeepSpeed's "
+            "train_batch_size); leave --batch out to take it");
+}
+
+TEST(DscRunPlan, SamplesFeedAnyInputsByName) {
+  FakeArtifact fake;
+  fake.options.data = "train.safetensors";
+  fake.options.batch = 0;
+  fake.options.seq = 0;
+  int64_t image[4] = {2, 3, 8, 8}, labels[1] = {2}, ids[2] = {2, 6};
+  TensorDesc inputs[3] = {{"pixel_values", ElementType::F32, 4, image},
+                          {"labels", ElementType::I64, 1, labels, 10},
+                          {"attention_mask", ElementType::I1, 2, ids}};
+  fake.info.inputs = inputs;
+  fake.info.numInputs = 2;
+  FeedPlan plan = planFeeds(fake.info, fake.options, 2);
+  EXPECT_EQ(plan.format, DataFormat::Samples);
+  EXPECT_EQ(plan.microBatch, 2);
+  EXPECT_EQ(plan.seqLen, 1); // no token ids
+  EXPECT_EQ(plan.trainBatch, 4);
+  EXPECT_EQ(plan.tokensInput, -1);
+  fake.options.seq = 16;
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+            "--seq 16 does not match the artifact's sequence length 1 (no "
+            "input holds token ids); leave --seq out to take it");
+  fake.options.seq = 0;
+  // A mask is not token ids; integer ids of two dimensions are.
+  fake.info.numInputs = 3;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).seqLen, 1);
+  inputs[2].type = ElementType::I64;
+  EXPECT_EQ(planFeeds(fake.info, fake.options, 2).seqLen, 6);
+
+  std::vector<SampleSpec> specs = sampleSpecs(fake.info);
+  ASSERT_EQ(specs.size(), 3u);
+  EXPECT_EQ(specs[0].name, "pixel_values");
+  EXPECT_EQ(specs[0].dtype, DType::F32);
+  EXPECT_EQ(specs[0].shape, (std::vector<int64_t>{3, 8, 8}));
+  EXPECT_EQ(specs[1].shape, std::vector<int64_t>{});
+  EXPECT_EQ(specs[1].indexLimit, 10);
+  EXPECT_EQ(specs[2].dtype, DType::I64);
+
+  int64_t three[1] = {3};
+  inputs[1].shape = three;
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+            "fake.so: artifact inputs 'pixel_values' f32 [2, 3, 8, 8] and "
+            "'labels' i64 [3] differ in their first (micro-batch) dimension");
+  inputs[1].rank = 0;
+  EXPECT_THAT(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+              HasSubstr("input 'labels' is i64 [], which has no micro-batch "
+                        "dimension"));
+  fake.info.numInputs = 0;
+  EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
+            "fake.so: artifact has no inputs to feed");
 }
 
 TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
@@ -490,6 +586,16 @@ TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
   EXPECT_NEAR(loss, model.expectedLoss(data, 0, 4, 4), 1e-5);
   EXPECT_EQ(context.collectivesThisStep(), 2);
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 2u);
+
+  // The step key: seed, step, first sample, training.
+  context.setSeed(99);
+  context.beginStep(7, 12);
+  const int64_t *key = context.stepKey();
+  EXPECT_EQ(std::vector<int64_t>(key, key + 4), (std::vector<int64_t>{99, 7, 12, 1}));
+  context.setTraining(false);
+  key = context.stepKey();
+  EXPECT_EQ(key[3], 0);
+  context.setTraining(true);
 
   // An Error thrown by generated code (through the runtime's check)
   // reaches the caller with its message.

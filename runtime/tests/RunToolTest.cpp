@@ -10,6 +10,7 @@
 #include "Inputs/TinyModel.h"
 #include "RunProcess.h"
 #include "ScratchDir.h"
+#include "dsc/runtime/SafeTensors.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -145,6 +146,45 @@ TEST_F(DscRunTool, TwoRanksPrintTheGlobalLossOnce) {
   }
   // Rank 0 prints every summary, in rank order.
   EXPECT_LT(result.out.find("[rank 0]"), result.out.find("[rank 1]"));
+}
+
+TEST_F(DscRunTool, SamplesFeedInputsByNameAsTokensDo) {
+  // The token file's sequences of 4 as a samples file: `tokens`, and the
+  // next tokens under the name of the artifact's second input. The losses
+  // are the token file's, on 1 and 2 ranks, with --batch and --seq taken
+  // from the artifact.
+  auto samples = [&](const std::string &second) {
+    int64_t nseq = (int64_t(data_.size()) - 1) / 4;
+    std::vector<int64_t> tokens, next;
+    for (int64_t s = 0; s < nseq * 4; ++s) {
+      tokens.push_back(data_[size_t(s)]);
+      next.push_back(data_[size_t(s) + 1]);
+    }
+    std::string path = dir_.file(second + ".safetensors");
+    dsc::rt::writeSafeTensors(
+        path, {{"tokens", dsc::rt::DType::I64, {nseq, 4}, tokens.data()},
+               {second, dsc::rt::DType::I64, {nseq, 4}, next.data()}});
+    return path;
+  };
+  auto samplesArgs = [&](const std::string &artifactPath,
+                         const std::string &data) {
+    return std::vector<std::string>{artifactPath, "--weights",
+                                    dir_.file("w.safetensors"), "--data",
+                                    data, "--steps", "3"};
+  };
+  Result labels = run(1, samplesArgs(artifact("tiny_labels"),
+                                     samples("labels")));
+  ASSERT_EQ(labels.status, 0) << labels.err;
+  expectLosses(stepLosses(labels.out), 3);
+  EXPECT_THAT(labels.err, HasSubstr("global batch 4, sequence 4, 3 step(s)"));
+  Result targets =
+      run(2, samplesArgs(artifact("tiny_w2"), samples("targets")));
+  ASSERT_EQ(targets.status, 0) << targets.err;
+  expectLosses(stepLosses(targets.out), 3);
+  // A tensor the artifact does not take is named, once.
+  expectError(run(2, samplesArgs(artifact("tiny_w2"), samples("labels"))),
+              "labels.safetensors: no tensor 'targets'; the artifact's input "
+              "'targets' takes I64 [n, 4] (n samples first)");
 }
 
 TEST_F(DscRunTool, RoutesCollectivesToTheExpertGroups) {
@@ -306,8 +346,10 @@ TEST_F(DscRunTool, RejectsWhatIsNoUsableArtifact) {
               "tiny_ep3_w2.so: artifact expert-parallel size 3 does not "
               "divide its world size 2");
   expectError(run(1, args(artifact("tiny_labels"))),
-              "artifact input 'labels' (i64 [4, 4]) is not one dsc-run can "
-              "feed; inputs must be named 'tokens' or 'targets'");
+              "artifact input 'labels' (i64 [4, 4]) is not one a token file "
+              "can feed; a token file feeds inputs named 'tokens' and "
+              "'targets' (the next tokens): give the data as a .safetensors "
+              "file of samples named after the inputs (docs/running.md)");
 }
 
 TEST_F(DscRunTool, RejectsBadCommandLinesWithStatus2) {

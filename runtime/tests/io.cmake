@@ -1,6 +1,7 @@
 # Tests of the io component: dsc_runtime_test(Name File.cpp ...) and add_test().
 dsc_runtime_test(SafeTensorsTest SafeTensorsTest.cpp)
 dsc_runtime_test(TokenDataTest TokenDataTest.cpp)
+dsc_runtime_test(SampleDataTest SampleDataTest.cpp)
 
 # Files written by PyTorch through python/dsc/safetensors.py: the fixture
 # runs Inputs/make_safetensors.py (Debian's python3-torch, as the exporter

@@ -49,3 +49,8 @@ dsc_kernels_cuda_test(AttentionKernelCudaTest kernels/AttentionCudaTest.cu)
 # their definitions; the CUDA kernels against the CPU ones, bit for bit.
 dsc_runtime_test(MoeKernelTest kernels/MoeTest.cpp)
 dsc_kernels_cuda_test(MoeKernelCudaTest kernels/MoeCudaTest.cu)
+
+# Random ops: Philox4x32-10's known answers, dropout against its definition;
+# the CUDA kernel against the CPU one, bit for bit.
+dsc_runtime_test(RandomKernelTest kernels/RandomTest.cpp)
+dsc_kernels_cuda_test(RandomKernelCudaTest kernels/RandomCudaTest.cu)

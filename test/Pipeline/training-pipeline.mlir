@@ -12,6 +12,7 @@
 // The pipeline runs before the passes the command line names.
 // RUN: dsc-opt %s --step=eval --dsc-lower-to-runtime --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=THEN
 // THEN: dsc-data-parallel
+// THEN-NEXT: dsc-eval-mode
 // THEN-NOT: dsc-autodiff
 // THEN: cse
 // THEN-NEXT: dsc-lower-to-runtime

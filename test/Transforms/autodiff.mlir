@@ -165,17 +165,20 @@ module attributes {dsc.world_size = 2 : i64} {
 
 // -----
 
-// Dropout's cotangent goes through a dropout with the same p and seed (the
-// same mask); a causal mask's through a causal mask filling zeros.
+// Dropout's cotangent goes through a dropout with the same key, p and seed
+// (the same mask, drawn again); a causal mask's through a causal mask
+// filling zeros.
 // CHECK-LABEL: func.func @dropout
-// CHECK: %[[D:.*]] = dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 7
-// CHECK: %[[DD:.*]] = dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 7
+// CHECK: %[[K:.*]] = dsc.step_key
+// CHECK: %[[D:.*]] = dsc.dropout %{{.*}}, %[[K]], p = 1.000000e-01, seed = 7, samples = 4
+// CHECK: %[[DD:.*]] = dsc.dropout %{{.*}}, %[[K]], p = 1.000000e-01, seed = 7, samples = 4
 // CHECK: dsc.causal_mask %[[DD]] {fill_value = 0.000000e+00 : f64}
 dsc.state parameter @s : tensor<4x4xf32>
 func.func @dropout() -> (tensor<f32> {dsc.output = "loss"}) {
   %s = dsc.load @s : tensor<4x4xf32>
   %m = dsc.causal_mask %s : tensor<4x4xf32>
-  %d = dsc.dropout %m, p = 0.1, seed = 7 : tensor<4x4xf32>
+  %key = dsc.step_key : tensor<4xi64>
+  %d = dsc.dropout %m, %key, p = 0.1, seed = 7, samples = 4 : tensor<4x4xf32>
   %loss = dsc.reduce_max %d, dims = [0, 1] : tensor<4x4xf32>
   return %loss : tensor<f32>
 }

@@ -52,13 +52,14 @@ func.func @two_blocks(%x: tensor<2x4xf32> {dsc.input = "x"}, %y: tensor<2xi64> {
 
 // -----
 
-// A dropout with p > 0 is not recomputed: the recomputed tanh reads the
-// forward's dropout result, so the backward sees the forward's mask. The
-// block boundary is where the fewest bytes cross: after the residual add of
-// block 0, not at the normalization statistics (%sq, %ms) that block 1
-// computes before it loads its first parameter.
+// A dropout is recomputed like any pure op: the clone reads the same step
+// key (kept, not recomputed) and so draws the same mask. The block boundary
+// is where the fewest bytes cross: after the residual add of block 0, not at
+// the normalization statistics (%sq, %ms) that block 1 computes before it
+// loads its first parameter.
 // CHECK-LABEL: func.func @dropout_and_boundary
-// CHECK: %[[D:.*]] = dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 7
+// CHECK: %[[K:.*]] = dsc.step_key : tensor<4xi64>
+// CHECK: %[[D:.*]] = dsc.dropout %{{.*}}, %[[K]], p = 1.000000e-01, seed = 7, samples = 2 :
 // CHECK: %[[H0:.*]] = dsc.add %arg0, %{{.*}}
 // CHECK: %[[SQ:.*]] = dsc.mul %[[H0]], %[[H0]]
 // CHECK: %[[MS:.*]] = dsc.reduce_mean %[[SQ]]
@@ -67,9 +68,11 @@ func.func @two_blocks(%x: tensor<2x4xf32> {dsc.input = "x"}, %y: tensor<2xi64> {
 // CHECK: %[[RSQ:.*]] = dsc.mul %[[H0]], %[[H0]] {dsc.recomputed}
 // CHECK-NEXT: %[[RMS:.*]] = dsc.reduce_mean %[[RSQ]], dims = [1] keep_dims {dsc.recomputed}
 // CHECK-NEXT: dsc.mul %[[RMS]], %{{.*}} {dsc.recomputed}
-// CHECK-NOT: dsc.dropout {{.*}} {dsc.recomputed}
-// CHECK: dsc.tanh %[[D]] {dsc.recomputed}
+// CHECK: %[[RL:.*]] = dsc.linear %arg0, %{{.*}} {dsc.recomputed}
+// CHECK-NEXT: %[[RD:.*]] = dsc.dropout %[[RL]], %[[K]], p = 1.000000e-01, seed = 7, samples = 2 {dsc.recomputed}
+// CHECK-NEXT: dsc.tanh %[[RD]] {dsc.recomputed}
 // CHECK-NOT: dsc.recomputed
+// CHECK: dsc.dropout %{{.*}}, %[[K]], p = 1.000000e-01, seed = 7, samples = 2 :
 // CHECK: return
 // PRINT: @dropout_and_boundary: recomputing 2 of 2 blocks h.0 h.1
 dsc.state parameter @"h.0.w" : tensor<4x4xf32>
@@ -78,7 +81,8 @@ func.func @dropout_and_boundary(%x: tensor<2x4xf32> {dsc.input = "x"}, %y: tenso
     -> (tensor<f32> {dsc.output = "loss"}) {
   %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
   %l0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
-  %d0 = dsc.dropout %l0, p = 0.1, seed = 7 : tensor<2x4xf32>
+  %key = dsc.step_key : tensor<4xi64>
+  %d0 = dsc.dropout %l0, %key, p = 0.1, seed = 7, samples = 2 : tensor<2x4xf32>
   %t0 = dsc.tanh %d0 : tensor<2x4xf32>
   %h0 = dsc.add %x, %t0 : tensor<2x4xf32>, tensor<2x4xf32>
   %sq = dsc.mul %h0, %h0 : tensor<2x4xf32>, tensor<2x4xf32>

@@ -70,7 +70,8 @@ func.func @additive_mask(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x12x16xf32>,
   %ss = dsc.div %s, %c : tensor<2x4x8x12xf32>, tensor<f32>
   %sm = dsc.add %mask, %ss : tensor<2x1x8x12xf32>, tensor<2x4x8x12xf32>
   %p = dsc.softmax %sm, dim = 3 : tensor<2x4x8x12xf32>
-  %pd = dsc.dropout %p, p = 0.0, seed = 3 : tensor<2x4x8x12xf32>
+  %key = dsc.step_key : tensor<4xi64>
+  %pd = dsc.dropout %p, %key, p = 0.0, seed = 3, samples = 2 : tensor<2x4x8x12xf32>
   %y = dsc.matmul %pd, %vt transpose_rhs : tensor<2x4x8x12xf32>, tensor<2x4x24x12xf32>
   return %y : tensor<2x4x8x24xf32>
 }
@@ -184,7 +185,8 @@ func.func @causal_fill_visible(%q: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32>
 func.func @attention_dropout(%q: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
   %s = dsc.matmul %q, %q transpose_rhs : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
   %p = dsc.softmax %s, dim = 3 : tensor<1x2x8x8xf32>
-  %pd = dsc.dropout %p, p = 0.1, seed = 3 : tensor<1x2x8x8xf32>
+  %key = dsc.step_key : tensor<4xi64>
+  %pd = dsc.dropout %p, %key, p = 0.1, seed = 3, samples = 1 : tensor<1x2x8x8xf32>
   %y = dsc.matmul %pd, %q : tensor<1x2x8x8xf32>, tensor<1x2x8x16xf32>
   return %y : tensor<1x2x8x16xf32>
 }

@@ -122,6 +122,27 @@ def MixedPrecision : Pass<"dsc-mixed-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def EvalMode : Pass<"dsc-eval-mode", "::mlir::ModuleOp"> {
+  let summary = "what model.eval() changes: every dropout becomes the identity";
+  let description = [{
+    Replaces each `dsc.dropout` by its input, as PyTorch's `model.eval()`
+    turns `nn.Dropout` off, and erases a `dsc.step_key` nothing reads then.
+    The pipeline runs it for evaluation artifacts (`dsc-compile --eval`), so
+    they are the model's eval graph (and attention without dropout fuses).
+    A training artifact evaluated with `dsc-run --eval` needs no rewrite:
+    its dropouts read `key[3] = 0` and pass their input through.
+
+    ```mlir
+    %key = dsc.step_key : tensor<4xi64>
+    %d = dsc.dropout %x, %key, p = 1.000000e-01, seed = 0, samples = 2
+        : tensor<2x8xf32>
+    %y = dsc.tanh %d : tensor<2x8xf32>
+    // becomes
+    %y = dsc.tanh %x : tensor<2x8xf32>
+    ```
+  }];
+}
+
 def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
   let summary = "replaces the matmul-scale-mask-softmax-matmul chain by dsc.attention";
   let description = [{

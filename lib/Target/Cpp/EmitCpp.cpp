@@ -480,9 +480,12 @@ private:
           else if (auto ce = dyn_cast<CrossEntropyOp>(op);
                    ce && ce.getTargets() == value) {
             int64_t classes = cast<ShapedType>(ce.getLogits().getType()).getShape().back();
-            // A target equal to ignore_index is skipped; one at or above
-            // the classes would make [0, classes) the wrong bound.
-            if (static_cast<int64_t>(ce.getIgnoreIndex()) < classes)
+            // A target equal to ignore_index is skipped: one outside
+            // [0, classes) (PyTorch's default -100, which Hugging Face
+            // labels use for padding) is a valid target that the bound
+            // would refuse, so then only the kernel's own check holds.
+            int64_t ignore = ce.getIgnoreIndex();
+            if (ignore >= 0 && ignore < classes)
               bound(classes);
           }
         }
@@ -695,6 +698,8 @@ private:
         Value r = input.getResult();
         declare(r, "static_cast<const " + typeOf(r) + " *>(ctx->input(" +
                        std::to_string(input.getIndex()) + "))");
+      } else if (auto key = dyn_cast<dscrt::StepKeyOp>(op)) {
+        declare(key.getResult(), "ctx->stepKey()");
       } else if (auto state = dyn_cast<dscrt::StateOp>(op)) {
         Value r = state.getResult();
         if (typeOf(r).empty())

@@ -539,15 +539,10 @@ private:
       return emitReduce(op);
     if (auto ce = dyn_cast<CrossEntropyOp>(op))
       return emitCrossEntropy(ce);
-    if (auto d = dyn_cast<DropoutOp>(op)) {
-      if (d.getP().convertToDouble() != 0.0)
-        return op->emitError("dsc.dropout with p > 0 is not supported by the "
-                             "CPU and CUDA targets yet (it needs the runtime's "
-                             "step generator)");
-      beginLoop(numel(outShape));
-      body << "    out0[i] = " << in(op, 0) << "[i];\n";
-      return success();
-    }
+    // Dropout has a library kernel only (dsc/kernels/Random.h).
+    if (isa<DropoutOp>(op))
+      return op->emitError("dsc.dropout needs f32, bf16 or f16 on the CPU and "
+                           "CUDA targets");
     // The routing ops have library kernels only (dsc/kernels/Moe.h).
     if (isa<MoeDispatchOp, MoeCombineOp, MoeRouteDotOp>(op))
       return op->emitError() << op->getName()

@@ -59,6 +59,7 @@ LogicalResult emitClassifierCall(LibraryCall &call);
 LogicalResult emitAttentionCall(LibraryCall &call);
 LogicalResult emitOptimizerCall(LibraryCall &call);
 LogicalResult emitMoeCall(LibraryCall &call);
+LogicalResult emitRandomCall(LibraryCall &call);
 
 } // namespace mlir::dsc::cpp
 

@@ -6,4 +6,6 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsReader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/SafeTensorsWriter.cpp
   ${CMAKE_CURRENT_LIST_DIR}/OutputFile.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/TokenData.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/BatchLayout.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/TokenData.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/SampleData.cpp)

@@ -3,6 +3,7 @@
 #include "dsc/runtime/TokenData.h"
 
 #include "PosixFile.h"
+#include "dsc/runtime/BatchLayout.h"
 #include "dsc/runtime/Error.h"
 
 #include <sys/mman.h>
@@ -42,31 +43,19 @@ void TokenData::batch(int64_t step, int64_t globalBatch, int64_t seqLen,
                       int64_t *targets) const {
   const std::string where = path_ + ": batch";
   check(tokens != nullptr && targets != nullptr, where + ": no output");
-  check(step >= 0, where + ": step " + std::to_string(step) + " < 0");
   check(globalBatch > 0 && seqLen > 0 && worldSize > 0,
         where + ": batch " + std::to_string(globalBatch) + ", sequence " +
             std::to_string(seqLen) + " and " + std::to_string(worldSize) +
             " ranks must all be positive");
-  check(rank >= 0 && rank < worldSize,
-        where + ": rank " + std::to_string(rank) + " out of range for " +
-            std::to_string(worldSize) + " ranks");
-  check(globalBatch % worldSize == 0,
-        where + ": batch " + std::to_string(globalBatch) +
-            " does not divide among " + std::to_string(worldSize) + " ranks");
+  BatchShare share(where, step, globalBatch, rank, worldSize);
   uint64_t T = static_cast<uint64_t>(seqLen);
   uint64_t nseq = (size_ - 1) / T;
   check(nseq >= 1, where + ": " + std::to_string(size_) +
                        " tokens hold no sequence of length " +
                        std::to_string(seqLen));
 
-  uint64_t perRank = static_cast<uint64_t>(globalBatch / worldSize);
-  for (uint64_t row = 0; row < perRank; ++row) {
-    uint64_t j = static_cast<uint64_t>(rank) * perRank + row;
-    // In 128 bits: step * B does not overflow however long training runs,
-    // matching Python's unbounded integers.
-    unsigned __int128 global =
-        static_cast<unsigned __int128>(step) * globalBatch + j;
-    auto sequence = static_cast<uint64_t>(global % nseq);
+  for (uint64_t row = 0; row < share.rows(); ++row) {
+    uint64_t sequence = share.sample(row, nseq);
     uint64_t start = sequence * T;
     for (uint64_t t = 0; t <= T; ++t) {
       uint16_t id = token(start + t);

@@ -25,3 +25,8 @@ list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Moe.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Moe.cpp
   PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
+# Random ops: -ffp-contract=off keeps the dropout's product rounded as the
+# CUDA kernel's (__fmul_rn).
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Random.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Random.cpp
+  PROPERTIES COMPILE_OPTIONS "-O3;-ffp-contract=off")

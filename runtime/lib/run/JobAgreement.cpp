@@ -87,7 +87,8 @@ uint64_t fileDigest(const std::string &path) {
 std::string sharedOptionsText(const RunOptions &options) {
   std::string text = "--batch " + std::to_string(options.batch) + " --seq " +
                      std::to_string(options.seq) + " --steps " +
-                     std::to_string(options.steps);
+                     std::to_string(options.steps) + " --seed " +
+                     std::to_string(options.seed);
   if (options.eval)
     text += " --eval";
   // Saving is collective (every rank writes its shard); where is not.

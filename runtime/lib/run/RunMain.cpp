@@ -40,7 +40,6 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/StartupWatchdog.h"
-#include "dsc/runtime/TokenData.h"
 #include "dsc/runtime/Watchdog.h"
 
 #include <mpi.h>
@@ -399,9 +398,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   std::unique_ptr<ArtifactLibrary> artifact;
   std::unique_ptr<RunTarget> target;
   FeedPlan plan;
-  std::optional<TokenData> data;
-  std::vector<int64_t> unfed; // the tokens or targets no input takes
-  int64_t *tokens = nullptr, *targets = nullptr;
+  std::optional<InputFeed> data;
+  std::vector<void *> inputs; // the artifact's host input buffers
   std::unique_ptr<StepLog> log;
   std::optional<Checkpoint> resumed;
   JobDigest digest;
@@ -412,9 +410,12 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     const ArtifactInfo &info = artifact->info();
     applyArtifactRunSettings(options, artifact->runSettings(), options.artifact);
     plan = planFeeds(info, options, size);
+    // From here on --batch and --seq are the artifact's, given or not.
+    options.batch = plan.trainBatch;
+    options.seq = plan.seqLen;
     target = makeRunTarget(info.target);
     target->prepare(rank);
-    data = TokenData::open(options.data, plan.tokenLimit);
+    data.emplace(options.data, plan, info);
     // Cheap checks first: the checkpoint's metadata and shard headers or
     // the weights file's header, the checkpoint root, the metrics file, and
     // one batch (the data must hold a sequence), before any tensor is read.
@@ -441,15 +442,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (rank == 0 && !options.dumpOutputs.empty())
       (void)resolveOutputFile(options.dumpOutputs); // written after step 1
     target->allocate(info);
-    unfed.resize(static_cast<size_t>(plan.microBatch * plan.seqLen));
-    tokens = plan.tokensInput >= 0
-                 ? static_cast<int64_t *>(target->hostInput(plan.tokensInput))
-                 : unfed.data();
-    targets =
-        plan.targetsInput >= 0
-            ? static_cast<int64_t *>(target->hostInput(plan.targetsInput))
-            : unfed.data();
-    data->batch(0, options.batch, options.seq, rank, size, tokens, targets);
+    for (int32_t i = 0; i < info.numInputs; ++i)
+      inputs.push_back(target->hostInput(i));
+    data->fill(0, rank, size, inputs);
     if (resumed)
       target->loadStates(info, *resumed);
     else
@@ -474,6 +469,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   outcome = attempt([&] {
     stepContext = &target->connect();
     stepContext->setTraining(!options.eval);
+    stepContext->setSeed(static_cast<uint64_t>(options.seed));
   });
   if (int code = settle(control, outcome))
     return code;
@@ -493,8 +489,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                             : std::string();
     std::string accumulation =
         info.gradAccumSteps > 1
-            ? " x " + std::to_string(info.gradAccumSteps) +
-                  " micro-batches per step (gradient accumulation)"
+            ? " (" + std::to_string(info.gradAccumSteps) +
+                  " micro-batches of " + std::to_string(plan.microBatch) +
+                  " per rank: gradient accumulation)"
             : std::string();
     std::string experts = info.expertParallelSize > 1
                               ? " (expert-parallel size " +
@@ -536,8 +533,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   }
 
   // With gradient accumulation one step is N calls of the artifact, each
-  // on the next batch of the data (a micro-batch of --batch sequences); the
-  // update applies on the N-th and the step's loss is their mean.
+  // on the next micro-batch of the data (--batch / N samples over all
+  // ranks); the update applies on the N-th and the step's loss is their
+  // mean.
   const int64_t microSteps = info.gradAccumSteps;
   const bool trains = !options.eval && artifactTrains(info);
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
@@ -556,9 +554,11 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       auto start = std::chrono::steady_clock::now();
       double lossSum = 0;
       for (int64_t micro = 0; micro < microSteps; ++micro) {
-        data->batch((step - 1) * microSteps + micro, options.batch,
-                    options.seq, rank, size, tokens, targets);
-        context.beginStep(step);
+        data->fill((step - 1) * microSteps + micro, rank, size, inputs);
+        // This rank's first sample of the micro-batch in the optimizer
+        // step's global batch (the order fill() deals them: micro-batch by
+        // micro-batch, each split over the ranks).
+        context.beginStep(step, (micro * size + rank) * plan.microBatch);
         artifact->step(context);
         if (rank == 0)
           lossSum += readScalar(target->hostOutput(plan.lossOutput), lossType);
@@ -571,7 +571,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           loss = static_cast<float>(loss);
         StepRecord record =
             makeStepRecord(step, loss, lossType, elapsed.count(),
-                           options.batch * microSteps, options.seq);
+                           options.batch, options.seq);
         auto output = [&](int32_t index) {
           return readScalar(target->hostOutput(index),
                             info.outputs[index].type);

@@ -24,12 +24,12 @@ int64_t parsePositive(const std::string &option, const std::string &text) {
 
 std::string runUsage() {
   return "usage: mpirun -np N dsc-run ARTIFACT --weights W.safetensors "
-         "--data D.bin\n"
-         "               --batch B --seq T --steps S [--eval] "
+         "--data D.bin|D.safetensors\n"
+         "               --steps S [--batch B] [--seq T] [--eval] "
          "[--metrics FILE.csv]\n"
          "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
-         "               [--dump-outputs FILE.safetensors]\n"
+         "               [--seed N] [--dump-outputs FILE.safetensors]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -38,10 +38,18 @@ std::string runUsage() {
          "  --weights FILE   safetensors file holding every state the "
          "artifact names\n"
          "  --data FILE      token file (flat little-endian uint16, as "
-         "python -m dsc.data writes)\n"
-         "  --batch B        global batch: the artifact's micro batch times "
-         "the ranks\n"
-         "  --seq T          sequence length the artifact was compiled for\n"
+         "python -m dsc.data writes),\n"
+         "                   feeding inputs 'tokens' and 'targets'; or "
+         "FILE.safetensors: samples\n"
+         "                   for any inputs, one tensor per input named "
+         "after it, samples first\n"
+         "  --batch B        samples per step, DeepSpeed's train_batch_size "
+         "(default: the\n"
+         "                   artifact's micro batch x ranks x gradient "
+         "accumulation steps)\n"
+         "  --seq T          sequence length (default: the artifact's); "
+         "either, given, must\n"
+         "                   equal the artifact's\n"
          "  --steps S        steps to run, printed as step=1..S on rank 0 "
          "(resumed: N+1..N+S); 0 with --save: save the initial state\n"
          "  --eval           forward and loss only: the state is not "
@@ -67,6 +75,10 @@ std::string runUsage() {
          "                   DIR itself, a step_<N> directory) instead of "
          "--weights, and\n"
          "                   run steps N+1..N+S, from data batch N\n"
+         "  --seed N         the run's random seed (dropout masks; default "
+         "1234): with the\n"
+         "                   step and the sample, all a random draw depends "
+         "on\n"
          "  --dump-outputs FILE  write every output of the first step (loss, "
          "and gradients\n"
          "                   of an artifact compiled with --gradients) to "
@@ -82,7 +94,7 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       return options;
     }
 
-  bool seenBatch = false, seenSeq = false, seenSteps = false;
+  bool seenSteps = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string &arg = args[i];
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
@@ -124,9 +136,9 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
         throw UsageError("--metrics needs a file name");
     }
     else if (name == "--batch")
-      options.batch = parsePositive(name, takeValue()), seenBatch = true;
+      options.batch = parsePositive(name, takeValue());
     else if (name == "--seq")
-      options.seq = parsePositive(name, takeValue()), seenSeq = true;
+      options.seq = parsePositive(name, takeValue());
     else if (name == "--steps") {
       // 0 only with --save: the initial state as a checkpoint (below).
       std::string text = takeValue();
@@ -151,6 +163,10 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       if (options.csvMonitor.empty())
         throw UsageError("--csv-monitor needs a directory");
     }
+    else if (name == "--seed") {
+      std::string text = takeValue();
+      options.seed = text == "0" ? 0 : parsePositive(name, text);
+    }
     else
       throw UsageError("unknown option '" + name + "'");
   }
@@ -164,8 +180,6 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
   // A resumed run takes its state from the checkpoint.
   require(!options.weights.empty() || !options.resume.empty(), "--weights");
   require(!options.data.empty(), "--data");
-  require(seenBatch, "--batch");
-  require(seenSeq, "--seq");
   require(seenSteps, "--steps");
   if (options.steps == 0 && options.save.empty())
     throw UsageError("--steps needs a positive integer, got '0' (0 only with "

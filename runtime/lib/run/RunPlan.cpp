@@ -63,17 +63,20 @@ void checkArtifactTarget(const std::string &target, const std::string &where,
               "artifacts)");
 }
 
-FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
-                   int worldSize) {
-  const std::string where = options.artifact;
-  checkArtifactTarget(info.target, where, haveRunTarget("cuda"));
-  check(info.worldSize == worldSize,
-        where + ": artifact was compiled for " +
-            std::to_string(info.worldSize) + " rank(s), but the job has " +
-            std::to_string(worldSize) + " (mpirun -np " +
-            std::to_string(info.worldSize) + ")");
+DataFormat dataFormatOf(const std::string &path) {
+  const std::string suffix = ".safetensors";
+  bool samples = path.size() >= suffix.size() &&
+                 path.compare(path.size() - suffix.size(), suffix.size(),
+                              suffix) == 0;
+  return samples ? DataFormat::Samples : DataFormat::Tokens;
+}
 
-  FeedPlan plan;
+namespace {
+
+/// The token format's inputs: "tokens" and/or "targets", i64 [micro batch,
+/// seq] alike. Returns the input whose shape the job takes.
+const TensorDesc &planTokenFeeds(const ArtifactInfo &info,
+                                 const std::string &where, FeedPlan &plan) {
   for (int32_t i = 0; i < info.numInputs; ++i) {
     const TensorDesc &input = info.inputs[i];
     std::string name = input.name;
@@ -84,8 +87,10 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
     else
       throw Error(where + ": artifact input '" + name + "' (" +
                   describeType(input) +
-                  ") is not one dsc-run can feed; inputs must be named "
-                  "'tokens' or 'targets'");
+                  ") is not one a token file can feed; a token file feeds "
+                  "inputs named 'tokens' and 'targets' (the next tokens): "
+                  "give the data as a .safetensors file of samples named "
+                  "after the inputs (docs/running.md)");
     check(input.type == ElementType::I64 && input.rank == 2,
           where + ": artifact input '" + name + "' is " + describeType(input) +
               ", expected i64 [micro batch, seq]");
@@ -101,22 +106,92 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
           where + ": artifact inputs 'tokens' " + describeType(first) +
               " and 'targets' " + describeType(targets) + " differ in shape");
   }
-  plan.microBatch = first.shape[0];
+  // Token ids feed both inputs (targets are the next tokens), so every id
+  // must fit the smaller bound.
+  for (int32_t input : {plan.tokensInput, plan.targetsInput})
+    if (input >= 0 && info.inputs[input].indexLimit > 0)
+      plan.tokenLimit = plan.tokenLimit == 0
+                            ? info.inputs[input].indexLimit
+                            : std::min(plan.tokenLimit,
+                                       info.inputs[input].indexLimit);
   plan.seqLen = first.shape[1];
+  return first;
+}
+
+/// The samples format's inputs: any, all with the same leading micro-batch
+/// dimension. Returns the input that holds token ids (the first integer
+/// input of two or more dimensions), or the first input when none does.
+const TensorDesc &planSampleFeeds(const ArtifactInfo &info,
+                                  const std::string &where, FeedPlan &plan) {
+  check(info.numInputs > 0, where + ": artifact has no inputs to feed");
+  const TensorDesc *ids = nullptr;
+  for (int32_t i = 0; i < info.numInputs; ++i) {
+    const TensorDesc &input = info.inputs[i];
+    check(input.rank >= 1,
+          where + ": artifact input '" + std::string(input.name) + "' is " +
+              describeType(input) +
+              ", which has no micro-batch dimension to cut samples along");
+    check(input.shape[0] == info.inputs[0].shape[0],
+          where + ": artifact inputs '" + std::string(info.inputs[0].name) +
+              "' " + describeType(info.inputs[0]) + " and '" + input.name +
+              "' " + describeType(input) +
+              " differ in their first (micro-batch) dimension");
+    bool integer =
+        input.type == ElementType::I64 || input.type == ElementType::I32;
+    if (!ids && integer && input.rank >= 2)
+      ids = &input;
+  }
+  plan.seqLen = ids ? ids->shape[1] : 1;
+  return ids ? *ids : info.inputs[0];
+}
+
+} // namespace
+
+FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
+                   int worldSize) {
+  const std::string where = options.artifact;
+  checkArtifactTarget(info.target, where, haveRunTarget("cuda"));
+  check(info.worldSize == worldSize,
+        where + ": artifact was compiled for " +
+            std::to_string(info.worldSize) + " rank(s), but the job has " +
+            std::to_string(worldSize) + " (mpirun -np " +
+            std::to_string(info.worldSize) + ")");
+
+  FeedPlan plan;
+  plan.format = dataFormatOf(options.data);
+  const TensorDesc &first = plan.format == DataFormat::Tokens
+                                ? planTokenFeeds(info, where, plan)
+                                : planSampleFeeds(info, where, plan);
+  plan.microBatch = first.shape[0];
   check(plan.microBatch > 0 && plan.seqLen > 0,
         where + ": artifact input '" + first.name + "' is empty (" +
             describeType(first) + ")");
-  check(options.batch == plan.microBatch * worldSize,
+  plan.trainBatch = plan.microBatch * worldSize * info.gradAccumSteps;
+  std::string accumulation =
+      info.gradAccumSteps > 1
+          ? " times " + std::to_string(info.gradAccumSteps) +
+                " micro-batches per step (gradient accumulation)"
+          : std::string();
+  check(options.batch == 0 || options.batch == plan.trainBatch,
         "--batch " + std::to_string(options.batch) +
             " does not match the artifact: its micro batch " +
             std::to_string(plan.microBatch) + " per rank times " +
-            std::to_string(worldSize) + " rank(s) is " +
-            std::to_string(plan.microBatch * worldSize));
-  check(options.seq == plan.seqLen,
+            std::to_string(worldSize) + " rank(s)" + accumulation + " is " +
+            std::to_string(plan.trainBatch) +
+            " samples per step (DeepSpeed's train_batch_size); leave "
+            "--batch out to take it");
+  bool hasIds = plan.format == DataFormat::Tokens ||
+                ((first.type == ElementType::I64 ||
+                  first.type == ElementType::I32) &&
+                 first.rank >= 2);
+  check(options.seq == 0 || options.seq == plan.seqLen,
         "--seq " + std::to_string(options.seq) +
             " does not match the artifact's sequence length " +
-            std::to_string(plan.seqLen) + " (input '" + first.name + "' is " +
-            describeType(first) + ")");
+            std::to_string(plan.seqLen) +
+            (hasIds ? " (input '" + std::string(first.name) + "' is " +
+                          describeType(first) + ")"
+                    : std::string(" (no input holds token ids)")) +
+            "; leave --seq out to take it");
 
   plan.lossOutput = findTensor(info.outputs, info.numOutputs, "loss");
   check(plan.lossOutput >= 0, where + ": artifact has no output named 'loss'");
@@ -140,14 +215,6 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.lossScaleOutput = optionalScalar("loss_scale");
   plan.skippedOutput = optionalScalar("skipped");
   plan.gradNormOutput = optionalScalar("grad_norm");
-  // Token ids feed both inputs (targets are the next tokens), so every id
-  // must fit the smaller bound.
-  for (int32_t input : {plan.tokensInput, plan.targetsInput})
-    if (input >= 0 && info.inputs[input].indexLimit > 0)
-      plan.tokenLimit = plan.tokenLimit == 0
-                            ? info.inputs[input].indexLimit
-                            : std::min(plan.tokenLimit,
-                                       info.inputs[input].indexLimit);
   return plan;
 }
 

@@ -53,10 +53,16 @@ RunStepContext::RunStepContext(std::vector<void *> states,
 
 RunStepContext::~RunStepContext() = default;
 
-void RunStepContext::beginStep(int64_t step) {
+void RunStepContext::beginStep(int64_t step, int64_t firstSample) {
   step_ = step;
+  firstSample_ = firstSample;
   collectivesThisStep_ = 0;
   lastSequence_ = 0;
+}
+
+const int64_t *RunStepContext::stepKey() {
+  key_ = {static_cast<int64_t>(seed_), step_, firstSample_, training_ ? 1 : 0};
+  return key_.data();
 }
 
 void *RunStepContext::state(int32_t i) { return at(states_, i, "state"); }

@@ -7,6 +7,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/ArtifactLibrary.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunOptions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunPlan.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunData.cpp
   ${CMAKE_CURRENT_LIST_DIR}/StateSource.cpp
   ${CMAKE_CURRENT_LIST_DIR}/StateInit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunStepContext.cpp

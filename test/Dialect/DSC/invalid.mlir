@@ -563,17 +563,41 @@ func.func @mask_nan(%x: tensor<8x8xf32>) {
 
 // -----
 
-func.func @dropout_one(%x: tensor<8xf32>) {
+func.func @dropout_one(%x: tensor<8xf32>, %key: tensor<4xi64>) {
   // expected-error @+1 {{'dsc.dropout' op p must be in [0, 1), got 1.0}}
-  %0 = dsc.dropout %x, p = 1.0, seed = 0 : tensor<8xf32>
+  %0 = dsc.dropout %x, %key, p = 1.0, seed = 0, samples = 1 : tensor<8xf32>
   return
 }
 
 // -----
 
-func.func @dropout_negative(%x: tensor<8xf32>) {
+func.func @dropout_negative(%x: tensor<8xf32>, %key: tensor<4xi64>) {
   // expected-error @+1 {{'dsc.dropout' op p must be in [0, 1), got -5.000000e-01}}
-  %0 = dsc.dropout %x, p = -0.5, seed = 0 : tensor<8xf32>
+  %0 = dsc.dropout %x, %key, p = -0.5, seed = 0, samples = 1 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_samples(%x: tensor<8xf32>, %key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op samples must be >= 1 and divide the input's 8 elements, got 3}}
+  %0 = dsc.dropout %x, %key, p = 0.5, seed = 0, samples = 3 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_key(%x: tensor<8xf32>, %key: tensor<3xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op operand #1 must be tensor<4xi64>, but got 'tensor<3xi64>'}}
+  %0 = "dsc.dropout"(%x, %key) {p = 0.5 : f64, seed = 0 : i64, samples = 1 : i64} : (tensor<8xf32>, tensor<3xi64>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @step_key_type() {
+  // expected-error @+1 {{'dsc.step_key' op result #0 must be tensor<4xi64>, but got 'tensor<4xi32>'}}
+  %0 = dsc.step_key : tensor<4xi32>
   return
 }
 

@@ -149,10 +149,12 @@ func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
   %6 = dsc.causal_mask %s : tensor<2x4x8x8xf32>
   // CHECK: dsc.causal_mask %{{.*}} {fill_value = -1.000000e+04 : f64} : tensor<2x4x8x8xf32>
   %7 = dsc.causal_mask %s {fill_value = -1.0e4 : f64} : tensor<2x4x8x8xf32>
-  // CHECK: dsc.dropout %{{.*}}, p = 1.000000e-01, seed = 1234 : tensor<2x8x32xf32>
-  %8 = dsc.dropout %x, p = 0.1, seed = 1234 : tensor<2x8x32xf32>
-  // CHECK: dsc.dropout %{{.*}}, p = 0.000000e+00, seed = -7 : tensor<2x8x32xf32>
-  %9 = dsc.dropout %x, p = 0.0, seed = -7 : tensor<2x8x32xf32>
+  // CHECK: %[[KEY:.*]] = dsc.step_key : tensor<4xi64>
+  %key = dsc.step_key : tensor<4xi64>
+  // CHECK: dsc.dropout %{{.*}}, %[[KEY]], p = 1.000000e-01, seed = 1234, samples = 2 : tensor<2x8x32xf32>
+  %8 = dsc.dropout %x, %key, p = 0.1, seed = 1234, samples = 2 : tensor<2x8x32xf32>
+  // CHECK: dsc.dropout %{{.*}}, %[[KEY]], p = 0.000000e+00, seed = -7, samples = 16 : tensor<2x8x32xf32>
+  %9 = dsc.dropout %x, %key, p = 0.0, seed = -7, samples = 16 : tensor<2x8x32xf32>
   return
 }
 

@@ -26,13 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 MODELS = {
     "gpt2": (os.path.join(SRC, "examples", "models", "gpt2.py"), []),
+    # GPT-2 with nn.Dropout(0.1) everywhere GPT-2 has one: after the embeddings,
+    # on the attention probabilities, after attention and after the MLP.
+    "gpt2-drop": (os.path.join(SRC, "examples", "models", "gpt2.py"), ["dropout=0.1"]),
     "moe": (os.path.join(SRC, "examples", "models", "moe_gpt.py"), ["k=2"]),
     "bert": (os.path.join(SRC, "examples", "models", "bert.py"), []),
     # A decoder outside the zoo: RMS norm, rotary positions, SwiGLU, untied head.
     "llama": (os.path.join(SRC, "test", "export", "Inputs", "llama_like.py"), []),
 }
 EXPORTS = [("gpt2", 4), ("gpt2", 2), ("gpt2", 1), ("moe", 4), ("moe", 2),
-           ("bert", 4), ("bert", 2), ("llama", 4), ("llama", 2)]
+           ("bert", 4), ("bert", 2), ("llama", 4), ("llama", 2), ("gpt2-drop", 4),
+           ("gpt2-drop", 2)]
 
 ADAMW = ["--optim", "adamw", "--lr", "0.01"]
 SGD = ["--optim", "sgd", "--lr", "0.1", "--momentum", "0.9", "--grad-clip", "1.0"]
@@ -61,6 +65,8 @@ GOLDEN = {
     "bert-sgd": ("bert", SGD),
     "llama-adamw": ("llama", ADAMW),
     "llama-sgd": ("llama", SGD),
+    # Dropout: PyTorch drawing dsc's masks (dsc.philox, dsc-run's default seed).
+    "gpt2-drop-adamw": ("gpt2-drop", ADAMW),
 }
 PYTHON = "/usr/bin/python3"
 

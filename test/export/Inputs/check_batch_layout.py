@@ -23,3 +23,33 @@ try:
 except ValueError:
     pass
 print("batch layout ok")
+
+# Samples files share the layout (dsc-run's BatchShare): step 2 of batch 4
+# over 2 ranks and 10 samples is samples 8, 9 | 0, 1.
+assert data.sample_rows(2, 4, 10, rank=0, world=2) == [8, 9]
+assert data.sample_rows(2, 4, 10, rank=1, world=2) == [0, 1]
+assert data.sample_rows(2**62, 4, 12) == [4, 5, 6, 7]   # 2^64 % 12 == 4
+samples = {"features": np.arange(30, dtype=np.float32).reshape(10, 3),
+           "labels": np.arange(10) % 3}
+rows = data.sample_batch(samples, 2, 4, rank=1, world=2)
+assert (rows["features"] == samples["features"][[0, 1]]).all()
+assert (rows["labels"] == [0, 1]).all()
+# A token file's sequences as samples give its batches, step for step.
+cut = data.token_samples(tokens, T, ("input_ids", "labels"))
+assert cut["input_ids"].shape == (nseq, T) and cut["input_ids"].dtype == np.int64
+for step in range(7):
+    for r in range(2):
+        x, y = data.batch(tokens, step, B, T, rank=r, world=2)
+        b = data.sample_batch(cut, step, B, rank=r, world=2)
+        assert (b["input_ids"] == x).all() and (b["labels"] == y).all()
+for bad, message in [({"a": np.zeros((3, 2)), "b": np.zeros(2)}, "holds 2 samples"),
+                     ({"a": np.zeros((0, 2))}, "no samples"),
+                     ({"a": np.zeros(())}, "is a scalar"),
+                     ({}, "no tensors")]:
+    try:
+        data.check_samples(bad)
+        raise SystemExit(f"{message}: not refused")
+    except ValueError as e:
+        assert message in str(e), e
+assert data.is_samples_file("x/train.safetensors") and not data.is_samples_file("d.bin")
+print("sample layout ok")

@@ -1,7 +1,12 @@
 """A decoder outside the zoo, written the way Llama-family code is: RMSNorm,
 rotary position embeddings (cos/sin tables from an inv_freq buffer, applied
 with rotate_half), a SwiGLU gated MLP, no biases, an untied LM head, and a
-causal mask built in forward from torch.full + torch.triu."""
+causal mask built in forward from torch.full + torch.triu.
+
+build(hf_names=True) names the inputs the Hugging Face way, (input_ids,
+labels), with the same parameters: labels are the next tokens (already
+shifted), so a token file's sequences feed it as a samples file
+(`python3 -m dsc.data --from-tokens`)."""
 
 import torch
 import torch.nn as nn
@@ -93,8 +98,15 @@ class Decoder(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
-def build(batch=2, seq=8):
-    model = Decoder()
+class HFNamedDecoder(Decoder):
+    """The Decoder whose graph inputs are named input_ids and labels."""
+
+    def forward(self, input_ids, labels):
+        return super().forward(input_ids, labels)
+
+
+def build(batch=2, seq=8, hf_names=False):
+    model = HFNamedDecoder() if hf_names else Decoder()
     g = torch.Generator().manual_seed(7)
     tokens = torch.randint(0, 256, (batch, seq), generator=g)
     targets = torch.randint(0, 256, (batch, seq), generator=g)

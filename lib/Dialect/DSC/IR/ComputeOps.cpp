@@ -256,6 +256,11 @@ LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))
     return emitOpError() << "p must be in [0, 1), got " << p;
+  int64_t samples = getSamples();
+  int64_t numel = getInput().getType().getNumElements();
+  if (samples < 1 || numel % samples != 0)
+    return emitOpError() << "samples must be >= 1 and divide the input's "
+                         << numel << " elements, got " << samples;
   return success();
 }
 

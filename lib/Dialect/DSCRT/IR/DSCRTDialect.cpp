@@ -70,6 +70,14 @@ LogicalResult BufferOp::verify() {
   return success();
 }
 
+LogicalResult StepKeyOp::verify() {
+  MemRefType type = getType();
+  if (type.getShape() != ArrayRef<int64_t>{4} ||
+      !type.getElementType().isInteger(64))
+    return emitOpError() << "must be a memref<4xi64, #dscrt.host>, got " << type;
+  return success();
+}
+
 LogicalResult ConstantOp::verify() {
   auto type = cast<ShapedType>(getValue().getType());
   if (type.getShape() != getType().getShape() ||

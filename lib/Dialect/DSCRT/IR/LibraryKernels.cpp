@@ -15,7 +15,7 @@ static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
     "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
-    "moe_dispatch", "moe_combine", "moe_route_dot"};
+    "moe_dispatch", "moe_combine", "moe_route_dot", "dropout"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -117,6 +117,9 @@ static std::optional<StringRef> matchOp(Operation *op) {
     return StringRef("sgd_update");
   if (isa<SumSquaresOp>(op))
     return StringRef("sum_squares");
+  // Random ops (dsc/kernels/Random.h).
+  if (isa<DropoutOp>(op) && isFloat)
+    return StringRef("dropout");
   // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
   // take, rows of the library's float types.
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)

@@ -16,6 +16,7 @@
 #include "dsc/kernels/Optimizer.h"
 #include "dsc/kernels/Permute.h"
 #include "dsc/kernels/Queue.h"
+#include "dsc/kernels/Random.h"
 #include "dsc/kernels/Reduce.h"
 #include "dsc/kernels/Routing.h"
 #include "dsc/kernels/Row.h"

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 8;
+constexpr int32_t kArtifactAbiVersion = 9;
 
 class Stream;
 
@@ -195,6 +195,12 @@ public:
   /// False for `dsc-run --eval`: a training step returns once its outputs
   /// (the loss) are written, before the backward pass and the optimizer.
   virtual bool training() const = 0;
+  /// dsc.step_key's four integers for this call of the step: the run's
+  /// seed, the optimizer step (1-based, as dsc-run numbers steps), the
+  /// index of this rank's first sample of this call in the optimizer
+  /// step's global batch, and 1 if the step trains (0 when training() is
+  /// false). Host memory, valid until the step returns.
+  virtual const int64_t *stepKey() = 0;
 };
 
 } // namespace dsc::rt

@@ -16,6 +16,8 @@
 #include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/CommStats.h"
 #include "dsc/runtime/Error.h"
+#include "dsc/runtime/SampleData.h"
+#include "dsc/runtime/TokenData.h"
 
 #include <array>
 #include <cstdint>
@@ -52,8 +54,11 @@ struct RunOptions {
   std::string artifact;
   std::string weights;
   std::string data;
-  int64_t batch = 0; // global batch, all ranks together
-  int64_t seq = 0;
+  /// DeepSpeed's train_batch_size: samples per optimizer step, all ranks
+  /// and micro-batches together. 0 (not given): the artifact's.
+  int64_t batch = 0;
+  int64_t seq = 0; // 0 (not given): the artifact's
+
   int64_t steps = 0;
   bool eval = false;
   std::string metrics; // empty: no CSV
@@ -67,6 +72,7 @@ struct RunOptions {
   /// DeepSpeed csv_monitor files go to this directory; empty: not given,
   /// the artifact's (the config's csv_monitor), else none.
   std::string csvMonitor;
+  int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
   bool help = false;
 };
 
@@ -80,7 +86,7 @@ void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
 /// Parses dsc-run's arguments (without argv[0]). Options take their value
 /// as the next argument or after '='. Throws UsageError for an unknown
 /// option, a missing value or required option (--weights is required only
-/// without --resume), a number that is not a positive decimal integer, an
+/// without --resume; --batch and --seq are optional), a number that is not a positive decimal integer, an
 /// empty --save/--resume directory, or --save-interval without --save.
 /// With --help or -h anywhere, returns at once with `help` set.
 RunOptions parseRunOptions(const std::vector<std::string> &args);
@@ -92,10 +98,19 @@ std::string runUsage();
 // The artifact against the job
 //===----------------------------------------------------------------------===//
 
+/// The two data formats (docs/running.md): nanoGPT's token files, which
+/// feed inputs named `tokens` and `targets`, and for any model a
+/// safetensors file of samples whose tensors are named after the inputs.
+enum class DataFormat { Tokens, Samples };
+
+/// Samples for a path ending in ".safetensors", tokens otherwise.
+DataFormat dataFormatOf(const std::string &path);
+
 /// Where the batch goes and the loss comes from.
 struct FeedPlan {
-  int32_t tokensInput = -1;  // index in ArtifactInfo::inputs, -1 if absent
-  int32_t targetsInput = -1;
+  DataFormat format = DataFormat::Tokens;
+  int32_t tokensInput = -1;  // token format: index in ArtifactInfo::inputs,
+  int32_t targetsInput = -1; // -1 if absent
   int32_t lossOutput = -1;
   /// Optional scalar outputs of a training step, -1 if absent: the learning
   /// rate the step used (`lr`), and with loss scaling the scale it used
@@ -106,10 +121,17 @@ struct FeedPlan {
   /// The global 2-norm of the gradients before clipping (`grad_norm`; a
   /// step compiled with gradient clipping computes it), -1 if absent.
   int32_t gradNormOutput = -1;
-  int64_t microBatch = 0; // per rank
+  int64_t microBatch = 0; // per rank: every input's leading dimension
+  /// Tokens per sample: dimension 1 of the token ids (`tokens`, or with
+  /// samples the first integer input of two or more dimensions); 1 for a
+  /// model without token ids.
   int64_t seqLen = 0;
-  /// Token ids must lie in [0, tokenLimit): the smaller indexLimit of the
-  /// two inputs (the vocabulary); 0 when the artifact records none.
+  /// DeepSpeed's train_batch_size: micro batch x ranks x micro-batches per
+  /// step (gradient accumulation).
+  int64_t trainBatch = 0;
+  /// Token format: token ids must lie in [0, tokenLimit), the smaller
+  /// indexLimit of the two inputs (the vocabulary); 0 when the artifact
+  /// records none.
   int64_t tokenLimit = 0;
 };
 
@@ -121,13 +143,44 @@ void checkArtifactTarget(const std::string &target, const std::string &where,
 
 /// Throws Error unless the artifact fits the job: compiled for a target this
 /// dsc-run runs (checkArtifactTarget, CUDA support meaning that a RunTarget
-/// "cuda" is registered) and `worldSize` ranks; inputs named "tokens"
-/// and/or "targets" only, int64 [micro batch, seq] and agreeing with each
-/// other; options.batch == micro batch * worldSize and options.seq == seq;
-/// an output "loss" of f32 or f64 holding one element, and "lr",
-/// "loss_scale" and "skipped", when the artifact has them, the same.
+/// "cuda" is registered) and `worldSize` ranks; inputs that the format of
+/// options.data feeds (tokens: named "tokens" and/or "targets" only, int64
+/// [micro batch, seq] and agreeing with each other; samples: any, with one
+/// leading micro-batch dimension); options.batch, unless 0, equal to the
+/// train batch and options.seq, unless 0, to seqLen (each error says the
+/// artifact's value); an output "loss" of f32 or f64 holding one element,
+/// and "lr", "loss_scale" and "skipped", when the artifact has them, the
+/// same.
 FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
                    int worldSize);
+
+/// What a samples file must hold for the artifact's inputs: per input its
+/// name, storageDType, shape without the micro-batch dimension, and
+/// indexLimit.
+std::vector<SampleSpec> sampleSpecs(const ArtifactInfo &info);
+
+/// The data file, cut into the artifact's inputs by the plan's format.
+class InputFeed {
+public:
+  /// Opens `path`: TokenData::open with the plan's token limit, or
+  /// SampleData::open held to sampleSpecs(info). Throws their Errors.
+  InputFeed(const std::string &path, const FeedPlan &plan,
+            const ArtifactInfo &info);
+
+  /// Fills `inputs` (the artifact's host input buffers, by input index)
+  /// with rank `rank`'s share of micro-batch `index` (0-based) of
+  /// microBatch x `worldSize` samples. With gradient accumulation, step s's
+  /// micro-batches are s*G .. s*G+G-1, so step s covers samples
+  /// [s*B, (s+1)*B) of train batch B, as DeepSpeed's loader does.
+  void fill(int64_t index, int rank, int worldSize,
+            const std::vector<void *> &inputs);
+
+private:
+  FeedPlan plan_;
+  std::optional<TokenData> tokens_;
+  std::optional<SampleData> samples_;
+  std::vector<int64_t> unfed_; // tokens or targets that no input takes
+};
 
 /// The safetensors dtype that stores `type` (I1 is one byte, as BOOL).
 DType storageDType(ElementType type);
@@ -256,8 +309,10 @@ public:
                  LocalCopy localCopy = {});
   ~RunStepContext() override;
 
-  /// Starts step `step` (1-based, as printed): sequence numbers start over.
-  void beginStep(int64_t step);
+  /// Starts a call of the step for optimizer step `step` (1-based, as
+  /// printed) whose first sample is `firstSample` in the step's global
+  /// batch (stepKey): sequence numbers start over.
+  void beginStep(int64_t step, int64_t firstSample = 0);
   /// Collectives the artifact issued in the current step.
   int64_t collectivesThisStep() const { return collectivesThisStep_; }
 
@@ -298,6 +353,9 @@ public:
   bool training() const override { return training_; }
   /// `dsc-run --eval` sets false: training steps stop after the loss.
   void setTraining(bool training) { training_ = training; }
+  const int64_t *stepKey() override;
+  /// The run's seed (`dsc-run --seed`), the first of stepKey's integers.
+  void setSeed(uint64_t seed) { seed_ = seed; }
 
   /// The job's communicator.
   Communicator &communicator() const { return comm_; }
@@ -338,6 +396,9 @@ private:
   std::unique_ptr<GroupCommunicators> groups_;
   std::array<CommStats, 3> groupStats_{};
   int64_t step_ = 0;
+  int64_t firstSample_ = 0;
+  uint64_t seed_ = 0;
+  std::array<int64_t, 4> key_{};
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
   bool training_ = true;

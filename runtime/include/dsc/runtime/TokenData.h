@@ -36,7 +36,8 @@ public:
   /// With B = globalBatch, T = seqLen, N = worldSize and
   /// nseq = (size()-1) / T, sequence j of the step starts at
   /// ((step*B + j) % nseq) * T; tokens are data[start, start+T) and targets
-  /// data[start+1, start+T+1); rank r takes j in [r*B/N, (r+1)*B/N).
+  /// data[start+1, start+T+1); rank r takes j in [r*B/N, (r+1)*B/N): the
+  /// layout every format shares (BatchShare, BatchLayout.h).
   /// Throws Error when B % N != 0, nseq < 1, the rank is out of range, or a
   /// size is not positive, and "PATH: token id V at byte offset O is
   /// outside the vocabulary ..." for a token at or above the limit. Every

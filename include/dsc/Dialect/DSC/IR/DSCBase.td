@@ -109,6 +109,11 @@ def DSC_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
 def DSC_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 def DSC_BoolTensor : StaticShapeTensorOf<[I1]>;
 def DSC_I64Tensor : StaticShapeTensorOf<[I64]>;
+// dsc.step_key's four integers.
+def DSC_StepKeyTensor : Type<And<[DSC_I64Tensor.predicate,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getShape() == "
+          "::llvm::ArrayRef<int64_t>{4}">]>, "tensor<4xi64>">,
+    BuildableType<"::mlir::RankedTensorType::get({4}, $_builder.getI64Type())">;
 
 //===----------------------------------------------------------------------===//
 // Op base

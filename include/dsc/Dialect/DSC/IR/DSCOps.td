@@ -1096,24 +1096,61 @@ def DSC_ReduceMaxOp : DSC_ReduceOp<"reduce_max", "maximum",
 // Randomness
 //===----------------------------------------------------------------------===//
 
-def DSC_DropoutOp : DSC_Op<"dropout", [Pure, SameOperandsAndResultType]> {
-  let summary = "inverted dropout with an explicit seed";
+def DSC_StepKeyOp : DSC_Op<"step_key", [Pure]> {
+  let summary = "what identifies this call of the step to its random ops";
   let description = [{
-    Zeroes each element with probability `p` and scales the others by
-    `1 / (1 - p)`. The mask is a pure function of `seed`, the op's position in
-    the step and the step number, so that recomputation (activation
-    checkpointing) and every rank reproduce it exactly. `0 <= p < 1`.
+    Four integers the runtime supplies on every call of the step, read by
+    the ops whose results depend on a random draw (dsc.dropout):
+
+    - `[0]` the run's seed (`dsc-run --seed`);
+    - `[1]` the optimizer step, counted from 1 as dsc-run counts steps (a
+      resumed run goes on from the checkpoint's);
+    - `[2]` the index, in the optimizer step's global batch (every rank and
+      micro-batch of the step), of this rank's first sample of this call;
+    - `[3]` 1 when the step trains, 0 for `dsc-run --eval` (a random op is
+      then the identity, as under PyTorch's `model.eval()`).
+
+    Nothing else enters a draw, so a run's random numbers do not depend on
+    the world size, the ZeRO stage or activation checkpointing: a
+    recomputation draws the same numbers.
 
     Example:
 
     ```mlir
-    %d = dsc.dropout %x, p = 1.000000e-01, seed = 1234 : tensor<2x8x32xf32>
+    %key = dsc.step_key : tensor<4xi64>
     ```
   }];
-  let arguments = (ins DSC_FloatTensor:$input, F64Attr:$p, I64Attr:$seed);
+  let results = (outs DSC_StepKeyTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def DSC_DropoutOp : DSC_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "inverted dropout drawn from a counter-based generator";
+  let description = [{
+    Zeroes each element with probability `p` and scales the others by
+    `1 / (1 - p)` (rounded once to f32). `0 <= p < 1`. The input holds
+    `samples` samples (the micro-batch), outermost: sample j is the j-th
+    block of numel / samples elements. Element e of sample j is drawn by
+    Philox4x32-10 (docs/training.md "Dropout") from `key` (dsc.step_key),
+    `seed` (the dropout site: the exporter numbers a model's dropouts in the
+    order its forward calls them) and the element's index in the global
+    batch, (key[2] + j) * (numel / samples) + e. The gradient is the same
+    dropout of the cotangent: the mask is drawn again, never stored. With
+    `key[3] = 0` (evaluation) the op is the identity.
+
+    Example:
+
+    ```mlir
+    %d = dsc.dropout %x, %key, p = 1.000000e-01, seed = 3, samples = 2
+        : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$input, DSC_StepKeyTensor:$key,
+                       F64Attr:$p, I64Attr:$seed, I64Attr:$samples);
   let results = (outs DSC_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` `p` `=` $p `,` `seed` `=` $seed attr-dict `:` type($input)
+    $input `,` $key `,` `p` `=` $p `,` `seed` `=` $seed `,` `samples` `=` $samples
+    attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

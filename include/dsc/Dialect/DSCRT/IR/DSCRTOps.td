@@ -144,6 +144,24 @@ def DSCRT_InputOp : DSCRT_Op<"input", [Pure]> {
   let assemblyFormat = "$index $name attr-dict `:` type($result)";
 }
 
+def DSCRT_StepKeyOp : DSCRT_Op<"step_key", [Pure]> {
+  let summary = "dsc.step_key's four integers, in host memory";
+  let description = [{
+    The host buffer the runtime fills before each call of the step with
+    the run's seed, the optimizer step, this call's first sample in the
+    step's global batch and whether the step trains (dsc.step_key,
+    StepContext::stepKey). Kernels read a `dscrt.copy` of it in device
+    memory.
+
+    ```mlir
+    %k = dscrt.step_key : memref<4xi64, #dscrt.host>
+    ```
+  }];
+  let results = (outs DSCRT_HostBuffer:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def DSCRT_AllocOp : DSCRT_Op<"alloc", [Pure]> {
   let summary = "a buffer not yet placed in the arena";
   let description = [{

@@ -214,9 +214,10 @@ static LogicalResult selectGrad(SelectOp op, Gradient &g) {
 }
 
 static LogicalResult dropoutGrad(DropoutOp op, Gradient &g) {
-  // The same p and seed give the same mask: the cotangent is dropped where
-  // the input was, and scaled alike.
-  g.set(0, DropoutOp::create(g.b, g.loc, g.dy(), op.getPAttr(), op.getSeedAttr()));
+  // The same key, p and seed draw the same mask: the cotangent is dropped
+  // where the input was, and scaled alike.
+  g.set(0, DropoutOp::create(g.b, g.loc, g.dy(), op.getKey(), op.getPAttr(),
+                             op.getSeedAttr(), op.getSamplesAttr()));
   return success();
 }
 

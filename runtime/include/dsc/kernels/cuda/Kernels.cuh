@@ -16,6 +16,7 @@
 #include "dsc/kernels/cuda/Moe.cuh"
 #include "dsc/kernels/cuda/Optimizer.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"
+#include "dsc/kernels/cuda/Random.cuh"
 #include "dsc/kernels/cuda/Reduce.cuh"
 #include "dsc/kernels/cuda/Routing.cuh"
 #include "dsc/kernels/cuda/Row.cuh"

@@ -1,0 +1,31 @@
+//===- LibraryRandom.cpp - random ops as library calls ---------------------===//
+//
+// dsc.dropout (dsc/kernels/Random.h): one call, the site's constants as a
+// dsc::kernels::DropoutSite literal {numel, perSample, p, seed}; p is
+// printed with 17 significant digits, which read back the same double.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LibraryCalls.h"
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+using namespace mlir::dsc::cpp;
+
+LogicalResult mlir::dsc::cpp::emitRandomCall(LibraryCall &call) {
+  auto dropout = dyn_cast_or_null<DropoutOp>(call.op());
+  if (!dropout)
+    return failure();
+  int64_t numel = dropout.getInput().getType().getNumElements();
+  call.text += llvm::formatv(
+      "  dsc_kernels::dropout(stream, {0}, {1}, {2}, "
+      "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}});\n",
+      call.in(dropout.getInput()), call.in(dropout.getKey()), call.out(0), numel,
+      numel / dropout.getSamples(), dropout.getP().convertToDouble(),
+      dropout.getSeed());
+  return success();
+}

@@ -1,0 +1,101 @@
+"""dsc's random numbers in Python: Philox4x32-10 and dsc.dropout's masks,
+the same numbers as the runtime's kernels (runtime/include/dsc/kernels/
+Philox.h and Random.h), so that PyTorch runs (dsc.golden) can drop exactly
+the elements a dsc run drops.
+
+A dropout's draw for element g of the optimizer step's global batch (the
+samples of every rank and micro-batch of the step in order, each sample's
+elements in order) is word g % 4 of
+
+    philox4x32(counter=(g // 4 mod 2^32, g // 2^34, site mod 2^32, step mod 2^32),
+               key=(seed mod 2^32, seed // 2^32))
+
+where `site` numbers the model's dropouts in the order its forward calls
+them, `step` is the optimizer step counted from 1 and `seed` the run's seed
+(`dsc-run --seed`, default 1234). The element is dropped when
+(word >> 8) < ceil(p * 2^24), i.e. when the word's top 24 bits as a number
+in [0, 1) are below p; a kept element is multiplied by float32(1 / (1 - p)).
+"""
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DEFAULT_SEED = 1234
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def philox4x32(counter, key):
+    """Philox4x32-10: counter, a tuple of four uint32 arrays (or ints); key,
+    two. Returns four uint32 arrays."""
+    c = [np.asarray(x, dtype=np.uint64) & _MASK32 for x in counter]
+    k0, k1 = (np.uint64(int(x) & 0xFFFFFFFF) for x in key)
+    m0, m1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
+    for r in range(10):
+        if r:
+            k0 = (k0 + np.uint64(0x9E3779B9)) & _MASK32
+            k1 = (k1 + np.uint64(0xBB67AE85)) & _MASK32
+        p0, p1 = m0 * c[0], m1 * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & _MASK32,
+             (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & _MASK32]
+    return [x.astype(np.uint32) for x in c]
+
+
+def dropout_mask(shape, p, site, seed, step, first_sample, samples):
+    """The float32 multiplier (0 or 1/(1-p)) of every element of a dropout
+    input of `shape` holding `samples` samples, the first of which is
+    sample `first_sample` of the step's global batch."""
+    numel = math.prod(shape)
+    if samples < 1 or numel % samples:
+        raise ValueError(f"{samples} samples do not divide a tensor of {numel} elements")
+    g = np.uint64(first_sample * (numel // samples)) + np.arange(numel, dtype=np.uint64)
+    block = g >> np.uint64(2)
+    words = philox4x32((block & _MASK32, block >> np.uint64(32),
+                        np.full_like(block, site & 0xFFFFFFFF),
+                        np.full_like(block, step & 0xFFFFFFFF)),
+                       (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF))
+    lane = (g & np.uint64(3)).astype(np.int64)
+    word = np.choose(lane, words)
+    threshold = math.ceil(p * 16777216.0)
+    scale = np.float32(1.0 / (1.0 - p))
+    keep = (word >> np.uint32(8)) >= threshold
+    return torch.from_numpy(np.where(keep, scale, np.float32(0)).astype(np.float32)
+                            .reshape(shape))
+
+
+def apply_dropout(x, mask):
+    """x * mask as dsc computes it: in float32 for 16-bit x, rounded once."""
+    if x.dtype in (torch.bfloat16, torch.float16):
+        return (x.float() * mask.to(x.device)).to(x.dtype)
+    return x * mask.to(device=x.device, dtype=x.dtype)
+
+
+class DscDropout(torch.overrides.TorchFunctionMode):
+    """Within it, F.dropout (nn.Dropout) draws dsc's masks: the n-th call is
+    site n, for a forward of `samples` samples (the inputs' leading
+    dimension), the first of which is sample `first_sample` of optimizer step
+    `step` (1-based)."""
+
+    def __init__(self, step, first_sample, samples, seed=DEFAULT_SEED):
+        super().__init__()
+        self.step, self.first_sample, self.samples = step, first_sample, samples
+        self.seed = seed
+        self.site = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.dropout:
+            bound = dict(zip(("input", "p", "training", "inplace"), args), **kwargs)
+            x, p = bound["input"], bound.get("p", 0.5)
+            training = bound.get("training", True)
+            site = self.site
+            self.site += 1
+            if not training or p == 0:
+                return x
+            mask = dropout_mask(tuple(x.shape), p, site, self.seed, self.step,
+                                self.first_sample, self.samples)
+            return apply_dropout(x, mask)
+        return func(*args, **kwargs)

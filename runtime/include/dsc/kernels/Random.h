@@ -1,0 +1,96 @@
+//===- Random.h - random ops: dropout ---------------------------*- C++ -*-===//
+//
+// dsc.dropout as one kernel for both targets (cuda/Random.cuh). Element e
+// of a dropout's input is element g = key[2] * perSample + e of the
+// optimizer step's global batch (key: dsc.step_key's four integers, in
+// device memory). Its draw is word g % 4 of
+//
+//   Philox4x32-10(counter = {low, high 32 bits of g / 4, site seed, step},
+//                 key = {low, high 32 bits of the run's seed})
+//
+// (step = key[1], seed = key[0]; the site seed and the step taken modulo
+// 2^32). The element is dropped when the word's top 24 bits, as a number u
+// in [0, 1) with 24 bits, are below p: u < p. The output is
+// x * (dropped ? 0 : scale), with scale = 1 / (1 - p) rounded to float and
+// the product in float, rounded once to the element type (so NaN and
+// infinities propagate as in PyTorch's x * mask). With key[3] = 0 (not
+// training) the output is the input. python/dsc/philox.py computes the
+// same masks for the golden runs.
+//
+// Instantiated for float, bf16 and f16 in the runtime library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_KERNELS_RANDOM_H
+#define DSC_KERNELS_RANDOM_H
+
+#include "dsc/kernels/Philox.h"
+#include "dsc/kernels/Queue.h"
+#include "dsc/runtime/Float16.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace dsc::kernels {
+
+/// One dsc.dropout: `numel` elements, `perSample` of them per sample,
+/// probability `p` in [0, 1), the site's `seed`.
+struct DropoutSite {
+  int64_t numel;
+  int64_t perSample;
+  double p;
+  int64_t seed;
+};
+
+/// What a site's draws are compared with, and the kept elements' scale.
+struct DropoutDraw {
+  uint32_t threshold; // u < p  <=>  (word >> 8) < threshold
+  float scale;
+};
+
+inline DropoutDraw dropoutDraw(double p) {
+  // p * 2^24 is exact in double; the top 24 bits of a word are an integer.
+  return {static_cast<uint32_t>(std::ceil(p * 16777216.0)),
+          static_cast<float>(1.0 / (1.0 - p))};
+}
+
+/// The counter of element block `block` (elements 4 * block .. 4 * block + 3
+/// of the global batch) at `site` in step `step`.
+DSC_PHILOX_HD inline PhiloxWords dropoutCounter(uint64_t block, int64_t site,
+                                                int64_t step) {
+  return {{uint32_t(block), uint32_t(block >> 32), uint32_t(uint64_t(site)),
+           uint32_t(uint64_t(step))}};
+}
+
+/// The element of a call, whose first element is element `first` of the
+/// global batch and which holds `n`, that lane `lane` of block `block`
+/// draws for; -1 when that element is not the call's.
+DSC_PHILOX_HD inline int64_t dropoutElement(uint64_t block, int lane, uint64_t first,
+                                            int64_t n) {
+  const uint64_t g = block * 4 + uint64_t(lane);
+  return g < first || g - first >= uint64_t(n) ? -1 : int64_t(g - first);
+}
+
+/// What the element a draw `word` is for is multiplied by.
+DSC_PHILOX_HD inline float dropoutMultiplier(uint32_t word, DropoutDraw draw) {
+  return (word >> 8) < draw.threshold ? 0.0f : draw.scale;
+}
+
+namespace cpu {
+
+/// y = dsc.dropout(x) (see above); x and y may be the same buffer.
+template <typename T>
+void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site);
+
+#define DSC_RANDOM_DECLARE(T)                                                  \
+  extern template void dropout<T>(Queue, const T *, const int64_t *, T *,      \
+                                  DropoutSite);
+DSC_RANDOM_DECLARE(float)
+DSC_RANDOM_DECLARE(dsc::rt::BFloat16)
+DSC_RANDOM_DECLARE(dsc::rt::Half)
+#undef DSC_RANDOM_DECLARE
+
+} // namespace cpu
+} // namespace dsc::kernels
+
+#endif // DSC_KERNELS_RANDOM_H

@@ -1,0 +1,46 @@
+//===- Random.cpp - random ops on the CPU ----------------------------------===//
+
+#include "dsc/kernels/Random.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace dsc::kernels::cpu {
+
+template <typename T>
+void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
+  const int64_t n = site.numel;
+  if (n <= 0)
+    return;
+  if (key[3] == 0) { // evaluation: the identity
+    if (x != y)
+      std::memcpy(y, x, static_cast<size_t>(n) * sizeof(T));
+    return;
+  }
+  const DropoutDraw draw = dropoutDraw(site.p);
+  const uint64_t seed = static_cast<uint64_t>(key[0]);
+  const uint64_t first = static_cast<uint64_t>(key[2]) *
+                         static_cast<uint64_t>(site.perSample);
+  // Blocks of four elements of the global batch that this tensor touches.
+  const int64_t blocks = int64_t((first + uint64_t(n) - 1) / 4 - first / 4) + 1;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t block = first / 4 + uint64_t(b);
+    const PhiloxWords words =
+        philox4x32(dropoutCounter(block, site.seed, key[1]), uint32_t(seed),
+                   uint32_t(seed >> 32));
+    for (int lane = 0; lane < 4; ++lane)
+      if (const int64_t e = dropoutElement(block, lane, first, n); e >= 0)
+        y[e] = T(float(x[e]) * dropoutMultiplier(words.w[lane], draw));
+  }
+}
+
+template void dropout<float>(Queue, const float *, const int64_t *, float *,
+                             DropoutSite);
+template void dropout<dsc::rt::BFloat16>(Queue, const dsc::rt::BFloat16 *,
+                                         const int64_t *, dsc::rt::BFloat16 *,
+                                         DropoutSite);
+template void dropout<dsc::rt::Half>(Queue, const dsc::rt::Half *, const int64_t *,
+                                     dsc::rt::Half *, DropoutSite);
+
+} // namespace dsc::kernels::cpu

@@ -1,0 +1,48 @@
+//===- RandomCudaTest.cu - the CUDA dropout kernel vs the CPU one ---------===//
+//
+// The same draws and one rounded product per element: bit for bit, for any
+// offset of the call in the global batch, in training and evaluation.
+
+#include "dsc/kernels/Random.h"
+#include "dsc/kernels/cuda/Random.cuh"
+
+#include "KernelCudaTestSupport.h"
+
+using namespace dsc::kernels::test;
+using dsc::kernels::DropoutSite;
+namespace cpu = dsc::kernels::cpu;
+namespace gpu = dsc::kernels::cuda;
+
+namespace {
+
+template <typename T> void checkDropout(int64_t samples, int64_t perSample, double p,
+                                        std::vector<int64_t> key) {
+  const int64_t n = samples * perSample;
+  auto x = randomTensor<T>(n, 6);
+  const DropoutSite site{n, perSample, p, 3};
+  std::vector<T> want(n);
+  cpu::dropout(cpu::Queue{}, x.data(), key.data(), want.data(), site);
+  DeviceBuffer<T> din(x), dout(static_cast<size_t>(n));
+  DeviceBuffer<int64_t> dkey(key);
+  gpu::dropout(nullptr, din.get(), dkey.get(), dout.get(), site);
+  EXPECT_TRUE(bitwiseEqual(dout.host(), want))
+      << typeName<T>() << " " << samples << "x" << perSample << " p " << p;
+}
+
+template <typename T> void checkDropouts() {
+  for (double p : {0.0, 0.1, 0.5})
+    for (int64_t first : {0, 1, 3})
+      for (auto [samples, perSample] : {std::pair{3, 7}, {4, 4096}, {1, 1}}) {
+        checkDropout<T>(samples, perSample, p, {1234, 2, first, 1});
+        checkDropout<T>(samples, perSample, p, {1234, 2, first, 0});
+      }
+}
+
+TEST(RandomCudaKernels, DropoutIsTheCpuKernels) {
+  DSC_REQUIRE_GPU();
+  checkDropouts<float>();
+  checkDropouts<BFloat16>();
+  checkDropouts<Half>();
+}
+
+} // namespace

@@ -1,0 +1,174 @@
+//===- RandomTest.cpp - Philox4x32-10 and the dropout kernel --------------===//
+//
+// Philox against the published known-answer vectors of its authors'
+// Random123 library; the dropout kernel against its definition (Random.h),
+// element by element, and against the properties dsc relies on: a batch
+// split into calls (ranks, micro-batches) draws the masks of the whole
+// batch, evaluation is the identity, threads change nothing.
+
+#include "dsc/kernels/Random.h"
+
+#include "KernelTestSupport.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+using namespace dsc::kernels::test;
+using dsc::kernels::DropoutSite;
+using dsc::kernels::PhiloxWords;
+using dsc::kernels::philox4x32;
+namespace cpu = dsc::kernels::cpu;
+
+namespace {
+
+bool sameWords(PhiloxWords a, std::array<uint32_t, 4> b) {
+  return a.w[0] == b[0] && a.w[1] == b[1] && a.w[2] == b[2] && a.w[3] == b[3];
+}
+
+TEST(Philox, KnownAnswers) {
+  EXPECT_TRUE(sameWords(philox4x32({{0, 0, 0, 0}}, 0, 0),
+                        {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_TRUE(sameWords(
+      philox4x32({{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff),
+      {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_TRUE(sameWords(
+      philox4x32({{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0),
+      {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+/// The multiplier of element e (Random.h's definition, written out again).
+float maskOf(const int64_t key[4], const DropoutSite &site, int64_t e) {
+  const uint64_t g = uint64_t(key[2]) * uint64_t(site.perSample) + uint64_t(e);
+  const uint64_t block = g / 4;
+  PhiloxWords counter{{uint32_t(block & 0xffffffffu), uint32_t(block >> 32),
+                       uint32_t(site.seed), uint32_t(key[1])}};
+  const uint64_t seed = uint64_t(key[0]);
+  const uint32_t word = philox4x32(counter, uint32_t(seed), uint32_t(seed >> 32)).w[g % 4];
+  const double u = double(word >> 8) / 16777216.0;
+  return u < site.p ? 0.0f : float(1.0 / (1.0 - site.p));
+}
+
+template <typename T>
+std::vector<T> dropout(const std::vector<T> &x, const int64_t key[4], DropoutSite site) {
+  std::vector<T> y(x.size());
+  cpu::dropout(cpu::Queue{}, x.data(), key, y.data(), site);
+  return y;
+}
+
+template <typename T> void checkDefinition(double p, int64_t samples, int64_t perSample) {
+  const int64_t n = samples * perSample;
+  auto x = randomTensor<T>(n, 3);
+  const int64_t key[4] = {int64_t(0x1234567890ll), 7, 5, 1};
+  DropoutSite site{n, perSample, p, 11};
+  std::vector<T> y = dropout(x, key, site);
+  for (int64_t e = 0; e < n; ++e) {
+    T want = T(float(x[e]) * maskOf(key, site, e));
+    ASSERT_TRUE(bitwiseEqual(std::vector<T>{y[e]}, std::vector<T>{want}))
+        << typeName<T>() << " p " << p << " element " << e;
+  }
+}
+
+TEST(DropoutKernel, FollowsItsDefinition) {
+  for (double p : {0.0, 0.1, 0.5, 0.9})
+    for (auto [samples, perSample] : {std::pair{3, 7}, {4, 1000}, {1, 1}, {2, 129}}) {
+      checkDefinition<float>(p, samples, perSample);
+      checkDefinition<BFloat16>(p, samples, perSample);
+      checkDefinition<Half>(p, samples, perSample);
+    }
+}
+
+// Ranks and micro-batches call the kernel on parts of the global batch: the
+// parts' masks are the whole batch's, whatever the alignment of the parts
+// to Philox's blocks of four (7 elements per sample: no part is aligned).
+TEST(DropoutKernel, PartsOfABatchDrawTheWholeBatch) {
+  const int64_t samples = 6, perSample = 7, n = samples * perSample;
+  auto x = randomTensor<float>(n, 9);
+  const int64_t whole[4] = {42, 3, 0, 1};
+  std::vector<float> want = dropout(x, whole, DropoutSite{n, perSample, 0.3, 2});
+  for (int64_t parts : {2, 3, 6}) {
+    const int64_t each = samples / parts;
+    std::vector<float> got;
+    for (int64_t r = 0; r < parts; ++r) {
+      std::vector<float> part(x.begin() + r * each * perSample,
+                              x.begin() + (r + 1) * each * perSample);
+      const int64_t key[4] = {42, 3, r * each, 1};
+      std::vector<float> y = dropout(part, key, DropoutSite{each * perSample, perSample, 0.3, 2});
+      got.insert(got.end(), y.begin(), y.end());
+    }
+    EXPECT_TRUE(bitwiseEqual(got, want)) << parts << " parts";
+  }
+}
+
+// Every input of the draw changes the mask: site, step, seed (either half).
+TEST(DropoutKernel, SiteStepAndSeedDrawOtherMasks) {
+  const int64_t n = 4096;
+  std::vector<float> x(n, 1.0f);
+  const DropoutSite site{n, n, 0.5, 1};
+  const int64_t key[4] = {5, 1, 0, 1};
+  std::vector<float> base = dropout(x, key, site);
+  const int64_t otherStep[4] = {5, 2, 0, 1}, otherSeed[4] = {6, 1, 0, 1},
+                highSeed[4] = {5 + (int64_t(1) << 32), 1, 0, 1};
+  EXPECT_FALSE(bitwiseEqual(dropout(x, otherStep, site), base));
+  EXPECT_FALSE(bitwiseEqual(dropout(x, otherSeed, site), base));
+  EXPECT_FALSE(bitwiseEqual(dropout(x, highSeed, site), base));
+  EXPECT_FALSE(bitwiseEqual(dropout(x, key, DropoutSite{n, n, 0.5, 2}), base));
+}
+
+// The share dropped is p within six standard deviations of a binomial
+// draw: |dropped - n p| <= 6 sqrt(n p (1 - p)) (p rounded up to 24 bits
+// first, as the kernel compares).
+TEST(DropoutKernel, DropsAShareP) {
+  const int64_t n = int64_t(1) << 20;
+  std::vector<float> x(n, 1.0f);
+  for (double p : {0.01, 0.1, 0.5, 0.95}) {
+    const int64_t key[4] = {1234, 1, 0, 1};
+    std::vector<float> y = dropout(x, key, DropoutSite{n, n, p, 0});
+    int64_t dropped = 0;
+    for (float v : y)
+      dropped += v == 0.0f;
+    const double q = std::ceil(p * 16777216.0) / 16777216.0;
+    EXPECT_LE(std::abs(double(dropped) - n * q), 6.0 * std::sqrt(n * q * (1.0 - q)))
+        << "p " << p << ": " << dropped << " of " << n;
+    for (float v : y)
+      ASSERT_TRUE(v == 0.0f || v == float(1.0 / (1.0 - p)));
+  }
+}
+
+TEST(DropoutKernel, EvaluationAndPZeroAreTheIdentity) {
+  auto x = randomTensor<BFloat16>(1000, 4);
+  const int64_t eval[4] = {1, 1, 0, 0}, train[4] = {1, 1, 0, 1};
+  EXPECT_TRUE(bitwiseEqual(dropout(x, eval, DropoutSite{1000, 10, 0.5, 0}), x));
+  EXPECT_TRUE(bitwiseEqual(dropout(x, train, DropoutSite{1000, 10, 0.0, 0}), x));
+}
+
+// In place, and NaN or infinity in a dropped element stay NaN (x * 0), as
+// in PyTorch's x * mask.
+TEST(DropoutKernel, InPlaceAndNonFinite) {
+  const int64_t n = 256;
+  std::vector<float> x = randomTensor<float>(n, 8);
+  x[3] = std::nanf("");
+  x[4] = INFINITY;
+  const int64_t key[4] = {9, 1, 0, 1};
+  const DropoutSite site{n, 1, 0.5, 0};
+  std::vector<float> want = dropout(x, key, site);
+  std::vector<float> y = x;
+  cpu::dropout(cpu::Queue{}, y.data(), key, y.data(), site);
+  EXPECT_TRUE(bitwiseEqual(y, want));
+  EXPECT_TRUE(std::isnan(want[3]));
+  EXPECT_TRUE(std::isnan(want[4]) || std::isinf(want[4]));
+}
+
+TEST(DropoutKernel, ThreadsChangeNothing) {
+  const int64_t n = 300001;
+  auto x = randomTensor<float>(n, 2);
+  const int64_t key[4] = {77, 4, 3, 1};
+  const DropoutSite site{n, n / 1, 0.2, 5};
+  std::vector<float> one, two;
+  withThreads(1, [&] { one = dropout(x, key, site); });
+  withThreads(2, [&] { two = dropout(x, key, site); });
+  EXPECT_TRUE(bitwiseEqual(one, two));
+}
+
+} // namespace
