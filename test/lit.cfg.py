@@ -51,7 +51,8 @@ config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examp
 if os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.available_features.add("nvcc")
 
-tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run", "dsc-ckpt", "dsc-train"]
+tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run", "dsc-ckpt", "dsc-plot",
+         "dsc-train"]
 if config.dsc_has_fuzzer:
     config.available_features.add("libfuzzer")
     tools.append("dsc-parse-fuzzer")

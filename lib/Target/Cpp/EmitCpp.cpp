@@ -314,6 +314,10 @@ static std::string elementTypeEnum(Type t) {
 static std::string cString(StringRef s) {
   std::string out = "\"";
   for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     if (c == '"' || c == '\\')
       out += '\\';
     out += c;
@@ -352,10 +356,29 @@ public:
     os << "} // namespace\n\n";
     os << "extern \"C\" const dsc::rt::ArtifactInfo *dsc_artifact_info(void) "
           "{ return &kInfo; }\n\n";
+    emitRunSettings();
     return emitStep(step);
   }
 
 private:
+  /// dsc-run's defaults from the config (steps_per_print, csv_monitor), as
+  /// `key=value` lines of an optional entry point: artifacts without it
+  /// (older ones, or none set) run with dsc-run's own defaults, so the
+  /// ArtifactInfo layout and its ABI version stay as they are.
+  void emitRunSettings() {
+    std::string settings;
+    if (auto every =
+            module->getAttrOfType<IntegerAttr>(DSCDialect::kStepsPerPrintAttrName))
+      settings += "steps_per_print=" + std::to_string(every.getInt()) + "\n";
+    if (auto csv =
+            module->getAttrOfType<StringAttr>(DSCDialect::kCsvMonitorAttrName))
+      settings += "csv_monitor=" + csv.getValue().str() + "\n";
+    if (settings.empty())
+      return;
+    os << "extern \"C\" const char *dsc_artifact_run_settings(void) { return "
+       << cString(settings) << "; }\n\n";
+  }
+
   /// The one type of every task the CPU step enqueues: a function and the
   /// buffers (and, for a copy, the byte count) it works on. A lambda per
   /// kernel would be a std::function instantiation each, which was most of
