@@ -44,6 +44,9 @@ config.substitutions.append(
 # mpirun as root (CI, containers) and with more ranks than cores.
 config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 config.environment["DSC_COLLECTIVE_TIMEOUT"] = "120"
+# dsc-compile's cache of artifacts: in the build tree, never the home
+# directory's.
+config.environment["DSC_CACHE_DIR"] = os.path.join(config.dsc_obj_root, "test", "dsc-cache")
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
 # nvcc from the CUDA toolkit: CUDA artifacts must build on machines without
