@@ -3,6 +3,7 @@
 # passes, bad-input tests of the tools, and a libFuzzer smoke run.
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -47,6 +48,11 @@ config.environment["DSC_COLLECTIVE_TIMEOUT"] = "120"
 # dsc-compile's cache of artifacts: in the build tree, never the home
 # directory's.
 config.environment["DSC_CACHE_DIR"] = os.path.join(config.dsc_obj_root, "test", "dsc-cache")
+# ccache (4.x, for --print-stats): dsc-compile's units must hit it.
+if shutil.which("ccache") and subprocess.run(
+        ["ccache", "--print-stats"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("ccache")
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
 # nvcc from the CUDA toolkit: CUDA artifacts must build on machines without
