@@ -198,3 +198,12 @@ LogicalResult SumSquaresOp::verify() {
                          << getResult().getType();
   return success();
 }
+
+LogicalResult OptimizerBoundaryOp::verify() {
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the types of the operands, in order");
+  for (auto other : (*this)->getBlock()->getOps<OptimizerBoundaryOp>())
+    if (other != *this)
+      return emitOpError("appears twice in the graph: a step has one boundary");
+  return success();
+}
