@@ -352,7 +352,10 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         stores.push_back({b.select(boundary, b.c(0), sum), *acc});
         sums.push_back(sum);
       }
+      // The step count too: it advances once per optimizer step.
+      sums.push_back(step);
       auto gate = OptimizerBoundaryOp::create(builder, loc, sums);
+      step = gate.getResults().back();
       // Reduced as autodiff reduced each micro-batch's gradient: over the
       // same group, in the same element type (a 16-bit gradient's sum is
       // rounded to 16 bits first), so a step moves the bytes of one.

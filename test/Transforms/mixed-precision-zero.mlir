@@ -59,7 +59,7 @@
 // behind the boundary, writes fp32 only; a step that overflows skips, and
 // the fp16 parameter is stored back bit for bit.
 // SKIP: dsc.state gradient @emb.grad_acc : tensor<7x3xf32>
-// SKIP: %[[SUM:.*]]:2 = dsc.optimizer_boundary
+// SKIP: %[[SUM:.*]]:3 = dsc.optimizer_boundary
 // SKIP: %[[NARROW:.*]] = dsc.convert %[[SUM]]#0 : tensor<7x3xf32> to tensor<7x3xf16>
 // SKIP: dsc.all_reduce %[[NARROW]] : tensor<7x3xf16>
 // SKIP: %[[APPLY:.*]] = dsc.compare eq

@@ -36,21 +36,22 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // CHECK: %[[SCALED:.*]] = dsc.mul %arg0, %[[QUARTER]]
 // CHECK: %[[G:.*]] = dsc.add %[[ACC]], %[[SCALED]]
 // CHECK: %[[NEXTACC:.*]] = dsc.select %[[B]], %{{.*}}, %[[G]]
-// CHECK: %[[SUM:.*]] = dsc.optimizer_boundary %[[G]] : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[G]], %[[STEP]] : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK: %[[W:.*]] = dsc.load @w :
 // CHECK: %[[BUF:.*]] = dsc.load @w.momentum_buffer
-// CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[SUM]] : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) {
+// CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[SUM]]#0 : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) {
 // CHECK: dsc.store %[[NEXTM]] to @optimizer.micro_step
 // CHECK: dsc.store %[[NEXTACC]] to @w.grad_acc
 // CHECK: dsc.store %[[NEW]] to @w
 // CHECK: dsc.store %[[NB]] to @w.momentum_buffer
-// CHECK: dsc.store %[[STEP]] to @optimizer.step
+// The step count advances on the boundary only.
+// CHECK: dsc.store %[[SUM]]#1 to @optimizer.step
 
 // AdamW: the update reads the boundary's sum, without a skip.
 // ADAMW: dsc.state gradient @w.grad_acc
-// ADAMW: %[[SUM:.*]] = dsc.optimizer_boundary
+// ADAMW: %[[SUM:.*]]:2 = dsc.optimizer_boundary
 // ADAMW-NOT: skip(
-// ADAMW: dsc.adam_update {{.*}} grads(%[[SUM]] : tensor<4xf32>)
+// ADAMW: dsc.adam_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} step(%[[SUM]]#1 : tensor<f32>)
 // ADAMW-NOT: skip(
 // ADAMW: return
 

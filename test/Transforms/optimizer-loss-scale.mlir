@@ -79,9 +79,9 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // ACCUM: %[[B:.*]] = dsc.compare ge
 // ACCUM: %[[ACC:.*]] = dsc.add %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>
 // ACCUM-NOT: dsc.store
-// ACCUM: %[[SUM:.*]] = dsc.optimizer_boundary %[[ACC]]
+// ACCUM: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[ACC]]
 // ACCUM-NOT: dsc.store
-// ACCUM: dsc.sum_squares(%[[SUM]] : tensor<4xf32>)
+// ACCUM: dsc.sum_squares(%[[SUM]]#0 : tensor<4xf32>)
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[FINITE:.*]] = dsc.compare eq
 // ACCUM-NOT: dsc.store
@@ -90,7 +90,7 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // ACCUM: %[[SKIPPED:.*]] = dsc.select %[[B]], %[[S0]], %{{.*}}
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[SKIP:.*]] = dsc.select %[[FINITE]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
-// ACCUM: dsc.sgd_update {{.*}} grads(%[[SUM]] : tensor<4xf32>) {{.*}} skip(%[[SKIP]] : tensor<i1>)
+// ACCUM: dsc.sgd_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} skip(%[[SKIP]] : tensor<i1>)
 // ACCUM: dsc.store %{{.*}} to @optimizer.micro_step
 // ACCUM: dsc.store %{{.*}} to @w.grad_acc
 // ACCUM: return %{{.*}}, %{{.*}}, %{{.*}}, %[[SKIPPED]]

@@ -202,8 +202,7 @@ LogicalResult SumSquaresOp::verify() {
 LogicalResult OptimizerBoundaryOp::verify() {
   if (getInputs().getTypes() != getResults().getTypes())
     return emitOpError("results must have the types of the operands, in order");
-  for (auto other : (*this)->getBlock()->getOps<OptimizerBoundaryOp>())
-    if (other != *this)
-      return emitOpError("appears twice in the graph: a step has one boundary");
+  if (*(*this)->getBlock()->getOps<OptimizerBoundaryOp>().begin() != *this)
+    return emitOpError("appears twice in the graph: a step has one boundary");
   return success();
 }

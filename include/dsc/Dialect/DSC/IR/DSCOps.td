@@ -1367,8 +1367,7 @@ def DSC_OptimizerBoundaryOp : DSC_Op<"optimizer_boundary", [Pure]> {
   }];
   let arguments = (ins Variadic<DSC_Tensor>:$inputs);
   let results = (outs Variadic<DSC_Tensor>:$results);
-  let assemblyFormat =
-      "$inputs attr-dict `:` `(` type($inputs) `)` `->` type($results)";
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
   let builders = [OpBuilder<(ins "::mlir::ValueRange":$inputs), [{
     build($_builder, $_state, inputs.getTypes(), inputs);
   }]>];
