@@ -20,6 +20,8 @@ PACKAGES=(
   nlohmann-json3-dev
   # exporter and golden numbers (Debian's torch 1.13, CPU)
   python3 python3-torch python3-numpy
+  # dsc-plot (loss and learning-rate curves)
+  python3-matplotlib
 )
 
 missing=()

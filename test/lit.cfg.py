@@ -3,6 +3,7 @@
 # passes, bad-input tests of the tools, and a libFuzzer smoke run.
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -44,6 +45,14 @@ config.substitutions.append(
 # mpirun as root (CI, containers) and with more ranks than cores.
 config.substitutions.append(("%mpirun", "mpirun --allow-run-as-root --oversubscribe"))
 config.environment["DSC_COLLECTIVE_TIMEOUT"] = "120"
+# dsc-compile's cache of artifacts: in the build tree, never the home
+# directory's.
+config.environment["DSC_CACHE_DIR"] = os.path.join(config.dsc_obj_root, "test", "dsc-cache")
+# ccache (4.x, for --print-stats): dsc-compile's units must hit it.
+if shutil.which("ccache") and subprocess.run(
+        ["ccache", "--print-stats"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("ccache")
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examples", "models")))
 
 # nvcc from the CUDA toolkit: CUDA artifacts must build on machines without
@@ -51,7 +60,8 @@ config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examp
 if os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.available_features.add("nvcc")
 
-tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run", "dsc-ckpt"]
+tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run", "dsc-ckpt", "dsc-plot",
+         "dsc-train"]
 if config.dsc_has_fuzzer:
     config.available_features.add("libfuzzer")
     tools.append("dsc-parse-fuzzer")

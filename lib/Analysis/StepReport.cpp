@@ -134,6 +134,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   if (auto accum = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kGradAccumAttrName))
     report.gradAccum = accum.getInt();
+  if (auto threshold = module->getAttrOfType<IntegerAttr>(
+          DSCDialect::kZeroPersistenceThresholdAttrName))
+    report.stage3.persistenceThreshold = threshold.getInt();
   RankMemory &m = report.memory;
   m.activations = arenaBytes;
 
@@ -170,6 +173,18 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       RankedTensorType whole = state.getWholeType();
       int64_t numel = whole.getNumElements();
       report.parameterElements += numel;
+      if (report.stage3.persistenceThreshold >= 0 &&
+          state.getPartitionGroup() != CollectiveGroup::expert) {
+        Stage3Parameters &p = report.stage3;
+        if (state.getPartitionOf()) {
+          ++p.partitioned;
+          p.partitionedElements += numel;
+        } else {
+          ++p.whole;
+          p.wholeElements += numel;
+          p.underThreshold += numel <= p.persistenceThreshold;
+        }
+      }
       // An expert's gradient is its rank's experts only (the declared,
       // local shape).
       int64_t perRank =
@@ -415,6 +430,19 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
         "(the memory plan's arena; gradients live there until reduced)");
     row("inputs/outputs", m.io);
     row("peak", m.peak(), "(states allocated + activations + inputs/outputs)");
+    if (stage3.persistenceThreshold >= 0) {
+      const Stage3Parameters &p = stage3;
+      os << "stage 3 partitions " << p.partitioned << " of "
+         << p.partitioned + p.whole << " trained parameters ("
+         << grouped(p.partitionedElements) << " elements); " << p.whole
+         << " stay whole on every rank (" << grouped(p.wholeElements)
+         << " elements: " << p.underThreshold
+         << " under the persistence threshold of "
+         << grouped(p.persistenceThreshold) << " elements";
+      if (p.whole > p.underThreshold)
+        os << ", " << p.whole - p.underThreshold << " by the unshard budget";
+      os << ")\n";
+    }
     printArenaPeak(os, arenaPeak);
   }
   if (parts.comm) {
@@ -486,6 +514,14 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"activations", m.activations},
           {"io", m.io},
           {"peak", m.peak()}});
+    if (stage3.persistenceThreshold >= 0)
+      root["stage3_parameters"] = llvm::json::Object{
+          {"partitioned", stage3.partitioned},
+          {"partitioned_elements", stage3.partitionedElements},
+          {"whole", stage3.whole},
+          {"whole_elements", stage3.wholeElements},
+          {"under_persistence_threshold", stage3.underThreshold},
+          {"persistence_threshold", stage3.persistenceThreshold}};
     root["memory"] = std::move(ranks);
     llvm::json::Array groups;
     for (const LiveBufferGroup &g : arenaPeak.groups)

@@ -1,333 +1,182 @@
 //===- DeepSpeedConfig.cpp - ds_config.json as --dsc-pipeline options -----===//
 //
-// Follows DeepSpeed v0.19's reading of its config: "auto" values count as
-// absent, integers may be written 5e8, the batch triple is completed and
-// checked as DeepSpeed's `_set_batch_related_parameters` and
-// `_batch_assertion` do, and an optimizer named "Adam" is AdamW unless
-// `adam_w_mode` is false (its FusedAdam default). Keys dsc does not know are
-// errors rather than silently ignored, because a misspelt key in a config
-// otherwise trains a different model than the user asked for.
+// Follows DeepSpeed v0.19's reading of its config: integers may be written
+// 5e8, the batch triple is completed and checked as DeepSpeed's
+// `_set_batch_related_parameters` and `_batch_assertion` do, and an
+// optimizer named "Adam" is AdamW unless `adam_w_mode` is false (its
+// FusedAdam default). "auto" values are filled as DeepSpeed's Hugging Face
+// integration fills them: with the value the run would have without the
+// key, except `bf16.enabled`, which follows the device (every dsc target
+// has bf16). Keys dsc does not know are errors rather than silently
+// ignored, because a misspelt key in a config otherwise trains a different
+// model than the user asked for; a feature dsc lacks is accepted at
+// DeepSpeed's default value, where it does nothing, and refused otherwise.
+//
+// This file reads the batch triple, the optimizer, the scheduler, the
+// precision and dsc's own section; DeepSpeedFeatures.cpp the rest.
 //
 //===----------------------------------------------------------------------===//
 
-#include "dsc/Config/DeepSpeedConfig.h"
-
-#include "dsc/Config/LocatedJson.h"
-#include "dsc/Config/OptionRanges.h"
+#include "ConfigReader.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/SourceMgr.h"
-
-#include <cmath>
-#include <cstdio>
-#include <optional>
 
 using namespace mlir;
 using namespace mlir::dsc;
-using llvm::json::Object;
-using llvm::json::Value;
+using namespace mlir::dsc::config;
+
+/// What an option is when nothing sets it (TrainingPipeline.h's defaults,
+/// the schedules' and the scaler's), for the account of an "auto" key.
+StringRef mlir::dsc::config::optionDefault(StringRef option) {
+  return llvm::StringSwitch<StringRef>(option)
+      .Case("lr", "0.001")
+      .Case("betas", "0.9,0.999")
+      .Case("eps", "1e-08")
+      .Case("weight-decay", "0")
+      .Case("momentum", "0")
+      .Case("grad-clip", "0 (no clipping)")
+      .Case("warmup-min-lr", "0")
+      .Case("warmup-max-lr", "the optimizer's lr")
+      .Case("warmup-num-steps", "1000")
+      .Case("warmup-type", "log")
+      .Case("warmup-min-ratio", "0")
+      .Case("cos-min-ratio", "0.0001")
+      .Case("loss-scale", "0 (dynamic)")
+      .Case("initial-scale-power", "16")
+      .Case("loss-scale-window", "1000")
+      .Case("hysteresis", "2")
+      .Case("min-loss-scale", "1")
+      .Case("zero-stage", "0")
+      .Case("zero-persistence-threshold", "100000")
+      .Case("zero-prefetch-bucket-size", "50000000")
+      .Case("zero-max-live-parameters", "1000000000")
+      .Case("zero-reduce-bucket-size", "500000000")
+      .Case("zero-allgather-bucket-size", "500000000")
+      .Case("zero-overlap-comm", "true")
+      .Case("steps-per-print", "1 (dsc-run's default)")
+      .Default("");
+}
 
 namespace {
-
-std::string formatNumber(double value) { return formatPipelineNumber(value); }
-
-class ConfigReader {
-public:
-  ConfigReader(llvm::SourceMgr &sourceMgr, const LocatedJson &json)
-      : sourceMgr(sourceMgr), json(json) {}
-
-  LogicalResult error(StringRef path, const Twine &message) {
-    sourceMgr.PrintMessage(json.locate(path), llvm::SourceMgr::DK_Error,
-                           path.empty() ? message : "'" + path + "': " + message);
-    return failure();
-  }
-
-  /// Sets pipeline option `option` from the config's `key`, if the value
-  /// is one the option accepts (OptionRanges.h); otherwise an error at the
-  /// key, in DeepSpeed's spelling.
-  LogicalResult set(StringRef key, StringRef option, const std::string &value) {
-    if (std::optional<std::string> problem = checkPipelineOption(option, value))
-      return error(key, *problem);
-    settings[option.str()] = value;
-    keys[option.str()] = key.str();
-    return success();
-  }
-
-  /// Sets `option` from the number at `key` of `object`, if there is one.
-  LogicalResult setNumber(const Object &object, StringRef path, StringRef key,
-                          StringRef option) {
-    FailureOr<std::optional<double>> value = number(object, path, key);
-    if (failed(value))
-      return failure();
-    if (!*value)
-      return success();
-    return set(join(path, key), option, formatNumber(**value));
-  }
-
-  /// Keys of `object` (at `path`) outside `known` are errors.
-  LogicalResult onlyKeys(const Object &object, StringRef path,
-                         ArrayRef<StringRef> known, StringRef what) {
-    for (const auto &[key, value] : object)
-      if (!llvm::is_contained(known, StringRef(key)))
-        return error(join(path, key), "unknown key in " + what);
-    return success();
-  }
-
-  static std::string join(StringRef path, StringRef key) {
-    return path.empty() ? key.str() : (path + "." + key).str();
-  }
-
-  /// The value of `key`, absent when missing, null or "auto".
-  static const Value *get(const Object &object, StringRef key) {
-    const Value *value = object.get(key);
-    if (!value || value->kind() == Value::Null)
-      return nullptr;
-    if (auto text = value->getAsString(); text && *text == "auto")
-      return nullptr;
-    return value;
-  }
-
-  /// `"key": null` where a number or a boolean belongs: DeepSpeed passes
-  /// the None on (to the optimizer's constructor, say), which rejects it;
-  /// it is not the default.
-  LogicalResult checkNotNull(const Object &object, StringRef path, StringRef key,
-                             StringRef expected) {
-    const Value *value = object.get(key);
-    if (value && value->kind() == Value::Null)
-      return error(join(path, key), "expected " + expected +
-                                        ", got null (leave the key out for "
-                                        "the default)");
-    return success();
-  }
-
-  FailureOr<std::optional<double>> number(const Object &object, StringRef path,
-                                          StringRef key) {
-    if (failed(checkNotNull(object, path, key, "a number")))
-      return failure();
-    const Value *value = get(object, key);
-    if (!value)
-      return std::optional<double>();
-    std::optional<double> number = value->getAsNumber();
-    if (!number)
-      return error(join(path, key), "expected a number");
-    // llvm::json reads 1e400 as inf.
-    if (!std::isfinite(*number))
-      return error(join(path, key), "expected a finite number");
-    return std::optional<double>(*number);
-  }
-
-  /// An integer, also written as 5e8 (DeepSpeed accepts it).
-  FailureOr<std::optional<int64_t>> integer(const Object &object, StringRef path,
-                                            StringRef key) {
-    FailureOr<std::optional<double>> value = number(object, path, key);
-    if (failed(value))
-      return failure();
-    if (!*value)
-      return std::optional<int64_t>();
-    double v = **value;
-    if (v != std::floor(v))
-      return error(join(path, key), "expected an integer, got " + formatNumber(v));
-    // Beyond 2^53 a double no longer holds every integer.
-    if (std::fabs(v) > double(kMaxCount)) {
-      char text[32];
-      std::snprintf(text, sizeof text, "%.0f", v);
-      return error(join(path, key), "expected an integer of magnitude at most " +
-                                        Twine(kMaxCount) + ", got " + text);
-    }
-    return std::optional<int64_t>(int64_t(v));
-  }
-
-  FailureOr<std::optional<bool>> boolean(const Object &object, StringRef path,
-                                         StringRef key) {
-    if (failed(checkNotNull(object, path, key, "true or false")))
-      return failure();
-    const Value *value = get(object, key);
-    if (!value)
-      return std::optional<bool>();
-    if (std::optional<bool> b = value->getAsBoolean())
-      return std::optional<bool>(*b);
-    return error(join(path, key), "expected true or false");
-  }
-
-  FailureOr<const Object *> section(const Object &object, StringRef key) {
-    const Value *value = get(object, key);
-    if (!value)
-      return static_cast<const Object *>(nullptr);
-    if (const Object *o = value->getAsObject())
-      return o;
-    return error(key, "expected an object");
-  }
-
-  LogicalResult read(const Object &root, int64_t worldSize);
-  LogicalResult readBatch(const Object &root, int64_t worldSize);
-  LogicalResult readOptimizer(const Object &optimizer);
-  LogicalResult readScheduler(const Object &scheduler);
-  LogicalResult readPrecision(const Object &root);
-  LogicalResult readZero(const Object &zero);
-  LogicalResult readDsc(const Object &dsc);
-  LogicalResult readMoe(const Object &moe);
-
-  PipelineSettings settings;
-  /// The config key each checked setting came from, by option.
-  std::map<std::string, std::string> keys;
-
-private:
-  llvm::SourceMgr &sourceMgr;
-  const LocatedJson &json;
-};
-
-// Top-level keys that only change logging or monitoring: dsc-run prints
-// every step and writes its own metrics, so they have no effect here.
-constexpr StringRef kLoggingKeys[] = {
-    "steps_per_print", "wall_clock_breakdown", "dump_state", "tensorboard",
-    "wandb", "csv_monitor", "comet", "flops_profiler", "comms_logger",
-    "memory_breakdown", "checkpoint"};
-
-// DeepSpeed features dsc recognises but does not implement.
-constexpr StringRef kUnsupportedKeys[] = {
-    "amp", "activation_checkpointing", "data_efficiency", "curriculum_learning",
-    "sparse_attention", "elasticity", "pipeline", "aio", "compression_training",
-    "communication_data_type", "prescale_gradients", "gradient_predivide_factor",
-    "sparse_gradients", "zero_allow_untested_optimizer", "autotuning",
-    "data_types", "seq_parallel_communication_data_type", "nebula",
-    "eigenvalue", "progressive_layer_drop", "quantize_training"};
-
 constexpr StringRef kHandledKeys[] = {
     "train_batch_size", "train_micro_batch_size_per_gpu",
     "gradient_accumulation_steps", "optimizer", "scheduler", "fp16", "bf16",
     "gradient_clipping", "zero_optimization", "dsc"};
 
+} // namespace
+
 LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   // Every key and every section is read, so that one run reports each
-  // mistake of the file (within a section, its first).
+  // mistake of the file.
   bool ok = true;
   auto check = [&](LogicalResult result) { ok &= succeeded(result); };
-  for (const auto &[key, value] : root) {
-    StringRef k = key;
-    if (llvm::is_contained(kHandledKeys, k) || llvm::is_contained(kLoggingKeys, k))
-      continue;
-    if (k == "activation_checkpointing")
-      check(error(k, "DeepSpeed's checkpointing API settings do not apply: "
-                     "dsc recomputes blocks with --checkpoint-activations"));
-    else if (llvm::is_contained(kUnsupportedKeys, k))
-      check(error(k, "this DeepSpeed feature is not supported by dsc"));
-    else
-      check(error(k, "unknown key"));
-  }
+  for (const auto &[key, value] : root)
+    if (!llvm::is_contained(kHandledKeys, StringRef(key)))
+      check(readTopLevelKey(root, key));
   check(readBatch(root, worldSize));
 
-  FailureOr<const Object *> optimizer = section(root, "optimizer");
+  FailureOr<const Object *> optimizer = section(root, "", "optimizer");
   check(failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer)))
             ? failure()
             : success());
-  FailureOr<const Object *> scheduler = section(root, "scheduler");
+  FailureOr<const Object *> scheduler = section(root, "", "scheduler");
   check(failed(scheduler) || (*scheduler && failed(readScheduler(**scheduler)))
             ? failure()
             : success());
   check(readPrecision(root));
-
-  FailureOr<std::optional<double>> clip = number(root, "", "gradient_clipping");
-  check(failed(clip) || (*clip && failed(set("gradient_clipping", "grad-clip",
-                                              formatNumber(**clip))))
-            ? failure()
-            : success());
-
-  FailureOr<const Object *> zero = section(root, "zero_optimization");
+  check(setNumber(root, "", "gradient_clipping", "grad-clip"));
+  FailureOr<const Object *> zero = section(root, "", "zero_optimization");
   check(failed(zero) || (*zero && failed(readZero(**zero))) ? failure()
                                                              : success());
-  FailureOr<const Object *> dsc = section(root, "dsc");
+  FailureOr<const Object *> dsc = section(root, "", "dsc");
   check(failed(dsc) || (*dsc && failed(readDsc(**dsc))) ? failure() : success());
+  markAutoKeys();
   return success(ok);
 }
 
-// dsc's own section: what DeepSpeed configures in model code (its MoE
-// layer's arguments) that dsc does as a rewrite.
 LogicalResult ConfigReader::readDsc(const Object &dsc) {
-  if (failed(onlyKeys(dsc, "dsc", {"moe"}, "the dsc section")))
-    return failure();
-  FailureOr<const Object *> moe = section(dsc, "moe");
+  bool ok = succeeded(onlyKeys(dsc, "dsc", {"moe"}, "the dsc section"));
+  FailureOr<const Object *> moe = section(dsc, "dsc", "moe");
   if (failed(moe))
     return failure();
-  return *moe ? readMoe(**moe) : success();
+  return success(ok && (!*moe || succeeded(readMoe(**moe))));
 }
 
 // dsc.moe: deepspeed.moe.layer.MoE's argument names where it has them.
 LogicalResult ConfigReader::readMoe(const Object &moe) {
   StringRef path = "dsc.moe";
-  if (failed(onlyKeys(moe, path,
-                      {"num_experts", "k", "capacity_factor",
-                       "eval_capacity_factor", "min_capacity", "drop_tokens",
-                       "aux_loss_coef", "every", "experts_per_layer", "init",
-                       "seed", "ep_size", "use_rts", "noisy_gate_policy",
-                       "use_residual"},
-                      "dsc.moe")))
-    return failure();
+  bool ok = succeeded(onlyKeys(moe, path,
+                               {"num_experts", "k", "capacity_factor",
+                                "eval_capacity_factor", "min_capacity",
+                                "drop_tokens", "aux_loss_coef", "every",
+                                "experts_per_layer", "init", "seed", "ep_size",
+                                "use_rts", "noisy_gate_policy", "use_residual"},
+                               "dsc.moe"));
   for (auto [key, option] : {std::pair<StringRef, StringRef>{"num_experts", "moe-experts"},
                              {"k", "moe-top-k"},
                              {"min_capacity", "moe-min-capacity"},
                              {"every", "moe-every"},
                              {"seed", "moe-seed"},
-                             {"ep_size", "moe-ep-size"}}) {
-    FailureOr<std::optional<int64_t>> v = integer(moe, path, key);
-    if (failed(v) || (*v && failed(set(join(path, key), option, std::to_string(**v)))))
-      return failure();
-  }
+                             {"ep_size", "moe-ep-size"}})
+    ok &= succeeded(setInteger(moe, path, key, option));
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"capacity_factor", "moe-capacity-factor"},
         {"eval_capacity_factor", "moe-eval-capacity-factor"},
         {"aux_loss_coef", "moe-aux-loss-coef"}})
-    if (failed(setNumber(moe, path, key, option)))
-      return failure();
+    ok &= succeeded(setNumber(moe, path, key, option));
   FailureOr<std::optional<bool>> drop = boolean(moe, path, "drop_tokens");
-  if (failed(drop) ||
-      (*drop && failed(set(join(path, "drop_tokens"), "moe-drop-tokens",
-                           **drop ? "true" : "false"))))
-    return failure();
-  if (const Value *list = get(moe, "experts_per_layer")) {
+  ok &= succeeded(drop) &&
+        (!*drop || succeeded(set(join(path, "drop_tokens"), "moe-drop-tokens",
+                                 **drop ? "true" : "false")));
+  if (const Value *list = get(moe, path, "experts_per_layer")) {
     const llvm::json::Array *counts = list->getAsArray();
     std::vector<std::string> items;
+    bool integers = true;
     for (const Value &count : counts ? *counts : llvm::json::Array()) {
       std::optional<int64_t> n = count.getAsInteger();
-      if (!n)
-        return error(join(path, "experts_per_layer"), "expected integers");
-      items.push_back(std::to_string(*n));
+      integers &= n.has_value();
+      if (n)
+        items.push_back(std::to_string(*n));
     }
-    if (!counts || items.empty())
-      return error(join(path, "experts_per_layer"),
-                   "expected a non-empty array of expert counts");
-    if (failed(set(join(path, "experts_per_layer"), "moe-experts-per-layer",
-                   llvm::join(items, ","))))
-      return failure();
+    if (!integers)
+      ok &= succeeded(error(join(path, "experts_per_layer"), "expected integers"));
+    else if (!counts || items.empty())
+      ok &= succeeded(error(join(path, "experts_per_layer"),
+                            "expected a non-empty array of expert counts"));
+    else
+      ok &= succeeded(set(join(path, "experts_per_layer"),
+                          "moe-experts-per-layer", llvm::join(items, ",")));
   }
-  if (const Value *init = get(moe, "init")) {
+  if (const Value *init = get(moe, path, "init")) {
     std::optional<StringRef> name = init->getAsString();
     if (!name)
-      return error(join(path, "init"), "expected \"upcycle\" or \"random\"");
-    if (failed(set(join(path, "init"), "moe-init", name->str())))
-      return failure();
+      ok &= succeeded(
+          error(join(path, "init"), "expected \"upcycle\" or \"random\""));
+    else
+      ok &= succeeded(set(join(path, "init"), "moe-init", name->str()));
   }
   // Accepted at the values that need nothing dsc lacks.
-  for (StringRef key : {"use_rts", "use_residual"}) {
-    FailureOr<std::optional<bool>> v = boolean(moe, path, key);
-    if (failed(v))
-      return failure();
-    if (*v && **v)
-      return error(join(path, key),
-                   key == "use_rts"
-                       ? "random token selection needs a random-number op "
-                         "in the step, which dsc does not have yet (false only)"
-                       : "residual MoE is not supported by the rewrite yet "
-                         "(false only)");
-  }
-  if (const Value *policy = get(moe, "noisy_gate_policy")) {
+  ok &= succeeded(onlyBoolean(moe, path, "use_rts", false,
+                              "random token selection needs a random-number "
+                              "op in the step, which dsc does not have yet "
+                              "(false only)"));
+  ok &= succeeded(onlyBoolean(moe, path, "use_residual", false,
+                              "residual MoE is not supported by the rewrite "
+                              "yet (false only)"));
+  if (const Value *policy = get(moe, path, "noisy_gate_policy")) {
     std::optional<StringRef> name = policy->getAsString();
     if (!name || *name != "none")
-      return error(join(path, "noisy_gate_policy"),
-                   "noisy gating needs a random-number op in the step, which "
-                   "dsc does not have yet (null or \"none\" only)");
+      ok &= succeeded(error(join(path, "noisy_gate_policy"),
+                            "noisy gating needs a random-number op in the "
+                            "step, which dsc does not have yet (null or "
+                            "\"none\" only)"));
+    else
+      noEffect(join(path, "noisy_gate_policy"), "\"none\": no noise");
+  } else if (moe.get("noisy_gate_policy")) {
+    noEffect(join(path, "noisy_gate_policy"), "null: no noise");
   }
-  return success();
+  return success(ok);
 }
 
 LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
@@ -338,9 +187,20 @@ LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
       integer(root, "", "gradient_accumulation_steps");
   if (failed(train) || failed(micro) || failed(accum))
     return failure();
+  // "auto" (the trainer's value in DeepSpeed's Hugging Face integration):
+  // the exported model's micro-batch, one micro-batch per step.
   std::optional<int64_t> t = *train, m = *micro, g = *accum;
-  if (!t && !m && !g)
+  if (!t && !m && !g) {
+    for (StringRef key : {"train_batch_size", "train_micro_batch_size_per_gpu",
+                          "gradient_accumulation_steps"})
+      if (root.get(key))
+        mark(key, KeyDisposition::Defaulted,
+             key == "gradient_accumulation_steps" ? "grad-accum=1"
+             : key == "train_batch_size"
+                 ? "the exported micro-batch x world size"
+                 : "the exported model's micro-batch");
     return success(); // the exported inputs fix the micro-batch
+  }
   // Bounded before they are multiplied (OptionRanges.h).
   struct Given {
     StringRef key;
@@ -389,13 +249,25 @@ LogicalResult ConfigReader::readBatch(const Object &root, int64_t worldSize) {
   if (failed(set(where, "micro-batch", std::to_string(*m))) ||
       failed(set(where, "grad-accum", std::to_string(*g))))
     return failure();
+  // The other two keys given say the same thing; "auto" ones are derived.
+  for (const Given &b : given) {
+    if (b.key == where || !root.get(b.key))
+      continue;
+    int64_t value = b.key == "train_batch_size" ? *t
+                    : b.key == "gradient_accumulation_steps" ? *g
+                                                             : *m;
+    mark(b.key, b.value ? KeyDisposition::Used : KeyDisposition::Defaulted,
+         (b.value ? "consistent with " + where.str()
+                  : "derived from the batch triple") +
+             ": " + std::to_string(value));
+  }
   return success();
 }
 
 LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
-  if (failed(onlyKeys(optimizer, "optimizer", {"type", "params"}, "optimizer")))
-    return failure();
-  const Value *typeValue = get(optimizer, "type");
+  bool ok = succeeded(
+      onlyKeys(optimizer, "optimizer", {"type", "params"}, "optimizer"));
+  const Value *typeValue = get(optimizer, "optimizer", "type");
   std::optional<StringRef> type = typeValue ? typeValue->getAsString() : std::nullopt;
   if (!type)
     return error("optimizer.type", "expected a string (Adam, AdamW or SGD)");
@@ -405,80 +277,95 @@ LogicalResult ConfigReader::readOptimizer(const Object &optimizer) {
     return error("optimizer.type", "optimizer '" + *type +
                                        "' is not supported by dsc (Adam, AdamW, SGD)");
   const Object empty;
-  FailureOr<const Object *> paramsOr = section(optimizer, "params");
+  FailureOr<const Object *> paramsOr = section(optimizer, "optimizer", "params");
   if (failed(paramsOr))
     return failure();
   const Object &params = *paramsOr ? **paramsOr : empty;
+  ok &= succeeded(adam ? readAdamParams(params, name) : readSgdParams(params));
+  mark("optimizer.type", KeyDisposition::Used,
+       "optimizer=" + (settings.count("optimizer") ? settings["optimizer"]
+                                                    : std::string(name)));
+  return success(ok);
+}
+
+LogicalResult ConfigReader::readAdamParams(const Object &params, StringRef name) {
   StringRef path = "optimizer.params";
-  // The numbers are each checked, so that one run reports all of them.
-  bool numbersOk = true;
-  if (adam) {
-    if (failed(onlyKeys(params, path,
-                        {"lr", "betas", "eps", "weight_decay", "adam_w_mode",
-                         "torch_adam", "bias_correction", "amsgrad"},
-                        "Adam's parameters")))
-      return failure();
-    FailureOr<std::optional<bool>> wMode = boolean(params, path, "adam_w_mode");
-    FailureOr<std::optional<bool>> torchAdam = boolean(params, path, "torch_adam");
-    FailureOr<std::optional<bool>> bias = boolean(params, path, "bias_correction");
-    FailureOr<std::optional<bool>> amsgrad = boolean(params, path, "amsgrad");
-    if (failed(wMode) || failed(torchAdam) || failed(bias) || failed(amsgrad))
-      return failure();
-    if (bias->value_or(true) == false)
-      return error(join(path, "bias_correction"), "only true is supported");
-    if (amsgrad->value_or(false))
-      return error(join(path, "amsgrad"), "AMSGrad is not supported");
-    // "Adam" forces AdamW's decoupled decay unless adam_w_mode is false.
-    bool decoupled = name == "adamw" || wMode->value_or(true);
-    settings["optimizer"] = decoupled ? "adamw" : "adam";
-    keys["optimizer"] = "optimizer.type";
-    // FusedAdam's default decay is 0; torch.optim.AdamW's is 0.01.
-    settings["weight-decay"] =
-        torchAdam->value_or(false) && decoupled ? "0.01" : "0";
-    if (const Value *betas = get(params, "betas")) {
-      const llvm::json::Array *array = betas->getAsArray();
-      if (!array || array->size() != 2 || !(*array)[0].getAsNumber() ||
-          !(*array)[1].getAsNumber())
-        numbersOk = succeeded(
-            error(join(path, "betas"), "expected two numbers [beta1, beta2]"));
-      else if (failed(set(join(path, "betas"), "betas",
+  // Each key is checked, so that one run reports all of them.
+  bool ok = succeeded(onlyKeys(params, path,
+                               {"lr", "betas", "eps", "weight_decay",
+                                "adam_w_mode", "torch_adam", "bias_correction",
+                                "amsgrad"},
+                               "Adam's parameters"));
+  FailureOr<std::optional<bool>> wMode = boolean(params, path, "adam_w_mode");
+  FailureOr<std::optional<bool>> torchAdam = boolean(params, path, "torch_adam");
+  ok &= succeeded(wMode) && succeeded(torchAdam);
+  ok &= succeeded(onlyBoolean(params, path, "bias_correction", true,
+                              "only true is supported"));
+  ok &= succeeded(onlyBoolean(params, path, "amsgrad", false,
+                              "AMSGrad is not supported"));
+  // "Adam" forces AdamW's decoupled decay unless adam_w_mode is false.
+  bool decoupled =
+      name == "adamw" || (succeeded(wMode) ? wMode->value_or(true) : true);
+  bool torch = succeeded(torchAdam) && torchAdam->value_or(false);
+  settings["optimizer"] = decoupled ? "adamw" : "adam";
+  keys["optimizer"] = "optimizer.type";
+  // FusedAdam's default decay is 0; torch.optim.AdamW's is 0.01.
+  settings["weight-decay"] = torch && decoupled ? "0.01" : "0";
+  if (succeeded(wMode) && *wMode)
+    mark(join(path, "adam_w_mode"), KeyDisposition::Used,
+         "optimizer=" + settings["optimizer"]);
+  if (succeeded(torchAdam) && *torchAdam)
+    mark(join(path, "torch_adam"), KeyDisposition::Used,
+         "default weight-decay=" + settings["weight-decay"]);
+  optionOf(join(path, "betas"), "betas");
+  if (const Value *betas = get(params, path, "betas")) {
+    const llvm::json::Array *array = betas->getAsArray();
+    if (!array || array->size() != 2 || !(*array)[0].getAsNumber() ||
+        !(*array)[1].getAsNumber())
+      ok &= succeeded(
+          error(join(path, "betas"), "expected two numbers [beta1, beta2]"));
+    else
+      ok &= succeeded(set(join(path, "betas"), "betas",
                           formatNumber(*(*array)[0].getAsNumber()) + "," +
-                              formatNumber(*(*array)[1].getAsNumber()))))
-        numbersOk = false;
-    }
-    numbersOk &= succeeded(setNumber(params, path, "eps", "eps"));
-  } else {
-    if (failed(onlyKeys(params, path,
-                        {"lr", "momentum", "weight_decay", "dampening", "nesterov"},
-                        "SGD's parameters")))
-      return failure();
-    FailureOr<std::optional<double>> dampening = number(params, path, "dampening");
-    FailureOr<std::optional<bool>> nesterov = boolean(params, path, "nesterov");
-    FailureOr<std::optional<double>> momentum = number(params, path, "momentum");
-    if (failed(dampening) || failed(nesterov) || failed(momentum))
-      return failure();
-    if (dampening->value_or(0) != 0)
-      return error(join(path, "dampening"), "only 0 is supported");
-    if (nesterov->value_or(false))
-      return error(join(path, "nesterov"), "Nesterov momentum is not supported");
-    if (!get(params, "lr"))
-      return error("optimizer", "SGD needs params.lr (torch.optim.SGD has no default)");
-    settings["optimizer"] = "sgd";
-    keys["optimizer"] = "optimizer.type";
-    settings["weight-decay"] = "0";
-    if (failed(set(join(path, "momentum"), "momentum",
-                   formatNumber(momentum->value_or(0)))))
-      return failure();
+                              formatNumber(*(*array)[1].getAsNumber())));
   }
-  numbersOk &= succeeded(setNumber(params, path, "lr", "lr"));
-  numbersOk &= succeeded(setNumber(params, path, "weight_decay", "weight-decay"));
-  return success(numbersOk);
+  ok &= succeeded(setNumber(params, path, "eps", "eps"));
+  ok &= succeeded(setNumber(params, path, "lr", "lr"));
+  ok &= succeeded(setNumber(params, path, "weight_decay", "weight-decay"));
+  return success(ok);
+}
+
+LogicalResult ConfigReader::readSgdParams(const Object &params) {
+  StringRef path = "optimizer.params";
+  bool ok = succeeded(onlyKeys(
+      params, path, {"lr", "momentum", "weight_decay", "dampening", "nesterov"},
+      "SGD's parameters"));
+  FailureOr<std::optional<double>> dampening = number(params, path, "dampening");
+  if (succeeded(dampening) && *dampening) {
+    if (**dampening != 0)
+      ok &= succeeded(error(join(path, "dampening"), "only 0 is supported"));
+    else
+      noEffect(join(path, "dampening"), "0, torch.optim.SGD's default");
+  }
+  ok &= succeeded(dampening);
+  ok &= succeeded(onlyBoolean(params, path, "nesterov", false,
+                              "Nesterov momentum is not supported"));
+  settings["optimizer"] = "sgd";
+  keys["optimizer"] = "optimizer.type";
+  settings["weight-decay"] = "0";
+  if (!get(params, path, "lr"))
+    ok &= succeeded(
+        error("optimizer", "SGD needs params.lr (torch.optim.SGD has no default)"));
+  ok &= succeeded(setNumber(params, path, "momentum", "momentum"));
+  ok &= succeeded(setNumber(params, path, "lr", "lr"));
+  ok &= succeeded(setNumber(params, path, "weight_decay", "weight-decay"));
+  return success(ok);
 }
 
 LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
-  if (failed(onlyKeys(scheduler, "scheduler", {"type", "params"}, "scheduler")))
-    return failure();
-  const Value *typeValue = get(scheduler, "type");
+  bool ok = succeeded(
+      onlyKeys(scheduler, "scheduler", {"type", "params"}, "scheduler"));
+  const Value *typeValue = get(scheduler, "scheduler", "type");
   std::optional<StringRef> type = typeValue ? typeValue->getAsString() : std::nullopt;
   if (!type)
     return error("scheduler.type",
@@ -503,10 +390,9 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   for (StringRef option : scheduleOptions(name))
     if (option != "warmup-type")
       params.push_back({llvm::join(llvm::split(option, '-'), "_"), option});
-  settings["scheduler"] = name.str();
-  keys["scheduler"] = "scheduler.type";
+  (void)set("scheduler.type", "scheduler", name.str());
   const Object empty;
-  FailureOr<const Object *> paramsOr = section(scheduler, "params");
+  FailureOr<const Object *> paramsOr = section(scheduler, "scheduler", "params");
   if (failed(paramsOr))
     return failure();
   const Object &values = *paramsOr ? **paramsOr : empty;
@@ -514,192 +400,162 @@ LogicalResult ConfigReader::readScheduler(const Object &scheduler) {
   SmallVector<StringRef> known = {"warmup_type", "last_batch_iteration"};
   for (const Param &param : params)
     known.push_back(param.key);
-  if (failed(onlyKeys(values, path, known, (*type + "'s parameters").str())))
-    return failure();
-  for (const Param &param : params) {
-    if (isIntegerPipelineOption(param.option)) {
-      FailureOr<std::optional<int64_t>> v = integer(values, path, param.key);
-      if (failed(v))
-        return failure();
-      if (*v && failed(set(join(path, param.key), param.option,
-                           std::to_string(**v))))
-        return failure();
-      continue;
-    }
-    FailureOr<std::optional<double>> v = number(values, path, param.key);
-    if (failed(v))
-      return failure();
-    if (*v &&
-        failed(set(join(path, param.key), param.option, formatNumber(**v))))
-      return failure();
-  }
-  if (const Value *warmupType = get(values, "warmup_type")) {
+  ok &= succeeded(onlyKeys(values, path, known, (*type + "'s parameters").str()));
+  for (const Param &param : params)
+    ok &= succeeded(isIntegerPipelineOption(param.option)
+                        ? setInteger(values, path, param.key, param.option)
+                        : setNumber(values, path, param.key, param.option));
+  optionOf(join(path, "warmup_type"), "warmup-type");
+  if (const Value *warmupType = get(values, path, "warmup_type")) {
     std::optional<StringRef> t = warmupType->getAsString();
     if (!t || (*t != "log" && *t != "linear"))
-      return error(join(path, "warmup_type"), "expected \"log\" or \"linear\"");
-    settings["warmup-type"] = t->str();
-    keys["warmup-type"] = join(path, "warmup_type");
+      ok &= succeeded(
+          error(join(path, "warmup_type"), "expected \"log\" or \"linear\""));
+    else
+      ok &= succeeded(set(join(path, "warmup_type"), "warmup-type", t->str()));
   }
-  // A required argument of these schedules' constructors.
-  if (scheduleNeedsTotal(name) && !settings.count("total-num-steps"))
-    return error(*paramsOr ? StringRef(path) : StringRef("scheduler.type"),
-                 *type + " needs total_num_steps");
+  // A required argument of these schedules' constructors ("auto" too: dsc
+  // does not know the run's length when it compiles).
+  if (scheduleNeedsTotal(name) && !settings.count("total-num-steps") &&
+      !marks.count(join(path, "total_num_steps")))
+    ok &= succeeded(error(values.get("total_num_steps")
+                              ? join(path, "total_num_steps")
+                          : *paramsOr ? path.str()
+                                      : std::string("scheduler.type"),
+                          *type + " needs total_num_steps" +
+                              (values.get("total_num_steps")
+                                   ? " as a number: \"auto\" would be the "
+                                     "trainer's step count, which dsc does "
+                                     "not know when it compiles"
+                                   : "")));
   FailureOr<std::optional<int64_t>> last = integer(values, path, "last_batch_iteration");
-  if (failed(last))
-    return failure();
-  if (last->value_or(-1) != -1)
-    return error(join(path, "last_batch_iteration"),
-                 "only -1 (a fresh schedule) is supported; resume from a "
-                 "checkpoint instead, which carries optimizer.step");
-  return success();
+  if (succeeded(last) && *last) {
+    if (**last != -1)
+      ok &= succeeded(error(join(path, "last_batch_iteration"),
+                            "only -1 (a fresh schedule) is supported; resume "
+                            "from a checkpoint instead, which carries "
+                            "optimizer.step"));
+    else
+      noEffect(join(path, "last_batch_iteration"),
+               "-1, a fresh schedule (a resumed run takes its step from the "
+               "checkpoint)");
+  }
+  return success(ok && succeeded(last));
+}
+
+LogicalResult ConfigReader::readFp16(const Object &fp16) {
+  bool ok = true;
+  const char *off = "fp16 is not enabled";
+  auto keyOf = [](StringRef key) { return join("fp16", key); };
+  struct Key {
+    StringRef key, option;
+    bool integer;
+  };
+  for (Key k : {Key{"loss_scale", "loss-scale", false},
+                Key{"initial_scale_power", "initial-scale-power", true},
+                Key{"loss_scale_window", "loss-scale-window", true},
+                Key{"hysteresis", "hysteresis", true},
+                Key{"min_loss_scale", "min-loss-scale", false}}) {
+    if (settings["precision"] != "fp16") {
+      if (fp16.get(k.key))
+        noEffect(keyOf(k.key), off);
+      continue;
+    }
+    ok &= succeeded(k.integer ? setInteger(fp16, "fp16", k.key, k.option)
+                              : setNumber(fp16, "fp16", k.key, k.option));
+  }
+  ok &= succeeded(onlyBoolean(fp16, "fp16", "auto_cast", false,
+                              "auto_cast is not supported"));
+  for (StringRef unsupported : {"consecutive_hysteresis", "fp16_master_weights_and_grads"})
+    ok &= succeeded(
+        onlyBoolean(fp16, "fp16", unsupported, false, "only false is supported"));
+  return success(ok);
 }
 
 LogicalResult ConfigReader::readPrecision(const Object &root) {
-  FailureOr<const Object *> fp16 = section(root, "fp16");
-  FailureOr<const Object *> bf16 = section(root, "bf16");
+  FailureOr<const Object *> fp16 = section(root, "", "fp16");
+  FailureOr<const Object *> bf16 = section(root, "", "bf16");
   if (failed(fp16) || failed(bf16))
     return failure();
-  bool fp16On = false, bf16On = false;
+  bool ok = true;
+  std::optional<bool> fp16On, bf16On;
   if (*fp16) {
-    if (failed(onlyKeys(**fp16, "fp16",
-                        {"enabled", "auto_cast", "loss_scale", "initial_scale_power",
-                         "loss_scale_window", "hysteresis", "consecutive_hysteresis",
-                         "min_loss_scale", "fp16_master_weights_and_grads"},
-                        "fp16")))
-      return failure();
+    ok &= succeeded(onlyKeys(**fp16, "fp16",
+                             {"enabled", "auto_cast", "loss_scale",
+                              "initial_scale_power", "loss_scale_window",
+                              "hysteresis", "consecutive_hysteresis",
+                              "min_loss_scale", "fp16_master_weights_and_grads"},
+                             "fp16"));
     FailureOr<std::optional<bool>> on = boolean(**fp16, "fp16", "enabled");
     if (failed(on))
       return failure();
-    fp16On = on->value_or(false);
+    fp16On = *on;
   }
   if (*bf16) {
-    if (failed(onlyKeys(**bf16, "bf16", {"enabled", "immediate_grad_update"}, "bf16")))
-      return failure();
+    ok &= succeeded(
+        onlyKeys(**bf16, "bf16", {"enabled", "immediate_grad_update"}, "bf16"));
     FailureOr<std::optional<bool>> on = boolean(**bf16, "bf16", "enabled");
     if (failed(on))
       return failure();
-    bf16On = on->value_or(false);
+    bf16On = *on;
+    if ((*bf16)->get("immediate_grad_update"))
+      noEffect("bf16.immediate_grad_update",
+               "dsc's compiled step schedules the gradient updates itself");
   }
-  if (fp16On && bf16On)
+  // "auto" (absent here): DeepSpeed's Hugging Face integration takes the
+  // trainer's choice, which follows the device; every target dsc compiles
+  // for computes in bf16 (CPU, and CUDA from sm_80, dsc-compile's default
+  // being sm_90), so bf16, unless fp16 is enabled. fp16 "auto" is off:
+  // bf16 is preferred wherever it exists.
+  bool bf16Auto = *bf16 && (*bf16)->get("enabled") && !bf16On;
+  bool fp16Auto = *fp16 && (*fp16)->get("enabled") && !fp16On;
+  if (fp16Auto) {
+    fp16On = false;
+    mark("fp16.enabled", KeyDisposition::Defaulted,
+         "false: bf16 is preferred where the device has it, as every dsc "
+         "target does");
+  }
+  if (bf16Auto) {
+    bf16On = !fp16On.value_or(false);
+    mark("bf16.enabled", KeyDisposition::Defaulted,
+         *bf16On ? "true (precision=bf16): every dsc target computes in bf16 "
+                   "(CPU; CUDA from sm_80)"
+                 : "false: fp16 is enabled");
+  }
+  if (fp16On.value_or(false) && bf16On.value_or(false))
     return error("bf16", "bf16 and fp16 modes cannot be simultaneously enabled");
-  if (fp16On) {
-    const Object &fp16Section = **fp16;
-    if (FailureOr<std::optional<bool>> autoCast =
-            boolean(fp16Section, "fp16", "auto_cast");
-        failed(autoCast) || autoCast->value_or(false))
-      return failed(autoCast) ? failure()
-                              : error("fp16.auto_cast", "auto_cast is not supported");
-    settings["precision"] = "fp16";
-    keys["precision"] = "fp16.enabled";
+  if (fp16On.value_or(false)) {
+    (void)set("fp16.enabled", "precision", "fp16");
     settings["loss-scaling"] = "true";
-    struct Key {
-      StringRef key, option;
-      bool integer;
-    };
-    for (Key k : {Key{"loss_scale", "loss-scale", false},
-                  Key{"initial_scale_power", "initial-scale-power", true},
-                  Key{"loss_scale_window", "loss-scale-window", true},
-                  Key{"hysteresis", "hysteresis", true},
-                  Key{"min_loss_scale", "min-loss-scale", false}}) {
-      if (k.integer) {
-        FailureOr<std::optional<int64_t>> v = integer(fp16Section, "fp16", k.key);
-        if (failed(v))
-          return failure();
-        if (*v && failed(set(join("fp16", k.key), k.option,
-                             std::to_string(**v))))
-          return failure();
-      } else {
-        FailureOr<std::optional<double>> v = number(fp16Section, "fp16", k.key);
-        if (failed(v))
-          return failure();
-        if (*v && failed(set(join("fp16", k.key), k.option,
-                             formatNumber(**v))))
-          return failure();
-      }
-    }
-    for (StringRef unsupported : {"consecutive_hysteresis", "fp16_master_weights_and_grads"}) {
-      FailureOr<std::optional<bool>> v = boolean(fp16Section, "fp16", unsupported);
-      if (failed(v))
-        return failure();
-      if (v->value_or(false))
-        return error(join("fp16", unsupported), "only false is supported");
-    }
+  } else if (*fp16 && (*fp16)->get("enabled") && !fp16Auto) {
+    noEffect("fp16.enabled", "false, DeepSpeed's default");
   }
-  if (bf16On) {
+  if (*fp16)
+    ok &= succeeded(readFp16(**fp16));
+  if (bf16On.value_or(false)) {
     settings["precision"] = "bf16";
     keys["precision"] = "bf16.enabled";
+    if (!bf16Auto)
+      mark("bf16.enabled", KeyDisposition::Used, "precision=bf16");
+  } else if (*bf16 && (*bf16)->get("enabled") && !bf16Auto) {
+    noEffect("bf16.enabled", "false, DeepSpeed's default");
   }
-  return success();
+  return success(ok);
 }
 
-LogicalResult ConfigReader::readZero(const Object &zero) {
-  StringRef path = "zero_optimization";
-  if (failed(onlyKeys(
-          zero, path,
-          {"stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
-           "allgather_partitions", "allgather_bucket_size", "overlap_comm",
-           "load_from_fp32_weights", "elastic_checkpoint", "offload_param",
-           "offload_optimizer", "sub_group_size", "stage3_prefetch_bucket_size",
-           "stage3_param_persistence_threshold", "stage3_max_live_parameters",
-           "stage3_max_reuse_distance", "stage3_gather_16bit_weights_on_model_save",
-           "stage3_gather_fp16_weights_on_model_save", "round_robin_gradients",
-           "ignore_unused_parameters", "cpu_offload", "zero_hpz_partition_size",
-           "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size",
-           "mics_hierarchical_params_gather", "memory_efficient_linear",
-           "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings"},
-          "zero_optimization")))
-    return failure();
-  FailureOr<std::optional<int64_t>> stage = integer(zero, path, "stage");
-  if (failed(stage))
-    return failure();
-  int64_t s = stage->value_or(0);
-  if (s < 0 || s > 3)
-    return error(join(path, "stage"), "ZeRO stage must be 0, 1, 2 or 3, got " + Twine(s));
-  for (StringRef offload : {"offload_param", "offload_optimizer"}) {
-    const Value *value = get(zero, offload);
-    if (!value)
-      continue;
-    const Object *o = value->getAsObject();
-    if (!o)
-      return error(join(path, offload), "expected an object");
-    const Value *device = get(*o, "device");
-    std::optional<StringRef> name = device ? device->getAsString() : std::nullopt;
-    if (name && *name == "none")
-      continue;
-    // DeepSpeed's own rule first: parameters are only partitioned, and so
-    // only offloadable, at stage 3.
-    if (offload == "offload_param" && s != 3)
-      return error(join(path, offload),
-                   "parameter offload needs ZeRO stage 3, got stage " + Twine(s) +
-                       " (and dsc does not support offload at any stage yet)");
-    return error(join(path, offload),
-                 "offload is not supported yet by dsc: model states stay in "
-                 "the ranks' device memory");
+StringRef mlir::dsc::dispositionName(KeyDisposition disposition) {
+  switch (disposition) {
+  case KeyDisposition::Used:
+    return "used";
+  case KeyDisposition::Defaulted:
+    return "defaulted";
+  case KeyDisposition::NoEffect:
+    return "no effect";
+  case KeyDisposition::Refused:
+    return "refused";
   }
-  settings["zero-stage"] = std::to_string(s);
-  keys["zero-stage"] = join(path, "stage");
-  for (auto [key, option] :
-       {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
-                                        "zero-persistence-threshold"},
-        {"stage3_prefetch_bucket_size", "zero-prefetch-bucket-size"},
-        {"stage3_max_live_parameters", "zero-max-live-parameters"},
-        {"reduce_bucket_size", "zero-reduce-bucket-size"},
-        {"allgather_bucket_size", "zero-allgather-bucket-size"}}) {
-    FailureOr<std::optional<int64_t>> v = integer(zero, path, key);
-    if (failed(v))
-      return failure();
-    if (*v && failed(set(join(path, key), option, std::to_string(**v))))
-      return failure();
-  }
-  FailureOr<std::optional<bool>> overlap = boolean(zero, path, "overlap_comm");
-  if (failed(overlap))
-    return failure();
-  if (*overlap)
-    settings["zero-overlap-comm"] = **overlap ? "true" : "false";
-  return success();
+  return "";
 }
-
-} // namespace
 
 std::string mlir::dsc::formatPipelineNumber(double value) {
   // %.17g reads back as the same double.
@@ -708,24 +564,71 @@ std::string mlir::dsc::formatPipelineNumber(double value) {
   return text;
 }
 
+/// Every key of `value` (at `path`) in the order of the file: sections
+/// the reader marked as a whole are one key, the others are descended.
+static void listKeys(const Value &value, StringRef path,
+                     const std::map<std::string, ConfigReader::Mark> &marks,
+                     SmallVectorImpl<std::string> &keys) {
+  const Object *object = value.getAsObject();
+  if (!path.empty() && (!object || object->empty() || marks.count(path.str()))) {
+    keys.push_back(path.str());
+    return;
+  }
+  if (!object)
+    return;
+  for (const auto &[key, child] : *object)
+    listKeys(child, ConfigReader::join(path, key), marks, keys);
+}
+
 FailureOr<PipelineSettings>
 mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                               int64_t worldSize, ConfigOrigins *origins) {
+                               int64_t worldSize, ConfigOrigins *origins,
+                               ConfigAccount *account) {
   FailureOr<LocatedJson> json = parseLocatedJson(sourceMgr, bufferId);
   if (failed(json))
     return failure();
   ConfigReader reader(sourceMgr, *json);
   const Object *root = json->value.getAsObject();
-  if (!root)
-    return reader.error("", "a DeepSpeed config is a JSON object");
-  if (failed(reader.read(*root, worldSize)))
+  if (!root) {
+    (void)reader.error("", "a DeepSpeed config is a JSON object");
+    reader.printErrors();
+    return failure();
+  }
+  bool ok = succeeded(reader.read(*root, worldSize));
+  reader.printErrors();
+  std::string file =
+      sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier().str();
+  auto where = [&](StringRef key) {
+    return sourceMgr.getLineAndColumn(json->locate(key), bufferId);
+  };
+  if (account) {
+    SmallVector<std::string> keys;
+    listKeys(json->value, "", reader.marks, keys);
+    // llvm::json::Object is a hash map: the file's order is the keys'.
+    llvm::sort(keys, [&](const std::string &a, const std::string &b) {
+      return json->locate(a).getPointer() < json->locate(b).getPointer();
+    });
+    for (const std::string &key : keys) {
+      auto mark = reader.marks.find(key);
+      // A key no reader looked at (a value inside a section that is not
+      // switched on) changes nothing.
+      KeyAccount entry{key,
+                       mark == reader.marks.end() ? KeyDisposition::NoEffect
+                                                  : mark->second.disposition,
+                       mark == reader.marks.end() ? "not read by dsc"
+                                                  : mark->second.detail,
+                       file};
+      std::tie(entry.line, entry.column) = where(key);
+      account->push_back(std::move(entry));
+    }
+  }
+  if (!ok)
     return failure();
   if (origins)
     for (const auto &[option, key] : reader.keys) {
-      auto [line, column] = sourceMgr.getLineAndColumn(json->locate(key), bufferId);
-      (*origins)[option] = {
-          key, sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier().str(),
-          line, column};
+      auto [line, column] = where(key);
+      (*origins)[option] = {key, file, line, column};
     }
   return std::move(reader.settings);
 }
+

@@ -102,6 +102,8 @@ const Range kRanges[] = {
     choice("report", "memory|comm|estimate", Kind::Choices),
     choice("report-format", "text|json"),
     {"report-file", Kind::Path},
+    integer("steps-per-print", 1, kMaxCount),
+    {"csv-monitor", Kind::Path},
     integer("moe-experts", 0, kMaxExperts),
     integer("moe-top-k", 1, kMaxExperts),
     real("moe-capacity-factor", 0, kInf, /*lowOpen=*/true),

@@ -106,6 +106,10 @@ constexpr Flag kFlags[] = {
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
+    {"steps-per-print", "dsc-run prints a step line every N steps "
+                        "(compiled into the artifact; default: every step)"},
+    {"csv-monitor", "dsc-run writes DeepSpeed csv_monitor files into this "
+                    "directory (compiled into the artifact)"},
     {"dsc-report", "print each rank's memory and communication of the step: "
                    "memory, comm or memory,comm (docs/zero.md)", "report"},
     {"dsc-report-format", "the report as text (default) or json", "report-format"},
@@ -117,6 +121,10 @@ struct TrainingFlags {
   cl::opt<std::string> config{
       "config", cl::cat(category), cl::value_desc("ds_config.json"),
       cl::desc("read a DeepSpeed config; the flags below override it")};
+  cl::opt<bool> configReport{
+      "config-report", cl::cat(category),
+      cl::desc("list every key of --config with what dsc did with it (used, "
+               "defaulted, no effect, refused)")};
   // cl::opt registers itself and cannot move: a deque keeps them in place.
   std::deque<cl::opt<std::string>> options;
 
@@ -218,8 +226,12 @@ mlir::dsc::trainingPipelineFromFlags() {
       return failure();
     llvm::SourceMgr sourceMgr;
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-    FailureOr<PipelineSettings> fromConfig =
-        readDeepSpeedConfig(sourceMgr, id, worldSize, &request.fromConfig);
+    ConfigAccount account;
+    FailureOr<PipelineSettings> fromConfig = readDeepSpeedConfig(
+        sourceMgr, id, worldSize, &request.fromConfig, &account);
+    // Also after errors: the account says which keys were fine.
+    if (f.configReport || succeeded(fromConfig))
+      printConfigAccount(llvm::errs(), account, f.configReport);
     if (failed(fromConfig))
       return failure();
     settings = std::move(*fromConfig);

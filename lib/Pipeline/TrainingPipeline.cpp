@@ -143,6 +143,12 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     buckets.allgatherBucketSize = options.zeroAllgatherBucketSize;
     pm.addPass(createBucketCollectives(buckets));
   }
+  if (options.stepsPerPrint > 0 || !options.csvMonitor.empty()) {
+    RunLoggingOptions logging;
+    logging.stepsPerPrint = options.stepsPerPrint;
+    logging.csvMonitor = options.csvMonitor;
+    pm.addPass(createRunLogging(logging));
+  }
   if (!options.report.empty()) {
     StepReportOptions report;
     report.what.assign(options.report.begin(), options.report.end());

@@ -246,7 +246,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       if (auto name = func.getResultAttrOfType<StringAttr>(
               i, DSCDialect::kOutputAttrName);
-          name && llvm::is_contained({"lr", "loss_scale", "skipped"},
+          name && llvm::is_contained({"lr", "loss_scale", "skipped",
+                                      "grad_norm"},
                                      name.getValue()))
         return func.emitError() << "the graph already has an output named '"
                                 << name.getValue() << "'";
@@ -399,9 +400,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
                            scalerStores);
     }
     // Clipping by the global norm of the (unscaled) gradients.
-    Value clipCoef;
+    Value clipCoef, norm;
     if (s.gradClip > 0) {
-      Value norm = SqrtOp::create(
+      norm = SqrtOp::create(
           builder, loc, b.sumSquaresOverRanks(replicated, experts, unscale));
       clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
@@ -524,6 +525,10 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       if (op->use_empty())
         op->erase();
     if (failed(addOutput(func, ret, lr, "lr")))
+      return failure();
+    // The norm clipping computed anyway, for dsc-run's log (free: a scalar
+    // the step already has).
+    if (norm && failed(addOutput(func, ret, norm, "grad_norm")))
       return failure();
     if (s.lossScale.enabled &&
         (failed(addOutput(func, ret, scale, "loss_scale")) ||

@@ -514,6 +514,8 @@ struct ZeroPartitionPass
       partitioned[state.getSymNameAttr()] = state;
     }
     unshardWithinBudget(partitioned, *world);
+    if (stage >= 3 && failed(warnWhenNothingPartitioned(module, partitioned)))
+      return signalPassFailure();
     if (!trains) {
       module.emitError() << "ZeRO stage " << int64_t(stage)
                          << " partitions the optimizer's state, but the "
@@ -534,12 +536,44 @@ struct ZeroPartitionPass
     OpBuilder builder(module.getContext());
     module->setAttr(DSCDialect::kZeroStageAttrName,
                     builder.getI64IntegerAttr(stage));
+    // For the report: which whole parameters the threshold kept whole.
+    if (stage >= 3)
+      module->setAttr(DSCDialect::kZeroPersistenceThresholdAttrName,
+                      builder.getI64IntegerAttr(persistenceThreshold));
     for (auto [name, state] : partitioned) {
       RankedTensorType whole = state.getTensorType();
       state.setPartitionOf(whole.getShape());
       state.setType(RankedTensorType::get(
           {shardSize(whole.getNumElements(), *world)}, whole.getElementType()));
     }
+  }
+
+  /// Stage 3 with every trained parameter under the persistence threshold
+  /// partitions what stage 2 does: said once, at the module, since the
+  /// user asked for stage 3's memory.
+  LogicalResult warnWhenNothingPartitioned(
+      ModuleOp module, const DenseMap<StringAttr, StateOp> &partitioned) {
+    int64_t parameters = 0, largest = 0;
+    for (auto state : module.getOps<StateOp>()) {
+      if (state.getRole() != StateRole::parameter ||
+          state.getPartitionGroup() == CollectiveGroup::expert)
+        continue;
+      if (partitioned.count(state.getSymNameAttr()))
+        return success();
+      ++parameters;
+      largest = std::max(largest, state.getTensorType().getNumElements());
+    }
+    if (parameters == 0)
+      return success();
+    module.emitWarning()
+        << "ZeRO stage 3 partitions none of the " << parameters
+        << " parameters: the largest has " << largest
+        << " elements, at most the persistence threshold "
+        << int64_t(persistenceThreshold)
+        << " (stage3_param_persistence_threshold), so every parameter stays "
+           "whole on every rank and the step is ZeRO stage 2; lower the "
+           "threshold to partition them";
+    return success();
   }
 };
 } // namespace

@@ -107,6 +107,39 @@ def check_samples(tensors, where="samples"):
     return n
 
 
+# safetensors dtype names of the graph's element types (signature.json).
+_SAFETENSORS_DTYPE = {"f64": "F64", "f32": "F32", "f16": "F16", "bf16": "BF16",
+                      "i64": "I64", "i32": "I32", "i1": "BOOL"}
+
+
+def check_samples_file(path, inputs):
+    """Checks a samples file against a graph's inputs (signature.json's
+    "inputs": name, shape with the micro-batch first, dtype), reading its
+    header only: one tensor per input, named after it, of its dtype and
+    per-sample shape, all with the same number of samples, nothing else.
+    Returns the number of samples; ValueError listing every mismatch."""
+    header = safetensors.read_header(path)
+    problems = []
+    for entry in inputs:
+        name, want = entry["name"], entry["shape"][1:]
+        dtype = _SAFETENSORS_DTYPE.get(entry["dtype"], entry["dtype"])
+        info = header.get(name)
+        if info is None:
+            problems.append(f"no tensor '{name}' for the graph input of that name")
+        elif info["dtype"] != dtype:
+            problems.append(f"tensor '{name}' is {info['dtype']}, the graph input "
+                            f"{dtype}")
+        elif list(info["shape"][1:]) != list(want) or not info["shape"]:
+            problems.append(f"tensor '{name}' holds samples of shape "
+                            f"{list(info['shape'][1:])}, the graph input {list(want)}")
+    for name in sorted(set(header) - {e["name"] for e in inputs}):
+        problems.append(f"tensor '{name}' is no input of the graph")
+    if problems:
+        raise ValueError(f"{path}: " + "; ".join(problems))
+    return check_samples({n: np.empty(i["shape"][:1] + [0])
+                          for n, i in header.items()}, path)
+
+
 def load_samples(path):
     """{name: numpy array} of a samples file, checked (check_samples)."""
     tensors, _ = safetensors.load_numpy(path)

@@ -72,20 +72,43 @@ def save(tensors, path, metadata=None):
     os.replace(tmp, path)
 
 
+def _parse_header(path, prefix, size):
+    """(header dict, header length) from the first bytes of a file of
+    `size` bytes."""
+    if len(prefix) < 8:
+        raise SafetensorsError(f"{path}: too short for a safetensors file")
+    (n,) = struct.unpack("<Q", prefix[:8])
+    if n > size - 8:
+        raise SafetensorsError(f"{path}: header length {n} exceeds the file")
+    try:
+        header = json.loads(prefix[8:8 + n])
+    except ValueError as e:
+        raise SafetensorsError(f"{path}: header is not JSON: {e}")
+    if not isinstance(header, dict):
+        raise SafetensorsError(f"{path}: header is not a JSON object")
+    return header, n
+
+
+def read_header(path):
+    """{name: {"dtype", "shape", ...}} of a safetensors file, metadata left
+    out, reading the header only."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        prefix = f.read(8)
+        if len(prefix) == 8:
+            (n,) = struct.unpack("<Q", prefix)
+            prefix += f.read(min(n, max(size - 8, 0)))
+    header, _ = _parse_header(path, prefix, size)
+    header.pop("__metadata__", None)
+    return header
+
+
 def load_numpy(path):
     """Returns ({name: numpy array}, metadata). BF16 tensors come back as
     uint16 arrays; load_torch converts them."""
     with open(path, "rb") as f:
         raw = f.read()
-    if len(raw) < 8:
-        raise SafetensorsError(f"{path}: too short for a safetensors file")
-    (n,) = struct.unpack("<Q", raw[:8])
-    if n > len(raw) - 8:
-        raise SafetensorsError(f"{path}: header length {n} exceeds the file")
-    try:
-        header = json.loads(raw[8:8 + n])
-    except ValueError as e:
-        raise SafetensorsError(f"{path}: header is not JSON: {e}")
+    header, n = _parse_header(path, raw, len(raw))
     metadata = header.pop("__metadata__", {})
     data = memoryview(raw)[8 + n:]
     out = {}

@@ -337,7 +337,9 @@ TEST_F(DscCkptExport, DescribesTheSaverAndInfersTheStage) {
                               "tiny.mlir, global batch 4, sequence 4\n"));
   EXPECT_THAT(text, HasSubstr("  parameter: 2 tensor(s), 22 element(s), 2 "
                               "partitioned\n"));
-  EXPECT_THAT(text, HasSubstr("zero stage: 3 (parameters partitioned)\n"));
+  EXPECT_THAT(text, HasSubstr("zero stage: 3 (parameters partitioned: 2 "
+                              "partitioned, 0 whole on every rank under the "
+                              "persistence threshold)\n"));
   EXPECT_THAT(text, HasSubstr("  wte.weight  parameter F32 [3, 5]  partitioned "
                               "over 2 by 8, 2 piece(s)\n"));
   // Optimizer state partitioned, parameters whole: stage 1 or 2.
@@ -350,6 +352,14 @@ TEST_F(DscCkptExport, DescribesTheSaverAndInfersTheStage) {
   save(model(false), 2);
   EXPECT_THAT(describeCheckpoint(Checkpoint::open(root_)),
               HasSubstr("zero stage: 0 (nothing partitioned)\n"));
+  // Stage 3 with a parameter under the persistence threshold: it is whole.
+  states = model(true);
+  states[1].partitioned = false; // ln.bias, 7 elements
+  save(states, 2);
+  EXPECT_THAT(describeCheckpoint(Checkpoint::open(root_)),
+              HasSubstr("zero stage: 3 (parameters partitioned: 1 "
+                        "partitioned, 1 whole on every rank under the "
+                        "persistence threshold)\n"));
 }
 
 } // namespace

@@ -129,7 +129,7 @@ protected:
         root_(dir_.file("ck")) {}
 
   CheckpointJob job(int64_t step, int worldSize) const {
-    return {step, worldSize, "tiny.mlir", "cpu", 4, 4};
+    return {step, worldSize, "tiny.mlir", "cpu", 4, 4, /*seed=*/77};
   }
 
   /// A save of `worldSize` ranks, every rank played here, in dsc-run's order.
@@ -216,6 +216,7 @@ TEST_F(DscRunCheckpoint, WritesEveryStateOnceAcrossTheShards) {
   EXPECT_EQ(meta["target"], "cpu");
   EXPECT_EQ(meta["global_batch"], 4);
   EXPECT_EQ(meta["seq"], 4);
+  EXPECT_EQ(meta["seed"], 77);
   EXPECT_EQ(meta["checksum"], "fnv1a64");
   ASSERT_EQ(meta["shards"].size(), 2u);
   EXPECT_EQ(meta["shards"][1]["file"], "shard-1-of-2.safetensors");
@@ -237,6 +238,7 @@ TEST_F(DscRunCheckpoint, LoadsTheSameBitsWhateverTheSaversWorldSize) {
     expectLoadsTheModel(root_);     // through latest
     expectLoadsTheModel(directory); // the step directory itself
     EXPECT_EQ(Checkpoint::open(root_).job().worldSize, worldSize);
+    EXPECT_EQ(Checkpoint::open(root_).job().seed, 77);
   }
 }
 

@@ -723,6 +723,96 @@ TEST(DscRunMetrics, StepLineEndsWithTheLearningRate) {
               testing::EndsWith(" lr=0.000250000012 loss_scale=32768 skipped=2"));
 }
 
+TEST(DscRunMetrics, StepLineCarriesNormMemoryAveragesAndTime) {
+  StepRecord record =
+      makeStepRecord(3, 2.7725887f, ElementType::F32, 0.5, 8, 16);
+  EXPECT_EQ(record.samples, 24); // 3 steps of 8
+  record.lr = 0.5;
+  record.gradNorm = 1.25;
+  record.memoryBytes = size_t(3) << 29; // 1.5 GiB
+  record.averageSamplesPerSecond = 15;
+  record.averageTokensPerSecond = 240;
+  record.timestamp = "2025-01-31T12:34:56";
+  EXPECT_EQ(formatStepLine(record),
+            "step=3 loss=2.77258873 samples/s=16 tokens/s=256 step_time_s=0.5 "
+            "avg_samples/s=15 avg_tokens/s=240 lr=0.5 grad_norm=1.25 "
+            "mem_gib=1.5 time=2025-01-31T12:34:56");
+}
+
+TEST(DscRunMetrics, TimestampIsLocalIsoTime) {
+  std::string stamp = localTimestamp();
+  ASSERT_EQ(stamp.size(), 19u) << stamp;
+  EXPECT_EQ(stamp[4], '-');
+  EXPECT_EQ(stamp[10], 'T');
+  EXPECT_EQ(stamp[13], ':');
+}
+
+TEST(DscRunMetrics, StepLogPrintsEveryNthAndTheEnds) {
+  StepLog log(4, 3, 13, nullptr, nullptr);
+  std::vector<int64_t> printed;
+  for (int64_t step = 3; step <= 13; ++step)
+    if (log.prints(step))
+      printed.push_back(step);
+  EXPECT_EQ(printed, (std::vector<int64_t>{3, 4, 8, 12, 13}));
+  StepLog every(0, 1, 3, nullptr, nullptr); // 0: every step
+  EXPECT_TRUE(every.prints(2));
+}
+
+TEST(DscRunMetrics, StepLogAveragesLeaveTheFirstStepOut) {
+  StepLog log(100, 1, 3, nullptr, nullptr);
+  StepRecord first = makeStepRecord(1, 1, ElementType::F32, 4, 8, 2);
+  log.add(first); // printed: the first step
+  EXPECT_EQ(first.averageSamplesPerSecond, 2); // alone: it counts
+  StepRecord second = makeStepRecord(2, 1, ElementType::F32, 1, 8, 2);
+  log.add(second);
+  EXPECT_EQ(second.averageSamplesPerSecond, 8);
+  EXPECT_EQ(second.averageTokensPerSecond, 16);
+  StepRecord third = makeStepRecord(3, 1, ElementType::F32, 3, 8, 2);
+  log.add(third);
+  EXPECT_EQ(third.averageSamplesPerSecond, 4); // 16 samples in 4 s
+  EXPECT_FALSE(third.timestamp.empty());
+}
+
+TEST(DscRunMetrics, ArtifactRunSettingsFillWhatTheFlagsLeaveOut) {
+  RunOptions options;
+  applyArtifactRunSettings(options, "steps_per_print=10\ncsv_monitor=logs/job\n",
+                           "a.so");
+  EXPECT_EQ(options.stepsPerPrint, 10);
+  EXPECT_EQ(options.csvMonitor, "logs/job");
+  RunOptions flags;
+  flags.stepsPerPrint = 3;
+  flags.csvMonitor = "mine";
+  applyArtifactRunSettings(flags, "steps_per_print=10\ncsv_monitor=logs/job\n",
+                           "a.so");
+  EXPECT_EQ(flags.stepsPerPrint, 3);
+  EXPECT_EQ(flags.csvMonitor, "mine");
+  EXPECT_THAT(errorOf([&] { applyArtifactRunSettings(options, "colour=red", "a.so"); }),
+              HasSubstr("a.so: unknown compiled-in run setting 'colour=red'"));
+  EXPECT_THAT(errorOf([&] {
+                applyArtifactRunSettings(options, "steps_per_print=0", "a.so");
+              }),
+              HasSubstr("a.so: compiled-in steps_per_print needs a positive "
+                        "integer, got '0'"));
+}
+
+TEST(DscRunMetrics, CsvMonitorWritesDeepSpeedsLayout) {
+  ScratchDir dir;
+  std::string where = dir.file("out/job");
+  CsvMonitor monitor(where); // creates the directories
+  StepRecord record = makeStepRecord(1, 0.25, ElementType::F32, 2, 8, 4);
+  record.lr = 0.5;
+  monitor.append(record);
+  record = makeStepRecord(2, 0.125, ElementType::F32, 2, 8, 4);
+  record.lr = 0.25;
+  monitor.append(record);
+  EXPECT_EQ(dsc::rt::test::readBytes(where + "/Train_Samples_train_loss.csv"),
+            "step,train_loss\n8,0.25\n16,0.125\n");
+  EXPECT_EQ(dsc::rt::test::readBytes(where + "/Train_Samples_lr.csv"),
+            "step,lr\n8,0.5\n16,0.25\n");
+  EXPECT_THAT(errorOf([&] { CsvMonitor(dir.file("out/job/Train_Samples_lr.csv")); }),
+              HasSubstr("cannot create the csv_monitor directory"));
+}
+
 TEST(DscRunMetrics, LossRoundTrips) {
   const float values[] = {2.7725887f, 1e-7f, 12345.678f, 0.1f};
   for (float value : values)
@@ -737,12 +827,22 @@ TEST(DscRunMetrics, CsvIsReadableAfterEveryRow) {
   ScratchDir dir;
   std::string path = dir.file("m.csv");
   MetricsCsv csv(path);
-  EXPECT_EQ(dsc::rt::test::readBytes(path),
-            "step,loss,step_time_s,samples_per_s,tokens_per_s\n");
+  const std::string header = "step,loss,step_time_s,samples_per_s,"
+                             "tokens_per_s,lr,grad_norm,loss_scale,"
+                             "memory_gib,time\n";
+  EXPECT_EQ(dsc::rt::test::readBytes(path), header);
   csv.append(makeStepRecord(1, 0.25, ElementType::F32, 2, 8, 4));
+  EXPECT_EQ(dsc::rt::test::readBytes(path), header + "1,0.25,2,4,16,,,,,\n");
+  StepRecord full = makeStepRecord(2, 0.5, ElementType::F32, 2, 8, 4);
+  full.lr = 0.001;
+  full.gradNorm = 2.5;
+  full.lossScale = 1024;
+  full.memoryBytes = size_t(1) << 30;
+  full.timestamp = "2025-01-31T12:34:56";
+  csv.append(full);
   EXPECT_EQ(dsc::rt::test::readBytes(path),
-            "step,loss,step_time_s,samples_per_s,tokens_per_s\n"
-            "1,0.25,2,4,16\n");
+            header + "1,0.25,2,4,16,,,,,\n"
+                     "2,0.5,2,4,16,0.001,2.5,1024,1,2025-01-31T12:34:56\n");
   csv.close();
   EXPECT_THAT(errorOf([&] { MetricsCsv(dir.file("no/such/dir.csv")); }),
               HasSubstr("cannot write metrics"));

@@ -35,7 +35,10 @@ namespace {
 /// The losses of the step lines, in order, checking each line's form.
 std::vector<double> stepLosses(const std::string &out) {
   static const std::regex line(
-      R"(step=(\d+) loss=(\S+) samples/s=(\S+) tokens/s=(\S+) step_time_s=(\S+))");
+      R"(step=(\d+) loss=(\S+) samples/s=(\S+) tokens/s=(\S+) step_time_s=(\S+))"
+      R"( avg_samples/s=(\S+) avg_tokens/s=(\S+)( lr=\S+)?( grad_norm=\S+)?)"
+      R"(( loss_scale=\S+ skipped=\d+)? mem_gib=(\S+))"
+      R"( time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)");
   std::vector<double> losses;
   for (const std::string &text : split(out, '\n')) {
     if (text.rfind("step=", 0) != 0)
@@ -47,6 +50,8 @@ std::vector<double> stepLosses(const std::string &out) {
     EXPECT_EQ(std::stoll(match[1]), static_cast<long long>(losses.size() + 1));
     EXPECT_GT(std::stod(match[3]), 0) << text;
     EXPECT_GT(std::stod(match[4]), 0) << text;
+    EXPECT_GT(std::stod(match[6]), 0) << text;  // avg_samples/s
+    EXPECT_GT(std::stod(match[11]), 0) << text; // mem_gib
     losses.push_back(std::stod(match[2]));
   }
   return losses;
@@ -225,10 +230,21 @@ TEST_F(DscRunTool, WritesTheMetricsCsv) {
   expectLosses(printed, 4);
   std::vector<std::string> rows = split(readBytes(dir_.file("m.csv")), '\n');
   ASSERT_EQ(rows.size(), 5u);
-  EXPECT_EQ(rows[0], "step,loss,step_time_s,samples_per_s,tokens_per_s");
+  EXPECT_EQ(rows[0], "step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
+                     "grad_norm,loss_scale,memory_gib,time");
   for (size_t s = 1; s < rows.size(); ++s) {
-    std::vector<std::string> fields = split(rows[s], ',');
-    ASSERT_EQ(fields.size(), 5u) << rows[s];
+    // Empty fields (no grad_norm, no loss_scale) count.
+    std::vector<std::string> fields(1);
+    for (char c : rows[s])
+      if (c == ',')
+        fields.emplace_back();
+      else
+        fields.back().push_back(c);
+    ASSERT_EQ(fields.size(), 10u) << rows[s];
+    // The tiny artifact outputs no lr, grad_norm or loss_scale: empty.
+    EXPECT_EQ(fields[5] + fields[6] + fields[7], "") << rows[s];
+    EXPECT_GT(std::stod(fields[8]), 0) << rows[s]; // memory_gib
+    EXPECT_EQ(fields[9].size(), 19u) << rows[s];   // the time
     EXPECT_EQ(fields[0], std::to_string(s));
     EXPECT_EQ(std::stod(fields[1]), printed[s - 1]); // the same digits
     double seconds = std::stod(fields[2]);

@@ -98,6 +98,16 @@ struct StepReport {
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;
   RankMemory memory;
+  /// Stage 3: trained parameters (not experts') partitioned over the ranks
+  /// and those that stay whole, each with their elements; of the whole
+  /// ones, those the persistence threshold keeps (at most `persistence
+  /// Threshold` elements; the others are kept by the unshard budget).
+  struct Stage3Parameters {
+    int64_t partitioned = 0, partitionedElements = 0;
+    int64_t whole = 0, wholeElements = 0;
+    int64_t underThreshold = 0;
+    int64_t persistenceThreshold = -1; // -1: not stage 3
+  } stage3;
   /// What fills the arena where its live bytes peak (set with the arena).
   ArenaPeak arenaPeak;
   std::vector<CollectiveReport> collectives; // per call, program order

@@ -3,7 +3,8 @@
 // `dsc-opt --config ds_config.json` reads a DeepSpeed configuration with
 // DeepSpeed's rules (docs/configuration.md says which and how) and
 // turns it into options of the training pipeline (TrainingPipeline.h), which
-// command-line flags then override.
+// command-line flags then override. Every key of the file is accounted for:
+// used, defaulted ("auto"), accepted without effect, or refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,11 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class SourceMgr;
+class raw_ostream;
 } // namespace llvm
 
 namespace mlir::dsc {
@@ -33,18 +36,56 @@ struct ConfigOrigin {
 };
 using ConfigOrigins = std::map<std::string, ConfigOrigin>;
 
+/// What dsc did with one key of the config.
+enum class KeyDisposition {
+  /// It sets a pipeline option (or a setting of dsc-run).
+  Used,
+  /// Its value is "auto": dsc chose the value, which the detail names.
+  Defaulted,
+  /// Accepted, and it changes nothing: DeepSpeed's default of a feature dsc
+  /// does not have, or a knob whose job dsc's compiler does another way.
+  NoEffect,
+  /// An error was reported at it.
+  Refused,
+};
+
+/// "used", "defaulted", "no effect", "refused".
+StringRef dispositionName(KeyDisposition disposition);
+
+/// One key of the config, a leaf or a section taken as a whole.
+struct KeyAccount {
+  std::string key; // `zero_optimization.stage`
+  KeyDisposition disposition = KeyDisposition::Used;
+  /// What it set, the value chosen, or why it has no effect.
+  std::string detail;
+  std::string file;
+  unsigned line = 0, column = 0;
+};
+/// Every key, in the order of the file.
+using ConfigAccount = std::vector<KeyAccount>;
+
+/// Prints `account`: with `everyKey`, one line per key
+/// (`FILE:LINE:COL: KEY: DISPOSITION: DETAIL`); otherwise one line per
+/// disposition other than used and refused (the errors were printed),
+/// naming its keys, or nothing when there are none.
+void printConfigAccount(llvm::raw_ostream &os, const ConfigAccount &account,
+                        bool everyKey);
+
 /// `value` as option text that reads back as the same double.
 std::string formatPipelineNumber(double value);
 
 /// Reads the DeepSpeed config in buffer `bufferId` of `sourceMgr` for a job
 /// of `worldSize` data-parallel ranks. Every error (bad JSON, a duplicate or
 /// unknown key, a value of the wrong type or out of range, an inconsistent
-/// batch triple, a DeepSpeed feature dsc does not implement) is reported
-/// through `sourceMgr` at the key it is about, and gives failure. Where
-/// each setting came from goes to `origins`, when given.
+/// batch triple, a DeepSpeed feature dsc does not implement, at a value
+/// other than DeepSpeed's default) is reported through `sourceMgr` at the
+/// key it is about, all of them in one call, and gives failure. Where each
+/// setting came from goes to `origins`, and what happened to each key to
+/// `account`, when given (also on failure, once the JSON parsed).
 FailureOr<PipelineSettings>
 readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                    int64_t worldSize, ConfigOrigins *origins = nullptr);
+                    int64_t worldSize, ConfigOrigins *origins = nullptr,
+                    ConfigAccount *account = nullptr);
 
 } // namespace mlir::dsc
 

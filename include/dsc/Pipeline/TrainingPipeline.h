@@ -221,6 +221,17 @@ struct TrainingPipelineOptions
       llvm::cl::desc("ranks each layer's experts are split over (expert "
                      "parallelism; divides the experts and the world size)"),
       llvm::cl::init(1)};
+  // How dsc-run logs the steps: --dsc-run-logging's options.
+  Option<int64_t> stepsPerPrint{
+      *this, "steps-per-print",
+      llvm::cl::desc("dsc-run prints a step line every N steps (0: its "
+                     "default, every step)"),
+      llvm::cl::init(0)};
+  Option<std::string> csvMonitor{
+      *this, "csv-monitor",
+      llvm::cl::desc("dsc-run writes DeepSpeed csv_monitor files into this "
+                     "directory (empty: none)"),
+      llvm::cl::init("")};
   // Reports of the finished step: --dsc-step-report's options.
   ListOption<std::string> report{
       *this, "report",

@@ -21,6 +21,23 @@ def PrintSummary : Pass<"dsc-print-summary", "::mlir::ModuleOp"> {
   }];
 }
 
+def RunLogging : Pass<"dsc-run-logging", "::mlir::ModuleOp"> {
+  let summary = "records how dsc-run logs the steps (steps_per_print, csv_monitor)";
+  let description = [{
+    Sets the module attributes `dsc.steps_per_print` and `dsc.csv_monitor`,
+    which the C++ and CUDA emitters compile into the artifact
+    (`dsc_artifact_run_settings`) and dsc-run takes as the defaults of
+    `--steps-per-print` and `--csv-monitor`. A DeepSpeed config's
+    `steps_per_print` and `csv_monitor` set these options.
+  }];
+  let options = [
+    Option<"stepsPerPrint", "steps-per-print", "int64_t", /*default=*/"0",
+           "print a step line every N steps (0: dsc-run's default)">,
+    Option<"csvMonitor", "csv-monitor", "std::string", /*default=*/"\"\"",
+           "directory of DeepSpeed csv_monitor files (empty: none)">,
+  ];
+}
+
 def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
   let summary = "makes the graph's outputs global over data-parallel ranks";
   let description = [{

@@ -359,6 +359,11 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
   library->step_ =
       reinterpret_cast<void (*)(StepContext *)>(symbol("dsc_artifact_step"));
   library->info_ = infoFunction();
+  // Optional: artifacts compiled without steps_per_print or csv_monitor
+  // do not export it.
+  if (void *settings = ::dlsym(library->handle_, "dsc_artifact_run_settings"))
+    if (const char *text = reinterpret_cast<const char *(*)()>(settings)())
+      library->runSettings_ = text;
   check(library->info_ != nullptr,
         path + ": dsc_artifact_info() returned no ArtifactInfo");
   validateArtifactInfo(*library->info_, path);

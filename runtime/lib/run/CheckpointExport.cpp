@@ -192,8 +192,15 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
   std::string stage;
   if (anyUnknown)
     stage = "unknown (no roles recorded)";
-  else if (partitioned("parameter"))
-    stage = "3 (parameters partitioned)";
+  else if (partitioned("parameter")) {
+    // Those at most stage3_param_persistence_threshold elements (or kept
+    // by the unshard budget) stay whole on every rank.
+    const Count &p = counts["parameter"];
+    size_t whole = p.tensors - p.partitioned - p.expertPartitioned;
+    stage = "3 (parameters partitioned: " + std::to_string(p.partitioned) +
+            " partitioned, " + std::to_string(whole) +
+            " whole on every rank under the persistence threshold)";
+  }
   else if (partitioned("gradient"))
     stage = "2 (gradients and optimizer state partitioned)";
   else if (partitioned("optimizer") || partitioned("master"))

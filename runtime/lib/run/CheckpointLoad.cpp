@@ -155,6 +155,8 @@ Checkpoint Checkpoint::open(const std::string &dir) {
   job.target = field<std::string>(metadata, "target", metaPath);
   job.globalBatch = field<int64_t>(metadata, "global_batch", metaPath);
   job.seq = field<int64_t>(metadata, "seq", metaPath);
+  if (metadata.contains("seed"))
+    job.seed = field<int64_t>(metadata, "seed", metaPath);
   check(field<std::string>(metadata, "checksum", metaPath) ==
             detail::kCheckpointChecksumName,
         metaPath + ": checksums are not " + detail::kCheckpointChecksumName);

@@ -323,6 +323,8 @@ std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                            {"checksum", detail::kCheckpointChecksumName},
                            {"shards", ordered_json::array()},
                            {"tensors", ordered_json::object()}};
+  if (job.seed)
+    metadata["seed"] = *job.seed;
   std::map<std::string, ordered_json> tensors =
       mergeReports(reports, metadata["shards"]);
   // Every state once, in the artifact's order, and nothing else.

@@ -400,7 +400,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   FeedPlan plan;
   std::optional<InputFeed> data;
   std::vector<void *> inputs; // the artifact's host input buffers
-  std::unique_ptr<MetricsCsv> metrics;
+  std::unique_ptr<StepLog> log;
   std::optional<Checkpoint> resumed;
   JobDigest digest;
   JobDescription description;
@@ -408,6 +408,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   outcome = attempt([&] {
     artifact = ArtifactLibrary::open(options.artifact);
     const ArtifactInfo &info = artifact->info();
+    applyArtifactRunSettings(options, artifact->runSettings(), options.artifact);
     plan = planFeeds(info, options, size);
     // From here on --batch and --seq are the artifact's, given or not.
     options.batch = plan.trainBatch;
@@ -422,13 +423,25 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (!options.resume.empty()) {
       resumed = Checkpoint::open(options.resume);
       resumed->checkJob(options.batch, options.seq);
+      // The masks of an uninterrupted run: the checkpoint's seed.
+      if (!options.seedGiven && resumed->job().seed)
+        options.seed = *resumed->job().seed;
     } else {
       weights = SafeTensorsFile::open(options.weights);
     }
     if (!options.save.empty())
       createCheckpointRoot(options.save);
-    if (rank == 0 && !options.metrics.empty())
-      metrics = std::make_unique<MetricsCsv>(options.metrics);
+    if (rank == 0) {
+      int64_t first = resumed ? resumed->job().step + 1 : 1;
+      log = std::make_unique<StepLog>(
+          options.stepsPerPrint, first, first + options.steps - 1,
+          options.metrics.empty()
+              ? nullptr
+              : std::make_unique<MetricsCsv>(options.metrics),
+          options.csvMonitor.empty()
+              ? nullptr
+              : std::make_unique<CsvMonitor>(options.csvMonitor));
+    }
     if (rank == 0 && !options.dumpOutputs.empty())
       (void)resolveOutputFile(options.dumpOutputs); // written after step 1
     target->allocate(info);
@@ -532,7 +545,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
   auto save = [&](int64_t step) {
     CheckpointJob job{step,        size,          info.model ? info.model : "",
-                      info.target, options.batch, options.seq};
+                      info.target, options.batch, options.seq, options.seed};
     return saveCheckpoint(control, options.save, job, info, *target);
   };
   // --steps 0 --save: the state as loaded, with the states rewrites add
@@ -576,12 +589,11 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           skippedSteps += output(plan.skippedOutput) != 0 ? 1 : 0;
           record.skipped = skippedSteps;
         }
-        std::printf("%s\n", formatStepLine(record).c_str());
-        std::fflush(stdout);
-        if (metrics)
-          metrics->append(record);
-        if (metrics && step == lastStep)
-          metrics->close();
+        if (plan.gradNormOutput >= 0)
+          record.gradNorm = output(plan.gradNormOutput);
+        MemoryUse memory = target->memoryUse();
+        record.memoryBytes = memory.arena + memory.state + memory.io;
+        log->add(record);
         if (!options.dumpOutputs.empty() && step == firstStep)
           dumpOutputs(options.dumpOutputs, info, *target);
         // Without loss scaling nothing skips such a step: its update has

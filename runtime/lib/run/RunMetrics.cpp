@@ -1,9 +1,11 @@
-//===- RunMetrics.cpp - the per-step log line and the metrics CSV ---------===//
+//===- RunMetrics.cpp - the per-step log line and the metrics files -------===//
 
 #include "dsc/runtime/Run.h"
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 
 namespace dsc::rt {
 
@@ -19,6 +21,16 @@ std::string format(const char *pattern, double value) {
 /// %g keeps tiny step times from printing as 0.000000.
 std::string figure(double value) { return format("%.6g", value); }
 
+/// Scalars the artifact computed in f32 (lr, norms, scales): nine digits
+/// round-trip a float.
+std::string scalar(double value) { return format("%.9g", value); }
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string gib(size_t bytes) {
+  return format("%.4g", static_cast<double>(bytes) / kBytesPerGiB);
+}
+
 } // namespace
 
 StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
@@ -29,6 +41,7 @@ StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
   record.loss = loss;
   record.lossType = lossType;
   record.seconds = seconds;
+  record.samples = step * globalBatch;
   if (seconds > 0) {
     record.samplesPerSecond = static_cast<double>(globalBatch) / seconds;
     record.tokensPerSecond =
@@ -42,24 +55,45 @@ std::string formatLoss(double loss, ElementType type) {
   return format(type == ElementType::F64 ? "%.17g" : "%.9g", loss);
 }
 
+std::string localTimestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &local);
+  return text;
+}
+
 std::string formatStepLine(const StepRecord &record) {
-  return "step=" + std::to_string(record.step) +
-         " loss=" + formatLoss(record.loss, record.lossType) +
-         " samples/s=" + figure(record.samplesPerSecond) +
-         " tokens/s=" + figure(record.tokensPerSecond) +
-         " step_time_s=" + figure(record.seconds) +
-         (record.lr ? " lr=" + format("%.9g", *record.lr) : std::string()) +
-         (record.lossScale ? " loss_scale=" + format("%.9g", *record.lossScale)
-                           : std::string()) +
-         (record.skipped ? " skipped=" + std::to_string(*record.skipped)
-                         : std::string());
+  std::string line = "step=" + std::to_string(record.step) +
+                     " loss=" + formatLoss(record.loss, record.lossType) +
+                     " samples/s=" + figure(record.samplesPerSecond) +
+                     " tokens/s=" + figure(record.tokensPerSecond) +
+                     " step_time_s=" + figure(record.seconds);
+  if (record.averageSamplesPerSecond > 0)
+    line += " avg_samples/s=" + figure(record.averageSamplesPerSecond) +
+            " avg_tokens/s=" + figure(record.averageTokensPerSecond);
+  if (record.lr)
+    line += " lr=" + scalar(*record.lr);
+  if (record.gradNorm)
+    line += " grad_norm=" + scalar(*record.gradNorm);
+  if (record.lossScale)
+    line += " loss_scale=" + scalar(*record.lossScale);
+  if (record.skipped)
+    line += " skipped=" + std::to_string(*record.skipped);
+  if (record.memoryBytes)
+    line += " mem_gib=" + gib(*record.memoryBytes);
+  if (!record.timestamp.empty())
+    line += " time=" + record.timestamp;
+  return line;
 }
 
 MetricsCsv::MetricsCsv(const std::string &path) : path_(path) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
     throw Error(path + ": cannot write metrics: " + std::strerror(errno));
-  if (std::fputs("step,loss,step_time_s,samples_per_s,tokens_per_s\n",
+  if (std::fputs("step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
+                 "grad_norm,loss_scale,memory_gib,time\n",
                  file_) < 0 ||
       std::fflush(file_) != 0) {
     std::string reason = std::strerror(errno);
@@ -75,11 +109,17 @@ MetricsCsv::~MetricsCsv() {
 
 void MetricsCsv::append(const StepRecord &record) {
   check(file_ != nullptr, path_ + ": metrics file is closed");
-  std::string row = std::to_string(record.step) + "," +
-                    formatLoss(record.loss, record.lossType) + "," +
-                    figure(record.seconds) + "," +
-                    figure(record.samplesPerSecond) + "," +
-                    figure(record.tokensPerSecond) + "\n";
+  auto optional = [](const std::optional<double> &value) {
+    return value ? scalar(*value) : std::string();
+  };
+  std::string row =
+      std::to_string(record.step) + "," +
+      formatLoss(record.loss, record.lossType) + "," + figure(record.seconds) +
+      "," + figure(record.samplesPerSecond) + "," +
+      figure(record.tokensPerSecond) + "," + optional(record.lr) + "," +
+      optional(record.gradNorm) + "," + optional(record.lossScale) + "," +
+      (record.memoryBytes ? gib(*record.memoryBytes) : std::string()) + "," +
+      record.timestamp + "\n";
   if (std::fputs(row.c_str(), file_) < 0 || std::fflush(file_) != 0)
     throw Error(path_ + ": cannot write metrics: " + std::strerror(errno));
 }
@@ -91,6 +131,90 @@ void MetricsCsv::close() {
   file_ = nullptr;
   if (std::fclose(file) != 0)
     throw Error(path_ + ": cannot write metrics: " + std::strerror(errno));
+}
+
+CsvMonitor::CsvMonitor(const std::string &directory) : directory_(directory) {
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error || !std::filesystem::is_directory(directory))
+    throw Error(directory + ": cannot create the csv_monitor directory: " +
+                (error ? error.message() : "not a directory"));
+}
+
+void CsvMonitor::write(const std::string &name, int64_t samples,
+                       const std::string &value) {
+  std::string path = directory_ + "/Train_Samples_" + name + ".csv";
+  std::FILE *file = std::fopen(path.c_str(), "a");
+  if (!file)
+    throw Error(path + ": cannot write csv_monitor file: " +
+                std::strerror(errno));
+  bool fresh = std::ftell(file) == 0;
+  std::string text = (fresh ? "step," + name + "\n" : std::string()) +
+                     std::to_string(samples) + "," + value + "\n";
+  bool written = std::fputs(text.c_str(), file) >= 0;
+  if (std::fclose(file) != 0 || !written)
+    throw Error(path + ": cannot write csv_monitor file: " +
+                std::strerror(errno));
+}
+
+void CsvMonitor::append(const StepRecord &record) {
+  write("train_loss", record.samples, formatLoss(record.loss, record.lossType));
+  if (record.lr)
+    write("lr", record.samples, scalar(*record.lr));
+  if (record.lossScale)
+    write("loss_scale", record.samples, scalar(*record.lossScale));
+  if (record.gradNorm)
+    write("grad_norm", record.samples, scalar(*record.gradNorm));
+  if (record.memoryBytes)
+    write("memory_gib", record.samples, gib(*record.memoryBytes));
+}
+
+StepLog::StepLog(int64_t stepsPerPrint, int64_t firstStep, int64_t lastStep,
+                 std::unique_ptr<MetricsCsv> metrics,
+                 std::unique_ptr<CsvMonitor> monitor)
+    : stepsPerPrint_(stepsPerPrint > 0 ? stepsPerPrint : 1),
+      firstStep_(firstStep), lastStep_(lastStep), metrics_(std::move(metrics)),
+      monitor_(std::move(monitor)) {}
+
+StepLog::~StepLog() = default;
+
+bool StepLog::prints(int64_t step) const {
+  return step == firstStep_ || step == lastStep_ || step % stepsPerPrint_ == 0;
+}
+
+void StepLog::add(StepRecord &record) {
+  double samples = record.samplesPerSecond * record.seconds;
+  double tokens = record.tokensPerSecond * record.seconds;
+  if (steps_++ == 0) {
+    firstSeconds_ = record.seconds;
+    firstSamples_ = static_cast<int64_t>(samples + 0.5);
+    firstTokens_ = static_cast<int64_t>(tokens + 0.5);
+  } else {
+    seconds_ += record.seconds;
+    samples_ += static_cast<int64_t>(samples + 0.5);
+    tokens_ += static_cast<int64_t>(tokens + 0.5);
+  }
+  // The first step warms up (caches, thread pools, first-touch pages):
+  // it counts only while it is the only one.
+  double seconds = steps_ == 1 ? firstSeconds_ : seconds_;
+  if (seconds > 0) {
+    record.averageSamplesPerSecond =
+        static_cast<double>(steps_ == 1 ? firstSamples_ : samples_) / seconds;
+    record.averageTokensPerSecond =
+        static_cast<double>(steps_ == 1 ? firstTokens_ : tokens_) / seconds;
+  }
+  record.timestamp = localTimestamp();
+  if (prints(record.step)) {
+    std::printf("%s\n", formatStepLine(record).c_str());
+    std::fflush(stdout);
+  }
+  if (metrics_) {
+    metrics_->append(record);
+    if (record.step == lastStep_)
+      metrics_->close();
+  }
+  if (monitor_)
+    monitor_->append(record);
 }
 
 } // namespace dsc::rt

@@ -27,6 +27,7 @@ std::string runUsage() {
          "--data D.bin|D.safetensors\n"
          "               --steps S [--batch B] [--seq T] [--eval] "
          "[--metrics FILE.csv]\n"
+         "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "               [--seed N] [--dump-outputs FILE.safetensors]\n"
          "\n"
@@ -54,7 +55,17 @@ std::string runUsage() {
          "  --eval           forward and loss only: the state is not "
          "updated\n"
          "  --metrics FILE   CSV of step,loss,step_time_s,samples_per_s,"
-         "tokens_per_s (rank 0)\n"
+         "tokens_per_s,lr,\n"
+         "                   grad_norm,loss_scale,memory_gib,time, every "
+         "step (rank 0)\n"
+         "  --steps-per-print N  a step line every N steps, the first and "
+         "last always\n"
+         "                   (default: the config's steps_per_print compiled "
+         "into the\n"
+         "                   artifact, else 1)\n"
+         "  --csv-monitor DIR  DeepSpeed csv_monitor files in DIR (default: "
+         "the config's\n"
+         "                   csv_monitor output_path/job_name, else none)\n"
          "  --save DIR       save a checkpoint into DIR after the last step "
          "(DIR/step_<N>,\n"
          "                   DIR/latest); DIR must be shared by every rank\n"
@@ -145,9 +156,17 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
         throw UsageError(name + " needs a directory");
     } else if (name == "--save-interval")
       options.saveInterval = parsePositive(name, takeValue());
+    else if (name == "--steps-per-print")
+      options.stepsPerPrint = parsePositive(name, takeValue());
+    else if (name == "--csv-monitor") {
+      options.csvMonitor = takeValue();
+      if (options.csvMonitor.empty())
+        throw UsageError("--csv-monitor needs a directory");
+    }
     else if (name == "--seed") {
       std::string text = takeValue();
       options.seed = text == "0" ? 0 : parsePositive(name, text);
+      options.seedGiven = true;
     }
     else
       throw UsageError("unknown option '" + name + "'");
@@ -170,6 +189,38 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
   if (options.saveInterval > 0 && options.save.empty())
     throw UsageError("--save-interval needs --save DIR");
   return options;
+}
+
+void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
+                              const std::string &where) {
+  size_t begin = 0;
+  while (begin < settings.size()) {
+    size_t end = settings.find('\n', begin);
+    if (end == std::string::npos)
+      end = settings.size();
+    std::string line = settings.substr(begin, end - begin);
+    begin = end + 1;
+    if (line.empty())
+      continue;
+    size_t eq = line.find('=');
+    std::string key = line.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : line.substr(eq + 1);
+    if (key == "steps_per_print") {
+      int64_t every = 0;
+      try {
+        every = parsePositive("steps_per_print", value);
+      } catch (const UsageError &error) {
+        throw Error(where + ": compiled-in " + error.what());
+      }
+      if (options.stepsPerPrint == 0)
+        options.stepsPerPrint = every;
+    } else if (key == "csv_monitor" && !value.empty()) {
+      if (options.csvMonitor.empty())
+        options.csvMonitor = value;
+    } else {
+      throw Error(where + ": unknown compiled-in run setting '" + line + "'");
+    }
+  }
 }
 
 } // namespace dsc::rt

@@ -214,6 +214,7 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.lrOutput = optionalScalar("lr");
   plan.lossScaleOutput = optionalScalar("loss_scale");
   plan.skippedOutput = optionalScalar("skipped");
+  plan.gradNormOutput = optionalScalar("grad_norm");
   return plan;
 }
 

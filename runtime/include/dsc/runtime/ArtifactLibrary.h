@@ -44,6 +44,9 @@ public:
   /// Runs dsc_artifact_step. Whatever the generated code throws (an Error
   /// from a runtime call) propagates.
   void step(StepContext &context) const { step_(&context); }
+  /// The `key=value` lines of dsc-run's defaults the config compiled in
+  /// (the optional entry point dsc_artifact_run_settings); empty without.
+  const std::string &runSettings() const { return runSettings_; }
 
 private:
   ArtifactLibrary() = default;
@@ -51,6 +54,7 @@ private:
   void *handle_ = nullptr;
   const ArtifactInfo *info_ = nullptr;
   void (*step_)(StepContext *) = nullptr;
+  std::string runSettings_;
 };
 
 /// Throws Error "WHERE: <problem>" unless `info` is usable: the ABI version

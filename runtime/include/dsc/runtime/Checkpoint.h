@@ -105,6 +105,9 @@ struct CheckpointJob {
   int worldSize = 0;
   std::string model, target; // the artifact's, for people reading the file
   int64_t globalBatch = 0, seq = 0; // the data position is counted in these
+  /// The run's seed (dsc-run --seed), which a resumed run takes unless
+  /// given another; absent in checkpoints saved before dsc-run had one.
+  std::optional<int64_t> seed;
 };
 
 //===----------------------------------------------------------------------===//

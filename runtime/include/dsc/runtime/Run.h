@@ -66,9 +66,23 @@ struct RunOptions {
   int64_t saveInterval = 0; // also save every K steps; 0: at the end only
   std::string resume;  // checkpoint root or step directory; empty: none
   std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
+  /// A step line every N steps (and the first and last); 0: not given,
+  /// the artifact's (the config's steps_per_print), else every step.
+  int64_t stepsPerPrint = 0;
+  /// DeepSpeed csv_monitor files go to this directory; empty: not given,
+  /// the artifact's (the config's csv_monitor), else none.
+  std::string csvMonitor;
   int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
+  bool seedGiven = false;  // --seed given (else a resumed run takes its checkpoint's)
   bool help = false;
 };
+
+/// Fills the options the command line left unset from `settings`, the
+/// `key=value` lines an artifact compiled in (ArtifactLibrary::runSettings:
+/// steps_per_print, csv_monitor). Throws Error "WHERE: ..." for a line it
+/// cannot read.
+void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
+                              const std::string &where);
 
 /// Parses dsc-run's arguments (without argv[0]). Options take their value
 /// as the next argument or after '='. Throws UsageError for an unknown
@@ -105,6 +119,9 @@ struct FeedPlan {
   int32_t lrOutput = -1;
   int32_t lossScaleOutput = -1;
   int32_t skippedOutput = -1;
+  /// The global 2-norm of the gradients before clipping (`grad_norm`; a
+  /// step compiled with gradient clipping computes it), -1 if absent.
+  int32_t gradNormOutput = -1;
   int64_t microBatch = 0; // per rank: every input's leading dimension
   /// Tokens per sample: dimension 1 of the token ids (`tokens`, or with
   /// samples the first integer input of two or more dimensions); 1 for a
@@ -477,6 +494,18 @@ struct StepRecord {
   /// (an overflow), this one included.
   std::optional<double> lossScale;
   std::optional<int64_t> skipped;
+  /// The gradients' global 2-norm, when the artifact outputs it.
+  std::optional<double> gradNorm;
+  /// Rank 0's memory in use (its pools: arena, state, inputs and outputs).
+  std::optional<size_t> memoryBytes;
+  /// Throughput over the steps run so far (StepLog fills them).
+  double averageSamplesPerSecond = 0;
+  double averageTokensPerSecond = 0;
+  /// Local wall-clock time the step ended, "2025-01-31T12:34:56" (StepLog).
+  std::string timestamp;
+  /// Samples trained so far, this step's included (DeepSpeed's
+  /// global_samples, the csv_monitor files' x-axis).
+  int64_t samples = 0;
 };
 
 /// A record of step `step` from its loss, time and the global batch.
@@ -488,13 +517,17 @@ StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
 std::string formatLoss(double loss, ElementType type);
 
 /// "step=1 loss=2.7725887 samples/s=1234.5 tokens/s=5.05e+06
-/// step_time_s=0.00324", then " lr=0.001", " loss_scale=65536" and
-/// " skipped=0" for the fields the record has.
+/// step_time_s=0.00324", then for the fields the record has
+/// " avg_samples/s=1200 avg_tokens/s=4.9e+06" (once averages are filled),
+/// " lr=0.001", " grad_norm=1.5", " loss_scale=65536", " skipped=0",
+/// " mem_gib=0.0123" and " time=2025-01-31T12:34:56".
 std::string formatStepLine(const StepRecord &record);
 
 /// The --metrics CSV, written on rank 0 and flushed after every row, so
 /// that a run that dies keeps the rows of the steps it finished:
-///   step,loss,step_time_s,samples_per_s,tokens_per_s
+///   step,loss,step_time_s,samples_per_s,tokens_per_s,lr,grad_norm,
+///   loss_scale,memory_gib,time
+/// (a field the artifact does not output is empty).
 class MetricsCsv {
 public:
   /// Creates or truncates `path` and writes the header. Throws Error.
@@ -510,6 +543,53 @@ private:
   std::string path_;
   std::FILE *file_ = nullptr;
 };
+
+/// DeepSpeed's csv_monitor layout: in `directory` one file per metric,
+/// named after DeepSpeed's event (`Train/Samples/train_loss` →
+/// Train_Samples_train_loss.csv), each of `step,NAME` rows where step is
+/// the samples trained so far (DeepSpeed's global_samples). Files are
+/// appended to, with the header when new, as DeepSpeed's csvMonitor does.
+/// train_loss and lr (when output) as DeepSpeed writes them, loss_scale with
+/// loss scaling, and dsc's grad_norm (when output) and memory_gib.
+class CsvMonitor {
+public:
+  /// Creates `directory` (and its parents). Throws Error.
+  explicit CsvMonitor(const std::string &directory);
+  void append(const StepRecord &record);
+
+private:
+  void write(const std::string &name, int64_t samples, const std::string &value);
+  std::string directory_;
+};
+
+/// Rank 0's per-step output: the step line on stdout every `stepsPerPrint`
+/// steps, the first and the last step's always; a row of the metrics CSV
+/// and the csv_monitor files every step. Fills each record's running
+/// averages (over the steps so far, the first left out once there are
+/// others: it warms up), samples and timestamp.
+class StepLog {
+public:
+  StepLog(int64_t stepsPerPrint, int64_t firstStep, int64_t lastStep,
+          std::unique_ptr<MetricsCsv> metrics,
+          std::unique_ptr<CsvMonitor> monitor);
+  ~StepLog();
+  /// Whether step `step`'s line is printed.
+  bool prints(int64_t step) const;
+  /// Logs `record` (and closes the CSV after the last step).
+  void add(StepRecord &record);
+
+private:
+  int64_t stepsPerPrint_, firstStep_, lastStep_;
+  std::unique_ptr<MetricsCsv> metrics_;
+  std::unique_ptr<CsvMonitor> monitor_;
+  double seconds_ = 0; // since the first step (excluded)
+  int64_t samples_ = 0, tokens_ = 0, steps_ = 0;
+  double firstSeconds_ = 0;
+  int64_t firstSamples_ = 0, firstTokens_ = 0;
+};
+
+/// "2025-01-31T12:34:56", the local time now.
+std::string localTimestamp();
 
 //===----------------------------------------------------------------------===//
 // The whole tool

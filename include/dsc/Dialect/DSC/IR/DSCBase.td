@@ -64,10 +64,20 @@ def DSC_Dialect : Dialect {
     /// accumulation, `--dsc-optimizer=grad-accum=N`); absent means 1.
     static constexpr ::llvm::StringLiteral kGradAccumAttrName =
         "dsc.grad_accum";
+    /// Module attributes: how dsc-run logs the artifact's steps, from the
+    /// config's steps_per_print and csv_monitor (`--dsc-run-logging`).
+    static constexpr ::llvm::StringLiteral kStepsPerPrintAttrName =
+        "dsc.steps_per_print";
+    static constexpr ::llvm::StringLiteral kCsvMonitorAttrName =
+        "dsc.csv_monitor";
     /// Module attribute: the ZeRO stage `--dsc-zero` partitioned the step
     /// for; absent means 0.
     static constexpr ::llvm::StringLiteral kZeroStageAttrName =
         "dsc.zero_stage";
+    /// Module attribute: the stage-3 persistence threshold `--dsc-zero`
+    /// used (parameters of at most this many elements stay whole).
+    static constexpr ::llvm::StringLiteral kZeroPersistenceThresholdAttrName =
+        "dsc.zero_persistence_threshold";
     /// Module attribute: the seed of the backward when it is not 1
     /// (`--dsc-autodiff=seed=... seed-state=...`, the loss scale), as
     /// `{value = f64, state = @name}` (state optional).

@@ -25,6 +25,8 @@
 
 namespace dsc::kernels::cuda {
 namespace embedding_detail {
+// Kernels that are not templates are static: every translation unit of a
+// split artifact includes this header (docs/lowering.md).
 
 constexpr int kThreads = 256;
 
@@ -74,7 +76,7 @@ __global__ void countIds(const int64_t *ids, int64_t count, int64_t rows,
 
 /// One block: start[v] = sum of counts[u < v] for v <= rows, and next[v] =
 /// start[v] (each bucket's next free slot).
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
 scanCounts(const unsigned long long *counts, int64_t rows, int64_t *start, int64_t *next) {
   __shared__ int64_t sums[1024];
   const int t = threadIdx.x;
@@ -105,7 +107,7 @@ scanCounts(const unsigned long long *counts, int64_t rows, int64_t *start, int64
 /// One block: order[next[id]++] = i for the valid ids in increasing i,
 /// 1024 positions at a time; within a chunk an id's rank is the number of
 /// equal ids before it, and the last of them advances next[id].
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
 placePositions(const int64_t *ids, int64_t count, int64_t rows, int64_t *next,
                int64_t *order) {
   __shared__ int64_t chunk[1024];

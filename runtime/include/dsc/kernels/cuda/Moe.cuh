@@ -45,6 +45,8 @@
 
 namespace dsc::kernels::cuda {
 namespace moe_detail {
+// Kernels that are not templates are static: every translation unit of a
+// split artifact includes this header (docs/lowering.md).
 
 constexpr int kThreads = 256;
 constexpr int kTileRoutes = 1024; // routes per warp in moeSlots's walks
@@ -166,7 +168,7 @@ walkTiles(const int64_t *experts, MoeShape shape, bool choiceMajor, int64_t tile
 
 /// A block per expert: its column of `table` (tile counts) becomes each
 /// tile's first number, and counts[e] the total.
-__global__ void __launch_bounds__(1024)
+static __global__ void __launch_bounds__(1024)
 scanTileColumns(int *table, int64_t tiles, int64_t experts, int64_t *counts) {
   __shared__ int64_t scratch[33];
   for (int64_t e = blockIdx.x; e < experts; e += gridDim.x) {
@@ -198,7 +200,7 @@ __device__ __forceinline__ unsigned long long priorityKey(const float *priority,
 
 /// A block per expert: keeps the C best keys of its bucket (order[start[e],
 /// start[e + 1]), positions ascending) and numbers them in bucket order.
-__global__ void __launch_bounds__(kThreads)
+static __global__ void __launch_bounds__(kThreads)
 keepByPriority(const float *priority, const int64_t *start, const int64_t *order,
                int64_t *slots, MoeShape shape) {
   __shared__ unsigned histogram[256];
@@ -251,7 +253,7 @@ keepByPriority(const float *priority, const int64_t *start, const int64_t *order
 
 /// source[slot] = the highest position of a route naming the slot (source
 /// starts at -1 everywhere).
-__global__ void findSources(const int64_t *slots, int64_t routes, int64_t slotCount,
+static __global__ void findSources(const int64_t *slots, int64_t routes, int64_t slotCount,
                             long long *source, IndexFault *fault) {
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < routes;
        p += int64_t(gridDim.x) * blockDim.x) {

@@ -37,6 +37,8 @@
 
 namespace dsc::kernels::cuda {
 namespace routing_detail {
+// Kernels that are not templates are static: every translation unit of a
+// split artifact includes this header (docs/lowering.md).
 
 /// Shapes of an indexed op, by value into the kernels.
 struct IndexPlan {
@@ -98,7 +100,7 @@ __global__ void scatterAddLines(const int64_t *index, const T *src, T *out, int6
 
 /// rowsAreIds stays 1 when index[j, q] == index[j, 0] for every (j, q),
 /// and column 0 of the index goes to ids[j].
-__global__ void indexRows(const int64_t *index, int64_t steps, int64_t width, int64_t *ids,
+static __global__ void indexRows(const int64_t *index, int64_t steps, int64_t width, int64_t *ids,
                           int *rowsAreIds) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < steps * width;
        i += int64_t(gridDim.x) * blockDim.x) {
