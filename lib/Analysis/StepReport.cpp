@@ -220,6 +220,15 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     m.io += roundUp(tensorBytes(type));
   for (Type type : graph.getResultTypes())
     m.io += roundUp(tensorBytes(type));
+  // Behind the boundary of gradient accumulation: once per update.
+  DenseSet<Operation *> perUpdate;
+  graph.walk([&](Operation *op) {
+    if (isa<OptimizerBoundaryOp>(op) ||
+        llvm::any_of(op->getOperands(), [&](Value v) {
+          return v.getDefiningOp() && perUpdate.contains(v.getDefiningOp());
+        }))
+      perUpdate.insert(op);
+  });
   graph.walk([&](Operation *op) {
     StringRef kind;
     Value payload;
@@ -253,6 +262,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     c.element = debugString(element);
     c.elementBytes = elementBytes(element);
     c.location = debugString(op->getLoc());
+    c.callsPerUpdate = perUpdate.contains(op) ? 1 : report.gradAccum;
     c.payloadBytes = tensorBytes(payload.getType()) / blocks;
     c.bytesSent = collectiveBytesSent(kind, c.payloadBytes, c.groupSize);
     c.busBytes = collectiveBusBytes(kind, c.payloadBytes, c.groupSize);
@@ -272,8 +282,8 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
 int64_t StepReport::bytesSentPerStep() const {
   int64_t total = 0;
   for (const CollectiveReport &c : collectives)
-    total += c.bytesSent;
-  return total * gradAccum;
+    total += c.bytesSent * c.callsPerUpdate;
+  return total;
 }
 
 double StepReport::volumeInPsi() const {
@@ -281,9 +291,9 @@ double StepReport::volumeInPsi() const {
     return 0;
   double elements = 0;
   for (const CollectiveReport &c : collectives)
-    elements += double(c.bytesSent) / double(c.elementBytes);
+    elements += double(c.bytesSent * c.callsPerUpdate) / double(c.elementBytes);
   double n = double(worldSize);
-  return elements * double(gradAccum) / ((n - 1) / n) /
+  return elements / ((n - 1) / n) /
          double(parameterElements);
 }
 
@@ -344,10 +354,10 @@ static std::vector<CollectiveTally> tallyCollectives(const StepReport &r) {
       groups.push_back({kind, c.element});
       it = std::prev(groups.end());
     }
-    it->calls += r.gradAccum;
-    it->payloadBytes += c.payloadBytes * r.gradAccum;
-    it->bytesSent += c.bytesSent * r.gradAccum;
-    it->busBytes += c.busBytes * double(r.gradAccum);
+    it->calls += c.callsPerUpdate;
+    it->payloadBytes += c.payloadBytes * c.callsPerUpdate;
+    it->bytesSent += c.bytesSent * c.callsPerUpdate;
+    it->busBytes += c.busBytes * double(c.callsPerUpdate);
   }
   return groups;
 }
@@ -539,7 +549,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                                          {"payload_bytes", c.payloadBytes},
                                          {"bytes_sent", c.bytesSent},
                                          {"bus_bytes", c.busBytes},
-                                         {"members", c.members}});
+                                         {"members", c.members},
+                                         {"calls_per_update", c.callsPerUpdate}});
     llvm::json::Array kinds;
     for (const CollectiveTally &g : tallyCollectives(*this))
       kinds.push_back(llvm::json::Object{{"kind", g.kind},

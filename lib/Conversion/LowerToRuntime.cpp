@@ -112,10 +112,41 @@ struct LowerToRuntimePass
       return signalPassFailure();
   }
 
+  /// Gradient accumulation: the ops that read the graph's
+  /// dsc.optimizer_boundary (`boundary`, set when there is one), directly
+  /// or not, run once per optimizer step; they move after it and every
+  /// other op before it, each side in its order, so that a call which
+  /// ends no optimizer step can stop at the boundary. Returns the former.
+  static DenseSet<Operation *> orderAroundBoundary(Block &body,
+                                                   OptimizerBoundaryOp &boundary) {
+    DenseSet<Operation *> perUpdate;
+    auto boundaries = body.getOps<OptimizerBoundaryOp>();
+    if (boundaries.empty())
+      return perUpdate;
+    boundary = *boundaries.begin();
+    perUpdate.insert(boundary);
+    for (Operation *op = boundary->getNextNode(); op;) {
+      Operation *next = op->getNextNode();
+      if (isa<func::ReturnOp>(op))
+        break;
+      if (llvm::any_of(op->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def && perUpdate.contains(def);
+          }))
+        perUpdate.insert(op);
+      else
+        op->moveBefore(boundary);
+      op = next;
+    }
+    perUpdate.erase(boundary);
+    return perUpdate;
+  }
+
   /// Groups of ops emitted as one kernel: elementwise chains joined, every
   /// other op alone. Returns, for each op, the last op of its group (where
   /// the group's kernel is emitted).
-  DenseMap<Operation *, Operation *> groupOps(Block &body) {
+  DenseMap<Operation *, Operation *>
+  groupOps(Block &body, const DenseSet<Operation *> &perUpdate) {
     llvm::EquivalenceClasses<Operation *> classes;
     DenseMap<Operation *, unsigned> position;
     for (Operation &op : body) {
@@ -127,7 +158,8 @@ struct LowerToRuntimePass
       for (Value operand : op.getOperands()) {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &body || !isElementwise(def) ||
-            !onlyStoredBesides(operand, &op))
+            !onlyStoredBesides(operand, &op) ||
+            perUpdate.contains(def) != perUpdate.contains(&op))
           continue;
         if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
           continue;
@@ -245,7 +277,9 @@ struct LowerToRuntimePass
       buffers.map(arg, device);
     }
 
-    DenseMap<Operation *, Operation *> root = groupOps(body);
+    OptimizerBoundaryOp boundary;
+    DenseSet<Operation *> perUpdate = orderAroundBoundary(body, boundary);
+    DenseMap<Operation *, Operation *> root = groupOps(body, perUpdate);
     // Members of each group in program order, collected at their root.
     DenseMap<Operation *, SmallVector<Operation *>> members;
     for (Operation &op : body)
@@ -255,11 +289,21 @@ struct LowerToRuntimePass
     DenseMap<Value, StoreOp> inPlace = inPlaceStores(body, root);
 
     auto ret = cast<func::ReturnOp>(body.getTerminator());
+    // Outputs computed once per optimizer step (from the reduced
+    // gradients) are written after the micro_step_exit, the others on
+    // every call.
+    SmallVector<Value> everyCall, onceAStep;
+    for (Value value : ret.getOperands()) {
+      Operation *def = value.getDefiningOp();
+      (def && perUpdate.contains(def) ? onceAStep : everyCall).push_back(value);
+    }
     // Each output is a host buffer filled by a copy on compute, once the
     // collectives that produced it have run.
-    auto emitOutputs = [&](Location loc) {
-      streams.waitFor(builder, loc, ret.getOperands());
+    auto emitOutputs = [&](Location loc, ArrayRef<Value> which) {
+      streams.waitFor(builder, loc, which);
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+        if (!llvm::is_contained(which, value))
+          continue;
         auto name = graph.getResultAttrOfType<StringAttr>(
             i, DSCDialect::kOutputAttrName);
         Value host = dscrt::OutputOp::create(
@@ -273,9 +317,10 @@ struct LowerToRuntimePass
     // may end there (dscrt.eval_exit): evaluation is the same step, cut
     // before the backward pass and the optimizer.
     bool training = !body.getOps<StoreOp>().empty();
-    Operation *outputsReady = training ? lastOutputProducer(ret, root) : nullptr;
+    Operation *outputsReady =
+        training ? lastOutputProducer(everyCall, root) : nullptr;
     if (training && !outputsReady) {
-      emitOutputs(graph.getLoc());
+      emitOutputs(graph.getLoc(), everyCall);
       dscrt::EvalExitOp::create(builder, graph.getLoc());
     }
 
@@ -300,7 +345,8 @@ struct LowerToRuntimePass
       Location loc = op.getLoc();
       if (isa<func::ReturnOp>(op)) {
         if (!training)
-          emitOutputs(loc);
+          emitOutputs(loc, everyCall);
+        emitOutputs(loc, onceAStep);
         // A collective nobody read has run, too, before compute is done.
         streams.waitFor(builder, loc, {}, /*all=*/true);
         for (Value stream : {streams.compute, streams.comm})
@@ -310,7 +356,7 @@ struct LowerToRuntimePass
       }
       auto afterOp = llvm::make_scope_exit([&] {
         if (&op == outputsReady) {
-          emitOutputs(loc);
+          emitOutputs(loc, everyCall);
           dscrt::EvalExitOp::create(builder, loc);
         }
       });
@@ -324,6 +370,19 @@ struct LowerToRuntimePass
           deferredStores.push_back(store);
         else
           emitStore(store);
+        continue;
+      }
+      if (&op == boundary.getOperation()) {
+        // The calls that end no optimizer step end here, every stream
+        // drained; the boundary's results are its operands' buffers.
+        dscrt::MicroStepExitOp::create(builder, loc);
+        for (auto [in, out] :
+             llvm::zip(boundary.getInputs(), boundary.getResults())) {
+          buffers.map(out, buffers.lookup(in));
+          if (auto event = streams.pending.lookup_or(in, {0, Value()});
+              event.second)
+            streams.pending[out] = event;
+        }
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
@@ -468,9 +527,9 @@ struct LowerToRuntimePass
 
   /// The op (a group's root) after which every output of the graph has its
   /// final value; null when the outputs need no op (a state returned as is).
-  Operation *lastOutputProducer(func::ReturnOp ret,
+  Operation *lastOutputProducer(ArrayRef<Value> outputs,
                                 const DenseMap<Operation *, Operation *> &root) {
-    return lastProducer(ret.getOperands(),
+    return lastProducer(outputs,
                         [&](Operation *op) { return emittedAt(root, op); });
   }
 

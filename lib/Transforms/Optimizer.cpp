@@ -317,13 +317,16 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     for (Gradient &grad : grads)
       g.push_back(grad.value);
 
-    // Gradient accumulation, as DeepSpeed's engine does it with
-    // gradient_accumulation_steps N: one call of the graph is one
-    // micro-batch, whose gradient (of the loss / N) is added to
-    // `<param>.grad_acc`; every N-th call (optimizer.micro_step counts them)
-    // the sum is the gradient the update uses, and the accumulators start
-    // over at zero.
+    // Gradient accumulation (DeepSpeed's gradient_accumulation_steps N):
+    // one call of the graph is one micro-batch, whose rank-local gradient
+    // (of the loss / N) is added to `<param>.grad_acc`; optimizer.micro_step
+    // counts the calls. The reduction over the ranks that --dsc-autodiff
+    // put on each gradient moves behind a dsc.optimizer_boundary, with
+    // everything that reads it (clipping, the update): the N-th call
+    // reduces the accumulated sums once and updates, the others stop after
+    // accumulating. The accumulators start over at zero after the N-th.
     Value boundary;
+    SmallVector<Operation *> peeled; // autodiff's reductions, now unused
     if (s.gradAccum > 1) {
       FailureOr<StateOp> micro =
           declare(*stepState, "optimizer.micro_step", scalarType);
@@ -331,19 +334,43 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         return failure();
       Value count = b.add(b.load(*micro), b.c(1));
       boundary = b.cmp(ComparisonDirection::ge, count, b.c(double(s.gradAccum)));
-      apply = boundary;
       stores.push_back({b.select(boundary, b.c(0), count), *micro});
+      SmallVector<Value> sums;
+      SmallVector<std::pair<AllReduceOp, Type>> reductions; // op, its type
       for (auto [grad, gk] : llvm::zip(grads, g)) {
-        if (gk.getType() != grad.updateType())
-          gk = ConvertOp::create(builder, loc, grad.updateType(), gk);
+        auto [local, reduce] = peelReduction(gk, peeled);
+        reductions.push_back({reduce, local.getType()});
+        if (local.getType() != grad.updateType())
+          local = ConvertOp::create(builder, loc, grad.updateType(), local);
         FailureOr<StateOp> acc =
             declare(grad.updated(),
                     (grad.param.getSymName() + ".grad_acc").str(),
                     grad.updateType(), StateRole::gradient);
         if (failed(acc))
           return failure();
-        gk = b.add(b.load(*acc), b.mul(gk, b.c(1.0 / double(s.gradAccum))));
-        stores.push_back({b.select(boundary, b.c(0), gk), *acc});
+        Value sum =
+            b.add(b.load(*acc), b.mul(local, b.c(1.0 / double(s.gradAccum))));
+        stores.push_back({b.select(boundary, b.c(0), sum), *acc});
+        sums.push_back(sum);
+      }
+      // The step count too: it advances once per optimizer step.
+      sums.push_back(step);
+      auto gate = OptimizerBoundaryOp::create(builder, loc, sums);
+      step = gate.getResults().back();
+      // Reduced as autodiff reduced each micro-batch's gradient: over the
+      // same group, in the same element type (a 16-bit gradient's sum is
+      // rounded to 16 bits first), so a step moves the bytes of one.
+      for (auto [i, gk] : llvm::enumerate(g)) {
+        Value v = gate.getResult(i);
+        auto [reduce, commType] = reductions[i];
+        if (reduce) {
+          if (v.getType() != commType)
+            v = ConvertOp::create(builder, loc, commType, v);
+          v = AllReduceOp::create(builder, loc, v, reduce.getGroup());
+          if (v.getType() != grads[i].updateType())
+            v = ConvertOp::create(builder, loc, grads[i].updateType(), v);
+        }
+        gk = v;
       }
     }
 
@@ -494,6 +521,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     ret->eraseOperands(erase);
     if (failed(func.eraseResults(erase)))
       return func.emitError("cannot remove the gradient results");
+    for (Operation *op : peeled)
+      if (op->use_empty())
+        op->erase();
     if (failed(addOutput(func, ret, lr, "lr")))
       return failure();
     // The norm clipping computed anyway, for dsc-run's log (free: a scalar
@@ -505,6 +535,26 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
          failed(addOutput(func, ret, skipped, "skipped"))))
       return failure();
     return success();
+  }
+
+  /// The rank-local gradient under the reduction --dsc-autodiff put on
+  /// `gradient` (`dsc.all_reduce`, or a 16-bit one converted up), and that
+  /// reduction; `gradient` itself and null when it has none (one rank, an
+  /// expert alone in its group). The ops it looks through go to `peeled`,
+  /// users first.
+  static std::pair<Value, AllReduceOp>
+  peelReduction(Value gradient, SmallVectorImpl<Operation *> &peeled) {
+    Value reduced = gradient;
+    auto widen = gradient.getDefiningOp<ConvertOp>();
+    if (widen)
+      reduced = widen.getInput();
+    auto reduce = reduced.getDefiningOp<AllReduceOp>();
+    if (!reduce)
+      return {gradient, AllReduceOp()};
+    if (widen)
+      peeled.push_back(widen);
+    peeled.push_back(reduce);
+    return {reduce.getInput(), reduce};
   }
 
   /// Appends `value` to the graph's results as output `name`.

@@ -482,13 +482,13 @@ struct ZeroPartitionPass
         return signalPassFailure();
       }
       bool parameter = state.getRole() == StateRole::parameter;
-      // Gradient accumulators are gradients: whole at stage 1 (DeepSpeed's
-      // stage 1 keeps the full gradient), partitioned from stage 2.
-      bool accumulator = state.getRole() == StateRole::gradient;
+      // Gradient accumulators stay whole at every stage: they add up this
+      // rank's own gradients, which are reduced over the ranks (scattered
+      // from stage 2) once per optimizer step, at its boundary.
       if (state.getRole() == StateRole::optimizer)
         trains = true;
       else if (state.getRole() != StateRole::master &&
-               !(parameter && stage >= 3) && !(accumulator && stage >= 2))
+               !(parameter && stage >= 3))
         continue;
       // DeepSpeed's stage3_param_persistence_threshold: small parameters
       // stay whole on every rank (gathering them costs more latency than

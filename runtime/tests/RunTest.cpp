@@ -597,6 +597,14 @@ TEST(DscRunArtifactLibrary, StepComputesTheExpectedLoss) {
   EXPECT_EQ(key[3], 0);
   context.setTraining(true);
 
+  // Gradient accumulation: whether the call ends its optimizer step
+  // (every call does unless told otherwise).
+  EXPECT_TRUE(context.endsOptimizerStep());
+  context.beginStep(7, 0, /*endsOptimizerStep=*/false);
+  EXPECT_FALSE(context.endsOptimizerStep());
+  context.beginStep(7, 4);
+  EXPECT_TRUE(context.endsOptimizerStep());
+
   // An Error thrown by generated code (through the runtime's check)
   // reaches the caller with its message.
   tokens[3] = 20;

@@ -3,9 +3,9 @@
 // RUN: not dsc-opt %s --dsc-optimizer="grad-accum=0" 2>&1 | FileCheck %s --check-prefix=ZERO
 
 // Gradient accumulation over 4 micro-batches: the gradient / 4 is added to
-// the parameter's accumulator (a `gradient` state); the update applies when
-// the micro-step count reaches 4, and otherwise skips (its results are the
-// old values, stored back).
+// the parameter's accumulator (a `gradient` state) on every call; the
+// update reads the sum through dsc.optimizer_boundary, so it runs on the
+// call that ends the optimizer step only, and needs no skip.
 
 dsc.state parameter @w : tensor<4xf32>
 func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
@@ -36,23 +36,23 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // CHECK: %[[SCALED:.*]] = dsc.mul %arg0, %[[QUARTER]]
 // CHECK: %[[G:.*]] = dsc.add %[[ACC]], %[[SCALED]]
 // CHECK: %[[NEXTACC:.*]] = dsc.select %[[B]], %{{.*}}, %[[G]]
-// CHECK: %[[NO:.*]] = dsc.constant dense<false> : tensor<i1>
-// CHECK: %[[YES:.*]] = dsc.constant dense<true> : tensor<i1>
-// CHECK: %[[SKIP:.*]] = dsc.select %[[B]], %[[NO]], %[[YES]]
+// CHECK: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[G]], %[[STEP]] : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
 // CHECK: %[[W:.*]] = dsc.load @w :
 // CHECK: %[[BUF:.*]] = dsc.load @w.momentum_buffer
-// CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[G]] : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) skip(%[[SKIP]] : tensor<i1>)
+// CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[SUM]]#0 : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) {
 // CHECK: dsc.store %[[NEXTM]] to @optimizer.micro_step
 // CHECK: dsc.store %[[NEXTACC]] to @w.grad_acc
 // CHECK: dsc.store %[[NEW]] to @w
 // CHECK: dsc.store %[[NB]] to @w.momentum_buffer
-// CHECK: %[[KEEPSTEP:.*]] = dsc.select %[[B]], %[[STEP]], %[[N]]
-// CHECK: dsc.store %[[KEEPSTEP]] to @optimizer.step
+// The step count advances on the boundary only.
+// CHECK: dsc.store %[[SUM]]#1 to @optimizer.step
 
-// AdamW: the update skips off the boundary (moments and parameter kept).
+// AdamW: the update reads the boundary's sum, without a skip.
 // ADAMW: dsc.state gradient @w.grad_acc
-// ADAMW: %[[B:.*]] = dsc.compare ge
-// ADAMW: %[[SKIP:.*]] = dsc.select %[[B]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
-// ADAMW: dsc.adam_update {{.*}} skip(%[[SKIP]] : tensor<i1>)
+// ADAMW: %[[SUM:.*]]:2 = dsc.optimizer_boundary
+// ADAMW-NOT: skip(
+// ADAMW: dsc.adam_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} step(%[[SUM]]#1 : tensor<f32>)
+// ADAMW-NOT: skip(
+// ADAMW: return
 
 // ZERO: error: grad-accum must be at least 1, got 0

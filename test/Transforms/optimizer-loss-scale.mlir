@@ -71,26 +71,26 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // BADSEED: error: seed 0.000000e+00 must be positive and finite
 
 // With gradient accumulation the overflow test reads the accumulated
-// gradients, only the boundary advances the scaler or counts a skip, and
-// nothing is stored before `skipped` (the last output) is computed, since
-// an evaluation step returns there.
+// gradients behind the optimizer boundary (once per optimizer step), the
+// scaler and `skipped` are computed there too, and the update skips on an
+// overflow only.
 // RUN: dsc-opt %s --dsc-autodiff="seed=16.0 seed-state=optimizer.loss_scale" --dsc-optimizer="optimizer=sgd loss-scaling=1 initial-scale-power=4 grad-accum=2" | FileCheck %s --check-prefix=ACCUM
 // ACCUM-LABEL: func.func @forward
 // ACCUM: %[[B:.*]] = dsc.compare ge
 // ACCUM: %[[ACC:.*]] = dsc.add %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>
 // ACCUM-NOT: dsc.store
-// ACCUM: dsc.sum_squares(%[[ACC]] : tensor<4xf32>)
+// ACCUM: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[ACC]]
+// ACCUM-NOT: dsc.store
+// ACCUM: dsc.sum_squares(%[[SUM]]#0 : tensor<4xf32>)
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[FINITE:.*]] = dsc.compare eq
-// ACCUM-NOT: dsc.store
-// ACCUM: %[[APPLY:.*]] = dsc.select %[[B]], %[[FINITE]], %[[B]]
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[S0:.*]] = dsc.select %[[FINITE]]
 // ACCUM-NOT: dsc.store
 // ACCUM: %[[SKIPPED:.*]] = dsc.select %[[B]], %[[S0]], %{{.*}}
 // ACCUM-NOT: dsc.store
-// ACCUM: %[[SKIP:.*]] = dsc.select %[[APPLY]]
-// ACCUM: dsc.sgd_update {{.*}} skip(%[[SKIP]] : tensor<i1>)
+// ACCUM: %[[SKIP:.*]] = dsc.select %[[FINITE]], %{{.*}}, %{{.*}} : tensor<i1>, tensor<i1>, tensor<i1>
+// ACCUM: dsc.sgd_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} skip(%[[SKIP]] : tensor<i1>)
 // ACCUM: dsc.store %{{.*}} to @optimizer.micro_step
 // ACCUM: dsc.store %{{.*}} to @w.grad_acc
 // ACCUM: return %{{.*}}, %{{.*}}, %{{.*}}, %[[SKIPPED]]

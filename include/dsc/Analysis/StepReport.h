@@ -73,6 +73,10 @@ struct CollectiveReport {
   double busBytes = 0;      // nccl-tests: size * bus factor, per call
   int64_t elementBytes = 0;
   int64_t members = 1; // collectives merged into this call (a bucket)
+  /// Calls per optimizer step: 1 for those behind the graph's
+  /// dsc.optimizer_boundary (the gradients' reductions and what follows),
+  /// the micro-batches per update for the others (stage 3's gathers).
+  int64_t callsPerUpdate = 1;
 };
 
 /// DeepSpeed's model-state estimator (estimate_zero2/3_model_states_mem_

@@ -404,15 +404,19 @@ def Optimizer : Pass<"dsc-optimizer", "::mlir::ModuleOp"> {
 
     `grad-accum` N > 1 accumulates gradients over N calls of the graph, as
     DeepSpeed's `gradient_accumulation_steps`: each call is one
-    micro-batch; its gradient divided by N (DeepSpeed scales each
-    micro-batch's loss by 1/N) is added to `dsc.state gradient
-    @"<param>.grad_acc"`, and `optimizer.micro_step` counts the calls. On
-    the N-th call the update runs on the accumulated gradients (clipping
-    included) and the accumulators and the count return to zero; on the
-    others every parameter and optimizer state is stored back unchanged
-    (`dsc.select`, bit for bit) and `optimizer.step`, hence the schedule,
-    does not advance. The module gets `dsc.grad_accum = N`, which the
-    artifact carries so that `dsc-run` runs N calls per step.
+    micro-batch; its rank-local gradient divided by N (DeepSpeed scales
+    each micro-batch's loss by 1/N) is added to `dsc.state gradient
+    @"<param>.grad_acc"` (fp32, whole on every rank), and
+    `optimizer.micro_step` counts the calls. The reduction over the ranks
+    that --dsc-autodiff put on each gradient moves behind a
+    `dsc.optimizer_boundary` of the accumulated sums, together with
+    clipping and the update: those run on the N-th call only, so a step
+    reduces each gradient once (in the element type autodiff reduced it
+    in), and the accumulators and the count return to zero. The other
+    calls store the sums and the count and end; `optimizer.step`, hence
+    the schedule, advances once per optimizer step. The module gets
+    `dsc.grad_accum = N`, which the artifact carries so that `dsc-run`
+    runs N calls per step.
 
     `loss-scaling` (fp16) follows DeepSpeed's loss scaler: the backward
     must be seeded with the scale (`--dsc-autodiff="seed=2^power

@@ -821,11 +821,14 @@ private:
         Value r = out.getResult();
         declare(r, "static_cast<" + typeOf(r) + " *>(ctx->output(" +
                        std::to_string(out.getIndex()) + "))");
-      } else if (isa<dscrt::EvalExitOp>(op)) {
-        // An evaluation step returns here: its outputs' copies are enqueued
-        // (the verifier keeps them before the exit); every stream with work
-        // pending is drained first, the training path goes on unsynchronized.
-        code() << "  if (!ctx->training()) {\n";
+      } else if (isa<dscrt::EvalExitOp, dscrt::MicroStepExitOp>(op)) {
+        // An evaluation step, or a call that ends no optimizer step
+        // (gradient accumulation), returns here: its outputs' copies are
+        // enqueued (the verifiers keep them before the exit); every stream
+        // with work pending is drained first, the other path goes on
+        // unsynchronized.
+        code() << (isa<dscrt::EvalExitOp>(op) ? "  if (!ctx->training()) {\n"
+                                              : "  if (!ctx->endsOptimizerStep()) {\n");
         if (cuda() && !unsynchronized.empty())
           code() << "    dsc_check(cudaGetLastError(), \"a kernel launch\");\n";
         for (Value stream : unsynchronized)

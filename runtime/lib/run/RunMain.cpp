@@ -537,7 +537,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
 
   // With gradient accumulation one step is N calls of the artifact, each
   // on the next micro-batch of the data (--batch / N samples over all
-  // ranks); the update applies on the N-th and the step's loss is their
+  // ranks); only the N-th reduces the gradients and updates (the outputs
+  // other than the loss are read after it) and the step's loss is their
   // mean.
   const int64_t microSteps = info.gradAccumSteps;
   const bool trains = !options.eval && artifactTrains(info);
@@ -561,7 +562,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         // This rank's first sample of the micro-batch in the optimizer
         // step's global batch (the order fill() deals them: micro-batch by
         // micro-batch, each split over the ranks).
-        context.beginStep(step, (micro * size + rank) * plan.microBatch);
+        context.beginStep(step, (micro * size + rank) * plan.microBatch,
+                          /*endsOptimizerStep=*/micro == microSteps - 1);
         artifact->step(context);
         if (rank == 0)
           lossSum += readScalar(target->hostOutput(plan.lossOutput), lossType);

@@ -53,8 +53,10 @@ RunStepContext::RunStepContext(std::vector<void *> states,
 
 RunStepContext::~RunStepContext() = default;
 
-void RunStepContext::beginStep(int64_t step, int64_t firstSample) {
+void RunStepContext::beginStep(int64_t step, int64_t firstSample,
+                               bool endsOptimizerStep) {
   step_ = step;
+  endsOptimizerStep_ = endsOptimizerStep;
   firstSample_ = firstSample;
   collectivesThisStep_ = 0;
   lastSequence_ = 0;

@@ -1547,3 +1547,20 @@ module attributes {dsc.world_size = 4 : i64} {
   // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world or an expert group}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 2 : i32} : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @two_boundaries(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{appears twice in the graph: a step has one boundary}}
+  %c = dsc.optimizer_boundary %b : (tensor<4xf32>) -> tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+
+// -----
+
+func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{results must have the types of the operands, in order}}
+  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<3xf32>
+  return %b : tensor<3xf32>
+}

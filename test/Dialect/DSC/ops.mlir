@@ -257,6 +257,8 @@ module attributes {dsc.world_size = 2 : i64} {
   func.func @partitioned(%whole: tensor<16xf32>) -> (tensor<16xf32>, tensor<8xf32>) {
     // CHECK: dsc.local_shard %{{.*}} : tensor<16xf32> -> tensor<8xf32>
     %0 = dsc.local_shard %whole : tensor<16xf32> -> tensor<8xf32>
+    // CHECK: dsc.optimizer_boundary %{{.*}}, %{{.*}} : (tensor<16xf32>, tensor<8xf32>) -> (tensor<16xf32>, tensor<8xf32>)
+    %sum:2 = dsc.optimizer_boundary %whole, %0 : (tensor<16xf32>, tensor<8xf32>) -> (tensor<16xf32>, tensor<8xf32>)
     // CHECK: dsc.reduce_scatter %{{.*}} : tensor<16xf32> -> tensor<8xf32>
     %1 = dsc.reduce_scatter %whole : tensor<16xf32> -> tensor<8xf32>
     // CHECK: dsc.all_gather %{{.*}} : tensor<8xf32> -> tensor<16xf32>

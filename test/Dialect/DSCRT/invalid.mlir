@@ -121,6 +121,24 @@ func.func @input_in_device_memory() {
 
 // -----
 
+func.func @micro_step_exit_before_eval_exit() {
+  // expected-error @+1 {{'dscrt.micro_step_exit' op is followed by a 'dscrt.eval_exit': a step has one micro_step_exit, after its eval_exit}}
+  dscrt.micro_step_exit
+  dscrt.eval_exit
+  return
+}
+
+// -----
+
+func.func @micro_step_exit_twice() {
+  // expected-error @+1 {{'dscrt.micro_step_exit' op is followed by a 'dscrt.micro_step_exit': a step has one micro_step_exit, after its eval_exit}}
+  dscrt.micro_step_exit
+  dscrt.micro_step_exit
+  return
+}
+
+// -----
+
 func.func @exit_twice() {
   // expected-error @+1 {{'dscrt.eval_exit' op appears twice in the step}}
   dscrt.eval_exit

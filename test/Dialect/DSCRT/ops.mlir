@@ -42,6 +42,8 @@ func.func @step() attributes {dscrt.arena_bytes = 1536 : i64} {
   dscrt.copy %c to %l on %compute : memref<f32> to memref<f32, #dscrt.host>
   // CHECK: dscrt.eval_exit
   dscrt.eval_exit
+  // CHECK: dscrt.micro_step_exit
+  dscrt.micro_step_exit
   // CHECK: dscrt.synchronize %[[C]]
   dscrt.synchronize %compute
   dscrt.synchronize %comm

@@ -198,3 +198,11 @@ LogicalResult SumSquaresOp::verify() {
                          << getResult().getType();
   return success();
 }
+
+LogicalResult OptimizerBoundaryOp::verify() {
+  if (getInputs().getTypes() != getResults().getTypes())
+    return emitOpError("results must have the types of the operands, in order");
+  if (*(*this)->getBlock()->getOps<OptimizerBoundaryOp>().begin() != *this)
+    return emitOpError("appears twice in the graph: a step has one boundary");
+  return success();
+}

@@ -157,6 +157,10 @@ LogicalResult KernelOp::verify() {
 
 LogicalResult EvalExitOp::verify() {
   for (Operation *op = getOperation()->getNextNode(); op; op = op->getNextNode()) {
+    // The outputs written once per optimizer step (gradient accumulation)
+    // follow it: an evaluation computes no optimizer step.
+    if (isa<MicroStepExitOp>(op))
+      break;
     if (isa<OutputOp>(op))
       return emitOpError("must follow every dscrt.output: an evaluation "
                          "step would return before writing it");
@@ -170,6 +174,15 @@ LogicalResult EvalExitOp::verify() {
     if (isa<EvalExitOp>(op))
       return emitOpError("appears twice in the step");
   }
+  return success();
+}
+
+LogicalResult MicroStepExitOp::verify() {
+  for (Operation *op = getOperation()->getNextNode(); op; op = op->getNextNode())
+    if (isa<EvalExitOp, MicroStepExitOp>(op))
+      return emitOpError() << "is followed by a '" << op->getName()
+                           << "': a step has one micro_step_exit, after its "
+                              "eval_exit";
   return success();
 }
 

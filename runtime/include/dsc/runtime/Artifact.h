@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 9;
+constexpr int32_t kArtifactAbiVersion = 10;
 
 class Stream;
 
@@ -132,7 +132,8 @@ struct ArtifactInfo {
   int32_t numStreams;
   const StreamDesc *streams;
   /// Calls of dsc_artifact_step per optimizer step (gradient accumulation):
-  /// each call is one micro-batch, the update applies on every N-th.
+  /// each call is one micro-batch; the N-th, on which endsOptimizerStep()
+  /// is true, reduces the gradients and updates.
   int32_t gradAccumSteps;
 };
 
@@ -201,6 +202,11 @@ public:
   /// step's global batch, and 1 if the step trains (0 when training() is
   /// false). Host memory, valid until the step returns.
   virtual const int64_t *stepKey() = 0;
+  /// Whether this call is the last micro-batch of its optimizer step (every
+  /// call is without gradient accumulation): only that call reduces the
+  /// accumulated gradients and updates; the others return once the
+  /// gradients are accumulated. The same on every rank.
+  virtual bool endsOptimizerStep() const = 0;
 };
 
 } // namespace dsc::rt

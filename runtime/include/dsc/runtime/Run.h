@@ -312,8 +312,10 @@ public:
 
   /// Starts a call of the step for optimizer step `step` (1-based, as
   /// printed) whose first sample is `firstSample` in the step's global
-  /// batch (stepKey): sequence numbers start over.
-  void beginStep(int64_t step, int64_t firstSample = 0);
+  /// batch (stepKey), the last of that step's micro-batches when
+  /// `endsOptimizerStep`: sequence numbers start over.
+  void beginStep(int64_t step, int64_t firstSample = 0,
+                 bool endsOptimizerStep = true);
   /// Collectives the artifact issued in the current step.
   int64_t collectivesThisStep() const { return collectivesThisStep_; }
 
@@ -355,6 +357,7 @@ public:
   /// `dsc-run --eval` sets false: training steps stop after the loss.
   void setTraining(bool training) { training_ = training; }
   const int64_t *stepKey() override;
+  bool endsOptimizerStep() const override { return endsOptimizerStep_; }
   /// The run's seed (`dsc-run --seed`), the first of stepKey's integers.
   void setSeed(uint64_t seed) { seed_ = seed; }
 
@@ -403,6 +406,7 @@ private:
   int64_t collectivesThisStep_ = 0;
   int64_t lastSequence_ = 0;
   bool training_ = true;
+  bool endsOptimizerStep_ = true;
 };
 
 //===----------------------------------------------------------------------===//

@@ -1344,6 +1344,36 @@ def DSC_LocalShardOp : DSC_Op<"local_shard", [
 // Optimizer
 //===----------------------------------------------------------------------===//
 
+def DSC_OptimizerBoundaryOp : DSC_Op<"optimizer_boundary", [Pure]> {
+  let summary = "values that exist only on the call that ends an optimizer step";
+  let description = [{
+    Gradient accumulation (`--dsc-optimizer="grad-accum=N"`, N > 1): one
+    call of the step is one micro-batch, and only the N-th call of an
+    optimizer step reduces the gradients over the ranks and updates. The
+    results are the operands, unchanged, but only on that call: every op
+    that reads a result (the gradients' collectives, clipping, the update
+    and its stores) runs once per optimizer step, every other op on each
+    call. The lowering runs the ops that do not depend on the results
+    first and ends the other calls there (`dscrt.micro_step_exit`), so the
+    ranks, which all count the same micro-steps, issue the same
+    collectives in the same order. At most one per graph.
+
+    Example:
+
+    ```mlir
+    %sum = dsc.optimizer_boundary %acc : (tensor<4xf32>) -> tensor<4xf32>
+    %g = dsc.all_reduce %sum : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<DSC_Tensor>:$inputs);
+  let results = (outs Variadic<DSC_Tensor>:$results);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results)";
+  let builders = [OpBuilder<(ins "::mlir::ValueRange":$inputs), [{
+    build($_builder, $_state, inputs.getTypes(), inputs);
+  }]>];
+  let hasVerifier = 1;
+}
+
 // The update of every parameter of a step as one op, so that the step runs
 // one multi-tensor library kernel (dsc/kernels/Optimizer.h) whatever the
 // number of tensors. Per tensor the arithmetic is fp32, in the order the

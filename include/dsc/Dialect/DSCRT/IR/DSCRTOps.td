@@ -517,4 +517,25 @@ def DSCRT_EvalExitOp : DSCRT_Op<"eval_exit"> {
   let hasVerifier = 1;
 }
 
+def DSCRT_MicroStepExitOp : DSCRT_Op<"micro_step_exit"> {
+  let summary = "ends a call that does not end an optimizer step";
+  let description = [{
+    Gradient accumulation: the lowering of a `dsc.optimizer_boundary` puts
+    the ops that run on every micro-batch before it and those that run once
+    per optimizer step (the gradients' collectives, the update, the outputs
+    they compute) after it. On a call that does not end an optimizer step
+    (`StepContext::endsOptimizerStep()` false) the step returns here, after
+    synchronizing every stream with work pending. Every rank counts the
+    same micro-steps, so all ranks take the same path. At most one per
+    step, after any `dscrt.eval_exit`.
+
+    ```mlir
+    dscrt.micro_step_exit
+    dscrt.all_reduce %sum on %comm seq 3 : memref<1024xf32>
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // DSC_DIALECT_DSCRT_IR_DSCRTOPS_TD
