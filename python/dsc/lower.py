@@ -76,6 +76,8 @@ class Lowering:
         self.memo = {}
         self.counter = 0
         self.used_state = set()
+        self._step_key = None       # dsc.step_key, once a random op needs it
+        self._dropout_sites = None  # {dropout node: its site number}
         self._classify()
 
     # -- classification --------------------------------------------------
@@ -118,7 +120,7 @@ class Lowering:
 
     def step_key(self):
         """dsc.step_key, emitted once, before its first use."""
-        if getattr(self, "_step_key", None) is None:
+        if self._step_key is None:
             self._step_key = self.op("step_key", [], (4,), torch.int64, hint="key")
         return self._step_key
 
@@ -126,7 +128,7 @@ class Lowering:
         """The number of the dropout `node` calls: the model's dropouts in
         the order its forward calls them (the trace's order), as
         dsc.philox.DscDropout counts them in PyTorch."""
-        if getattr(self, "_dropout_sites", None) is None:
+        if self._dropout_sites is None:
             names = ("aten::native_dropout", "aten::dropout")
             calls = [n for n in self.cap.graph_module.graph.nodes
                      if n.op == "call_function" and op_name(n.target).split(".")[0]
