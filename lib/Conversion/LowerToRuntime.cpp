@@ -264,17 +264,22 @@ struct LowerToRuntimePass
 
     IRMapping buffers; // tensor value -> memref value
     Block &body = graph.getBody().front();
+    // What the runtime fills on the host (graph inputs, the step key),
+    // copied to device memory for the kernels on compute.
+    auto mapToDevice = [&](Value value, Value host) {
+      Value device = dscrt::AllocOp::create(builder, value.getLoc(),
+                                            bufferType(value.getType()));
+      dscrt::CopyOp::create(builder, value.getLoc(), host, device,
+                            streams.compute);
+      buffers.map(value, device);
+    };
     for (BlockArgument arg : body.getArguments()) {
       auto name = graph.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      DSCDialect::kInputAttrName);
-      Value host = dscrt::InputOp::create(builder, arg.getLoc(),
-                                          hostBufferType(arg.getType()),
-                                          arg.getArgNumber(),
-                                          name ? name.getValue() : StringRef(""));
-      Value device =
-          dscrt::AllocOp::create(builder, arg.getLoc(), bufferType(arg.getType()));
-      dscrt::CopyOp::create(builder, arg.getLoc(), host, device, streams.compute);
-      buffers.map(arg, device);
+      mapToDevice(arg, dscrt::InputOp::create(
+                           builder, arg.getLoc(), hostBufferType(arg.getType()),
+                           arg.getArgNumber(),
+                           name ? name.getValue() : StringRef("")));
     }
 
     OptimizerBoundaryOp boundary;
@@ -394,14 +399,9 @@ struct LowerToRuntimePass
         continue;
       }
       if (auto key = dyn_cast<StepKeyOp>(op)) {
-        // Filled by the runtime on the host, read by kernels on the device,
-        // as a graph input is.
-        Value host = dscrt::StepKeyOp::create(builder, loc,
-                                              hostBufferType(key.getType()));
-        Value device =
-            dscrt::AllocOp::create(builder, loc, bufferType(key.getType()));
-        dscrt::CopyOp::create(builder, loc, host, device, streams.compute);
-        buffers.map(key.getResult(), device);
+        mapToDevice(key.getResult(),
+                    dscrt::StepKeyOp::create(builder, loc,
+                                             hostBufferType(key.getType())));
         continue;
       }
       if (auto cst = dyn_cast<ConstantOp>(op)) {

@@ -30,6 +30,8 @@ import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from .philox import dropout_arguments
+
 
 class NamedState:
     """A model's parameters and buffers by fully-qualified name.
@@ -92,9 +94,8 @@ class _DropoutAsOneOp(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.dropout:
-            bound = dict(zip(("input", "p", "training", "inplace"), args), **kwargs)
-            x, p = bound["input"], bound.get("p", 0.5)
-            if not bound.get("training", True) or p == 0:
+            x, p, training = dropout_arguments(args, kwargs)
+            if not training or p == 0:
                 return x
             return torch.native_dropout(x, p, True)[0]
         return func(*args, **kwargs)

@@ -73,6 +73,12 @@ def apply_dropout(x, mask):
     return x * mask.to(device=x.device, dtype=x.dtype)
 
 
+def dropout_arguments(args, kwargs):
+    """(input, p, training) of a call of F.dropout, with its defaults."""
+    bound = dict(zip(("input", "p", "training", "inplace"), args), **kwargs)
+    return bound["input"], bound.get("p", 0.5), bound.get("training", True)
+
+
 class DscDropout(torch.overrides.TorchFunctionMode):
     """Within it, F.dropout (nn.Dropout) draws dsc's masks: the n-th call is
     site n, for a forward of `samples` samples (the inputs' leading
@@ -88,9 +94,7 @@ class DscDropout(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func is F.dropout:
-            bound = dict(zip(("input", "p", "training", "inplace"), args), **kwargs)
-            x, p = bound["input"], bound.get("p", 0.5)
-            training = bound.get("training", True)
+            x, p, training = dropout_arguments(args, kwargs)
             site = self.site
             self.site += 1
             if not training or p == 0:
