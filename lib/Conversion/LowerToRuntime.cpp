@@ -320,11 +320,14 @@ struct LowerToRuntimePass
     };
     // A training step writes its outputs as soon as they are computed and
     // may end there (dscrt.eval_exit): evaluation is the same step, cut
-    // before the backward pass and the optimizer.
+    // before the backward pass and the optimizer. One that accumulates
+    // gradients computes its loss behind the boundary: it has no such cut
+    // (dsc-run refuses --eval for it).
     bool training = !body.getOps<StoreOp>().empty();
+    bool evaluable = training && !boundary;
     Operation *outputsReady =
-        training ? lastOutputProducer(everyCall, root) : nullptr;
-    if (training && !outputsReady) {
+        evaluable ? lastOutputProducer(everyCall, root) : nullptr;
+    if (evaluable && !outputsReady) {
       emitOutputs(graph.getLoc(), everyCall);
       dscrt::EvalExitOp::create(builder, graph.getLoc());
     }
@@ -349,7 +352,7 @@ struct LowerToRuntimePass
     for (Operation &op : body) {
       Location loc = op.getLoc();
       if (isa<func::ReturnOp>(op)) {
-        if (!training)
+        if (!evaluable)
           emitOutputs(loc, everyCall);
         emitOutputs(loc, onceAStep);
         // A collective nobody read has run, too, before compute is done.
@@ -359,7 +362,7 @@ struct LowerToRuntimePass
             dscrt::SynchronizeOp::create(builder, loc, stream);
         continue;
       }
-      auto afterOp = llvm::make_scope_exit([&] {
+      llvm::scope_exit afterOp([&] {
         if (&op == outputsReady) {
           emitOutputs(loc, everyCall);
           dscrt::EvalExitOp::create(builder, loc);

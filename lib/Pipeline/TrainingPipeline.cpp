@@ -25,6 +25,8 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   DataParallelOptions dataParallel;
   dataParallel.worldSize = options.worldSize;
   dataParallel.microBatch = options.microBatch;
+  if (options.step == TrainingPipelineOptions::Step::Train)
+    dataParallel.gradAccum = options.gradAccum;
   pm.addPass(createDataParallel(dataParallel));
   bool train = options.step == TrainingPipelineOptions::Step::Train;
   // An evaluation artifact is the model's eval graph: no dropout.

@@ -33,9 +33,10 @@ static bool isFloatTensor(Type type) {
   return tensor && isa<FloatType>(tensor.getElementType());
 }
 
-/// A graph the pass differentiates: one result, named "loss".
+/// A graph the pass differentiates: its first result is named "loss"; the
+/// others (metrics, e.g. the experts' token counts) are not differentiated.
 static bool isLossGraph(func::FuncOp func) {
-  if (func.isExternal() || func.getNumResults() != 1)
+  if (func.isExternal() || func.getNumResults() == 0)
     return false;
   auto name = func.getResultAttrOfType<StringAttr>(0, DSCDialect::kOutputAttrName);
   return name && name.getValue() == "loss";
@@ -104,9 +105,11 @@ public:
       if (failed(backward(b, op)))
         return failure();
 
-    SmallVector<Value> results{loss};
-    SmallVector<Type> types{loss.getType()};
-    SmallVector<DictionaryAttr> attrs{func.getResultAttrDict(0)};
+    // The loss and the metrics beside it, then the gradients.
+    SmallVector<Value> results(ret.getOperands());
+    SmallVector<Type> types(func.getResultTypes());
+    SmallVector<DictionaryAttr> attrs;
+    func.getAllResultAttrs(attrs);
     for (auto [i, state] : llvm::enumerate(this->parameters)) {
       RankedTensorType type = state.getTensorType();
       Value gradient = gradients[i];

@@ -24,6 +24,11 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
       module.emitError() << "world-size must be >= 1, got " << int64_t(worldSize);
       return signalPassFailure();
     }
+    if (gradAccum < 1) {
+      module.emitError() << "grad-accum must be at least 1, got "
+                         << int64_t(gradAccum);
+      return signalPassFailure();
+    }
     if (microBatch < 0) {
       module.emitError() << "micro-batch must be >= 0, got " << int64_t(microBatch);
       return signalPassFailure();
@@ -73,7 +78,9 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
     Location loc = value.getLoc();
     auto type = cast<RankedTensorType>(value.getType());
     auto ce = value.getDefiningOp<CrossEntropyOp>();
-    if (ce && ce.getReduction() == LossReduction::mean) {
+    // With accumulation the global count would be needed by every
+    // micro-batch's backward: each rank's own mean is averaged instead.
+    if (ce && ce.getReduction() == LossReduction::mean && gradAccum == 1) {
       // sum of per-token losses and count of counted tokens, both global.
       b.setInsertionPointAfter(ce);
       auto sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),

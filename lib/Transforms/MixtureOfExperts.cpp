@@ -13,6 +13,7 @@
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Dialect/DSC/IR/DSCTraits.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -186,25 +188,33 @@ struct MixtureOfExpertsPass
                          << int64_t(every) << ")";
       return signalPassFailure();
     }
-    llvm::DenseMap<func::FuncOp, Value> auxLoss;
+    // Per graph: the layers' l_aux and dropped routes, summed, and each
+    // layer's route counts.
+    struct Totals {
+      Value aux, dropped;
+      SmallVector<std::pair<std::string, Value>> counts;
+    };
+    llvm::MapVector<func::FuncOp, Totals> totals;
     for (auto [i, block] : llvm::enumerate(replaced)) {
       int64_t count = expertsPerLayer.empty() ? int64_t(experts)
                                               : expertsPerLayer[i];
       auto func = block->last->getParentOfType<func::FuncOp>();
-      FailureOr<Value> aux = replace(*block, count, symbols);
-      if (failed(aux))
+      FailureOr<Layer> layer = replace(*block, count, symbols);
+      if (failed(layer))
         return signalPassFailure();
-      Value &sum = auxLoss[func];
-      if (!sum) {
-        sum = *aux;
-        continue;
-      }
-      OpBuilder b(aux->getContext());
-      b.setInsertionPointAfterValue(*aux);
-      sum = AddOp::create(b, aux->getLoc(), sum, *aux);
+      Totals &sums = totals[func];
+      OpBuilder b(layer->aux.getContext());
+      b.setInsertionPointAfterValue(layer->dropped);
+      auto add = [&](Value &sum, Value term) {
+        sum = sum ? AddOp::create(b, term.getLoc(), sum, term).getResult() : term;
+      };
+      add(sums.aux, layer->aux);
+      add(sums.dropped, layer->dropped);
+      sums.counts.push_back({layer->name, layer->counts});
     }
-    for (auto [func, aux] : auxLoss)
-      if (failed(addToLoss(func, aux)))
+    for (auto &[func, sums] : totals)
+      if (failed(addToLoss(func, sums.aux)) ||
+          failed(addMetrics(func, sums.counts, sums.dropped)))
         return signalPassFailure();
     // The dense blocks' states, unless something still reads them (a tied
     // weight): one walk for all of them, not one per state.
@@ -400,8 +410,16 @@ private:
     return AllToAllOp::create(b, loc, back, CollectiveGroup::expert);
   }
 
-  /// Rewrites `block` into `count` gated experts and returns its l_aux.
-  FailureOr<Value> replace(FeedForward &block, int64_t count,
+  /// What a replaced block adds to the loss and to the step's metrics.
+  struct Layer {
+    Value aux;         // l_aux, f32 scalar
+    Value counts;      // routes per expert before dropping, [E] i64
+    Value dropped;     // routes dropped by the capacity, f32 scalar
+    std::string name;  // the block's module path
+  };
+
+  /// Rewrites `block` into `count` gated experts.
+  FailureOr<Layer> replace(FeedForward &block, int64_t count,
                            SymbolTable &symbols) {
     LinearOp last = block.last;
     Location loc = last.getLoc();
@@ -565,9 +583,41 @@ private:
                                      slots.getSlots(), weights);
     if (out.getType() != last.getType())
       out = ReshapeOp::create(b, loc, last.getType(), out);
+    // Routes the capacity dropped (slot -1), this rank's micro-batch.
+    Value dropped = ReduceSumOp::create(
+        b, loc,
+        ConvertOp::create(b, loc, tensor({tokens, k}, f32),
+                          CompareOp::create(b, loc, ComparisonDirection::lt,
+                                            slots.getSlots(), constant(i64, 0))),
+        ArrayRef<int64_t>{0, 1}, false);
     last.getResult().replaceAllUsesWith(out);
     eraseDead(block);
-    return aux;
+    return Layer{aux, slots.getCounts(), dropped, prefix};
+  }
+
+  /// The experts' metrics as outputs of `func`, after its loss: each
+  /// layer's routes per expert before dropping (DeepSpeed's exp_counts) as
+  /// `moe.exp_counts.<layer>`, and the routes dropped in all layers as
+  /// `moe.dropped`; both count this rank's micro-batch, as DeepSpeed's
+  /// exp_counts do.
+  LogicalResult addMetrics(func::FuncOp func,
+                           ArrayRef<std::pair<std::string, Value>> counts,
+                           Value dropped) {
+    auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+    SmallVector<std::pair<std::string, Value>> outputs;
+    for (auto &[layer, value] : counts)
+      outputs.push_back(
+          {"moe.exp_counts" + (layer.empty() ? "" : "." + layer), value});
+    outputs.push_back({"moe.dropped", dropped});
+    for (auto &[name, value] : outputs) {
+      if (findOutput(func, name))
+        return func.emitError() << "--dsc-moe: the graph already has an "
+                                   "output named '"
+                                << name << "'";
+      if (failed(appendOutput(func, ret, value, name)))
+        return failure();
+    }
+    return success();
   }
 
   /// The dense block's ops and whatever only they read (loads included:

@@ -13,11 +13,13 @@
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/MapVector.h"
@@ -353,10 +355,44 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         stores.push_back({b.select(boundary, b.c(0), sum), *acc});
         sums.push_back(sum);
       }
+      // The loss too: each call adds its rank-local share / N to
+      // optimizer.loss_acc, and the N-th reduces the sum once, with the
+      // gradients, so that no micro-batch communicates. The loss of the
+      // step is then the mean of its micro-batches' losses, as DeepSpeed
+      // logs it.
+      std::optional<unsigned> lossResult = findOutput(func, "loss");
+      FailureOr<LocalShare> lossShare = LocalShare{};
+      if (lossResult) {
+        lossShare = rankLocalShare(builder, ret.getOperand(*lossResult));
+        if (failed(lossShare))
+          return failure();
+        FailureOr<StateOp> acc =
+            declare(*micro, "optimizer.loss_acc", scalarType,
+                    StateRole::gradient);
+        if (failed(acc))
+          return failure();
+        Value share = lossShare->value;
+        if (share.getType() != scalarType)
+          share = ConvertOp::create(builder, loc, scalarType, share);
+        Value sum = b.add(b.load(*acc),
+                          b.mul(share, b.c(1.0 / double(s.gradAccum))));
+        stores.push_back({b.select(boundary, b.c(0), sum), *acc});
+        sums.push_back(sum);
+      }
       // The step count too: it advances once per optimizer step.
       sums.push_back(step);
       auto gate = OptimizerBoundaryOp::create(builder, loc, sums);
       step = gate.getResults().back();
+      if (lossResult) {
+        Value oldLoss = ret.getOperand(*lossResult);
+        Value loss = gate.getResult(sums.size() - 2);
+        if (lossShare->reduced)
+          loss = AllReduceOp::create(builder, loc, loss);
+        if (loss.getType() != oldLoss.getType())
+          loss = ConvertOp::create(builder, loc, oldLoss.getType(), loss);
+        ret.setOperand(*lossResult, loss);
+        eraseUnused(oldLoss);
+      }
       // Reduced as autodiff reduced each micro-batch's gradient: over the
       // same group, in the same element type (a 16-bit gradient's sum is
       // rounded to 16 bits first), so a step moves the bytes of one.
@@ -524,15 +560,15 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     for (Operation *op : peeled)
       if (op->use_empty())
         op->erase();
-    if (failed(addOutput(func, ret, lr, "lr")))
+    if (failed(appendOutput(func, ret, lr, "lr")))
       return failure();
     // The norm clipping computed anyway, for dsc-run's log (free: a scalar
     // the step already has).
-    if (norm && failed(addOutput(func, ret, norm, "grad_norm")))
+    if (norm && failed(appendOutput(func, ret, norm, "grad_norm")))
       return failure();
     if (s.lossScale.enabled &&
-        (failed(addOutput(func, ret, scale, "loss_scale")) ||
-         failed(addOutput(func, ret, skipped, "skipped"))))
+        (failed(appendOutput(func, ret, scale, "loss_scale")) ||
+         failed(appendOutput(func, ret, skipped, "skipped"))))
       return failure();
     return success();
   }
@@ -557,18 +593,100 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     return {reduce.getInput(), reduce};
   }
 
-  /// Appends `value` to the graph's results as output `name`.
-  static LogicalResult addOutput(func::FuncOp func, func::ReturnOp ret,
-                                 Value value, StringRef name) {
-    MLIRContext *context = func.getContext();
-    unsigned index = func.getNumResults();
-    NamedAttribute attr(StringAttr::get(context, DSCDialect::kOutputAttrName),
-                        StringAttr::get(context, name));
-    if (failed(func.insertResult(index, value.getType(),
-                                 DictionaryAttr::get(context, attr))))
-      return func.emitError() << "cannot add the output '" << name << "'";
-    ret->insertOperands(index, value);
-    return success();
+  /// A loss's share on one rank: summed over the data-parallel ranks
+  /// (when `reduced`) it is the loss.
+  struct LocalShare {
+    Value value;
+    bool reduced = false;
+  };
+
+  /// The share of `loss` computed before its sums over the ranks, built at
+  /// `b`'s insertion point. --dsc-data-parallel writes a loss as sums
+  /// scaled by constants (`all_reduce(x) / world`, plus an experts'
+  /// balance loss alike); such a loss is linear in each rank's values, so
+  /// the sum of the shares is the loss. A term without a sum over the
+  /// ranks is the same on every rank and its own share on one rank only.
+  FailureOr<LocalShare> rankLocalShare(OpBuilder &b, Value loss) {
+    Operation *def = loss.getDefiningOp();
+    Location loc = loss.getLoc();
+    auto isConstant = [](Value v) { return bool(v.getDefiningOp<ConstantOp>()); };
+    if (auto reduce = dyn_cast_or_null<AllReduceOp>(def);
+        reduce && reduce.getGroup() == CollectiveGroup::world)
+      return LocalShare{reduce.getInput(), true};
+    if (isa_and_nonnull<AddOp, SubOp>(def)) {
+      FailureOr<LocalShare> x = rankLocalShare(b, def->getOperand(0));
+      FailureOr<LocalShare> y = rankLocalShare(b, def->getOperand(1));
+      if (failed(x) || failed(y))
+        return failure();
+      if (!x->reduced && !y->reduced)
+        return LocalShare{loss, false};
+      if (x->reduced != y->reduced)
+        return def->emitOpError()
+               << "adds a term averaged over the ranks to one that is not: "
+                  "with gradient accumulation the loss is accumulated per "
+                  "rank, and this term would count once per rank";
+      OperationState state(loc, def->getName(), {x->value, y->value},
+                           def->getResultTypes(), def->getAttrs());
+      return LocalShare{b.create(state)->getResult(0), x->reduced};
+    }
+    bool scaled = (isa_and_nonnull<MulOp>(def) &&
+                   (isConstant(def->getOperand(0)) ||
+                    isConstant(def->getOperand(1)))) ||
+                  (isa_and_nonnull<DivOp>(def) && isConstant(def->getOperand(1)));
+    if (scaled || isa_and_nonnull<NegOp, ConvertOp>(def)) {
+      unsigned varying = isConstant(def->getOperand(0)) && scaled ? 1 : 0;
+      FailureOr<LocalShare> x = rankLocalShare(b, def->getOperand(varying));
+      if (failed(x))
+        return failure();
+      if (!x->reduced)
+        return LocalShare{loss, false};
+      SmallVector<Value> operands(def->getOperands());
+      operands[varying] = x->value;
+      OperationState state(loc, def->getName(), operands, def->getResultTypes(),
+                           def->getAttrs());
+      return LocalShare{b.create(state)->getResult(0), true};
+    }
+    if (def && dependsOnSumOverRanks(def))
+      return def->emitOpError()
+             << "computes the loss from a sum over the ranks in a way that "
+                "is not a sum of terms scaled by constants, which gradient "
+                "accumulation cannot accumulate per rank";
+    return LocalShare{loss, false};
+  }
+
+  /// Whether a dsc.all_reduce is among the ops `op` is computed from.
+  static bool dependsOnSumOverRanks(Operation *op) {
+    SmallVector<Operation *> work{op};
+    DenseSet<Operation *> seen{op};
+    while (!work.empty()) {
+      Operation *next = work.pop_back_val();
+      if (isa<AllReduceOp>(next))
+        return true;
+      for (Value operand : next->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && seen.insert(def).second)
+          work.push_back(def);
+    }
+    return false;
+  }
+
+  /// Erases `value`'s computation where nothing else reads it.
+  static void eraseUnused(Value value) {
+    SmallVector<Operation *> work;
+    if (Operation *def = value.getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!op->use_empty() ||
+          !(isa<AllReduceOp>(op) || isMemoryEffectFree(op)))
+        continue;
+      SmallVector<Value> operands(op->getOperands());
+      op->erase();
+      for (Value operand : operands)
+        if (Operation *def = operand.getDefiningOp();
+            def && llvm::is_contained(work, def) == false)
+          work.push_back(def);
+    }
   }
 };
 } // namespace

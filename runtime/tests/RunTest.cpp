@@ -848,4 +848,22 @@ TEST(DscRunMetrics, CsvIsReadableAfterEveryRow) {
               HasSubstr("cannot write metrics"));
 }
 
+TEST(DscRunMetrics, ExpertsAddDroppedRoutesAndCountsPerLayer) {
+  ScratchDir dir;
+  std::string path = dir.file("m.csv");
+  MetricsCsv csv(path, {"h.0.mlp", "h.2.mlp"});
+  const std::string header = "step,loss,step_time_s,samples_per_s,"
+                             "tokens_per_s,lr,grad_norm,loss_scale,"
+                             "memory_gib,time,moe_dropped,"
+                             "exp_counts:h.0.mlp,exp_counts:h.2.mlp\n";
+  EXPECT_EQ(dsc::rt::test::readBytes(path), header);
+  StepRecord record = makeStepRecord(1, 0.25, ElementType::F32, 2, 8, 4);
+  record.moeDropped = 5;
+  record.expCounts = {{3, 0, 9, 4}, {16, 0}};
+  csv.append(record);
+  EXPECT_EQ(dsc::rt::test::readBytes(path),
+            header + "1,0.25,2,4,16,,,,,,5,3 0 9 4,16 0\n");
+  EXPECT_THAT(formatStepLine(record), testing::EndsWith(" moe_dropped=5"));
+}
+
 } // namespace

@@ -1,5 +1,6 @@
 // RUN: dsc-opt %s --dsc-data-parallel=world-size=4 --split-input-file | FileCheck %s
 // RUN: dsc-opt %s --dsc-data-parallel=world-size=1 --split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: dsc-opt %s --dsc-data-parallel="world-size=4 grad-accum=2" --split-input-file | FileCheck %s --check-prefix=ACCUM
 
 // A mean cross-entropy becomes the global mean over counted tokens.
 // CHECK: module attributes {dsc.world_size = 4 : i64}
@@ -15,6 +16,15 @@
 // CHECK: return %[[L]]
 // ONE: module attributes {dsc.world_size = 1 : i64}
 // ONE-NOT: dsc.all_reduce
+// With gradient accumulation each rank's loss is its own token mean (the
+// backward then needs no global count), averaged over the ranks.
+// ACCUM-LABEL: func.func @lm
+// ACCUM: %[[LOCAL:.*]] = dsc.cross_entropy %{{.*}}, %{{.*}} ignore_index = -1 :
+// ACCUM-NOT: reduction = sum
+// ACCUM: %[[S:.*]] = dsc.all_reduce %[[LOCAL]] : tensor<f32>
+// ACCUM: %[[N:.*]] = dsc.constant dense<4.000000e+00> : tensor<f32>
+// ACCUM: %[[L:.*]] = dsc.div %[[S]], %[[N]]
+// ACCUM: return %[[L]]
 func.func @lm(%l: tensor<8x16xf32> {dsc.input = "logits"}, %t: tensor<8xi64> {dsc.input = "targets"})
     -> (tensor<f32> {dsc.output = "loss"}) {
   %loss = dsc.cross_entropy %l, %t ignore_index = -1 : tensor<8x16xf32>, tensor<8xi64>

@@ -148,6 +148,7 @@
 // masters that inherit their fill rule; routing weights meet the experts'
 // outputs in bf16, as DeepSpeed's `combine_weights.type_as(input)`.
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts=4 --moe-top-k=2 --precision=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 capacity-factor=0.5 min-capacity=1" | FileCheck %s --check-prefix=METRICS
 // BF16: dsc.state parameter @h.0.mlp.gate.weight {dsc.keep_fp32, {{.*}}} : tensor<4x4xf32>
 // BF16-NOT: @h.0.mlp.gate.weight.master
 // BF16: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight"} : tensor<4x16x4xbf16>
@@ -160,3 +161,20 @@
 // BF16: dsc.softmax %[[L]], dim = 1 : tensor<8x4xf32>
 // BF16: %[[W:.*]] = dsc.convert %{{.*}} : tensor<8x2xf32> to tensor<8x2xbf16>
 // BF16: dsc.moe_combine %{{.*}}, %{{.*}}, %[[W]] : tensor<4x4x4xbf16>, tensor<8x2xi64>, tensor<8x2xbf16> -> tensor<8x4xbf16>
+
+// The step's metrics, outputs after the loss: each layer's routes per
+// expert before dropping (the counts of dsc.moe_slots, DeepSpeed's
+// exp_counts), named after the layer's module path, and the routes the
+// capacity dropped (slot -1) summed over the layers.
+// METRICS: func.func @forward({{.*}}) -> (tensor<f32> {dsc.output = "loss"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.0.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.1.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.2.mlp"}, tensor<f32> {dsc.output = "moe.dropped"})
+// METRICS: %[[S0:.*]], %[[C0:.*]] = dsc.moe_slots
+// METRICS: %[[NEG0:.*]] = dsc.compare lt, %[[S0]], %{{.*}} : tensor<8x1xi64>, tensor<i64>
+// METRICS: %[[ONES0:.*]] = dsc.convert %[[NEG0]] : tensor<8x1xi1> to tensor<8x1xf32>
+// METRICS: %[[D0:.*]] = dsc.reduce_sum %[[ONES0]], dims = [0, 1]
+// METRICS: %[[S1:.*]], %[[C1:.*]] = dsc.moe_slots
+// METRICS: %[[D1:.*]] = dsc.reduce_sum %{{.*}}, dims = [0, 1]
+// METRICS: %[[T1:.*]] = dsc.add %[[D0]], %[[D1]]
+// METRICS: %[[S2:.*]], %[[C2:.*]] = dsc.moe_slots
+// METRICS: %[[D2:.*]] = dsc.reduce_sum %{{.*}}, dims = [0, 1]
+// METRICS: %[[T2:.*]] = dsc.add %[[T1]], %[[D2]]
+// METRICS: return %{{.*}}, %[[C0]], %[[C1]], %[[C2]], %[[T2]] :

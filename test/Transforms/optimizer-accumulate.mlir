@@ -23,6 +23,7 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // CHECK-NEXT: dsc.state gradient @w.grad_acc : tensor<4xf32>
 // CHECK: dsc.state optimizer @optimizer.step : tensor<f32>
 // CHECK-NEXT: dsc.state optimizer @optimizer.micro_step : tensor<f32>
+// CHECK-NEXT: dsc.state gradient @optimizer.loss_acc : tensor<f32>
 // CHECK-LABEL: func.func @step
 // CHECK: %[[N:.*]] = dsc.load @optimizer.step
 // CHECK: %[[STEP:.*]] = dsc.add %[[N]]
@@ -36,22 +37,31 @@ func.func @step(%x: tensor<4xf32> {dsc.input = "x"})
 // CHECK: %[[SCALED:.*]] = dsc.mul %arg0, %[[QUARTER]]
 // CHECK: %[[G:.*]] = dsc.add %[[ACC]], %[[SCALED]]
 // CHECK: %[[NEXTACC:.*]] = dsc.select %[[B]], %{{.*}}, %[[G]]
-// CHECK: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[G]], %[[STEP]] : (tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>)
+// The loss of the step is the mean of its micro-batches' losses, added up
+// beside the gradients and returned by the call that ends the step.
+// CHECK: %[[LACC:.*]] = dsc.load @optimizer.loss_acc
+// CHECK: %[[LQUARTER:.*]] = dsc.constant dense<2.500000e-01>
+// CHECK: %[[LSCALED:.*]] = dsc.mul %[[L:.*]], %[[LQUARTER]]
+// CHECK: %[[LSUM:.*]] = dsc.add %[[LACC]], %[[LSCALED]]
+// CHECK: %[[NEXTL:.*]] = dsc.select %[[B]], %{{.*}}, %[[LSUM]]
+// CHECK: %[[SUM:.*]]:3 = dsc.optimizer_boundary %[[G]], %[[LSUM]], %[[STEP]] : (tensor<4xf32>, tensor<f32>, tensor<f32>) -> (tensor<4xf32>, tensor<f32>, tensor<f32>)
 // CHECK: %[[W:.*]] = dsc.load @w :
 // CHECK: %[[BUF:.*]] = dsc.load @w.momentum_buffer
 // CHECK: %[[NEW:.*]], %[[NB:.*]] = dsc.sgd_update params(%[[W]] : tensor<4xf32>) grads(%[[SUM]]#0 : tensor<4xf32>) momentum_buffers(%[[BUF]] : tensor<4xf32>) copies() lr(%{{.*}} : tensor<f32>) {
 // CHECK: dsc.store %[[NEXTM]] to @optimizer.micro_step
 // CHECK: dsc.store %[[NEXTACC]] to @w.grad_acc
+// CHECK: dsc.store %[[NEXTL]] to @optimizer.loss_acc
 // CHECK: dsc.store %[[NEW]] to @w
 // CHECK: dsc.store %[[NB]] to @w.momentum_buffer
 // The step count advances on the boundary only.
-// CHECK: dsc.store %[[SUM]]#1 to @optimizer.step
+// CHECK: dsc.store %[[SUM]]#2 to @optimizer.step
+// CHECK: return %[[SUM]]#1, %{{.*}} : tensor<f32>, tensor<f32>
 
 // AdamW: the update reads the boundary's sum, without a skip.
 // ADAMW: dsc.state gradient @w.grad_acc
-// ADAMW: %[[SUM:.*]]:2 = dsc.optimizer_boundary
+// ADAMW: %[[SUM:.*]]:3 = dsc.optimizer_boundary
 // ADAMW-NOT: skip(
-// ADAMW: dsc.adam_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} step(%[[SUM]]#1 : tensor<f32>)
+// ADAMW: dsc.adam_update {{.*}} grads(%[[SUM]]#0 : tensor<4xf32>) {{.*}} step(%[[SUM]]#2 : tensor<f32>)
 // ADAMW-NOT: skip(
 // ADAMW: return
 

@@ -79,7 +79,7 @@ func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.out
 // ACCUM: %[[B:.*]] = dsc.compare ge
 // ACCUM: %[[ACC:.*]] = dsc.add %{{.*}}, %{{.*}} : tensor<4xf32>, tensor<4xf32>
 // ACCUM-NOT: dsc.store
-// ACCUM: %[[SUM:.*]]:2 = dsc.optimizer_boundary %[[ACC]]
+// ACCUM: %[[SUM:.*]]:3 = dsc.optimizer_boundary %[[ACC]]
 // ACCUM-NOT: dsc.store
 // ACCUM: dsc.sum_squares(%[[SUM]]#0 : tensor<4xf32>)
 // ACCUM-NOT: dsc.store

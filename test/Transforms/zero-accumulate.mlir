@@ -8,7 +8,7 @@
 // ACC1: dsc.state gradient @w.grad_acc : tensor<3x5xf32>
 // ACC1-LABEL: func.func @step
 // ACC1-NOT: dsc.all_reduce
-// ACC1: %[[SUM:.*]]:2 = dsc.optimizer_boundary
+// ACC1: %[[SUM:.*]]:3 = dsc.optimizer_boundary
 // ACC1: dsc.all_reduce %[[SUM]]#0 : tensor<3x5xf32>
 // ACC1: dsc.local_shard
 // ACC2: module attributes {dsc.grad_accum = 2 : i64, dsc.world_size = 2 : i64, dsc.zero_stage = 2 : i64}
@@ -16,7 +16,7 @@
 // ACC2-LABEL: func.func @step
 // ACC2-NOT: dsc.reduce_scatter
 // ACC2: dsc.load @w.grad_acc : tensor<3x5xf32>
-// ACC2: %[[SUM:.*]]:2 = dsc.optimizer_boundary
+// ACC2: %[[SUM:.*]]:3 = dsc.optimizer_boundary
 // ACC2: %[[FLAT:.*]] = dsc.reshape %[[SUM]]#0
 // ACC2: dsc.reduce_scatter %{{.*}} : tensor<16xf32> -> tensor<8xf32>
 // ACC2: dsc.store %{{.*}} to @w.grad_acc : tensor<3x5xf32>

@@ -55,6 +55,16 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
       `all_reduce(x) / world-size` (a loss with auxiliary terms, e.g. a
       mixture-of-experts balance loss, is averaged as DeepSpeed averages it).
 
+    With `grad-accum=N` > 1 (gradient accumulation) the cross-entropy is
+    averaged like any other output: each rank's micro-batch loss is its own
+    token mean, as in DeepSpeed, and the step's loss is the mean over the
+    ranks (and `--dsc-optimizer` averages it over the micro-batches). The
+    gradient then needs no global token count, so no micro-batch
+    communicates: `--dsc-optimizer` reduces the loss with the gradients,
+    once per optimizer step. Both definitions agree whenever every rank's
+    micro-batch counts the same number of targets (always, unless targets
+    hold the ignore index).
+
     With `world-size=1` only the attribute is set.
 
     `micro-batch=B` > 0 checks that every graph input (`dsc.input`) has
@@ -67,6 +77,9 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
            "number of data-parallel ranks">,
     Option<"microBatch", "micro-batch", "int64_t", /*default=*/"0",
            "per-rank micro-batch the inputs must have (0: not checked)">,
+    Option<"gradAccum", "grad-accum", "int64_t", /*default=*/"1",
+           "micro-batches per optimizer step (> 1: each rank's loss is its "
+           "own mean)">,
   ];
 }
 
@@ -303,8 +316,10 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{
-    Reverse-mode differentiation of each graph whose single result is the
-    scalar float loss (`dsc.output = "loss"`), with respect to every
+    Reverse-mode differentiation of each graph whose first result is the
+    scalar float loss (`dsc.output = "loss"`; results after it, such as the
+    experts' token counts, are metrics and are not differentiated), with
+    respect to every
     `dsc.state` of role `parameter`. Only values that depend on a parameter
     (through `dsc.load`) get cotangents; the seed is `d loss = 1`; each op on
     the way back builds its operands' cotangents through its
@@ -314,7 +329,7 @@ def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
     naming it.
 
     The graph gets one result per parameter, in `dsc.state` order, after the
-    loss: the gradient, of the state's type, with the result attributes
+    loss and its metrics: the gradient, of the state's type, with the result attributes
     `dsc.output = "grad.<name>"` and `dsc.gradient_of = @<name>`. A parameter
     that does not reach the loss gets zeros. When the module's
     `dsc.world_size` is N > 1 (set by `--dsc-data-parallel`, which runs

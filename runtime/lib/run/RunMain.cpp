@@ -370,6 +370,19 @@ double startupTimeoutSeconds() {
   std::_Exit(kCollectiveTimeoutExitCode);
 }
 
+/// The layers of FeedPlan::expCountsOutputs: each output's name after
+/// `moe.exp_counts.` (empty for a model whose block has no module path).
+std::vector<std::string> expertLayerNames(const ArtifactInfo &info,
+                                          const FeedPlan &plan) {
+  std::vector<std::string> names;
+  for (int32_t index : plan.expCountsOutputs) {
+    std::string name = info.outputs[index].name;
+    names.push_back(name.substr(std::min(name.size(),
+                                         sizeof("moe.exp_counts.") - 1)));
+  }
+  return names;
+}
+
 double readScalar(const void *buffer, ElementType type) {
   if (type == ElementType::F64)
     return *static_cast<const double *>(buffer);
@@ -437,7 +450,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           options.stepsPerPrint, first, first + options.steps - 1,
           options.metrics.empty()
               ? nullptr
-              : std::make_unique<MetricsCsv>(options.metrics),
+              : std::make_unique<MetricsCsv>(options.metrics,
+                                             expertLayerNames(info, plan)),
           options.csvMonitor.empty()
               ? nullptr
               : std::make_unique<CsvMonitor>(options.csvMonitor));
@@ -537,9 +551,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
 
   // With gradient accumulation one step is N calls of the artifact, each
   // on the next micro-batch of the data (--batch / N samples over all
-  // ranks); only the N-th reduces the gradients and updates (the outputs
-  // other than the loss are read after it) and the step's loss is their
-  // mean.
+  // ranks); only the N-th reduces the gradients and the loss (the mean of
+  // the micro-batches') and updates, and every output is read after it.
   const int64_t microSteps = info.gradAccumSteps;
   const bool trains = !options.eval && artifactTrains(info);
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
@@ -556,7 +569,6 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       auto start = std::chrono::steady_clock::now();
-      double lossSum = 0;
       for (int64_t micro = 0; micro < microSteps; ++micro) {
         data->fill((step - 1) * microSteps + micro, rank, size, inputs);
         // This rank's first sample of the micro-batch in the optimizer
@@ -565,15 +577,11 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         context.beginStep(step, (micro * size + rank) * plan.microBatch,
                           /*endsOptimizerStep=*/micro == microSteps - 1);
         artifact->step(context);
-        if (rank == 0)
-          lossSum += readScalar(target->hostOutput(plan.lossOutput), lossType);
       }
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
       if (rank == 0) {
-        double loss = lossSum / static_cast<double>(microSteps);
-        if (lossType == ElementType::F32) // as the artifact would print it
-          loss = static_cast<float>(loss);
+        double loss = readScalar(target->hostOutput(plan.lossOutput), lossType);
         StepRecord record =
             makeStepRecord(step, loss, lossType, elapsed.count(),
                            options.batch, options.seq);
@@ -591,6 +599,15 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         }
         if (plan.gradNormOutput >= 0)
           record.gradNorm = output(plan.gradNormOutput);
+        if (plan.moeDroppedOutput >= 0)
+          record.moeDropped =
+              static_cast<int64_t>(output(plan.moeDroppedOutput));
+        for (int32_t index : plan.expCountsOutputs) {
+          const auto *counts =
+              static_cast<const int64_t *>(target->hostOutput(index));
+          record.expCounts.emplace_back(
+              counts, counts + info.outputs[index].shape[0]);
+        }
         MemoryUse memory = target->memoryUse();
         record.memoryBytes = memory.arena + memory.state + memory.io;
         log->add(record);

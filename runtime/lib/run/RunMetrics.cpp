@@ -81,6 +81,8 @@ std::string formatStepLine(const StepRecord &record) {
     line += " loss_scale=" + scalar(*record.lossScale);
   if (record.skipped)
     line += " skipped=" + std::to_string(*record.skipped);
+  if (record.moeDropped)
+    line += " moe_dropped=" + std::to_string(*record.moeDropped);
   if (record.memoryBytes)
     line += " mem_gib=" + gib(*record.memoryBytes);
   if (!record.timestamp.empty())
@@ -88,13 +90,20 @@ std::string formatStepLine(const StepRecord &record) {
   return line;
 }
 
-MetricsCsv::MetricsCsv(const std::string &path) : path_(path) {
+MetricsCsv::MetricsCsv(const std::string &path,
+                       std::vector<std::string> expertLayers)
+    : path_(path), experts_(!expertLayers.empty()) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
     throw Error(path + ": cannot write metrics: " + std::strerror(errno));
-  if (std::fputs("step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
-                 "grad_norm,loss_scale,memory_gib,time\n",
-                 file_) < 0 ||
+  std::string header = "step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
+                       "grad_norm,loss_scale,memory_gib,time";
+  if (experts_)
+    header += ",moe_dropped";
+  for (const std::string &layer : expertLayers)
+    header += ",exp_counts:" + layer;
+  header += "\n";
+  if (std::fputs(header.c_str(), file_) < 0 ||
       std::fflush(file_) != 0) {
     std::string reason = std::strerror(errno);
     std::fclose(file_);
@@ -119,7 +128,16 @@ void MetricsCsv::append(const StepRecord &record) {
       figure(record.tokensPerSecond) + "," + optional(record.lr) + "," +
       optional(record.gradNorm) + "," + optional(record.lossScale) + "," +
       (record.memoryBytes ? gib(*record.memoryBytes) : std::string()) + "," +
-      record.timestamp + "\n";
+      record.timestamp;
+  if (experts_)
+    row += "," + (record.moeDropped ? std::to_string(*record.moeDropped)
+                                    : std::string());
+  for (const std::vector<int64_t> &counts : record.expCounts) {
+    row += ",";
+    for (size_t e = 0; e < counts.size(); ++e)
+      row += (e ? " " : "") + std::to_string(counts[e]);
+  }
+  row += "\n";
   if (std::fputs(row.c_str(), file_) < 0 || std::fflush(file_) != 0)
     throw Error(path_ + ": cannot write metrics: " + std::strerror(errno));
 }
@@ -167,6 +185,8 @@ void CsvMonitor::append(const StepRecord &record) {
     write("grad_norm", record.samples, scalar(*record.gradNorm));
   if (record.memoryBytes)
     write("memory_gib", record.samples, gib(*record.memoryBytes));
+  if (record.moeDropped)
+    write("moe_dropped", record.samples, std::to_string(*record.moeDropped));
 }
 
 StepLog::StepLog(int64_t stepsPerPrint, int64_t firstStep, int64_t lastStep,

@@ -180,6 +180,13 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
             std::to_string(plan.trainBatch) +
             " samples per step (DeepSpeed's train_batch_size); leave "
             "--batch out to take it");
+  // Such an artifact computes its loss once per optimizer step, from the
+  // micro-batches' forward and backward passes, which --eval cuts off.
+  check(!options.eval || info.gradAccumSteps == 1,
+        "--eval: " + where + " accumulates gradients over " +
+            std::to_string(info.gradAccumSteps) +
+            " micro-batches and computes its loss once per optimizer step; "
+            "evaluate with an artifact from dsc-compile --eval");
   bool hasIds = plan.format == DataFormat::Tokens ||
                 ((first.type == ElementType::I64 ||
                   first.type == ElementType::I32) &&
@@ -215,6 +222,17 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.lossScaleOutput = optionalScalar("loss_scale");
   plan.skippedOutput = optionalScalar("skipped");
   plan.gradNormOutput = optionalScalar("grad_norm");
+  plan.moeDroppedOutput = optionalScalar("moe.dropped");
+  const std::string countsPrefix = "moe.exp_counts";
+  for (int32_t i = 0; i < info.numOutputs; ++i) {
+    const TensorDesc &out = info.outputs[i];
+    if (std::string(out.name).rfind(countsPrefix, 0) != 0)
+      continue;
+    check(out.type == ElementType::I64 && out.rank == 1,
+          where + ": artifact output '" + out.name + "' is " +
+              describeType(out) + ", expected a vector of i64 counts");
+    plan.expCountsOutputs.push_back(i);
+  }
   return plan;
 }
 

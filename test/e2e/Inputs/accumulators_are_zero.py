@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that a checkpoint of a gradient-accumulating run was saved at an
-optimizer-step boundary: `optimizer.micro_step` and every `<param>.grad_acc`
-are zero.
+optimizer-step boundary: `optimizer.micro_step`, `optimizer.loss_acc` and
+every `<param>.grad_acc` are zero.
 
 Usage: accumulators_are_zero.py CHECKPOINT_DIR
 """
@@ -20,7 +20,8 @@ step = open(os.path.join(root, "latest")).read().strip()
 tensors = {}
 for shard in sorted(glob.glob(os.path.join(root, step, "shard-*.safetensors"))):
     tensors.update(safetensors.load_numpy(shard)[0])
-names = [n for n in tensors if n.endswith(".grad_acc") or n == "optimizer.micro_step"]
+names = [n for n in tensors if n.endswith(".grad_acc") or n in (
+    "optimizer.micro_step", "optimizer.loss_acc")]
 nonzero = [n for n in names if np.any(tensors[n] != 0)]
 for n in nonzero:
     print(f"{n}: NONZERO")

@@ -2,6 +2,8 @@
 
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
 
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
@@ -26,4 +28,27 @@ Operation *mlir::dsc::lastProducer(
         stack.push_back(def);
   }
   return last;
+}
+
+std::optional<unsigned> mlir::dsc::findOutput(func::FuncOp func,
+                                              StringRef name) {
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto attr = func.getResultAttrOfType<StringAttr>(
+            i, DSCDialect::kOutputAttrName);
+        attr && attr.getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+LogicalResult mlir::dsc::appendOutput(func::FuncOp func, func::ReturnOp ret,
+                                      Value value, StringRef name) {
+  MLIRContext *context = func.getContext();
+  unsigned index = func.getNumResults();
+  NamedAttribute attr(StringAttr::get(context, DSCDialect::kOutputAttrName),
+                      StringAttr::get(context, name));
+  if (failed(func.insertResult(index, value.getType(),
+                               DictionaryAttr::get(context, attr))))
+    return func.emitError() << "cannot add the output '" << name << "'";
+  ret->insertOperands(index, value);
+  return success();
 }

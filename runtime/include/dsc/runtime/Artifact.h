@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 10;
+constexpr int32_t kArtifactAbiVersion = 11;
 
 class Stream;
 

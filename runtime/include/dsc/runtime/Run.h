@@ -122,6 +122,12 @@ struct FeedPlan {
   /// The global 2-norm of the gradients before clipping (`grad_norm`; a
   /// step compiled with gradient clipping computes it), -1 if absent.
   int32_t gradNormOutput = -1;
+  /// Mixture of experts (--moe-experts): the routes the capacity dropped
+  /// in all layers (`moe.dropped`, -1 if absent), and each layer's routes
+  /// per expert before dropping (`moe.exp_counts.<layer>`, i64), both of
+  /// this rank's micro-batch.
+  int32_t moeDroppedOutput = -1;
+  std::vector<int32_t> expCountsOutputs;
   int64_t microBatch = 0; // per rank: every input's leading dimension
   /// Tokens per sample: dimension 1 of the token ids (`tokens`, or with
   /// samples the first integer input of two or more dimensions); 1 for a
@@ -506,6 +512,11 @@ struct StepRecord {
   /// Samples trained so far, this step's included (DeepSpeed's
   /// global_samples, the csv_monitor files' x-axis).
   int64_t samples = 0;
+  /// Mixture of experts, rank 0's last micro-batch: routes dropped by the
+  /// capacity in all layers, and each layer's routes per expert before
+  /// dropping (DeepSpeed's exp_counts), in FeedPlan::expCountsOutputs order.
+  std::optional<int64_t> moeDropped;
+  std::vector<std::vector<int64_t>> expCounts;
 };
 
 /// A record of step `step` from its loss, time and the global batch.
@@ -520,18 +531,22 @@ std::string formatLoss(double loss, ElementType type);
 /// step_time_s=0.00324", then for the fields the record has
 /// " avg_samples/s=1200 avg_tokens/s=4.9e+06" (once averages are filled),
 /// " lr=0.001", " grad_norm=1.5", " loss_scale=65536", " skipped=0",
-/// " mem_gib=0.0123" and " time=2025-01-31T12:34:56".
+/// " moe_dropped=3", " mem_gib=0.0123" and " time=2025-01-31T12:34:56".
 std::string formatStepLine(const StepRecord &record);
 
 /// The --metrics CSV, written on rank 0 and flushed after every row, so
 /// that a run that dies keeps the rows of the steps it finished:
 ///   step,loss,step_time_s,samples_per_s,tokens_per_s,lr,grad_norm,
 ///   loss_scale,memory_gib,time
-/// (a field the artifact does not output is empty).
+/// (a field the artifact does not output is empty), then for a mixture of
+/// experts `moe_dropped` and one `exp_counts:<layer>` column per layer,
+/// whose cells hold the layer's counts separated by spaces.
 class MetricsCsv {
 public:
-  /// Creates or truncates `path` and writes the header. Throws Error.
-  explicit MetricsCsv(const std::string &path);
+  /// Creates or truncates `path` and writes the header, with a column for
+  /// each of `expertLayers` (none: the model has no experts). Throws Error.
+  explicit MetricsCsv(const std::string &path,
+                      std::vector<std::string> expertLayers = {});
   ~MetricsCsv();
   MetricsCsv(const MetricsCsv &) = delete;
   MetricsCsv &operator=(const MetricsCsv &) = delete;
@@ -542,6 +557,7 @@ public:
 private:
   std::string path_;
   std::FILE *file_ = nullptr;
+  bool experts_ = false;
 };
 
 /// DeepSpeed's csv_monitor layout: in `directory` one file per metric,

@@ -8,6 +8,7 @@
 #ifndef DSC_DIALECT_DSC_IR_GRAPHUTILS_H
 #define DSC_DIALECT_DSC_IR_GRAPHUTILS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Operation.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -21,6 +22,13 @@ namespace mlir::dsc {
 /// after a training graph's loss.
 Operation *lastProducer(ValueRange values,
                         llvm::function_ref<Operation *(Operation *)> placed);
+
+/// The index of `func`'s result named `name` (its `dsc.output`), if any.
+std::optional<unsigned> findOutput(func::FuncOp func, StringRef name);
+
+/// Appends `value` to `func`'s results (returned by `ret`) as output `name`.
+LogicalResult appendOutput(func::FuncOp func, func::ReturnOp ret, Value value,
+                           StringRef name);
 
 } // namespace mlir::dsc
 
