@@ -99,6 +99,7 @@ private:
 
   // The I/O thread (NvmeIoThread.cpp).
   void run();
+  void serve();
   void takeIncoming(bool &stopping);
   void issueChunks();
   void startChunk(Chunk &chunk, const std::shared_ptr<Request> &request);
@@ -120,7 +121,6 @@ private:
   detail::Notice notice_;
   detail::NvmeFile file_;
   io_uring ring_{};
-  bool ringReady_ = false;
   int wakeFd_ = -1;
   uint64_t wakeValue_ = 0;
 
@@ -139,6 +139,7 @@ private:
   std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_; // not waited for
   std::deque<std::shared_ptr<Request>> incoming_;
   uint64_t nextId_ = 1;
+  int ringStatus_ = 1; // 1: being set up, 0: ready, else -errno
   bool stopping_ = false;
   std::string broken_; // the I/O thread's fatal error; refuses new requests
   NvmeStats stats_;

@@ -53,6 +53,28 @@ void NvmeStore::Engine::takeIncoming(bool &stopping) {
 }
 
 void NvmeStore::Engine::run() {
+  // One entry per slot, one for the eventfd read, one for a cancel. As fio
+  // does: completions are handled when this thread asks for them, not by
+  // interrupting it (kernels before 6.1 lack these flags: none then).
+  const unsigned entries = options_.queueDepth + 2;
+  int rc = io_uring_queue_init(entries, &ring_,
+                               IORING_SETUP_COOP_TASKRUN |
+                                   IORING_SETUP_SINGLE_ISSUER |
+                                   IORING_SETUP_DEFER_TASKRUN);
+  if (rc == -EINVAL)
+    rc = io_uring_queue_init(entries, &ring_, 0);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ringStatus_ = rc < 0 ? rc : 0;
+  }
+  doneChanged_.notify_all();
+  if (rc < 0)
+    return;
+  serve();
+  io_uring_queue_exit(&ring_);
+}
+
+void NvmeStore::Engine::serve() {
   armWake();
   bool stopping = false;
   bool cancelled = false;

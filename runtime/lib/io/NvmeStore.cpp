@@ -72,13 +72,6 @@ NvmeStore::Engine::Engine(NvmeOptions options)
     : options_((checkOptions(options), std::move(options))),
       notice_(noticeOf(options_)),
       file_(options_.path, options_.rank, options_.mode, notice_) {
-  // One entry per slot, one for the eventfd read, one for a cancel.
-  int rc = io_uring_queue_init(options_.queueDepth + 2, &ring_, 0);
-  if (rc < 0)
-    throw Error(file_.path() + ": io_uring is unavailable: " +
-                std::strerror(-rc) +
-                " (kernel.io_uring_disabled, or a seccomp filter?)");
-  ringReady_ = true;
   try {
     wakeFd_ = ::eventfd(0, EFD_CLOEXEC);
     if (wakeFd_ < 0)
@@ -93,11 +86,21 @@ NvmeStore::Engine::Engine(NvmeOptions options)
       chunks_[i].bounce = bounce_.data() + i * options_.blockBytes;
       freeChunks_.push_back(&chunks_[i]);
     }
+    // The thread sets up the ring itself: a ring with a single issuer must
+    // be created by the thread that submits.
     thread_ = std::thread([this] { run(); });
+    std::unique_lock<std::mutex> lock(mutex_);
+    doneChanged_.wait(lock, [&] { return ringStatus_ <= 0; });
+    if (ringStatus_ < 0) {
+      lock.unlock();
+      thread_.join();
+      throw Error(file_.path() + ": io_uring is unavailable: " +
+                  std::strerror(-ringStatus_) +
+                  " (kernel.io_uring_disabled, or a seccomp filter?)");
+    }
   } catch (...) {
     if (wakeFd_ >= 0)
       ::close(wakeFd_);
-    io_uring_queue_exit(&ring_);
     throw;
   }
 }
@@ -109,7 +112,6 @@ NvmeStore::Engine::~Engine() {
   }
   wake();
   thread_.join();
-  io_uring_queue_exit(&ring_);
   ::close(wakeFd_);
 }
 
