@@ -3,7 +3,7 @@
 // Round trips through NvmeStore in both I/O modes (O_DIRECT and buffered)
 // with sizes, offsets and buffers that are not aligned, many requests in
 // flight at once, and the faults: missing, unwritable and full paths, a file
-// truncated under the store, a request past its timeout. Every store lives
+// truncated under the store, a request past its timeout, io_uring refused. Every store lives
 // in a fresh scratch directory (on the machine's temporary file system,
 // which must accept O_DIRECT for the Direct cases).
 //
@@ -18,7 +18,12 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstddef>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,6 +32,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -88,12 +94,28 @@ std::string inChild(const std::function<std::string()> &body) {
   return out;
 }
 
-class NvmeStoreModes : public ::testing::TestWithParam<NvmeIoMode> {};
+/// The I/O mode, and whether transfers go through io_uring (else pread and
+/// pwrite, the fallback where io_uring is unavailable).
+struct Engine {
+  NvmeIoMode mode;
+  bool ioUring;
+};
+
+class NvmeStoreModes : public ::testing::TestWithParam<Engine> {
+protected:
+  NvmeOptions options(const ScratchDir &dir) const {
+    NvmeOptions options = optionsFor(dir, GetParam().mode);
+    options.ioUring = GetParam().ioUring;
+    return options;
+  }
+  bool direct() const { return GetParam().mode == NvmeIoMode::Direct; }
+};
 
 TEST_P(NvmeStoreModes, RoundTripOfWholeAlignedStates) {
   ScratchDir dir;
-  NvmeStore store(optionsFor(dir, GetParam()));
-  EXPECT_EQ(store.direct(), GetParam() == NvmeIoMode::Direct);
+  NvmeStore store(options(dir));
+  EXPECT_EQ(store.direct(), direct());
+  EXPECT_EQ(store.ioUring(), GetParam().ioUring);
   // Page-aligned buffers whose sizes are whole pages: no bounce in either
   // mode. 3 MiB + 8 KiB crosses block boundaries.
   const size_t bytes = 3 * kMiB + 8192;
@@ -118,7 +140,7 @@ TEST_P(NvmeStoreModes, RoundTripOfWholeAlignedStates) {
 
 TEST_P(NvmeStoreModes, UnalignedWritesKeepTheBytesBesideThem) {
   ScratchDir dir;
-  NvmeStore store(optionsFor(dir, GetParam()));
+  NvmeStore store(options(dir));
   // Two states, so that a write at the end of the first cannot touch the
   // second (each has extents of whole blocks).
   const size_t bytes = 2 * kMiB + 12345;
@@ -169,7 +191,7 @@ TEST_P(NvmeStoreModes, UnalignedWritesKeepTheBytesBesideThem) {
 
 TEST_P(NvmeStoreModes, ManyRequestsInFlightCompleteInAnyWaitOrder) {
   ScratchDir dir;
-  NvmeOptions options = optionsFor(dir, GetParam());
+  NvmeOptions options = this->options(dir);
   options.queueDepth = 3;
   options.blockBytes = 64 * 1024; // many chunks per request
   NvmeStore store(options);
@@ -201,14 +223,17 @@ TEST_P(NvmeStoreModes, ManyRequestsInFlightCompleteInAnyWaitOrder) {
   EXPECT_EQ(store.stats().reads, static_cast<uint64_t>(kStates + 1));
 }
 
-INSTANTIATE_TEST_SUITE_P(, NvmeStoreModes,
-                         ::testing::Values(NvmeIoMode::Direct,
-                                           NvmeIoMode::Buffered),
-                         [](const auto &info) {
-                           return info.param == NvmeIoMode::Direct
-                                      ? "Direct"
-                                      : "Buffered";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    , NvmeStoreModes,
+    ::testing::Values(Engine{NvmeIoMode::Direct, true},
+                      Engine{NvmeIoMode::Buffered, true},
+                      Engine{NvmeIoMode::Direct, false},
+                      Engine{NvmeIoMode::Buffered, false}),
+    [](const auto &info) {
+      return std::string(info.param.mode == NvmeIoMode::Direct ? "Direct"
+                                                               : "Buffered") +
+             (info.param.ioUring ? "IoUring" : "PreadPwrite");
+    });
 
 TEST(NvmeStore, RefusesBadRequests) {
   ScratchDir dir;
@@ -359,6 +384,39 @@ TEST(NvmeStore, ARequestPastItsTimeoutIsAnError) {
   }
   EXPECT_THAT(error, HasSubstr("read of state 0 bytes [0, 134217728) is not "
                                "complete after 0.001 s (the NVMe timeout)"));
+}
+
+TEST(NvmeStore, FallsBackToPreadAndPwriteWithoutIoUring) {
+  ScratchDir dir;
+  // As a container's default seccomp profile does: io_uring_setup fails
+  // with EPERM.
+  std::string message = inChild([&]() -> std::string {
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(std::size(filter)), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0)
+      return "cannot install the seccomp filter";
+    NvmeOptions options = optionsFor(dir, NvmeIoMode::Auto);
+    std::string notices;
+    options.notice = [&](const std::string &text) { notices += text + "\n"; };
+    NvmeStore store(options);
+    std::vector<char> data = pattern(kMiB + 3, 7), back(data.size());
+    store.addState(0, data.size());
+    store.wait(store.write(0, 0, data.data(), data.size()));
+    store.wait(store.read(0, 0, back.data(), back.size()));
+    return notices + (store.ioUring() ? "io_uring" : "pread") +
+           (back == data ? " intact" : " lost");
+  });
+  EXPECT_THAT(message, HasSubstr("io_uring is unavailable (Operation not "
+                                 "permitted; kernel.io_uring_disabled, or a "
+                                 "seccomp filter?): transfers run one at a "
+                                 "time with pread and pwrite\n"));
+  EXPECT_THAT(message, HasSubstr("pread intact"));
 }
 
 TEST(NvmeStore, RefusesOptionsOutOfRange) {

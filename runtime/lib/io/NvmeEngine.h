@@ -7,7 +7,9 @@
 // across a block boundary. Each chunk is a slot with its own bounce buffer;
 // `queueDepth` slots bound the transfers in flight. Callers wake the thread
 // through an eventfd that the ring itself reads, so the thread sleeps in
-// one place (io_uring_submit_and_wait) for both. Internal to lib/io.
+// one place (io_uring_submit_and_wait) for both. Without io_uring the
+// thread transfers each chunk with pread or pwrite and sleeps in a read of
+// the eventfd. Internal to lib/io.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,6 +89,9 @@ public:
   void wait(NvmeHandle handle);
   bool ready(NvmeHandle handle) const;
   bool direct() const { return file_.direct(); }
+  /// After construction (the I/O thread set it before the constructor
+  /// returned).
+  bool ioUring() const { return !sync_; }
   const std::string &file() const { return file_.path(); }
   NvmeStats stats() const;
 
@@ -100,6 +105,8 @@ private:
   // The I/O thread (NvmeIoThread.cpp).
   void run();
   void serve();
+  void serveSync();
+  void cancelQueued();
   void takeIncoming(bool &stopping);
   void issueChunks();
   void startChunk(Chunk &chunk, const std::shared_ptr<Request> &request);
@@ -130,6 +137,8 @@ private:
   detail::AlignedBuffer bounce_; // queueDepth x blockBytes, one per slot
   std::deque<std::shared_ptr<Request>> active_; // chunks left to issue
   unsigned chunksInFlight_ = 0;
+  bool sync_ = false; // pread/pwrite instead of the ring
+  std::deque<Chunk *> syncReady_; // sync_: chunks to transfer next
 
   // Shared with callers, under mutex_.
   mutable std::mutex mutex_;
@@ -139,7 +148,7 @@ private:
   std::unordered_map<uint64_t, std::shared_ptr<Request>> requests_; // not waited for
   std::deque<std::shared_ptr<Request>> incoming_;
   uint64_t nextId_ = 1;
-  int ringStatus_ = 1; // 1: being set up, 0: ready, else -errno
+  bool started_ = false; // the I/O thread has set up its ring, or not
   bool stopping_ = false;
   std::string broken_; // the I/O thread's fatal error; refuses new requests
   NvmeStats stats_;

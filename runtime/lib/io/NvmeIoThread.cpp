@@ -1,6 +1,7 @@
 //===- NvmeIoThread.cpp - NvmeStore's I/O thread over io_uring ------------===//
 //
-// The thread that owns the ring: it takes new requests, cuts them into
+// The thread that owns the ring (or, where io_uring is unavailable or not
+// wanted, makes each transfer a pread or pwrite): it takes new requests, cuts them into
 // chunks (NvmeEngine.h) as slots free up, submits them and handles their
 // completions: short transfers are resubmitted for the rest, EINTR and
 // EAGAIN retried, any other failure ends the request with the path and
@@ -18,6 +19,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 namespace dsc::rt {
@@ -63,15 +65,62 @@ void NvmeStore::Engine::run() {
                                    IORING_SETUP_DEFER_TASKRUN);
   if (rc == -EINVAL)
     rc = io_uring_queue_init(entries, &ring_, 0);
+  if (!options_.ioUring && rc >= 0) {
+    io_uring_queue_exit(&ring_);
+    rc = -1;
+  } else if (rc < 0) {
+    notice_("io_uring is unavailable (" + std::string(std::strerror(-rc)) +
+            "; kernel.io_uring_disabled, or a seccomp filter?): transfers run "
+            "one at a time with pread and pwrite");
+  }
+  sync_ = rc < 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    ringStatus_ = rc < 0 ? rc : 0;
+    started_ = true;
   }
   doneChanged_.notify_all();
-  if (rc < 0)
-    return;
+  if (sync_)
+    return serveSync();
   serve();
   io_uring_queue_exit(&ring_);
+}
+
+void NvmeStore::Engine::cancelQueued() {
+  for (const auto &request : active_) {
+    if (request->failure.empty())
+      request->failure = file_.path() + ": " + request->describe() +
+                         ": cancelled, the NVMe store was closed";
+    if (request->inFlight == 0)
+      finish(*request);
+  }
+  active_.clear();
+}
+
+void NvmeStore::Engine::serveSync() {
+  bool stopping = false;
+  for (;;) {
+    takeIncoming(stopping);
+    if (stopping)
+      return cancelQueued();
+    issueChunks();
+    if (syncReady_.empty()) {
+      uint64_t value;
+      while (::read(wakeFd_, &value, sizeof(value)) < 0 && errno == EINTR) {
+      }
+      continue;
+    }
+    while (!syncReady_.empty()) {
+      Chunk &chunk = *syncReady_.front();
+      syncReady_.pop_front();
+      char *at = chunk.buffer + chunk.transferred;
+      size_t bytes = chunk.spanBytes - chunk.transferred;
+      auto offset = static_cast<off_t>(chunk.spanBegin + chunk.transferred);
+      ssize_t n = chunk.phase == Chunk::Phase::Write
+                      ? ::pwrite(file_.fd(), at, bytes, offset)
+                      : ::pread(file_.fd(), at, bytes, offset);
+      completeChunk(chunk, n < 0 ? -errno : static_cast<int>(n));
+    }
+  }
 }
 
 void NvmeStore::Engine::serve() {
@@ -83,14 +132,7 @@ void NvmeStore::Engine::serve() {
   for (;;) {
     takeIncoming(stopping);
     if (stopping && !cancelled) {
-      for (const auto &request : active_) {
-        if (request->failure.empty())
-          request->failure = file_.path() + ": " + request->describe() +
-                             ": cancelled, the NVMe store was closed";
-        if (request->inFlight == 0)
-          finish(*request);
-      }
-      active_.clear();
+      cancelQueued();
       cancelInFlight();
       cancelled = true;
       double seconds = options_.timeoutSeconds > 0
@@ -192,6 +234,10 @@ void NvmeStore::Engine::startChunk(Chunk &chunk,
 }
 
 void NvmeStore::Engine::submitChunk(Chunk &chunk) {
+  if (sync_) {
+    syncReady_.push_back(&chunk);
+    return;
+  }
   io_uring_sqe *sqe = io_uring_get_sqe(&ring_);
   if (!sqe) {
     io_uring_submit(&ring_);

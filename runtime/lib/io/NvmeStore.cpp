@@ -90,14 +90,7 @@ NvmeStore::Engine::Engine(NvmeOptions options)
     // be created by the thread that submits.
     thread_ = std::thread([this] { run(); });
     std::unique_lock<std::mutex> lock(mutex_);
-    doneChanged_.wait(lock, [&] { return ringStatus_ <= 0; });
-    if (ringStatus_ < 0) {
-      lock.unlock();
-      thread_.join();
-      throw Error(file_.path() + ": io_uring is unavailable: " +
-                  std::strerror(-ringStatus_) +
-                  " (kernel.io_uring_disabled, or a seccomp filter?)");
-    }
+    doneChanged_.wait(lock, [&] { return started_; });
   } catch (...) {
     if (wakeFd_ >= 0)
       ::close(wakeFd_);
@@ -254,6 +247,7 @@ bool NvmeStore::ready(NvmeHandle handle) const {
   return engine_->ready(handle);
 }
 bool NvmeStore::direct() const { return engine_->direct(); }
+bool NvmeStore::ioUring() const { return engine_->ioUring(); }
 const std::string &NvmeStore::file() const { return engine_->file(); }
 NvmeStats NvmeStore::stats() const { return engine_->stats(); }
 

@@ -15,7 +15,8 @@
 //
 // I/O: io_uring (liburing) with O_DIRECT, one I/O thread per store that
 // keeps up to `queueDepth` requests of at most one block in flight, each
-// block-aligned in the file. A caller's buffer whose address, offset or
+// block-aligned in the file (where io_uring is unavailable: pread and
+// pwrite on that thread, one at a time, with a notice). A caller's buffer whose address, offset or
 // size is not aligned to kDirectAlignment goes through page-aligned bounce
 // buffers (pinned with mlock where RLIMIT_MEMLOCK allows); an aligned one
 // is read or written in place. Where the file system refuses O_DIRECT
@@ -76,6 +77,12 @@ struct NvmeOptions {
   /// wait() throws Error when its request is not complete after this many
   /// seconds (a device that stopped answering); 0: waits without limit.
   double timeoutSeconds = 300;
+  /// false: no io_uring; the I/O thread makes each transfer a pread or
+  /// pwrite, one at a time, as where io_uring is unavailable (a seccomp
+  /// filter, kernel.io_uring_disabled), which the store then says once
+  /// through `notice`. A stuck transfer then also holds up the store's
+  /// destruction.
+  bool ioUring = true;
   /// Receives one-time notices (O_DIRECT refused, bounce buffers not
   /// pinned); empty: printed on stderr as "dsc-run: nvme: ...".
   std::function<void(const std::string &)> notice;
@@ -99,8 +106,8 @@ public:
 
   /// Creates DIR/dsc-rank<R>/ and its state file, probes O_DIRECT, starts
   /// the I/O thread. Throws Error (options out of range, a missing or
-  /// unwritable directory, a directory another live store holds, io_uring
-  /// unavailable, O_DIRECT refused in Direct mode).
+  /// unwritable directory, a directory another live store holds, O_DIRECT
+  /// refused in Direct mode).
   explicit NvmeStore(NvmeOptions options);
   /// Waits for the requests in flight (each at most timeoutSeconds, then
   /// cancels them), stops the I/O thread, removes the file and the rank's
@@ -136,6 +143,8 @@ public:
 
   /// Whether the store uses O_DIRECT (false: buffered).
   bool direct() const;
+  /// Whether transfers go through io_uring (false: pread and pwrite).
+  bool ioUring() const;
   /// The state file, DIR/dsc-rank<R>/states.
   const std::string &file() const;
   NvmeStats stats() const;
