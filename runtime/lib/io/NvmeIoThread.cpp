@@ -254,7 +254,6 @@ void NvmeStore::Engine::submitChunk(Chunk &chunk) {
 }
 
 void NvmeStore::Engine::completeChunk(Chunk &chunk, int result) {
-  Request &request = *chunk.request;
   bool writing = chunk.phase == Chunk::Phase::Write;
   if (result == -EINTR || result == -EAGAIN) {
     submitChunk(chunk);
