@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  cmake ninja-build ccache g++ git
+  cmake ninja-build ccache g++ git pkg-config
   # MLIR/LLVM 22 (mlir-22-tools provides mlir-tblgen, which MLIR's CMake
   # config imports; llvm-22-tools provides lit and FileCheck)
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
@@ -18,6 +18,9 @@ PACKAGES=(
   libgtest-dev libgmock-dev libopenmpi-dev openmpi-bin libopenblas-dev
   # runtime: JSON (safetensors headers, checkpoint metadata)
   nlohmann-json3-dev
+  # runtime: asynchronous I/O of the NVMe tier (io_uring), and fio, the
+  # reference of its benchmark (bench/nvme_io.sh)
+  liburing-dev fio
   # exporter and golden numbers (Debian's torch 1.13, CPU)
   python3 python3-torch python3-numpy
   # dsc-plot (loss and learning-rate curves)

@@ -78,8 +78,10 @@ std::vector<std::string> goodArgs() {
 
 TEST(DscRunOptions, ParsesEveryOption) {
   std::vector<std::string> args = goodArgs();
-  args.insert(args.end(), {"--eval", "--metrics", "m.csv"});
+  args.insert(args.end(), {"--eval", "--metrics", "m.csv", "--nvme-path",
+                           "/mnt/nvme"});
   RunOptions options = parseRunOptions(args);
+  EXPECT_EQ(options.nvmePath, "/mnt/nvme");
   EXPECT_EQ(options.artifact, "step.so");
   EXPECT_EQ(options.weights, "w.safetensors");
   EXPECT_EQ(options.data, "d.bin");
@@ -123,6 +125,7 @@ TEST(DscRunOptions, RejectsBadCommandLines) {
       {{"--metrics"}, "--metrics needs a value"},
       {{"--seed", "-1"}, "--seed needs a positive integer, got '-1'"},
       {{"--seed", "x"}, "--seed needs a positive integer, got 'x'"},
+      {{"--nvme-path="}, "--nvme-path needs a directory"},
   };
   for (const Case &c : cases) {
     std::vector<std::string> args = goodArgs();
@@ -786,6 +789,12 @@ TEST(DscRunMetrics, ArtifactRunSettingsFillWhatTheFlagsLeaveOut) {
                            "a.so");
   EXPECT_EQ(flags.stepsPerPrint, 3);
   EXPECT_EQ(flags.csvMonitor, "mine");
+  // The config's nvme_path, unless --nvme-path overrides it.
+  applyArtifactRunSettings(options, "nvme_path=/mnt/nvme0\n", "a.so");
+  EXPECT_EQ(options.nvmePath, "/mnt/nvme0");
+  flags.nvmePath = "/local/nvme";
+  applyArtifactRunSettings(flags, "nvme_path=/mnt/nvme0\n", "a.so");
+  EXPECT_EQ(flags.nvmePath, "/local/nvme");
   EXPECT_THAT(errorOf([&] { applyArtifactRunSettings(options, "colour=red", "a.so"); }),
               HasSubstr("a.so: unknown compiled-in run setting 'colour=red'"));
   EXPECT_THAT(errorOf([&] {

@@ -315,6 +315,22 @@ TEST_F(DscRunTool, RejectsMissingFiles) {
                                         "or directory");
 }
 
+TEST_F(DscRunTool, ChecksTheNvmePathAtStart) {
+  std::vector<std::string> withPath = args(artifact("tiny_w2"), 1);
+  withPath.insert(withPath.end(), {"--nvme-path", dir_.path()});
+  Result result = run(2, withPath);
+  EXPECT_EQ(result.status, 0) << result.err;
+  // The scratch directory's file system takes O_DIRECT (NvmeStoreTest).
+  EXPECT_EQ(occurrences(result.err, "dsc-run: NVMe path " + dir_.path() +
+                                        ": O_DIRECT supported"),
+            1u)
+      << result.err;
+  withPath.back() = dir_.file("absent");
+  expectError(run(2, withPath),
+              "dsc-run: error: " + dir_.file("absent") +
+                  ": NVMe path: No such file or directory");
+}
+
 TEST_F(DscRunTool, RejectsDataWithoutAWholeSequence) {
   // Found during setup (one batch is cut before any step), not mid-run.
   dsc::rt::test::writeTokens(dir_.file("d.bin"), {1, 2, 3, 4});

@@ -24,3 +24,4 @@ set_tests_properties(SafeTensorsPythonTest PROPERTIES
   ENVIRONMENT DSC_SAFETENSORS_FROM_PYTHON=${safetensors_from_python}
   FIXTURES_REQUIRED SafeTensorsFromPython)
 dsc_runtime_test(OutputFileTest OutputFileTest.cpp)
+dsc_runtime_test(NvmeStoreTest NvmeStoreTest.cpp)

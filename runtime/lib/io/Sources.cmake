@@ -8,4 +8,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/OutputFile.cpp
   ${CMAKE_CURRENT_LIST_DIR}/BatchLayout.cpp
   ${CMAKE_CURRENT_LIST_DIR}/TokenData.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/SampleData.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/SampleData.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/NvmeFile.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/NvmeStore.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/NvmeIoThread.cpp)

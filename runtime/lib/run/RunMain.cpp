@@ -35,6 +35,7 @@
 #include "dsc/runtime/CpuBinding.h"
 #include "dsc/runtime/JobAgreement.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/OutputFile.h"
 #include "dsc/runtime/RankInfo.h"
 #include "dsc/runtime/Run.h"
@@ -47,6 +48,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -383,6 +385,21 @@ std::vector<std::string> expertLayerNames(const ArtifactInfo &info,
   return names;
 }
 
+/// What --nvme-path's check found: O_DIRECT on rank 0's line; each rank
+/// that falls back to buffered I/O says why (ranks on other nodes may see
+/// another file system under the same path).
+void printNvmePath(int rank, const std::string &path,
+                   const NvmePathReport &report) {
+  if (report.direct && rank == 0)
+    std::fprintf(stderr, "dsc-run: NVMe path %s: O_DIRECT supported\n",
+                 path.c_str());
+  else if (!report.direct)
+    std::fprintf(stderr,
+                 "dsc-run: rank %d: NVMe path %s: %s; buffered I/O\n", rank,
+                 path.c_str(), report.reason.c_str());
+  std::fflush(stderr);
+}
+
 double readScalar(const void *buffer, ElementType type) {
   if (type == ElementType::F64)
     return *static_cast<const double *>(buffer);
@@ -415,6 +432,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   std::vector<void *> inputs; // the artifact's host input buffers
   std::unique_ptr<StepLog> log;
   std::optional<Checkpoint> resumed;
+  std::optional<NvmePathReport> nvmePath;
   JobDigest digest;
   JobDescription description;
   startup.enter("loading the artifact, the data and the state");
@@ -422,6 +440,12 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     artifact = ArtifactLibrary::open(options.artifact);
     const ArtifactInfo &info = artifact->info();
     applyArtifactRunSettings(options, artifact->runSettings(), options.artifact);
+    if (!options.nvmePath.empty()) {
+      // A file size limit (ulimit -f) then fails the write that passes it
+      // with EFBIG, an error that names the file, instead of killing us.
+      std::signal(SIGXFSZ, SIG_IGN);
+      nvmePath = checkNvmePath(options.nvmePath);
+    }
     plan = planFeeds(info, options, size);
     // From here on --batch and --seq are the artifact's, given or not.
     options.batch = plan.trainBatch;
@@ -471,6 +495,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   });
   if (int code = settle(control, outcome))
     return code;
+  if (nvmePath)
+    printNvmePath(rank, options.nvmePath, *nvmePath);
 
   // Before the first collective whose sizes depend on the artifact: ranks
   // that run different artifacts would crash in it.

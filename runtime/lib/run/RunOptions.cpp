@@ -30,6 +30,7 @@ std::string runUsage() {
          "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "               [--seed N] [--dump-outputs FILE.safetensors]\n"
+         "               [--nvme-path DIR]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -83,6 +84,10 @@ std::string runUsage() {
          "and gradients\n"
          "                   of an artifact compiled with --gradients) to "
          "FILE (rank 0)\n"
+         "  --nvme-path DIR  directory of the NVMe tier's per-rank files "
+         "(default: the\n"
+         "                   config's nvme_path compiled into the artifact); "
+         "checked at start\n"
          "  -h, --help       this text\n";
 }
 
@@ -163,6 +168,11 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       if (options.csvMonitor.empty())
         throw UsageError("--csv-monitor needs a directory");
     }
+    else if (name == "--nvme-path") {
+      options.nvmePath = takeValue();
+      if (options.nvmePath.empty())
+        throw UsageError("--nvme-path needs a directory");
+    }
     else if (name == "--seed") {
       std::string text = takeValue();
       options.seed = text == "0" ? 0 : parsePositive(name, text);
@@ -217,6 +227,9 @@ void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
     } else if (key == "csv_monitor" && !value.empty()) {
       if (options.csvMonitor.empty())
         options.csvMonitor = value;
+    } else if (key == "nvme_path" && !value.empty()) {
+      if (options.nvmePath.empty())
+        options.nvmePath = value;
     } else {
       throw Error(where + ": unknown compiled-in run setting '" + line + "'");
     }

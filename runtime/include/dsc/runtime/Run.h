@@ -72,6 +72,9 @@ struct RunOptions {
   /// DeepSpeed csv_monitor files go to this directory; empty: not given,
   /// the artifact's (the config's csv_monitor), else none.
   std::string csvMonitor;
+  /// The directory of the NVMe tier's per-rank files (NvmeStore.h);
+  /// empty: not given, the artifact's (the config's nvme_path), else none.
+  std::string nvmePath;
   int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
   bool seedGiven = false;  // --seed given (else a resumed run takes its checkpoint's)
   bool help = false;
@@ -79,7 +82,7 @@ struct RunOptions {
 
 /// Fills the options the command line left unset from `settings`, the
 /// `key=value` lines an artifact compiled in (ArtifactLibrary::runSettings:
-/// steps_per_print, csv_monitor). Throws Error "WHERE: ..." for a line it
+/// steps_per_print, csv_monitor, nvme_path). Throws Error "WHERE: ..." for a line it
 /// cannot read.
 void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
                               const std::string &where);
