@@ -110,6 +110,7 @@ const Range kRanges[] = {
     real("moe-eval-capacity-factor", 0, kInf, /*lowOpen=*/true),
     integer("moe-min-capacity", 0, kMaxCount),
     boolean("moe-drop-tokens"),
+    boolean("moe-residual"),
     real("moe-aux-loss-coef", 0),
     integer("moe-every", 1, kMaxCount),
     {"moe-experts-per-layer", Kind::Integers, 1, double(kMaxExperts)},

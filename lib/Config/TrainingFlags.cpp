@@ -101,6 +101,8 @@ constexpr Flag kFlags[] = {
                   "(default 1)"},
     {"moe-experts-per-layer", "experts of each replaced block, comma-separated "
                               "(PR-MoE's pyramid)"},
+    {"moe-residual", "residual MoE (PR-MoE): keep the dense block beside the "
+                     "experts, mixed by a learned coefficient (default false)"},
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
@@ -169,7 +171,7 @@ FailureOr<std::unique_ptr<llvm::MemoryBuffer>> readConfigFile(StringRef path) {
   if (!file)
     return configError("cannot open '" + path +
                        "': " + llvm::toString(file.takeError()));
-  auto close = llvm::make_scope_exit([&] { fs::closeFile(*file); });
+  llvm::scope_exit close([&] { fs::closeFile(*file); });
   // Again on what was opened, which may have changed since.
   if (std::error_code error = fs::status(*file, status))
     return configError("cannot read '" + path + "': " + error.message());

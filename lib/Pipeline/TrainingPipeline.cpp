@@ -50,6 +50,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.init = options.moeInit;
     moe.seed = options.moeSeed;
     moe.epSize = options.moeEpSize;
+    moe.residual = options.moeResidual;
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Before autodiff, so that the backward is built in 16 bits too; the pass

@@ -206,6 +206,10 @@ struct TrainingPipelineOptions
   Option<int64_t> moeEvery{*this, "moe-every",
                            llvm::cl::desc("replace every N-th block"),
                            llvm::cl::init(1)};
+  Option<bool> moeResidual{
+      *this, "moe-residual",
+      llvm::cl::desc("residual MoE: the dense block beside the experts"),
+      llvm::cl::init(false)};
   ListOption<int64_t> moeExpertsPerLayer{
       *this, "moe-experts-per-layer",
       llvm::cl::desc("experts of each replaced block (PR-MoE's pyramid)")};

@@ -310,6 +310,9 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
            "key of the generator that draws the gate (and random experts)">,
     Option<"epSize", "ep-size", "int64_t", /*default=*/"1",
            "ranks each layer's experts are split over (expert parallelism)">,
+    Option<"residual", "residual", "bool", /*default=*/"false",
+           "residual MoE (PR-MoE): the dense block kept beside the experts, "
+           "their outputs mixed by a learned coefficient">,
   ];
 }
 
