@@ -8,6 +8,8 @@
 #ifndef DSC_LIB_TRANSFORMS_BLOCKNAMES_H
 #define DSC_LIB_TRANSFORMS_BLOCKNAMES_H
 
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -68,6 +70,41 @@ private:
 
   llvm::StringSet<> repeated;
 };
+
+/// A block's ops, [begin, end) in program order.
+struct BlockRun {
+  std::string name;
+  size_t begin = 0, end = 0;
+};
+
+/// The model's blocks in the order the forward runs them (`ops`, one
+/// block's ops in program order): a block's ops run from its first state
+/// load to the next load of a state of something else.
+inline SmallVector<BlockRun> findBlocks(ArrayRef<Operation *> ops) {
+  SmallVector<StringRef> names;
+  for (Operation *op : ops)
+    if (auto load = dyn_cast<LoadOp>(op))
+      names.push_back(load.getState());
+  BlockNames blocks(names);
+  SmallVector<BlockRun> runs;
+  for (size_t p = 0; p < ops.size(); ++p) {
+    auto load = dyn_cast<LoadOp>(ops[p]);
+    if (!load)
+      continue;
+    StringRef block = blocks.blockOf(load.getState());
+    if (!runs.empty() && runs.back().end == 0) {
+      if (block == runs.back().name)
+        continue;
+      runs.back().end = p; // another state's load ends the run
+    }
+    if (!block.empty() &&
+        llvm::none_of(runs, [&](const BlockRun &r) { return r.name == block; }))
+      runs.push_back({block.str(), p, 0});
+  }
+  if (!runs.empty() && runs.back().end == 0)
+    runs.back().end = ops.size();
+  return runs;
+}
 
 } // namespace mlir::dsc
 

@@ -39,39 +39,6 @@ using namespace mlir;
 using namespace mlir::dsc;
 
 namespace {
-/// A block's ops, [begin, end) in program order.
-struct BlockRun {
-  std::string name;
-  size_t begin = 0, end = 0;
-};
-
-/// The model's blocks in the order the forward runs them.
-SmallVector<BlockRun> findBlocks(ArrayRef<Operation *> ops) {
-  SmallVector<StringRef> names;
-  for (Operation *op : ops)
-    if (auto load = dyn_cast<LoadOp>(op))
-      names.push_back(load.getState());
-  BlockNames blocks(names);
-  SmallVector<BlockRun> runs;
-  for (size_t p = 0; p < ops.size(); ++p) {
-    auto load = dyn_cast<LoadOp>(ops[p]);
-    if (!load)
-      continue;
-    StringRef block = blocks.blockOf(load.getState());
-    if (!runs.empty() && runs.back().end == 0) {
-      if (block == runs.back().name)
-        continue;
-      runs.back().end = p; // another state's load ends the run
-    }
-    if (!block.empty() &&
-        llvm::none_of(runs, [&](const BlockRun &r) { return r.name == block; }))
-      runs.push_back({block.str(), p, 0});
-  }
-  if (!runs.empty() && runs.back().end == 0)
-    runs.back().end = ops.size();
-  return runs;
-}
-
 bool isConstantLike(Value v) {
   Operation *def = v.getDefiningOp();
   return def && isa<LoadOp, ConstantOp, StepKeyOp>(def);

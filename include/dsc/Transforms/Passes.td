@@ -205,6 +205,70 @@ def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
+  let summary = "chooses the length buckets of curriculum and random-LTD";
+  let description = [{
+    Curriculum learning (`curriculum-*`, DeepSpeed's `curriculum_learning`
+    with `seqlen` difficulty) and random-LTD (`ltd-*`, DeepSpeed's
+    `random_ltd_schedule` with `fixed_linear`) change the length a step
+    runs on. dsc compiles a bounded family of static-shape variants instead
+    of one graph per length. This pass runs both schedules over their ramp
+    (DeepSpeed's arithmetic, the runtime's implementation), measures the
+    forward's matrix-product FLOPs on rewritten clones of the module at three
+    lengths of each schedule (a quadratic of the length, fitted exactly),
+    and keeps the fewest lengths such that rounding every step up to the
+    next one costs at most `budget` (0.02: 2%) more FLOPs than the exact
+    schedule. The variants are the (sequence length, kept length) pairs the
+    ramp's steps round to, after the full-length step.
+
+    It sets the module attribute `dsc.data_schedule` (the schedules and the
+    buckets, which the emitters compile into the artifact's run settings,
+    for dsc-run to pick each step's variant) and, with `output`, writes the
+    variants with their FLOPs as JSON (dsc-compile builds one step per
+    variant into one artifact). The graph is unchanged. With neither
+    schedule set the pass does nothing.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-data-variants="ltd-min=64 ltd-max=128 ltd-require-steps=1000 output=variants.json"
+    ```
+  }];
+  let options = [
+    Option<"curriculumSchedule", "curriculum-schedule", "std::string",
+           /*default=*/"\"none\"",
+           "none, fixed_linear, fixed_root or fixed_discrete">,
+    Option<"curriculumMin", "curriculum-min", "int64_t", /*default=*/"1",
+           "min_difficulty (the first sequence length)">,
+    Option<"curriculumMax", "curriculum-max", "int64_t", /*default=*/"1",
+           "max_difficulty">,
+    Option<"curriculumTotalSteps", "curriculum-total-steps", "int64_t",
+           /*default=*/"1", "total_curriculum_step">,
+    Option<"curriculumDifficultyStep", "curriculum-difficulty-step", "int64_t",
+           /*default=*/"1", "difficulty_step">,
+    Option<"curriculumRootDegree", "curriculum-root-degree", "double",
+           /*default=*/"1", "root_degree (fixed_root)">,
+    ListOption<"curriculumDifficulty", "curriculum-difficulty", "int64_t",
+               "fixed_discrete's difficulty list">,
+    ListOption<"curriculumMaxStep", "curriculum-max-step", "int64_t",
+               "fixed_discrete's max_step list">,
+    Option<"ltdMin", "ltd-min", "int64_t", /*default=*/"0",
+           "random-LTD min_value (kept tokens at first)">,
+    Option<"ltdMax", "ltd-max", "int64_t", /*default=*/"0",
+           "random-LTD max_value (0: random-LTD off)">,
+    Option<"ltdRequireSteps", "ltd-require-steps", "int64_t", /*default=*/"1",
+           "random-LTD require_steps">,
+    Option<"ltdSeqPerStep", "ltd-seq-per-step", "int64_t", /*default=*/"1",
+           "random-LTD seq_per_step">,
+    ListOption<"ltdLayers", "ltd-layers", "int64_t",
+               "random-LTD blocks (default: all but the first and last)">,
+    Option<"budget", "budget", "double", /*default=*/"0.02",
+           "FLOPs the buckets may add to the exact schedules', as a share">,
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "write the variants as JSON to this file">,
+  ];
+}
+
 def SequenceLength : Pass<"dsc-sequence-length", "::mlir::ModuleOp"> {
   let summary = "runs the forward graph on the first tokens of each sequence";
   let description = [{
