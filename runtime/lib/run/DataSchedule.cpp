@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace dsc::rt {
@@ -173,6 +174,139 @@ int64_t bucketFor(const std::vector<int64_t> &buckets, int64_t length) {
     if (bucket >= length)
       return bucket;
   return buckets.empty() ? length : buckets.back();
+}
+
+std::pair<int64_t, int64_t>
+DataSchedulePlan::stepLengths(int64_t step, int64_t fullLength) const {
+  int64_t seqlen = curriculum ? bucketFor(seqlenBuckets, curriculumSeqlen(*curriculum, step))
+                              : fullLength;
+  int64_t kept = randomLtd ? bucketFor(keptBuckets, randomLtdKept(*randomLtd, step))
+                           : fullLength;
+  return {seqlen, std::min(kept, seqlen)};
+}
+
+namespace {
+
+std::optional<int64_t> parseInteger(const std::string &text) {
+  if (text.empty() || text.size() > 18)
+    return std::nullopt;
+  int64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+std::optional<std::vector<int64_t>> parseIntegers(const std::string &text) {
+  std::vector<int64_t> values;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    std::optional<int64_t> value = parseInteger(text.substr(begin, end - begin));
+    if (!value)
+      return std::nullopt;
+    values.push_back(*value);
+    begin = end + 1;
+  }
+  return values;
+}
+
+} // namespace
+
+bool isDataScheduleSetting(const std::string &key) {
+  return key.rfind("curriculum_", 0) == 0 || key.rfind("ltd_", 0) == 0 ||
+         key == "seqlen_buckets";
+}
+
+std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
+                                                   const std::string &key,
+                                                   const std::string &value) {
+  auto bad = [&](const char *what) {
+    return std::optional<std::string>("compiled-in " + key + ": expected " +
+                                      what + ", got '" + value + "'");
+  };
+  if (key.rfind("curriculum_", 0) == 0 && !plan.curriculum)
+    plan.curriculum.emplace();
+  if (key.rfind("ltd_", 0) == 0 && !plan.randomLtd)
+    plan.randomLtd.emplace();
+  if (key == "curriculum_schedule") {
+    if (value == "fixed_linear")
+      plan.curriculum->type = CurriculumType::FixedLinear;
+    else if (value == "fixed_root")
+      plan.curriculum->type = CurriculumType::FixedRoot;
+    else if (value == "fixed_discrete")
+      plan.curriculum->type = CurriculumType::FixedDiscrete;
+    else
+      return bad("fixed_linear, fixed_root or fixed_discrete");
+    return std::nullopt;
+  }
+  if (key == "curriculum_root_degree") {
+    char *end = nullptr;
+    double degree = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end)
+      return bad("a number");
+    plan.curriculum->rootDegree = degree;
+    return std::nullopt;
+  }
+  if (key == "curriculum_difficulty" || key == "curriculum_max_step" ||
+      key == "seqlen_buckets" || key == "ltd_buckets") {
+    std::optional<std::vector<int64_t>> list = parseIntegers(value);
+    if (!list)
+      return bad("comma-separated integers");
+    (key == "curriculum_difficulty" ? plan.curriculum->difficulty
+     : key == "curriculum_max_step" ? plan.curriculum->maxStep
+     : key == "seqlen_buckets"      ? plan.seqlenBuckets
+                                    : plan.keptBuckets) = *list;
+    return std::nullopt;
+  }
+  std::optional<int64_t> number = parseInteger(value);
+  int64_t *field = nullptr;
+  if (key == "curriculum_min")
+    field = &plan.curriculum->minDifficulty;
+  else if (key == "curriculum_max")
+    field = &plan.curriculum->maxDifficulty;
+  else if (key == "curriculum_total_steps")
+    field = &plan.curriculum->totalSteps;
+  else if (key == "curriculum_difficulty_step")
+    field = &plan.curriculum->difficultyStep;
+  else if (key == "ltd_min")
+    field = &plan.randomLtd->minValue;
+  else if (key == "ltd_max")
+    field = &plan.randomLtd->maxValue;
+  else if (key == "ltd_require_steps")
+    field = &plan.randomLtd->requireSteps;
+  else if (key == "ltd_seq_per_step")
+    field = &plan.randomLtd->seqPerStep;
+  else if (key == "ltd_total_layers")
+    field = &plan.randomLtd->totalLayers;
+  else if (key == "ltd_layers")
+    field = &plan.randomLtd->ltdLayers;
+  else
+    return "unknown compiled-in run setting '" + key + "'";
+  if (!number)
+    return bad("an integer");
+  *field = *number;
+  return std::nullopt;
+}
+
+std::optional<std::string> checkDataSchedulePlan(const DataSchedulePlan &plan) {
+  if (plan.curriculum) {
+    if (std::optional<std::string> problem = checkCurriculum(*plan.curriculum))
+      return "compiled-in curriculum: " + *problem;
+    if (plan.seqlenBuckets.empty())
+      return std::string("compiled-in curriculum without seqlen_buckets");
+  }
+  if (plan.randomLtd) {
+    if (std::optional<std::string> problem = checkRandomLtd(*plan.randomLtd))
+      return "compiled-in random-LTD: " + *problem;
+    if (plan.keptBuckets.empty())
+      return std::string("compiled-in random-LTD without ltd_buckets");
+  }
+  return std::nullopt;
 }
 
 } // namespace dsc::rt

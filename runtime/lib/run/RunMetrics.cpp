@@ -83,18 +83,27 @@ std::string formatStepLine(const StepRecord &record) {
     line += " skipped=" + std::to_string(*record.skipped);
   if (record.memoryBytes)
     line += " mem_gib=" + gib(*record.memoryBytes);
+  if (record.seqlen)
+    line += " seqlen=" + std::to_string(*record.seqlen);
+  if (record.ltdKept)
+    line += " ltd_kept=" + std::to_string(*record.ltdKept);
+  if (record.layerTokens)
+    line += " layer_tokens=" + std::to_string(*record.layerTokens);
   if (!record.timestamp.empty())
     line += " time=" + record.timestamp;
   return line;
 }
 
-MetricsCsv::MetricsCsv(const std::string &path) : path_(path) {
+MetricsCsv::MetricsCsv(const std::string &path, bool dataColumns)
+    : path_(path), dataColumns_(dataColumns) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
     throw Error(path + ": cannot write metrics: " + std::strerror(errno));
-  if (std::fputs("step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
-                 "grad_norm,loss_scale,memory_gib,time\n",
-                 file_) < 0 ||
+  std::string header = "step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
+                       "grad_norm,loss_scale,memory_gib,time";
+  if (dataColumns)
+    header += ",seqlen,ltd_kept,layer_tokens";
+  if (std::fputs((header + "\n").c_str(), file_) < 0 ||
       std::fflush(file_) != 0) {
     std::string reason = std::strerror(errno);
     std::fclose(file_);
@@ -119,7 +128,15 @@ void MetricsCsv::append(const StepRecord &record) {
       figure(record.tokensPerSecond) + "," + optional(record.lr) + "," +
       optional(record.gradNorm) + "," + optional(record.lossScale) + "," +
       (record.memoryBytes ? gib(*record.memoryBytes) : std::string()) + "," +
-      record.timestamp + "\n";
+      record.timestamp;
+  if (dataColumns_) {
+    auto count = [](const std::optional<int64_t> &value) {
+      return value ? std::to_string(*value) : std::string();
+    };
+    row += "," + count(record.seqlen) + "," + count(record.ltdKept) + "," +
+           count(record.layerTokens);
+  }
+  row += "\n";
   if (std::fputs(row.c_str(), file_) < 0 || std::fflush(file_) != 0)
     throw Error(path_ + ": cannot write metrics: " + std::strerror(errno));
 }

@@ -217,10 +217,17 @@ void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
     } else if (key == "csv_monitor" && !value.empty()) {
       if (options.csvMonitor.empty())
         options.csvMonitor = value;
+    } else if (isDataScheduleSetting(key)) {
+      if (std::optional<std::string> problem =
+              readDataScheduleSetting(options.dataSchedule, key, value))
+        throw Error(where + ": " + *problem);
     } else {
       throw Error(where + ": unknown compiled-in run setting '" + line + "'");
     }
   }
+  if (std::optional<std::string> problem =
+          checkDataSchedulePlan(options.dataSchedule))
+    throw Error(where + ": " + *problem);
 }
 
 } // namespace dsc::rt

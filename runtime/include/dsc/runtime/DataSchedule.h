@@ -135,6 +135,33 @@ double bucketOverhead(const LengthHistogram &histogram,
 /// The least bucket that is at least `length` (the last one if none is).
 int64_t bucketFor(const std::vector<int64_t> &buckets, int64_t length);
 
+/// An artifact's schedules and buckets, as its run settings carry them
+/// (lines `curriculum_schedule=fixed_linear`, `ltd_buckets=64,96,128`, ...,
+/// which the compiler's --dsc-data-variants writes).
+struct DataSchedulePlan {
+  std::optional<CurriculumSchedule> curriculum;
+  std::optional<RandomLtdSchedule> randomLtd;
+  std::vector<int64_t> seqlenBuckets;
+  std::vector<int64_t> keptBuckets;
+
+  bool empty() const { return !curriculum && !randomLtd; }
+  /// The sequence length and kept length step `step` runs at: each
+  /// schedule's length rounded up to its bucket (`fullLength` for a
+  /// schedule that is off), the kept length at most the sequence length.
+  std::pair<int64_t, int64_t> stepLengths(int64_t step, int64_t fullLength) const;
+};
+
+/// Whether `key` is a run setting of the data schedules.
+bool isDataScheduleSetting(const std::string &key);
+/// Reads setting `key` = `value` into `plan`; why it cannot, or nothing.
+std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
+                                                   const std::string &key,
+                                                   const std::string &value);
+/// Why a plan read from settings is unusable (a schedule without its
+/// buckets, a schedule that checkCurriculum or checkRandomLtd refuses), or
+/// nothing.
+std::optional<std::string> checkDataSchedulePlan(const DataSchedulePlan &plan);
+
 } // namespace dsc::rt
 
 #endif // DSC_RUNTIME_DATASCHEDULE_H
