@@ -50,7 +50,7 @@ __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
 /// One block per sample: thread t ranks position t among all positions
 /// (the count of smaller keys), then a kept position's slot is the count of
 /// kept positions before it. The keys and ranks live in shared memory.
-__global__ void randomLtdKernel(const int64_t *key, int64_t *indices, LtdSite site) {
+static __global__ void randomLtdKernel(const int64_t *key, int64_t *indices, LtdSite site) {
   extern __shared__ uint64_t keys[];
   int32_t *ranks = reinterpret_cast<int32_t *>(keys + site.length);
   const int64_t j = blockIdx.x;
