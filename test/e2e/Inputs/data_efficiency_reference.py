@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The first step of GPT-2 (the zoo's gpt2.py) with random-LTD, as a masked
+"""The first step of GPT-2 (the zoo's gpt2.py) under curriculum learning
+and random-LTD. With --seqlen S the batch is cut to its first S tokens
+(DeepSpeed's curriculum truncation). With --kept K the random-LTD blocks run as a masked
 dense PyTorch model: every block in --layers runs on the whole sequence
 with its attention restricted to the kept tokens (kept x kept, causal) and
 its outputs kept only at the kept positions; the dropped ones pass the
@@ -10,8 +12,8 @@ scatter. Writes GOLD/losses.json and GOLD/grads_step1.safetensors as
 dsc.golden does, for compare_gradients.py; with --indices FILE also the
 indices (int64 [batch, kept]) as text, one row per line.
 
-Usage: random_ltd_reference.py --weights W --data D --batch B --seq T
-           --kept K --layers 1[,2...] -o GOLD [--seed S]
+Usage: data_efficiency_reference.py --weights W --data D --batch B --seq T
+           [--seqlen S] [--kept K --layers 1[,2...]] -o GOLD [--seed S]
 """
 import argparse
 import json
@@ -37,8 +39,9 @@ p.add_argument("--weights", required=True)
 p.add_argument("--data", required=True)
 p.add_argument("--batch", type=int, required=True)
 p.add_argument("--seq", type=int, required=True)
-p.add_argument("--kept", type=int, required=True)
-p.add_argument("--layers", required=True)
+p.add_argument("--seqlen", type=int, default=0)
+p.add_argument("--kept", type=int, default=0)
+p.add_argument("--layers", default="")
 p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 p.add_argument("--indices")
 p.add_argument("-o", "--output", required=True)
@@ -50,13 +53,15 @@ model, _ = gpt2.build("tiny", batch=args.batch, seq=args.seq)
 state = load_weights(model, args.weights)
 tokens, targets = (torch.from_numpy(a) for a in
                    data.batch(data.load(args.data), 0, args.batch, args.seq))
-indices = random_ltd_indices(args.batch, args.seq, args.kept, args.seed, step=1,
+length = args.seqlen or args.seq
+tokens, targets = tokens[:, :length].contiguous(), targets[:, :length].contiguous()
+indices = random_ltd_indices(args.batch, length, args.kept or length, args.seed, step=1,
                              first_sample=0)
-kept = torch.zeros(args.batch, args.seq, dtype=torch.bool)
+kept = torch.zeros(args.batch, length, dtype=torch.bool)
 kept[torch.arange(args.batch)[:, None], indices] = True
 # [B, 1, T, T]: a kept query sees the kept keys up to itself; a dropped
 # query's row is only causal (its output is discarded).
-causal = torch.tril(torch.ones(args.seq, args.seq, dtype=torch.bool))
+causal = torch.tril(torch.ones(length, length, dtype=torch.bool))
 pair = kept[:, None, :, None] & kept[:, None, None, :]
 visible = causal & (pair | ~kept[:, None, :, None])
 
@@ -79,7 +84,7 @@ def dropping_block(block):
     return forward
 
 
-for layer in (int(i) for i in args.layers.split(",")):
+for layer in (int(i) for i in args.layers.split(",") if args.kept and i):
     model.transformer.h[layer].forward = dropping_block(model.transformer.h[layer])
 loss = model(tokens, targets)
 loss.backward()
