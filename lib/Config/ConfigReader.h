@@ -263,6 +263,12 @@ public:
   LogicalResult readZeroOffload(const Object &zero, StringRef key, int64_t stage);
   LogicalResult readDsc(const Object &dsc);
   LogicalResult readMoe(const Object &moe);
+  LogicalResult readCurriculum(const Object &cl);
+  LogicalResult readDataEfficiency(const Object &de);
+  LogicalResult readRandomLtd(const Object &ltd);
+  /// Sets `option` from the array of integers at `key`, if there is one.
+  LogicalResult setIntegerList(const Object &object, StringRef path,
+                               StringRef key, StringRef option);
 
   /// The marks of the "auto" keys nothing else marked: the value the
   /// option they would set has without them.

@@ -39,8 +39,6 @@ constexpr SwitchedSection kSwitchedSections[] = {
     {"autotuning", "autotuning is not supported by dsc"},
     {"amp", "Apex AMP is not supported by dsc; use bf16 or fp16"},
     {"elasticity", "elastic training is not supported by dsc"},
-    {"curriculum_learning", "this DeepSpeed feature is not supported by dsc"},
-    {"data_efficiency", "this DeepSpeed feature is not supported by dsc"},
     {"nebula", "Nebula checkpointing is not supported by dsc"},
     {"eigenvalue", "this DeepSpeed feature is not supported by dsc"},
     {"progressive_layer_drop", "this DeepSpeed feature is not supported by dsc"},
@@ -86,6 +84,13 @@ LogicalResult ConfigReader::readTopLevelKey(const Object &root, StringRef k) {
     return failed(checkpoint) ? failure()
            : *checkpoint      ? readCheckpointSection(**checkpoint)
                               : success();
+  }
+  if (k == "curriculum_learning" || k == "data_efficiency") {
+    FailureOr<const Object *> s = section(root, "", k);
+    if (failed(s) || !*s)
+      return failure(failed(s));
+    return k == "curriculum_learning" ? readCurriculum(**s)
+                                      : readDataEfficiency(**s);
   }
   if (k == "activation_checkpointing") {
     FailureOr<const Object *> ac = section(root, "", k);

@@ -24,8 +24,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // The data schedules' variants are chosen on the exported forward; this
   // step is then built for one of them (its sequence length and kept
-  // tokens), before anything else reads the shapes.
-  if (options.curriculumSchedule != "none" || options.ltdMax > 0) {
+  // tokens), before anything else reads the shapes. Only a training step
+  // follows the schedules: a gradients or evaluation artifact is built for
+  // the lengths its options name.
+  if ((options.curriculumSchedule != "none" || options.ltdMax > 0) &&
+      options.step == TrainingPipelineOptions::Step::Train) {
     DataVariantsOptions variants;
     variants.curriculumSchedule = options.curriculumSchedule;
     variants.curriculumMin = options.curriculumMin;

@@ -103,3 +103,27 @@ class DscDropout(torch.overrides.TorchFunctionMode):
                                 self.first_sample, self.samples)
             return apply_dropout(x, mask)
         return func(*args, **kwargs)
+
+
+def random_ltd_indices(samples, length, kept, seed, step, first_sample, site=0):
+    """dsc.random_ltd_indices: int64 [samples, kept], for each sample the
+    `kept` positions of least (priority, position) in increasing order, the
+    priority of position t of sample g (first_sample + j in the optimizer
+    step's global batch) being word t % 4 of
+
+        philox4x32(counter=(t // 4, g mod 2^32, g // 2^32, step mod 2^32),
+                   key=(seed mod 2^32, (seed // 2^32) ^ 0x4C544400 ^ site))
+
+    (runtime/include/dsc/kernels/Random.h computes the same)."""
+    t = np.arange(length, dtype=np.uint64)
+    key = (seed & 0xFFFFFFFF, ((seed >> 32) ^ 0x4C544400 ^ site) & 0xFFFFFFFF)
+    rows = []
+    for j in range(samples):
+        g = first_sample + j
+        words = philox4x32((t >> np.uint64(2), np.full_like(t, g & 0xFFFFFFFF),
+                            np.full_like(t, (g >> 32) & 0xFFFFFFFF),
+                            np.full_like(t, step & 0xFFFFFFFF)), key)
+        priority = np.choose((t & np.uint64(3)).astype(np.int64), words).astype(np.uint64)
+        order = np.argsort((priority << np.uint64(32)) | t, kind="stable")
+        rows.append(np.sort(order[:kept]))
+    return torch.from_numpy(np.stack(rows).astype(np.int64))

@@ -194,4 +194,57 @@ TEST(DataScheduleTest, GptScaleScheduleNeedsFewBuckets) {
   }
 }
 
+TEST(DataScheduleTest, RunSettingsPlanPicksEachStepsBuckets) {
+  // What --dsc-data-variants compiles in: both schedules and their buckets.
+  DataSchedulePlan plan;
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"curriculum_schedule", "fixed_linear"},
+           {"curriculum_min", "2"},
+           {"curriculum_max", "10"},
+           {"curriculum_total_steps", "8"},
+           {"curriculum_difficulty_step", "2"},
+           {"curriculum_root_degree", "1.00000000000000000e+00"},
+           {"seqlen_buckets", "4,8,10"},
+           {"ltd_min", "2"},
+           {"ltd_max", "8"},
+           {"ltd_require_steps", "6"},
+           {"ltd_seq_per_step", "2"},
+           {"ltd_total_layers", "4"},
+           {"ltd_layers", "2"},
+           {"ltd_buckets", "2,6,8"}}) {
+    EXPECT_TRUE(isDataScheduleSetting(key)) << key;
+    EXPECT_EQ(readDataScheduleSetting(plan, key, value), std::nullopt) << key;
+  }
+  EXPECT_EQ(checkDataSchedulePlan(plan), std::nullopt);
+  // Step 1: seqlen 2 -> bucket 4, kept 2 -> 2. Step 3: seqlen 4, kept 4 ->
+  // bucket 6, at most the sequence: 4. Step 8: 10 and 8.
+  EXPECT_EQ(plan.stepLengths(1, 10), std::make_pair(int64_t(4), int64_t(2)));
+  EXPECT_EQ(plan.stepLengths(3, 10), std::make_pair(int64_t(4), int64_t(4)));
+  EXPECT_EQ(plan.stepLengths(8, 10), std::make_pair(int64_t(10), int64_t(8)));
+  // Without a schedule the length is the full one.
+  DataSchedulePlan none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.stepLengths(5, 16), std::make_pair(int64_t(16), int64_t(16)));
+}
+
+TEST(DataScheduleTest, RunSettingsErrors) {
+  DataSchedulePlan plan;
+  EXPECT_FALSE(isDataScheduleSetting("steps_per_print"));
+  EXPECT_THAT(readDataScheduleSetting(plan, "curriculum_schedule", "fixed_cubic"),
+              Optional(HasSubstr("expected fixed_linear, fixed_root or fixed_discrete")));
+  EXPECT_THAT(readDataScheduleSetting(plan, "ltd_min", "-3"),
+              Optional(HasSubstr("expected an integer")));
+  EXPECT_THAT(readDataScheduleSetting(plan, "ltd_buckets", "2,,4"),
+              Optional(HasSubstr("comma-separated integers")));
+  EXPECT_THAT(readDataScheduleSetting(plan, "ltd_colour", "red"),
+              Optional(HasSubstr("unknown compiled-in run setting")));
+  // A schedule without its buckets.
+  DataSchedulePlan partial;
+  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"ltd_min", "2"}, {"ltd_max", "8"}, {"ltd_total_layers", "4"},
+           {"ltd_layers", "2"}})
+    EXPECT_EQ(readDataScheduleSetting(partial, key, value), std::nullopt);
+  EXPECT_THAT(checkDataSchedulePlan(partial), Optional(HasSubstr("without ltd_buckets")));
+}
+
 } // namespace

@@ -9,6 +9,20 @@
 // ORDER-NEXT: dsc-optimizer{{.*}}lr=1.000000e-01{{.*}}optimizer=sgd
 // ORDER-NEXT: cse
 
+// The data-efficiency passes come first: the variants of the schedules
+// (a training step's only), then the lengths this step is built for
+// (random-LTD not when evaluating).
+// RUN: dsc-opt %S/../Transforms/Inputs/three-blocks.mlir --ltd-min=2 --ltd-max=8 --seqlen=4 --ltd-kept=2 --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DATA
+// RUN: dsc-opt %S/../Transforms/Inputs/three-blocks.mlir --ltd-min=2 --ltd-max=8 --seqlen=4 --ltd-kept=2 --step=eval --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=DATAEVAL
+// DATA: cse
+// DATA-NEXT: dsc-data-variants{{.*}}ltd-max=8 ltd-min=2
+// DATA-NEXT: dsc-sequence-length{length=4}
+// DATA-NEXT: dsc-random-ltd{kept=2 {{.*}}seed=0}
+// DATA-NEXT: dsc-data-parallel
+// DATAEVAL: cse
+// DATAEVAL-NEXT: dsc-sequence-length{length=4}
+// DATAEVAL-NEXT: dsc-data-parallel
+
 // The pipeline runs before the passes the command line names.
 // RUN: dsc-opt %s --step=eval --dsc-lower-to-runtime --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=THEN
 // THEN: dsc-data-parallel

@@ -1,7 +1,8 @@
-//===- RandomCudaTest.cu - the CUDA dropout kernel vs the CPU one ---------===//
+//===- RandomCudaTest.cu - the CUDA random kernels vs the CPU ones --------===//
 //
-// The same draws and one rounded product per element: bit for bit, for any
-// offset of the call in the global batch, in training and evaluation.
+// Dropout: the same draws and one rounded product per element, bit for
+// bit, for any offset of the call in the global batch, in training and
+// evaluation. Random-LTD's indices: the CPU kernel's, for any offset.
 
 #include "dsc/kernels/Random.h"
 #include "dsc/kernels/cuda/Random.cuh"
@@ -43,6 +44,20 @@ TEST(RandomCudaKernels, DropoutIsTheCpuKernels) {
   checkDropouts<float>();
   checkDropouts<BFloat16>();
   checkDropouts<Half>();
+}
+
+TEST(RandomCudaKernels, RandomLtdIndicesAreTheCpuKernels) {
+  DSC_REQUIRE_GPU();
+  for (int64_t first : {0, 5})
+    for (auto [length, kept] : {std::pair{1, 1}, {16, 8}, {1024, 512}, {4096, 1000}}) {
+      const std::vector<int64_t> key{1234, 3, first, 1};
+      const dsc::kernels::LtdSite site{3, length, kept, 2};
+      std::vector<int64_t> want(size_t(site.samples * kept));
+      cpu::randomLtdIndices(cpu::Queue{}, key.data(), want.data(), site);
+      DeviceBuffer<int64_t> dkey(key), dout(want.size());
+      gpu::randomLtdIndices(nullptr, dkey.get(), dout.get(), site);
+      EXPECT_EQ(dout.host(), want) << length << " tokens, " << kept << " kept";
+    }
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -169,6 +170,81 @@ TEST(DropoutKernel, ThreadsChangeNothing) {
   withThreads(1, [&] { one = dropout(x, key, site); });
   withThreads(2, [&] { two = dropout(x, key, site); });
   EXPECT_TRUE(bitwiseEqual(one, two));
+}
+
+} // namespace
+
+namespace {
+
+/// Random-LTD's kept positions of sample `sample` by their definition
+/// (Random.h, written out again): every position's Philox word, the
+/// `kept` of least (word, position), in increasing order.
+std::vector<int64_t> keptByDefinition(const int64_t key[4], int64_t sample,
+                                      int64_t length, int64_t kept, int64_t site) {
+  std::vector<std::pair<uint32_t, int64_t>> order;
+  const uint64_t g = uint64_t(key[2] + sample), seed = uint64_t(key[0]);
+  for (int64_t t = 0; t < length; ++t) {
+    PhiloxWords counter{{uint32_t(t / 4), uint32_t(g), uint32_t(g >> 32), uint32_t(key[1])}};
+    uint32_t word = philox4x32(counter, uint32_t(seed),
+                               uint32_t(seed >> 32) ^ 0x4C544400u ^ uint32_t(site))
+                        .w[t % 4];
+    order.push_back({word, t});
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> positions;
+  for (int64_t k = 0; k < kept; ++k)
+    positions.push_back(order[size_t(k)].second);
+  std::sort(positions.begin(), positions.end());
+  return positions;
+}
+
+std::vector<int64_t> ltdIndices(const int64_t key[4], dsc::kernels::LtdSite site) {
+  std::vector<int64_t> out(size_t(site.samples * site.kept), -1);
+  cpu::randomLtdIndices(cpu::Queue{}, key, out.data(), site);
+  return out;
+}
+
+TEST(RandomLtdKernel, MatchesItsDefinition) {
+  const int64_t key[4] = {1234, 7, 3, 1};
+  for (int64_t length : {1, 5, 16, 129}) {
+    for (int64_t kept : {int64_t(1), length / 2 + 1, length}) {
+      dsc::kernels::LtdSite site{3, length, kept, 5};
+      std::vector<int64_t> got = ltdIndices(key, site);
+      for (int64_t j = 0; j < site.samples; ++j) {
+        std::vector<int64_t> row(got.begin() + j * kept, got.begin() + (j + 1) * kept);
+        EXPECT_EQ(row, keptByDefinition(key, j, length, kept, site.seed))
+            << "length " << length << " kept " << kept << " sample " << j;
+      }
+    }
+  }
+}
+
+TEST(RandomLtdKernel, SortedDistinctAndAllWhenNothingDrops) {
+  const int64_t key[4] = {99, 2, 0, 1};
+  dsc::kernels::LtdSite site{4, 64, 64, 0};
+  std::vector<int64_t> all = ltdIndices(key, site);
+  for (int64_t j = 0; j < 4; ++j)
+    for (int64_t t = 0; t < 64; ++t)
+      EXPECT_EQ(all[size_t(j * 64 + t)], t);
+  site.kept = 20;
+  std::vector<int64_t> some = ltdIndices(key, site);
+  for (int64_t j = 0; j < 4; ++j)
+    for (int64_t k = 1; k < 20; ++k)
+      EXPECT_LT(some[size_t(j * 20 + k - 1)], some[size_t(j * 20 + k)]);
+}
+
+TEST(RandomLtdKernel, ASplitBatchDrawsTheWholeBatchsIndices) {
+  // Two calls of 2 samples (ranks, micro-batches) at key[2] = 0 and 2 are
+  // the call of 4 at 0; another step or seed draws other positions.
+  dsc::kernels::LtdSite whole{4, 32, 12, 0}, half{2, 32, 12, 0};
+  const int64_t key[4] = {1234, 5, 0, 1}, second[4] = {1234, 5, 2, 1};
+  std::vector<int64_t> all = ltdIndices(key, whole);
+  std::vector<int64_t> a = ltdIndices(key, half), b = ltdIndices(second, half);
+  a.insert(a.end(), b.begin(), b.end());
+  EXPECT_EQ(all, a);
+  const int64_t nextStep[4] = {1234, 6, 0, 1}, otherSeed[4] = {4321, 5, 0, 1};
+  EXPECT_NE(all, ltdIndices(nextStep, whole));
+  EXPECT_NE(all, ltdIndices(otherSeed, whole));
 }
 
 } // namespace
