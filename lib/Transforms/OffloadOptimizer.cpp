@@ -103,31 +103,33 @@ struct OffloadOptimizerPass
     ModuleOp module = getOperation();
     if (optimizer == "none")
       return;
+    SmallVector<MultiTensorUpdateOpInterface> updates;
+    module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
+    // Errors at the optimizer's update, or at the module without one.
+    Operation *at = updates.empty() ? module.getOperation() : updates.front();
     if (optimizer == "nvme") {
-      module.emitError() << "--dsc-offload=optimizer=nvme (ZeRO-Infinity's "
-                            "optimizer state on NVMe) is not built yet; "
-                            "optimizer=cpu keeps it in host memory";
+      at->emitError() << "--dsc-offload=optimizer=nvme (ZeRO-Infinity's "
+                         "optimizer state on NVMe) is not built yet; "
+                         "optimizer=cpu keeps it in host memory";
       return signalPassFailure();
     }
     if (optimizer != "cpu") {
-      module.emitError() << "--dsc-offload: optimizer must be none, cpu or "
-                            "nvme, got '" << optimizer << "'";
+      at->emitError() << "--dsc-offload: optimizer must be none, cpu or "
+                         "nvme, got '" << optimizer << "'";
       return signalPassFailure();
     }
     if (subGroupSize < 1) {
-      module.emitError() << "--dsc-offload: sub-group-size must be at least "
-                            "1, got " << subGroupSize;
+      at->emitError() << "--dsc-offload: sub-group-size must be at least 1, "
+                         "got " << subGroupSize;
       return signalPassFailure();
     }
-    SmallVector<MultiTensorUpdateOpInterface> updates;
-    module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
     if (updates.empty())
       return; // no optimizer in this step (gradients or evaluation)
     auto stage = module->getAttrOfType<IntegerAttr>(DSCDialect::kZeroStageAttrName);
     if (!stage || stage.getInt() < 1) {
-      module.emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
-                            "DeepSpeed), the step is at stage "
-                         << (stage ? stage.getInt() : 0);
+      at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
+                         "DeepSpeed), the step is at stage "
+                      << (stage ? stage.getInt() : 0);
       return signalPassFailure();
     }
     Block *body = updates.front()->getBlock();
