@@ -11,6 +11,7 @@
 // Prints one line of JSON: seconds per update (median), the elements, the
 // bandwidths (GB/s, bytes read + written, as STREAM counts them).
 
+#include "BenchSupport.h"
 #include "dsc/kernels/Optimizer.h"
 
 #include <omp.h>
@@ -23,33 +24,10 @@
 #include <vector>
 
 using namespace dsc::kernels;
+using dsc::bench::medianOf;
+using dsc::bench::secondsOf;
 
 namespace {
-
-std::vector<int64_t> gpt2Sizes() {
-  const int64_t d = 768;
-  std::vector<int64_t> sizes = {50257 * d, 1024 * d};
-  for (int layer = 0; layer < 12; ++layer) {
-    const int64_t block[] = {d, d, 3 * d * d, 3 * d, d * d, d,
-                             d, d, 4 * d * d, 4 * d, 4 * d * d, d};
-    sizes.insert(sizes.end(), std::begin(block), std::end(block));
-  }
-  sizes.push_back(d);
-  sizes.push_back(d);
-  return sizes;
-}
-
-template <typename F> double seconds(F &&f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 /// Every page touched once by the threads that will use it.
 std::vector<float> filled(int64_t n, float value) {
@@ -64,7 +42,7 @@ std::vector<float> filled(int64_t n, float value) {
 
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 5;
-  const std::vector<int64_t> sizes = gpt2Sizes();
+  const std::vector<int64_t> sizes = dsc::bench::gpt2ParameterSizes();
   int64_t total = 0;
   for (int64_t n : sizes)
     total += n;
@@ -118,16 +96,16 @@ int main(int argc, char **argv) {
   copy();
   std::vector<double> tAdam, tStream, tCopy;
   for (int r = 0; r < reps; ++r) { // interleaved
-    tAdam.push_back(seconds(adam));
-    tStream.push_back(seconds(stream));
-    tCopy.push_back(seconds(copy));
+    tAdam.push_back(secondsOf(adam));
+    tStream.push_back(secondsOf(stream));
+    tCopy.push_back(secondsOf(copy));
   }
   const double traffic = 28.0 * double(total);
   std::printf("{\"elements\": %lld, \"tensors\": %zu, \"threads\": %d, "
               "\"adamw_s\": %.6f, \"stream_s\": %.6f, \"copy_s\": %.6f, "
               "\"stream_GBps\": %.3f, \"copy_GBps\": %.3f}\n",
               (long long)total, sizes.size(), omp_get_max_threads(),
-              median(tAdam), median(tStream), median(tCopy),
-              traffic / median(tStream) / 1e9, traffic / median(tCopy) / 1e9);
+              medianOf(tAdam), medianOf(tStream), medianOf(tCopy),
+              traffic / medianOf(tStream) / 1e9, traffic / medianOf(tCopy) / 1e9);
   return 0;
 }
