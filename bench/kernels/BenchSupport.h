@@ -22,6 +22,34 @@
 
 namespace dsc::bench {
 
+/// Element counts of GPT-2 124M's 148 parameter tensors, in the model's
+/// order (124,439,808 elements, lm_head tied to wte).
+inline std::vector<int64_t> gpt2ParameterSizes() {
+  const int64_t d = 768;
+  std::vector<int64_t> sizes = {50257 * d, 1024 * d};
+  for (int layer = 0; layer < 12; ++layer) {
+    const int64_t block[] = {d, d, 3 * d * d, 3 * d, d * d, d,
+                             d, d, 4 * d * d, 4 * d, 4 * d * d, d};
+    sizes.insert(sizes.end(), std::begin(block), std::end(block));
+  }
+  sizes.push_back(d);
+  sizes.push_back(d);
+  return sizes;
+}
+
+/// Seconds of one run of f.
+template <typename F> double secondsOf(F &&f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// The median of `v`.
+inline double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// Median seconds of `reps` runs of f, after one warm-up run.
 template <typename F> double medianSeconds(int reps, F &&f) {
   f();

@@ -12,6 +12,7 @@
 // with bf16 gradients and bf16 parameter copy 14 + 14; SGD with momentum
 // fp32 12 + 8; sum of squares and the non-finite check read the gradient.
 
+#include "BenchSupport.h"
 #include "dsc/kernels/Optimizer.h"
 
 #include <omp.h>
@@ -28,20 +29,6 @@ using namespace dsc::kernels;
 using dsc::rt::BFloat16;
 
 namespace {
-
-/// GPT-2 124M's parameter tensors, in the model's order.
-std::vector<int64_t> gpt2Sizes() {
-  const int64_t d = 768;
-  std::vector<int64_t> sizes = {50257 * d, 1024 * d};
-  for (int layer = 0; layer < 12; ++layer) {
-    const int64_t block[] = {d,         d,     3 * d * d, 3 * d, d * d, d,
-                             d,         d,     4 * d * d, 4 * d, 4 * d * d, d};
-    sizes.insert(sizes.end(), std::begin(block), std::end(block));
-  }
-  sizes.push_back(d);
-  sizes.push_back(d);
-  return sizes;
-}
 
 template <typename F> double seconds(F &&f) {
   auto t0 = std::chrono::steady_clock::now();
@@ -100,7 +87,7 @@ struct Result {
 
 int main(int argc, char **argv) {
   const int reps = argc > 1 ? std::max(5, std::atoi(argv[1])) : 7;
-  const std::vector<int64_t> sizes = gpt2Sizes();
+  const std::vector<int64_t> sizes = dsc::bench::gpt2ParameterSizes();
   int64_t total = 0;
   for (int64_t n : sizes)
     total += n;

@@ -7,6 +7,7 @@
 //
 //   build/runtime/bench/bench-kernels-optimizer-cuda [repetitions=20]
 
+#include "BenchSupport.h"
 #include "dsc/kernels/cuda/Optimizer.cuh"
 
 #include <algorithm>
@@ -25,19 +26,6 @@ void check(cudaError_t status, const char *what) {
                  cudaGetErrorString(status));
     std::exit(1);
   }
-}
-
-std::vector<int64_t> gpt2Sizes() {
-  const int64_t d = 768;
-  std::vector<int64_t> sizes = {50257 * d, 1024 * d};
-  for (int layer = 0; layer < 12; ++layer) {
-    const int64_t block[] = {d, d, 3 * d * d, 3 * d, d * d,     d,
-                             d, d, 4 * d * d, 4 * d, 4 * d * d, d};
-    sizes.insert(sizes.end(), std::begin(block), std::end(block));
-  }
-  sizes.push_back(d);
-  sizes.push_back(d);
-  return sizes;
 }
 
 template <typename T> T *deviceArray(int64_t n) {
@@ -66,7 +54,7 @@ int main(int argc, char **argv) {
   }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  const std::vector<int64_t> sizes = gpt2Sizes();
+  const std::vector<int64_t> sizes = dsc::bench::gpt2ParameterSizes();
   int64_t total = 0;
   for (int64_t n : sizes)
     total += n;

@@ -9,20 +9,24 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
-/// Where a buffer a collective uses may be reused. Buffers are first written
-/// on the compute stream (by a kernel or a copy), and the collective runs on
-/// another one: its buffer stays live until the first wait for an event
-/// recorded on the collective's stream after it (or to the end of the step).
-static int64_t releasedAt(Operation *collective,
+/// Where a buffer that work on another stream than compute uses (a
+/// collective, a copy to or from the host) may be reused. Compute, and
+/// whatever it orders after itself, writes the buffers that take its
+/// memory, so it stays live until compute's first wait for an event
+/// recorded on that stream after the work (or to the end of the step).
+static int64_t releasedAt(Operation *work,
                           const DenseMap<Operation *, int64_t> &position) {
-  Value stream = dscrt::getCollectiveStream(collective);
-  Operation *op = collective;
+  Value stream = dscrt::getAsyncStream(work);
+  Operation *op = work;
   while ((op = op->getNextNode())) {
     auto wait = dyn_cast<dscrt::WaitOp>(op);
     auto record = wait ? wait.getEvent().getDefiningOp<dscrt::RecordOp>()
                        : dscrt::RecordOp();
-    if (record && record.getStream() == stream &&
-        position.lookup(record) > position.lookup(collective))
+    auto waiter = wait ? wait.getStream().getDefiningOp<dscrt::StreamOp>()
+                       : dscrt::StreamOp();
+    if (record && record.getStream() == stream && waiter &&
+        waiter.getName() == dscrt::DSCRTDialect::kComputeStreamName &&
+        position.lookup(record) > position.lookup(work))
       return position.lookup(wait);
   }
   return position.size();
@@ -44,13 +48,15 @@ static SmallVector<OpOperand *> bufferUses(dscrt::AllocOp alloc) {
 }
 
 FailureOr<SmallVector<ArenaBuffer>>
-mlir::dsc::collectArenaBuffers(func::FuncOp func) {
+mlir::dsc::collectArenaBuffers(func::FuncOp func, bool host) {
   Block &body = func.getBody().front();
   DenseMap<Operation *, int64_t> position;
   for (Operation &op : body)
     position[&op] = position.size();
   SmallVector<ArenaBuffer> buffers;
   for (auto alloc : body.getOps<dscrt::AllocOp>()) {
+    if (dscrt::DSCRTDialect::isHostMemory(alloc.getType()) != host)
+      continue;
     MemRefType type = alloc.getType();
     std::optional<int64_t> bytes = checkedByteSize(
         type.getShape(), type.getElementType().getIntOrFloatBitWidth());
@@ -59,10 +65,19 @@ mlir::dsc::collectArenaBuffers(func::FuncOp func) {
     BufferRequest request;
     request.bytes = *bytes;
     request.firstUse = request.lastUse = position[alloc];
+    if (host) {
+      // Host buffers are written and read on the copy and host streams,
+      // which compute does not wait for: each keeps its memory for the
+      // whole step, as DeepSpeed keeps its pinned buffers.
+      request.firstUse = 0;
+      request.lastUse = int64_t(position.size());
+      buffers.push_back({alloc, request});
+      continue;
+    }
     for (OpOperand *use : bufferUses(alloc)) {
       Operation *top = body.findAncestorOpInBlock(*use->getOwner());
       request.lastUse = std::max(request.lastUse, position[top]);
-      if (dscrt::getCollectiveStream(top))
+      if (dscrt::getAsyncStream(top))
         request.lastUse = std::max(request.lastUse, releasedAt(top, position));
     }
     buffers.push_back({alloc, request});

@@ -160,7 +160,13 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
           std::max(report.largestModuleElements, sum);
     }
     int64_t bytes = tensorBytes(state.getType());
-    m.stateAllocation += roundUp(bytes);
+    if (state.getTier() == MemoryTier::host) {
+      m.hostStateAllocation += roundUp(bytes);
+      (state.getRole() == StateRole::master ? m.hostMaster : m.hostOptimizer) +=
+          bytes;
+    } else {
+      m.stateAllocation += roundUp(bytes);
+    }
     if (state.getPartitionGroup() == CollectiveGroup::expert)
       m.expertStates += bytes;
     switch (state.getRole()) {
@@ -430,6 +436,19 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
         "(the memory plan's arena; gradients live there until reduced)");
     row("inputs/outputs", m.io);
     row("peak", m.peak(), "(states allocated + activations + inputs/outputs)");
+    if (m.pinned()) {
+      os << "on the host (ZeRO-Offload), pinned memory per rank, bytes\n";
+      row("master weights", m.hostMaster, "(of the model states above)");
+      row("optimizer state", m.hostOptimizer, "(of the model states above)");
+      row("states allocated", m.hostStateAllocation,
+          "(not in the device's states allocated)");
+      row("host arena", m.hostArena, "(copies of gradients and updated parameters)");
+      row("pinned", m.pinned());
+    }
+    os << "copies per update: device to host " << transfers.d2hCalls << " ("
+       << grouped(transfers.d2hBytes) << " bytes), host to device "
+       << transfers.h2dCalls << " (" << grouped(transfers.h2dBytes)
+       << " bytes)\n";
     if (stage3.persistenceThreshold >= 0) {
       const Stage3Parameters &p = stage3;
       os << "stage 3 partitions " << p.partitioned << " of "
@@ -513,7 +532,18 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"states_allocated", m.stateAllocation},
           {"activations", m.activations},
           {"io", m.io},
-          {"peak", m.peak()}});
+          {"peak", m.peak()},
+          {"host", llvm::json::Object{
+                       {"master_weights", m.hostMaster},
+                       {"optimizer_state", m.hostOptimizer},
+                       {"states_allocated", m.hostStateAllocation},
+                       {"arena", m.hostArena},
+                       {"pinned", m.pinned()}}},
+          {"transfers_per_update",
+           llvm::json::Object{{"d2h_calls", transfers.d2hCalls},
+                              {"d2h_bytes", transfers.d2hBytes},
+                              {"h2d_calls", transfers.h2dCalls},
+                              {"h2d_bytes", transfers.h2dBytes}}}});
     if (stage3.persistenceThreshold >= 0)
       root["stage3_parameters"] = llvm::json::Object{
           {"partitioned", stage3.partitioned},

@@ -54,6 +54,8 @@ StringRef mlir::dsc::config::optionDefault(StringRef option) {
       .Case("zero-reduce-bucket-size", "500000000")
       .Case("zero-allgather-bucket-size", "500000000")
       .Case("zero-overlap-comm", "true")
+      .Case("offload-optimizer", "none")
+      .Case("zero-sub-group-size", "1000000000")
       .Case("steps-per-print", "1 (dsc-run's default)")
       .Default("");
 }

@@ -281,22 +281,83 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
   const Object *o = value->getAsObject();
   if (!o)
     return error(join(path, key), "expected an object");
-  const Value *device = get(*o, join(path, key), "device");
+  std::string at = join(path, key);
+  const Value *device = get(*o, at, "device");
   std::optional<StringRef> name = device ? device->getAsString() : std::nullopt;
   if (!device || (name && *name == "none")) {
-    noEffect(join(path, key), "device \"none\": no offload");
+    noEffect(at, "device \"none\": no offload");
     return success();
   }
-  // DeepSpeed's own rule first: parameters are only partitioned, and so
-  // only offloadable, at stage 3.
-  if (key == "offload_param" && stage != 3)
-    return error(join(path, key),
-                 "parameter offload needs ZeRO stage 3, got stage " +
-                     Twine(stage) +
-                     " (and dsc does not support offload at any stage yet)");
-  return error(join(path, key),
-               "offload is not supported yet by dsc: model states stay in "
-               "the ranks' device memory");
+  if (key == "offload_param") {
+    // DeepSpeed's own rule first: parameters are only partitioned, and so
+    // only offloadable, at stage 3.
+    if (stage != 3)
+      return error(at, "parameter offload needs ZeRO stage 3, got stage " +
+                           Twine(stage) +
+                           " (and dsc does not offload parameters yet)");
+    return error(at, "parameter offload (ZeRO-Infinity) is not built yet by "
+                     "dsc: parameters stay in the ranks' device memory; "
+                     "offload_optimizer {\"device\": \"cpu\"} moves the "
+                     "optimizer state to the host");
+  }
+  // offload_optimizer, with DeepSpeed's keys and defaults.
+  bool ok = succeeded(onlyKeys(*o, at,
+                               {"device", "nvme_path", "buffer_count",
+                                "pin_memory", "pipeline_read", "pipeline_write",
+                                "fast_init", "ratio"},
+                               at));
+  std::string devicePath = join(at, "device");
+  if (!name)
+    return error(devicePath, "expected \"none\", \"cpu\" or \"nvme\"");
+  if (*name == "nvme")
+    return error(devicePath,
+                 stage != 3 ? "NVMe optimizer offload needs ZeRO stage 3, got "
+                              "stage " + Twine(stage) +
+                                  " (and dsc does not build it yet)"
+                            : Twine("NVMe optimizer offload (ZeRO-Infinity) is "
+                                    "not built yet by dsc; \"cpu\" keeps the "
+                                    "optimizer state in host memory"));
+  if (*name != "cpu")
+    return error(devicePath, "expected \"none\", \"cpu\" or \"nvme\", got \"" +
+                                 *name + "\"");
+  if (stage < 1)
+    return error(devicePath, "ZeRO-Offload needs ZeRO stage 1, 2 or 3, got "
+                             "stage 0");
+  ok &= succeeded(set(devicePath, "offload-optimizer", "cpu"));
+  // What dsc's CPU offload does as DeepSpeed's defaults say; other values
+  // ask for what it does not build.
+  ok &= succeeded(onlyBoolean(*o, at, "pin_memory", true,
+                              "dsc's host tier is pinned memory (only true, "
+                              "DeepSpeed's default)"));
+  for (StringRef flag : {"pipeline_read", "pipeline_write", "fast_init"})
+    ok &= succeeded(onlyBoolean(*o, at, flag, false,
+                                "NVMe swapping is not built yet by dsc (only "
+                                "false, DeepSpeed's default)"));
+  FailureOr<std::optional<int64_t>> buffers = integer(*o, at, "buffer_count");
+  ok &= succeeded(buffers);
+  if (succeeded(buffers) && *buffers) {
+    if (**buffers != 4)
+      ok &= succeeded(error(join(at, "buffer_count"),
+                            "NVMe swap buffers are not built yet by dsc (only "
+                            "4, DeepSpeed's default)"));
+    else
+      noEffect(join(at, "buffer_count"), "4, DeepSpeed's default: NVMe swap "
+                                         "buffers, which CPU offload has none of");
+  }
+  FailureOr<std::optional<double>> ratio = number(*o, at, "ratio");
+  ok &= succeeded(ratio);
+  if (succeeded(ratio) && *ratio) {
+    if (**ratio != 1.0)
+      ok &= succeeded(error(join(at, "ratio"),
+                            "partial optimizer offload (ratio < 1, ZeRO stage 3) "
+                            "is not built yet by dsc (only 1.0, DeepSpeed's "
+                            "default)"));
+    else
+      noEffect(join(at, "ratio"), "1.0, DeepSpeed's default: all of it");
+  }
+  if (get(*o, at, "nvme_path"))
+    noEffect(join(at, "nvme_path"), "only NVMe offload reads it");
+  return success(ok);
 }
 
 LogicalResult ConfigReader::readZero(const Object &zero) {
@@ -305,7 +366,7 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
   // itself (layouts, bucket orders, what a save gathers).
   static constexpr StringRef kLayoutKeys[] = {
       "contiguous_gradients", "reduce_scatter", "allgather_partitions",
-      "load_from_fp32_weights", "elastic_checkpoint", "sub_group_size",
+      "load_from_fp32_weights", "elastic_checkpoint",
       "stage3_max_reuse_distance", "round_robin_gradients",
       "ignore_unused_parameters", "memory_efficient_linear",
       "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings",
@@ -316,7 +377,7 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
                 "overlap_comm", "offload_param", "offload_optimizer",
                 "stage3_prefetch_bucket_size",
                 "stage3_param_persistence_threshold",
-                "stage3_max_live_parameters", "cpu_offload",
+                "stage3_max_live_parameters", "cpu_offload", "sub_group_size",
                 "zero_hpz_partition_size", "zero_quantized_weights",
                 "zero_quantized_nontrainable_weights",
                 "zero_quantized_gradients", "mics_shard_size",
@@ -336,8 +397,16 @@ LogicalResult ConfigReader::readZero(const Object &zero) {
   for (StringRef offload : {"offload_param", "offload_optimizer"})
     ok &= succeeded(readZeroOffload(zero, offload, s));
   ok &= succeeded(onlyBoolean(zero, path, "cpu_offload", false,
-                              "offload is not supported yet by dsc: model "
-                              "states stay in the ranks' device memory"));
+                              "cpu_offload is DeepSpeed's old spelling (only "
+                              "false); use offload_optimizer {\"device\": "
+                              "\"cpu\"}"));
+  // The host update's sub-groups (ZeRO-Offload); without offload the
+  // update is one multi-tensor kernel whatever its size.
+  if (settings.count("offload-optimizer"))
+    ok &= succeeded(setInteger(zero, path, "sub_group_size", "zero-sub-group-size"));
+  else if (zero.get("sub_group_size"))
+    noEffect(join(path, "sub_group_size"),
+             "only ZeRO-Offload's host update is cut into sub-groups");
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"stage3_param_persistence_threshold",
                                         "zero-persistence-threshold"},

@@ -95,6 +95,8 @@ const Range kRanges[] = {
     integer("zero-reduce-bucket-size", 0, kMaxCount),
     integer("zero-allgather-bucket-size", 0, kMaxCount),
     boolean("zero-overlap-comm"),
+    choice("offload-optimizer", "none|cpu|nvme"),
+    integer("zero-sub-group-size", 1, kMaxCount),
     boolean("checkpoint-activations"),
     choice("checkpoint-segments", "blocks"),
     integer("checkpoint-budget", 0, kMaxCount),

@@ -103,6 +103,11 @@ constexpr Flag kFlags[] = {
                                 "reduce-scatter (default 5e8; 0: off)"},
     {"zero-allgather-bucket-size", "elements per bucketed all-gather "
                                    "(default 5e8; 0: off)"},
+    {"offload-optimizer", "ZeRO-Offload: none (default), cpu (optimizer state "
+                          "and update on the host; ZeRO stage 1-3) or nvme "
+                          "(not built yet)"},
+    {"zero-sub-group-size", "ZeRO-Offload: elements of parameters per host "
+                            "update, so copies and updates overlap (default 1e9)"},
     {"checkpoint-activations", "recompute every transformer block in the "
                                "backward (activation checkpointing)"},
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},

@@ -5,6 +5,7 @@
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Dialect/DSC/IR/DSCTraits.h"
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
+#include "dsc/Dialect/DSC/IR/MemoryTiers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -35,62 +36,109 @@ static MemRefType hostBufferType(Type tensorType) {
 
 /// Collectives the comm stream may run behind compute.
 static constexpr unsigned kCollectivesInFlight = 2;
+/// Device-to-host copies the d2h stream may run behind compute, whose
+/// device buffers are busy until compute has waited for them.
+static constexpr unsigned kTransfersInFlight = 2;
 
 namespace {
-/// The streams of the step: kernels and copies on "compute"; collectives on
-/// "comm" (created with the first one), which waits for an event recorded on
-/// compute after the collective's operand was written. The sum's readers on
-/// compute wait for an event recorded on comm after it: `pending` holds, for
-/// each such tensor (and the views of it), the event compute has not waited
-/// for yet, numbered in comm's order.
-struct Streams {
-  Value compute, comm;
+/// Events recorded on one stream (`from`) after the work that produced
+/// some tensors, which another stream (`waiter`) has not waited for yet,
+/// numbered in `from`'s order: one wait for the latest event covers every
+/// earlier one.
+struct PendingEvents {
+  Value from, waiter;
   DenseMap<Value, std::pair<unsigned, Value>> pending; // tensor -> (#, event)
   unsigned recorded = 0;
 
-  void recordOnComm(OpBuilder &builder, Location loc, Value tensor) {
-    pending[tensor] = {recorded++, dscrt::RecordOp::create(builder, loc, comm)};
+  void record(OpBuilder &builder, Location loc, Value tensor) {
+    add(tensor, dscrt::RecordOp::create(builder, loc, from));
   }
 
-  /// Makes compute wait for the collectives that produced `operands` (all
-  /// of them pending when `operands` is empty): one wait for the latest
-  /// event covers every collective recorded before it.
-  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
-               bool all = false) {
-    std::optional<std::pair<unsigned, Value>> latest;
+  /// `event`, recorded on `from` after the work that produced `tensor`.
+  void add(Value tensor, Value event) { pending[tensor] = {recorded++, event}; }
+
+  /// The latest event of `operands` (of every pending tensor when `all`).
+  std::optional<std::pair<unsigned, Value>> latest(ValueRange operands,
+                                                   bool all = false) const {
+    std::optional<std::pair<unsigned, Value>> best;
     for (auto &[tensor, event] : pending)
       if ((all || llvm::is_contained(operands, tensor)) &&
-          (!latest || event.first > latest->first))
-        latest = event;
-    waitUpTo(builder, loc, latest);
+          (!best || event.first > best->first))
+        best = event;
+    return best;
   }
 
-  /// Makes compute wait for event `latest`, which covers every collective
+  /// Makes `waiter` wait for the work that produced `operands` (all of it
+  /// when `all`).
+  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
+               bool all = false) {
+    waitUpTo(builder, loc, latest(operands, all));
+  }
+
+  /// Makes `waiter` wait for event `last`, which covers every event
   /// recorded before it.
   void waitUpTo(OpBuilder &builder, Location loc,
-                std::optional<std::pair<unsigned, Value>> latest) {
-    if (!latest)
+                std::optional<std::pair<unsigned, Value>> last) {
+    if (!last)
       return;
-    dscrt::WaitOp::create(builder, loc, compute, latest->second);
+    dscrt::WaitOp::create(builder, loc, waiter, last->second);
     SmallVector<Value> covered;
     for (auto &[tensor, event] : pending)
-      if (event.first <= latest->first)
+      if (event.first <= last->first)
         covered.push_back(tensor);
     for (Value tensor : covered)
       pending.erase(tensor);
   }
 
-  /// Makes compute wait for every collective but the last `inFlight`
-  /// recorded: their buffers are then free, so a step that issues many
-  /// collectives early (gradient reductions during the backward) holds at
-  /// most `inFlight` of them, as DeepSpeed's double-buffered buckets do.
+  /// Makes `waiter` wait for every event but the last `inFlight` recorded:
+  /// their buffers are then free, so a step that issues much work early
+  /// (gradient reductions during the backward) holds at most `inFlight` of
+  /// them, as DeepSpeed's double-buffered buckets do.
   void bound(OpBuilder &builder, Location loc, unsigned inFlight) {
-    std::optional<std::pair<unsigned, Value>> latest;
+    std::optional<std::pair<unsigned, Value>> last;
     for (auto &[tensor, event] : pending)
       if (event.first + inFlight < recorded &&
-          (!latest || event.first > latest->first))
-        latest = event;
-    waitUpTo(builder, loc, latest);
+          (!last || event.first > last->first))
+        last = event;
+    waitUpTo(builder, loc, last);
+  }
+
+  /// `alias` (a view of `tensor`, or the same buffer) is ready when
+  /// `tensor` is.
+  void alias(Value tensor, Value alias) {
+    if (auto event = pending.lookup_or(tensor, {0, Value()}); event.second)
+      pending[alias] = event;
+  }
+};
+
+/// The streams of the step: kernels and copies on "compute"; collectives on
+/// "comm" (created with the first one), which waits for an event recorded
+/// on compute after the collective's operand was written, and whose sums
+/// compute waits for where it reads them (`fromComm`). ZeRO-Offload adds
+/// the copy streams "d2h" and "h2d" and the stream "host" of the kernels
+/// on host buffers (the optimizer's update on the host CPU): a tensor
+/// copied to the host is read by host kernels once "host" has waited for
+/// its copy (`toHost`); compute waits for the copies from the device
+/// (`fromDevice`) before their buffers are reused and before it writes
+/// state, and for the copies back (`fromH2d`) where it reads them.
+struct Streams {
+  Value compute, comm, host, d2h, h2d;
+  PendingEvents fromComm, fromH2d, fromDevice, toHost;
+
+  /// Makes compute wait for the collectives and copies to the device that
+  /// produced `operands` (all of them when `all`).
+  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
+               bool all = false) {
+    fromComm.waitFor(builder, loc, operands, all);
+    fromH2d.waitFor(builder, loc, operands, all);
+    if (all)
+      fromDevice.waitFor(builder, loc, {}, all);
+  }
+
+  /// `alias` is ready where `tensor` is.
+  void alias(Value tensor, Value alias) {
+    fromComm.alias(tensor, alias);
+    fromH2d.alias(tensor, alias);
   }
 };
 } // namespace
@@ -284,6 +332,31 @@ struct LowerToRuntimePass
 
     OptimizerBoundaryOp boundary;
     DenseSet<Operation *> perUpdate = orderAroundBoundary(body, boundary);
+    FailureOr<MemoryTiers> tiers = MemoryTiers::compute(body);
+    if (failed(tiers))
+      return failure();
+    // A tensor's buffer is in the memory of its tier.
+    auto typeOf = [&](Value value) {
+      return tiers->of(value) == MemoryTier::host ? hostBufferType(value.getType())
+                                                  : bufferType(value.getType());
+    };
+    // Streams other than compute are created with their first use, at the
+    // start of the step.
+    auto ensureStream = [&](Value &stream, StringRef name) {
+      if (stream)
+        return;
+      OpBuilder atStart = OpBuilder::atBlockBegin(entry);
+      atStart.setInsertionPointAfter(streams.compute.getDefiningOp());
+      stream = dscrt::StreamOp::create(atStart, graph.getLoc(), name);
+      for (auto [events, from, waiter] :
+           {std::tuple{&streams.fromComm, streams.comm, streams.compute},
+            {&streams.fromH2d, streams.h2d, streams.compute},
+            {&streams.fromDevice, streams.d2h, streams.compute},
+            {&streams.toHost, streams.d2h, streams.host}}) {
+        events->from = from;
+        events->waiter = waiter;
+      }
+    };
     DenseMap<Operation *, Operation *> root = groupOps(body, perUpdate);
     // Members of each group in program order, collected at their root.
     DenseMap<Operation *, SmallVector<Operation *>> members;
@@ -337,13 +410,20 @@ struct LowerToRuntimePass
     SmallVector<StoreOp> deferredStores;
     auto emitStore = [&](StoreOp store) {
       Location loc = store.getLoc();
-      streams.waitFor(builder, loc, store.getValue());
+      bool onHost = tiers->isHost(store);
+      if (onHost) {
+        streams.toHost.waitFor(builder, loc, store.getValue());
+      } else {
+        streams.waitFor(builder, loc, store.getValue());
+        // A copy to the host may still read the state's old value.
+        streams.fromDevice.waitFor(builder, loc, {}, /*all=*/true);
+      }
       Value target = dscrt::StateOp::create(
-          builder, loc, bufferType(store.getValue().getType()),
+          builder, loc, typeOf(store.getValue()),
           stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
-      auto copy = dscrt::KernelOp::create(builder, loc, streams.compute,
-                                          buffers.lookup(store.getValue()),
-                                          target);
+      auto copy = dscrt::KernelOp::create(
+          builder, loc, onHost ? streams.host : streams.compute,
+          buffers.lookup(store.getValue()), target);
       OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
       dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
     };
@@ -357,7 +437,8 @@ struct LowerToRuntimePass
         emitOutputs(loc, onceAStep);
         // A collective nobody read has run, too, before compute is done.
         streams.waitFor(builder, loc, {}, /*all=*/true);
-        for (Value stream : {streams.compute, streams.comm})
+        for (Value stream : {streams.compute, streams.comm, streams.d2h,
+                             streams.host, streams.h2d})
           if (stream)
             dscrt::SynchronizeOp::create(builder, loc, stream);
         continue;
@@ -387,16 +468,14 @@ struct LowerToRuntimePass
         for (auto [in, out] :
              llvm::zip(boundary.getInputs(), boundary.getResults())) {
           buffers.map(out, buffers.lookup(in));
-          if (auto event = streams.pending.lookup_or(in, {0, Value()});
-              event.second)
-            streams.pending[out] = event;
+          streams.alias(in, out);
         }
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
         buffers.map(load.getResult(),
                     dscrt::StateOp::create(
-                        builder, loc, bufferType(load.getType()),
+                        builder, loc, typeOf(load.getResult()),
                         stateIndex.lookup(load.getStateAttr().getAttr()),
                         load.getState()));
         continue;
@@ -416,10 +495,7 @@ struct LowerToRuntimePass
       }
       if (auto reshape = dyn_cast<ReshapeOp>(op)) {
         // A view touches no memory: its readers wait, not the view.
-        if (auto event = streams.pending.lookup_or(reshape.getInput(),
-                                                    {0, Value()});
-            event.second)
-          streams.pending[reshape.getResult()] = event;
+        streams.alias(reshape.getInput(), reshape.getResult());
         buffers.map(reshape.getResult(),
                     dscrt::ViewOp::create(builder, loc,
                                           bufferType(reshape.getType()),
@@ -441,11 +517,7 @@ struct LowerToRuntimePass
           dscrt::YieldOp::create(inner, loc,
                                  copy.getBody().front().getArgument(0));
         }
-        if (!streams.comm) {
-          OpBuilder atStart = OpBuilder::atBlockBegin(entry);
-          atStart.setInsertionPointAfter(streams.compute.getDefiningOp());
-          streams.comm = dscrt::StreamOp::create(atStart, loc, "comm");
-        }
+        ensureStream(streams.comm, "comm");
         Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
         dscrt::WaitOp::create(builder, loc, streams.comm, written);
         CollectiveGroup over = *getCollectiveGroup(&op);
@@ -461,9 +533,13 @@ struct LowerToRuntimePass
         else
           dscrt::ReduceScatterOp::create(builder, loc, source, out,
                                          streams.comm, sequence++, over);
-        streams.recordOnComm(builder, loc, result);
-        streams.bound(builder, loc, kCollectivesInFlight);
+        streams.fromComm.record(builder, loc, result);
+        streams.fromComm.bound(builder, loc, kCollectivesInFlight);
         buffers.map(result, out);
+        continue;
+      }
+      if (auto transfer = dyn_cast<TransferOp>(op)) {
+        lowerTransfer(builder, transfer, streams, buffers, ensureStream);
         continue;
       }
       if (auto shard = dyn_cast<LocalShardOp>(op)) {
@@ -481,15 +557,28 @@ struct LowerToRuntimePass
       if (!op.getDialect() || !isa<DSCDialect>(op.getDialect()))
         return op.emitError() << "cannot lower '" << op.getName()
                               << "' to the runtime";
-      for (Operation *member : members[&op])
-        streams.waitFor(builder, loc, member->getOperands());
-      emitKernel(builder, streams.compute, members[&op], buffers,
+      // A kernel on host tensors runs on the host stream, once the copies
+      // of its operands to the host have run.
+      bool onHost = tiers->isHost(&op);
+      if (onHost)
+        ensureStream(streams.host, "host");
+      for (Operation *member : members[&op]) {
+        if (onHost)
+          streams.toHost.waitFor(builder, loc, member->getOperands());
+        else
+          streams.waitFor(builder, loc, member->getOperands());
+      }
+      emitKernel(builder, onHost ? streams.host : streams.compute, members[&op],
+                 buffers, typeOf,
                  [&](Value result, Location at) -> Value {
                    StoreOp store = inPlace.lookup(result);
                    if (!store)
                      return updatedTemporary(result, buffers);
+                   // A copy to the host may still read the state's old value.
+                   if (!onHost)
+                     streams.fromDevice.waitFor(builder, at, {}, /*all=*/true);
                    return dscrt::StateOp::create(
-                       builder, at, bufferType(result.getType()),
+                       builder, at, typeOf(result),
                        stateIndex.lookup(store.getStateAttr().getAttr()),
                        store.getState());
                  });
@@ -503,6 +592,49 @@ struct LowerToRuntimePass
     func::ReturnOp::create(builder, graph.getLoc());
     graph.erase();
     return success();
+  }
+
+  /// A dsc.transfer: a copy on a copy stream into a new buffer of the
+  /// other memory. To the host ("d2h"): after the work that wrote the
+  /// source (on compute, or a collective on comm); host kernels wait for
+  /// it, and compute before it reuses the source's memory or writes state.
+  /// To the device ("h2d"): after the host kernel that wrote the source,
+  /// and after compute's work so far (the new device buffer may take the
+  /// memory of one compute was using); compute waits for it where it reads
+  /// the result.
+  static void lowerTransfer(OpBuilder &builder, TransferOp transfer,
+                            Streams &streams, IRMapping &buffers,
+                            llvm::function_ref<void(Value &, StringRef)> ensure) {
+    Location loc = transfer.getLoc();
+    Value input = transfer.getInput(), result = transfer.getResult();
+    Value source = buffers.lookup(input);
+    if (transfer.getTier() == MemoryTier::host) {
+      ensure(streams.d2h, "d2h");
+      for (PendingEvents *events : {&streams.fromComm, &streams.fromH2d})
+        if (auto event = events->latest(input))
+          dscrt::WaitOp::create(builder, loc, streams.d2h, event->second);
+      dscrt::WaitOp::create(builder, loc, streams.d2h,
+                            dscrt::RecordOp::create(builder, loc, streams.compute));
+      Value out = dscrt::AllocOp::create(builder, loc, hostBufferType(result.getType()));
+      dscrt::CopyOp::create(builder, loc, source, out, streams.d2h);
+      Value copied = dscrt::RecordOp::create(builder, loc, streams.d2h);
+      streams.toHost.add(result, copied);
+      streams.fromDevice.add(input, copied);
+      streams.fromDevice.bound(builder, loc, kTransfersInFlight);
+      buffers.map(result, out);
+      return;
+    }
+    ensure(streams.h2d, "h2d");
+    ensure(streams.host, "host");
+    streams.toHost.waitFor(builder, loc, input); // a tensor copied to the host and straight back
+    dscrt::WaitOp::create(builder, loc, streams.h2d,
+                          dscrt::RecordOp::create(builder, loc, streams.host));
+    dscrt::WaitOp::create(builder, loc, streams.h2d,
+                          dscrt::RecordOp::create(builder, loc, streams.compute));
+    Value out = dscrt::AllocOp::create(builder, loc, bufferType(result.getType()));
+    dscrt::CopyOp::create(builder, loc, source, out, streams.h2d);
+    streams.fromH2d.record(builder, loc, result);
+    buffers.map(result, out);
   }
 
   /// The buffer a multi-tensor update's `result` overwrites when it is not
@@ -569,7 +701,7 @@ struct LowerToRuntimePass
       auto readsBefore = [&](OpOperand &use) {
         Operation *user = use.getOwner();
         if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                LocalShardOp>(user))
+                LocalShardOp, TransferOp>(user))
           return false;
         Operation *at = emittedAt(root, user);
         if (at == kernelAt && update)
@@ -636,6 +768,7 @@ struct LowerToRuntimePass
   /// outside it (stored: see onlyStoredBesides).
   void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
                   IRMapping &buffers,
+                  llvm::function_ref<MemRefType(Value)> typeOf,
                   llvm::function_ref<Value(Value, Location)> stateFor) {
     Operation *last = group.back();
     llvm::SmallPtrSet<Operation *, 8> inGroup(group.begin(), group.end());
@@ -658,7 +791,7 @@ struct LowerToRuntimePass
       Value state = stateFor(result, last->getLoc());
       outs.push_back(state ? state
                            : dscrt::AllocOp::create(builder, last->getLoc(),
-                                                    bufferType(result.getType())));
+                                                    typeOf(result)));
     }
     auto kernel =
         dscrt::KernelOp::create(builder, last->getLoc(), stream, ins, outs);

@@ -187,6 +187,15 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     buckets.allgatherBucketSize = options.zeroAllgatherBucketSize;
     pm.addPass(createBucketCollectives(buckets));
   }
+  // ZeRO-Offload, once the collectives are where they run: each gradient
+  // partition is copied to the host right after its (bucketed) reduction.
+  if (options.offloadOptimizer != "none" &&
+      options.step == TrainingPipelineOptions::Step::Train) {
+    OffloadOptimizerOptions offload;
+    offload.optimizer = options.offloadOptimizer;
+    offload.subGroupSize = options.zeroSubGroupSize;
+    pm.addPass(createOffloadOptimizer(offload));
+  }
   if (options.stepsPerPrint > 0 || !options.csvMonitor.empty()) {
     RunLoggingOptions logging;
     logging.stepsPerPrint = options.stepsPerPrint;

@@ -54,12 +54,16 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
       return signalPassFailure();
     }
 
-    int64_t arena = 0;
+    int64_t arena = 0, hostArena = 0;
     ArenaPeak peak;
-    if (parts.memory && failed(planArena(module, arena, peak)))
+    TransferReport transfers;
+    if (parts.memory &&
+        failed(planArena(module, arena, hostArena, peak, transfers)))
       return signalPassFailure();
     StepReport report = StepReport::compute(module, arena);
     report.arenaPeak = std::move(peak);
+    report.memory.hostArena = hostArena;
+    report.transfers = transfers;
 
     std::unique_ptr<llvm::ToolOutputFile> file;
     llvm::raw_ostream *os = &llvm::errs();
@@ -90,10 +94,42 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
     }
   }
 
+  /// Copies between host and device memory per update: those before a
+  /// dscrt.micro_step_exit run on every micro-batch (gradient accumulation).
+  static void countTransfers(func::FuncOp step, ModuleOp module,
+                             TransferReport &transfers) {
+    auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
+    int64_t perMicroBatch = accum ? accum.getInt() : 1;
+    bool afterExit = false;
+    for (Operation &op : step.getBody().front()) {
+      afterExit |= isa<dscrt::MicroStepExitOp>(op);
+      auto copy = dyn_cast<dscrt::CopyOp>(op);
+      if (!copy)
+        continue;
+      bool fromHost = dscrt::DSCRTDialect::isHostMemory(copy.getSource().getType());
+      bool toHost = dscrt::DSCRTDialect::isHostMemory(copy.getTarget().getType());
+      if (fromHost == toHost)
+        continue;
+      MemRefType type = copy.getTarget().getType();
+      int64_t times = afterExit ? 1 : perMicroBatch;
+      int64_t bytes = type.getNumElements() *
+                      int64_t(type.getElementType().getIntOrFloatBitWidth() / 8) *
+                      times;
+      if (toHost) {
+        transfers.d2hCalls += times;
+        transfers.d2hBytes += bytes;
+      } else {
+        transfers.h2dCalls += times;
+        transfers.h2dBytes += bytes;
+      }
+    }
+  }
+
   /// The arena dsc-compile's memory plan gives the step, from a lowered
   /// copy of the module (planned as --dsc-plan-memory plans it), and what
   /// is alive at the busiest point of the largest function's plan.
-  LogicalResult planArena(ModuleOp module, int64_t &arena, ArenaPeak &peak) {
+  LogicalResult planArena(ModuleOp module, int64_t &arena, int64_t &hostArena,
+                          ArenaPeak &peak, TransferReport &transfers) {
     OwningOpRef<ModuleOp> copy = module.clone();
     PassManager pm(module.getContext());
     pm.addPass(createLowerToRuntime());
@@ -114,6 +150,14 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
       if (!plan)
         return func.emitError() << "memory plan overflows int64";
       arena += plan->arenaBytes;
+      // Host buffers live for the whole step: the host arena is their sum.
+      FailureOr<SmallVector<ArenaBuffer>> host =
+          collectArenaBuffers(func, /*host=*/true);
+      if (failed(host))
+        return failure();
+      for (const ArenaBuffer &b : *host)
+        hostArena += llvm::alignTo(b.request.bytes, kArenaAlignment);
+      countTransfers(func, module, transfers);
       if (plan->arenaBytes > largest) {
         largest = plan->arenaBytes;
         peak = describeBusiestPoint(func, *buffers, *plan);

@@ -60,3 +60,44 @@ func.func @load_after_store(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<4xf3
   %w = dsc.load @w : tensor<4xf32>
   return %w : tensor<4xf32>
 }
+
+// -----
+
+// Memory tiers (ZeRO-Offload): an op reads one tier only, a collective the
+// device's, and a store writes its state's tier.
+dsc.state optimizer @m on host : tensor<4xf32>
+func.func @mixed_tiers(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  %m = dsc.load @m : tensor<4xf32>
+  // expected-error @+1 {{'dsc.add' op reads tensors on the host and on the device; copy them to one tier with dsc.transfer}}
+  %s = dsc.add %m, %x : tensor<4xf32>, tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+dsc.state optimizer @m on host : tensor<4xf32>
+func.func @host_to_collective(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  %m = dsc.load @m : tensor<4xf32>
+  // expected-error @+1 {{'dsc.all_reduce' op reads a host tensor, but runs on the device}}
+  %s = dsc.all_reduce %m : tensor<4xf32>
+  %d = dsc.transfer %s to device : tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+// -----
+
+dsc.state optimizer @m on host : tensor<4xf32>
+func.func @store_device_into_host(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  %y = dsc.add %x, %x : tensor<4xf32>, tensor<4xf32>
+  // expected-error @+1 {{'dsc.store' op stores a device tensor into @m, which lives on the host; copy it with dsc.transfer}}
+  dsc.store %y to @m : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @transfer_to_where_it_is(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  // expected-error @+1 {{'dsc.transfer' op moves a tensor to the device, where it already is}}
+  %d = dsc.transfer %x to device : tensor<4xf32>
+  return %d : tensor<4xf32>
+}

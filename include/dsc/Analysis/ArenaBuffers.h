@@ -32,9 +32,12 @@ struct ArenaBuffer {
   BufferRequest request;
 };
 
-/// Every dscrt.alloc of `func`'s body with its live range. Fails, with an
-/// error at the allocation, where a buffer's size overflows int64.
-FailureOr<SmallVector<ArenaBuffer>> collectArenaBuffers(func::FuncOp func);
+/// Every dscrt.alloc of `func`'s body in device memory (with `host`: in
+/// host memory, #dscrt.host, each alive for the whole step) with its live
+/// range. Fails, with an error at the allocation, where a buffer's size
+/// overflows int64.
+FailureOr<SmallVector<ArenaBuffer>> collectArenaBuffers(func::FuncOp func,
+                                                        bool host = false);
 
 /// Buffers alive together, of one type, written by one kind of op and last
 /// read by one kind of op: "bf16 12288x49152 written by dsc.matmul, last

@@ -58,7 +58,22 @@ struct RankMemory {
   int64_t stateAllocation = 0; // every dsc.state, 256-byte rounded
   int64_t activations = 0;     // the arena (gradients in flight live there)
   int64_t io = 0;              // inputs and outputs, 256-byte rounded
+  /// The device's peak: what lives in device memory.
   int64_t peak() const { return stateAllocation + activations + io; }
+  // ZeRO-Offload's pinned host memory: of the model states above, the
+  // master weights and optimizer state on the host (the rest is on the
+  // device), their allocation (256-byte rounded, not in stateAllocation),
+  // and the host arena of copies.
+  int64_t hostMaster = 0, hostOptimizer = 0;
+  int64_t hostStateAllocation = 0;
+  int64_t hostArena = 0;
+  int64_t pinned() const { return hostStateAllocation + hostArena; }
+};
+
+/// Copies between host and device memory per update (inputs, outputs and
+/// ZeRO-Offload's transfers), as dsc-run counts them.
+struct TransferReport {
+  int64_t d2hCalls = 0, d2hBytes = 0, h2dCalls = 0, h2dBytes = 0;
 };
 
 /// One collective op of the step.
@@ -115,6 +130,8 @@ struct StepReport {
   /// The report of `module`'s single graph, with the arena size of its
   /// memory plan (`arenaBytes`, dscrt.arena_bytes after --dsc-plan-memory).
   static StepReport compute(ModuleOp module, int64_t arenaBytes);
+  /// Copies between host and device per update (set with the arena).
+  TransferReport transfers;
 
   int64_t bytesSentPerStep() const;
   /// Elements each rank moves per update, in units of Ψ (the ZeRO paper's

@@ -159,6 +159,19 @@ struct TrainingPipelineOptions
       llvm::cl::desc("prefetch parameter gathers to overlap them with compute "
                      "(overlap_comm; default: on)"),
       llvm::cl::init(true)};
+  // ZeRO-Offload: --dsc-offload's options (offload_optimizer.device,
+  // sub_group_size).
+  Option<std::string> offloadOptimizer{
+      *this, "offload-optimizer",
+      llvm::cl::desc("where the optimizer state lives and the update runs: "
+                     "none (the device), cpu (host memory; ZeRO-Offload) or "
+                     "nvme (refused: not built yet)"),
+      llvm::cl::init("none")};
+  Option<int64_t> zeroSubGroupSize{
+      *this, "zero-sub-group-size",
+      llvm::cl::desc("ZeRO-Offload: elements of parameters per host update "
+                     "(sub_group_size)"),
+      llvm::cl::init(1000000000)};
   // Activation checkpointing: --dsc-checkpoint-activations's options.
   Option<bool> checkpointActivations{
       *this, "checkpoint-activations",

@@ -764,6 +764,54 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
   ];
 }
 
+def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
+  let summary = "moves the optimizer state and update to the host (ZeRO-Offload)";
+  let description = [{
+    Runs after `--dsc-zero` (stage 1, 2 or 3, as DeepSpeed requires) and
+    the collective scheduling. With `optimizer=cpu`:
+
+    * the optimizer's update (`dsc.adam_update`, `dsc.sgd_update`) is cut
+      into sub-groups of consecutive tensors of at most `sub-group-size`
+      elements (DeepSpeed's `sub_group_size`; a larger tensor is a group of
+      its own), so that the host updates one while the copies of another
+      run;
+    * the states each update reads and writes in place (the fp32 master
+      weights and the optimizer's moments; role `master` or `optimizer`)
+      live on the host (`dsc.state ... on host`);
+    * every other tensor the update reads (this rank's gradient partition,
+      an fp32 parameter shard, the shared scalars) is copied to the host by
+      a `dsc.transfer ... to host` placed right after the op that computes
+      it: a gradient partition leaves as soon as it is reduced, during the
+      backward pass;
+    * every result read on the device (the 16-bit parameter shard that is
+      gathered or stored) is copied back by a `dsc.transfer ... to device`
+      right after its sub-group's update.
+
+    The order is the program's, the same on every rank. `optimizer=none`
+    changes nothing; `optimizer=nvme` (ZeRO-Infinity) is refused: not built
+    yet.
+
+    ```mlir
+    %g  = dsc.reduce_scatter %flat : tensor<16xbf16> -> tensor<8xbf16>
+    %gh = dsc.transfer %g to host : tensor<8xbf16>
+    ...
+    %m  = dsc.load @"w.master" : tensor<8xf32>       // on host
+    %p, %e, %v, %c = dsc.adam_update params(%m : tensor<8xf32>) grads(%gh : tensor<8xbf16>) ...
+    %cd = dsc.transfer %c to device : tensor<8xbf16>
+    %all = dsc.all_gather %cd : tensor<8xbf16> -> tensor<16xbf16>
+    ```
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
+           "where the optimizer state lives and the update runs: none (the "
+           "device), cpu (host memory, the host CPU) or nvme (refused: not "
+           "built yet)">,
+    Option<"subGroupSize", "sub-group-size", "int64_t",
+           /*default=*/"1000000000",
+           "elements of parameters per host update (sub_group_size)">,
+  ];
+}
+
 def PlanMemory : Pass<"dsc-plan-memory", "::mlir::func::FuncOp"> {
   let summary = "places every runtime buffer at a static arena offset";
   let description = [{

@@ -350,6 +350,15 @@ public:
         dscrt::DSCRTDialect::kArenaBytesAttrName);
     if (!arena)
       return step.emitError("the arena is not planned (run --dsc-plan-memory)");
+    // ZeRO-Offload's host kernels and host states: a CUDA artifact would
+    // need host tasks ordered with CUDA streams, which are not built yet.
+    if (cuda()) {
+      for (auto state : module.getOps<StateOp>())
+        if (state.getTier() == MemoryTier::host)
+          return state.emitError()
+                 << "ZeRO-Offload (a state on the host) is not built for the "
+                    "CUDA target yet; compile for --target=cpu";
+    }
     if (split() && failed(emitParts(step)))
       return failure();
     std::string stepText;
@@ -587,7 +596,8 @@ private:
                 ", int32_t(" + commGroup(state.getPartitionGroup()) + ")";
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
-      if (state.getInitFrom() || state.getInitUniform()) {
+      bool host = state.getTier() == MemoryTier::host;
+      if (state.getInitFrom() || state.getInitUniform() || host) {
         if (!shape)
           whole = ", 0, nullptr, int32_t(" + commGroup(CollectiveGroup::world) + ")";
         init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
@@ -601,6 +611,8 @@ private:
                ", " + std::to_string(uint64_t(state.getInitSeed().value_or(0))) +
                "ull";
       }
+      if (host)
+        init += ", dsc::rt::MemoryTier::Host";
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
                        ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
                        whole + init + "}");
@@ -632,20 +644,24 @@ private:
     auto experts = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName);
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
     auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
+    auto hostArena = step->getAttrOfType<IntegerAttr>(
+        dscrt::DSCRTDialect::kHostArenaBytesAttrName);
     code() << "const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, \""
           << (cuda() ? "cuda" : "cpu") << "\", " << cString(model ? model.getValue() : "") << ", "
           << (world ? world.getInt() : 1) << ", " << (experts ? experts.getInt() : 1) << ", "
           << arenaBytes << ", " << states.size() << ", kStates, " << in.size() << ", kInputs, "
           << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
-          << (accum ? accum.getInt() : 1) << "};\n\n";
+          << (accum ? accum.getInt() : 1) << ", " << (hostArena ? hostArena.getInt() : 0)
+          << "};\n\n";
     return success();
   }
 
-  /// Rows of the stream table, in dscrt.stream order. On the CPU a stream
-  /// that runs only collectives gets its own thread, so that they overlap
-  /// the kernels; kernels and copies run on the step's thread (Inline): a
-  /// worker thread would add a hand-off and nothing else, since the step
-  /// thread has no other work to do meanwhile.
+  /// Rows of the stream table, in dscrt.stream order. On the CPU every
+  /// stream but compute (collectives; ZeRO-Offload's copy streams and the
+  /// host's update) gets its own thread, so that its work overlaps the
+  /// kernels; compute's kernels and copies run on the step's thread
+  /// (Inline): a worker thread would add a hand-off and nothing else, since
+  /// the step thread has no other work to do meanwhile.
   SmallVector<std::string> streamTable(func::FuncOp step) {
     llvm::DenseSet<Value> collectives, others;
     step.walk([&](Operation *op) {
@@ -661,7 +677,10 @@ private:
     SmallVector<std::string> rows;
     for (auto stream : step.getOps<dscrt::StreamOp>()) {
       bool coll = collectives.contains(stream.getResult());
-      bool ownThread = !cuda() && coll && !others.contains(stream.getResult());
+      bool ownThread =
+          !cuda() && ((coll && !others.contains(stream.getResult())) ||
+                      (!coll && stream.getName() !=
+                                    dscrt::DSCRTDialect::kComputeStreamName));
       rows.push_back("{" + cString(stream.getName()) + ", " +
                      (ownThread ? "true" : "false") + ", " +
                      (coll ? "true" : "false") + "}");
@@ -790,7 +809,8 @@ private:
 
   LogicalResult emitStep(func::FuncOp step) {
     code() << "extern \"C\" void dsc_artifact_step(dsc::rt::StepContext *ctx) {\n"
-          << "  char *arena = static_cast<char *>(ctx->arena()); (void)arena;\n";
+          << "  char *arena = static_cast<char *>(ctx->arena()); (void)arena;\n"
+          << "  char *host_arena = static_cast<char *>(ctx->hostArena()); (void)host_arena;\n";
     llvm::SetVector<Value> unsynchronized;
     for (Operation &op : step.getBody().front()) {
       auto typeOf = [](Value v) {
@@ -813,7 +833,9 @@ private:
                        std::to_string(state.getIndex()) + "))");
       } else if (auto buffer = dyn_cast<dscrt::BufferOp>(op)) {
         Value r = buffer.getResult();
-        declare(r, "reinterpret_cast<" + typeOf(r) + " *>(arena + " +
+        bool host = dscrt::DSCRTDialect::isHostMemory(buffer.getType());
+        declare(r, "reinterpret_cast<" + typeOf(r) + " *>(" +
+                       (host ? "host_arena + " : "arena + ") +
                        std::to_string(buffer.getOffset()) + ")");
       } else if (isa<dscrt::ConstantOp>(op)) {
         const std::string &c = constNames[&op];
@@ -912,6 +934,10 @@ private:
                          "To" + (hostTo ? "Host" : "Device");
       std::string what = std::string(hostFrom ? "host" : "device") + " to " +
                          (hostTo ? "host" : "device") + " copy";
+      // dsc-run counts what crosses between host and device memory.
+      if (hostFrom != hostTo)
+        code() << "  ctx->countTransfer(dsc::rt::TransferDirection::"
+               << (hostTo ? "DeviceToHost" : "HostToDevice") << ", " << bytes << ");\n";
       enqueue(copy.getStream(), copyTask(dst, src, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
                   kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",

@@ -280,6 +280,14 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
             " (the Expert groups must cut the ranks into equal parts)");
   check(info.arenaBytes >= 0, where + ": negative arena size " +
                                   std::to_string(info.arenaBytes));
+  check(info.hostArenaBytes >= 0, where + ": negative host arena size " +
+                                      std::to_string(info.hostArenaBytes));
+  for (int32_t i = 0; i < info.numStates && info.states; ++i)
+    check(info.states[i].tier == MemoryTier::Device ||
+              info.states[i].tier == MemoryTier::Host,
+          where + ": state #" + std::to_string(i) + " has memory tier " +
+              std::to_string(int32_t(info.states[i].tier)) +
+              "; expected 0 (device) or 1 (host)");
   check(info.gradAccumSteps >= 1,
         where + ": artifact accumulates gradients over " +
             std::to_string(info.gradAccumSteps) +

@@ -265,7 +265,18 @@ std::string summary(int rank, const MemoryUse &memory,
   if (!memory.where.empty())
     out << " memory=" << memory.where
         << " pinned_host_bytes=" << memory.pinnedHost;
+  if (memory.hostState || memory.hostArena)
+    out << " host_state_bytes=" << memory.hostState
+        << " host_arena_bytes=" << memory.hostArena;
   out << "\n";
+  for (TransferDirection direction :
+       {TransferDirection::DeviceToHost, TransferDirection::HostToDevice}) {
+    const RunStepContext::TransferCounters &counters =
+        context.transfers(direction);
+    out << prefix << "transfer="
+        << (direction == TransferDirection::DeviceToHost ? "d2h" : "h2d")
+        << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
+  }
   for (CommGroup group :
        {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
     const CommStats &stats = context.groupStats(group);

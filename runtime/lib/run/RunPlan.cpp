@@ -326,12 +326,14 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
 
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
-                               MemoryPool &pool, int rank) {
+                               MemoryPool &pool, int rank,
+                               MemoryPool *hostPool) {
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
                [&](int32_t i, const std::string &, size_t bytes, bool present) {
-                 void *buffer = pool.allocate(bytes);
+                 void *buffer =
+                     statePool(info.states[i], pool, hostPool).allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
                    readState(info.states[i], weights, rank,

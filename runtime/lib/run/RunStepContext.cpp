@@ -62,6 +62,12 @@ void RunStepContext::beginStep(int64_t step, int64_t firstSample,
   lastSequence_ = 0;
 }
 
+void RunStepContext::countTransfer(TransferDirection direction, size_t bytes) {
+  TransferCounters &counters = transfers_.at(size_t(direction));
+  counters.calls += 1;
+  counters.bytes += int64_t(bytes);
+}
+
 const int64_t *RunStepContext::stepKey() {
   key_ = {static_cast<int64_t>(seed_), step_, firstSample_, training_ ? 1 : 0};
   return key_.data();

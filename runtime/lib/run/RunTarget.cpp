@@ -35,6 +35,9 @@ public:
     for (int32_t i = 0; i < info.numOutputs; ++i)
       outputs_.push_back(ioPool_.allocate(tensorBytes(info.outputs[i])));
     arena_ = arenaPool_.allocate(static_cast<size_t>(info.arenaBytes));
+    // ZeRO-Offload's host memory in pools of its own, apart from the
+    // "device" pools, so that the copies between them are real and counted.
+    hostArena_ = hostArenaPool_.allocate(static_cast<size_t>(info.hostArenaBytes));
     for (int32_t i = 0; i < info.numStreams; ++i) {
       const StreamDesc &desc = info.streams[i];
       streams_.push_back(std::make_unique<CpuStream>(
@@ -49,11 +52,11 @@ public:
 
   void loadStates(const ArtifactInfo &info,
                   const SafeTensorsFile &weights) override {
-    states_ = dsc::rt::loadStates(info, weights, statePool_, rank_);
+    states_ = dsc::rt::loadStates(info, weights, statePool_, rank_, &hostStatePool_);
   }
   void loadStates(const ArtifactInfo &info,
                   const Checkpoint &checkpoint) override {
-    states_ = checkpoint.loadStates(info, statePool_, rank_);
+    states_ = checkpoint.loadStates(info, statePool_, rank_, &hostStatePool_);
   }
 
   RunStepContext &connect() override {
@@ -76,6 +79,7 @@ public:
     context_ = std::make_unique<RunStepContext>(
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
         expertParallelSize_);
+    context_->setHostArena(hostArena_);
     return *context_;
   }
 
@@ -92,11 +96,15 @@ public:
     use.arena = arenaPool_.highWaterMark();
     use.state = statePool_.highWaterMark();
     use.io = ioPool_.highWaterMark();
+    use.hostState = hostStatePool_.highWaterMark();
+    use.hostArena = hostArenaPool_.highWaterMark();
     return use;
   }
 
 private:
-  MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"};
+  MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"},
+      hostStatePool_{"host state"}, hostArenaPool_{"host arena"};
+  void *hostArena_ = nullptr;
   int rank_ = 0;
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_ = nullptr;

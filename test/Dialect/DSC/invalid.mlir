@@ -1588,3 +1588,46 @@ func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
   %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<3xf32>
   return %b : tensor<3xf32>
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory tiers
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'dsc.state' op @w is a parameter state: only optimizer state and master weights may live on the host}}
+dsc.state parameter @w on host : tensor<8xf32>
+
+// -----
+
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'tier' [device, host]}}
+dsc.state optimizer @m on nvme : tensor<8xf32>
+
+// -----
+
+func.func @transfer_twice(%g: tensor<8xf32>) -> tensor<8xf32> {
+  %h = dsc.transfer %g to host : tensor<8xf32>
+  // expected-error @+1 {{'dsc.transfer' op moves a tensor to the host, where the transfer before it put it}}
+  %h2 = dsc.transfer %h to host : tensor<8xf32>
+  %d = dsc.transfer %h2 to device : tensor<8xf32>
+  return %d : tensor<8xf32>
+}
+
+// -----
+
+func.func @transfer_type(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dsc.transfer' op requires the same type for all operands and results}}
+  %h = "dsc.transfer"(%g) {tier = 1 : i32} : (tensor<8xf32>) -> tensor<4xf32>
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  return %d : tensor<8xf32>
+}
+
+// -----
+
+dsc.state optimizer @m on host : tensor<8xf32>
+func.func @store_wrong_tier(%g: tensor<8xf32>) {
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  // expected-error @+1 {{'dsc.store' op stores a tensor copied to the device into @m, which lives on the host}}
+  dsc.store %d to @m : tensor<8xf32>
+  return
+}

@@ -396,3 +396,22 @@ func.func @optimizer(%w: tensor<4x8xf32>, %b: tensor<8xf32>, %gw: tensor<4x8xbf1
   %m = dsc.sum_squares(%b : tensor<8xf32>) : tensor<f32>
   return %a#0, %k#7, %buf, %n : tensor<4x8xf32>, tensor<8xbf16>, tensor<8xf32>, tensor<f32>
 }
+
+// -----
+
+// Memory tiers (ZeRO-Offload): a state on the host, and the copies that
+// bring the update's inputs there and its 16-bit result back.
+// CHECK: dsc.state master @w.master on host : tensor<8xf32>
+dsc.state master @"w.master" on host : tensor<8xf32>
+// CHECK: dsc.state optimizer @w.exp_avg on host : tensor<8xf32>
+dsc.state optimizer @"w.exp_avg" on host : tensor<8xf32>
+// CHECK: dsc.state parameter @w : tensor<8xbf16>
+dsc.state parameter @w on device : tensor<8xbf16>
+// CHECK-LABEL: func.func @tiers
+func.func @tiers(%g: tensor<8xbf16>) -> tensor<8xbf16> {
+  // CHECK: dsc.transfer %{{.*}} to host : tensor<8xbf16>
+  %h = dsc.transfer %g to host : tensor<8xbf16>
+  // CHECK: dsc.transfer %{{.*}} to device : tensor<8xbf16>
+  %d = dsc.transfer %h to device : tensor<8xbf16>
+  return %d : tensor<8xbf16>
+}

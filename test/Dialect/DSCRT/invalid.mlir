@@ -148,8 +148,8 @@ func.func @exit_twice() {
 
 // -----
 
-func.func @kernel_on_host_memory(%s: !dscrt.stream, %x: memref<4xf32, #dscrt.host>, %y: memref<4xf32>) {
-  // expected-error @+1 {{'dscrt.kernel' op operand #1 must be variadic of statically shaped memref in device memory}}
+func.func @kernel_on_host_and_device_memory(%s: !dscrt.stream, %x: memref<4xf32, #dscrt.host>, %y: memref<4xf32>) {
+  // expected-error @+1 {{'dscrt.kernel' op reads or writes buffers in host and in device memory; a kernel runs on one of them}}
   dscrt.kernel on %s ins(%x : memref<4xf32, #dscrt.host>) outs(%y : memref<4xf32>) {
   ^bb0(%a: tensor<4xf32>):
     dscrt.yield %a : tensor<4xf32>
@@ -380,5 +380,21 @@ func.func @library_classifier_reduced(%x: memref<4x8xf32>, %t: memref<4xi64>, %y
     %l = dsc.cross_entropy %a, %b : tensor<4x8xf32>, tensor<4xi64>
     dscrt.yield %l : tensor<f32>
   }
+  return
+}
+
+// -----
+
+func.func @host_buffer_past_host_arena() attributes {dscrt.arena_bytes = 1024 : i64, dscrt.host_arena_bytes = 256 : i64} {
+  // expected-error @+1 {{'dscrt.buffer' op [256, 272) extends past the host arena of 256 bytes}}
+  %b = dscrt.buffer 256 : memref<4xf32, #dscrt.host>
+  return
+}
+
+// -----
+
+func.func @host_buffer_without_host_arena() attributes {dscrt.arena_bytes = 1024 : i64} {
+  // expected-error @+1 {{'dscrt.buffer' op needs a 'dscrt.host_arena_bytes' on its function}}
+  %b = dscrt.buffer 0 : memref<4xf32, #dscrt.host>
   return
 }

@@ -66,3 +66,33 @@ module attributes {dsc.world_size = 2 : i64} {
     return
   }
 }
+
+// ZeRO-Offload: a host state and a host-arena buffer, a host kernel on a
+// stream of its own, and the copies between the memories.
+// CHECK-LABEL: func.func @offload()
+func.func @offload() attributes {dscrt.arena_bytes = 256 : i64, dscrt.host_arena_bytes = 256 : i64} {
+  %compute = dscrt.stream "compute"
+  %d2h = dscrt.stream "d2h"
+  %host = dscrt.stream "host"
+  // CHECK: dscrt.state 0 "w.exp_avg" : memref<4xf32, #dscrt.host>
+  %m = dscrt.state 0 "w.exp_avg" : memref<4xf32, #dscrt.host>
+  %g = dscrt.buffer 0 : memref<4xf32>
+  // CHECK: dscrt.buffer 0 : memref<4xf32, #dscrt.host>
+  %gh = dscrt.buffer 0 : memref<4xf32, #dscrt.host>
+  %e = dscrt.record %compute
+  dscrt.wait %d2h for %e
+  // CHECK: dscrt.copy %{{.*}} to %{{.*}} on %{{.*}} : memref<4xf32> to memref<4xf32, #dscrt.host>
+  dscrt.copy %g to %gh on %d2h : memref<4xf32> to memref<4xf32, #dscrt.host>
+  %c = dscrt.record %d2h
+  dscrt.wait %host for %c
+  // CHECK: dscrt.kernel on %{{.*}} ins(%{{.*}}, %{{.*}} : memref<4xf32, #dscrt.host>, memref<4xf32, #dscrt.host>) outs(%{{.*}} : memref<4xf32, #dscrt.host>)
+  dscrt.kernel on %host ins(%m, %gh : memref<4xf32, #dscrt.host>, memref<4xf32, #dscrt.host>) outs(%m : memref<4xf32, #dscrt.host>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+    %s = dsc.add %a, %b : tensor<4xf32>, tensor<4xf32>
+    dscrt.yield %s : tensor<4xf32>
+  }
+  dscrt.synchronize %compute
+  dscrt.synchronize %d2h
+  dscrt.synchronize %host
+  return
+}

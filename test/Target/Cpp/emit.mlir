@@ -28,7 +28,7 @@
 // CHECK: const dsc::rt::StreamDesc kStreams[] = {
 // CHECK-NEXT: {"compute", false, false},
 // CHECK-NEXT: {"comm", true, true},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0};
 
 // dsc.linear: the bias broadcast into the output, then a GEMM against the
 // [out, in] weight accumulating into it (beta = 1).
@@ -73,6 +73,7 @@
 // CHECK-NEXT: dsc::rt::Stream &[[M:s[0-9]+]] = ctx->stream(1);
 // CHECK-NEXT: auto *[[XH:v[0-9]+]] = static_cast<const float *>(ctx->input(0));
 // CHECK-NEXT: auto *[[X:v[0-9]+]] = reinterpret_cast<float *>(arena + {{[0-9]+}});
+// CHECK-NEXT: ctx->countTransfer(dsc::rt::TransferDirection::HostToDevice, 16 * sizeof(*[[X]]));
 // CHECK-NEXT: [[S]].enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr([[X]]), dsc_ptr([[XH]])}, 64}, "host to device copy");
 // CHECK: static_cast<float *>(ctx->state(0));
 // CHECK: [[S]].enqueue(dsc_task_t{kernel0_task, {dsc_ptr([[X]]), dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}}), dsc_ptr(v{{[0-9]+}})}, 0}, "kernel0 (dsc.linear)");
@@ -85,6 +86,7 @@
 // CHECK-NEXT: auto [[E3:e[0-9]+]] = [[M]].recordEvent();
 // CHECK-NEXT: [[S]].wait(*[[E3]]);
 // CHECK: auto *[[L:v[0-9]+]] = static_cast<float *>(ctx->output(0));
+// CHECK-NEXT: ctx->countTransfer(dsc::rt::TransferDirection::DeviceToHost, 1 * sizeof(*[[L]]));
 // CHECK-NEXT: [[S]].enqueue(dsc_task_t{dsc_memcpy_task, {dsc_ptr([[L]]), dsc_ptr(v{{[0-9]+}})}, 4}, "device to host copy");
 // CHECK-NEXT: [[S]].synchronize();
 // CHECK-NEXT: [[M]].synchronize();

@@ -7,8 +7,11 @@ high-water mark equal the report's peak, states_allocated and activations;
 every collective kind's calls and bytes_sent, per group (the world, and the
 expert and expert-data groups of expert parallelism: the report's
 `all_to_all[expert]`, dsc-run's `group=expert` lines), equal STEPS times the
-report's per-update figures. Prints one line per rank and figure, "ok" or
-"MISMATCH".
+report's per-update figures; the copies between host and device memory per
+direction (dsc-run's `transfer=d2h|h2d` lines) equal STEPS times the
+report's `transfers_per_update`, and with ZeRO-Offload (`host_state_bytes`)
+the host states and host arena the report's `host` figures. Prints one line
+per rank and figure, "ok" or "MISMATCH".
 """
 import json
 import re
@@ -41,6 +44,24 @@ def main(report_path, run_path, steps):
                                    ("states", states, want["states_allocated"])):
                 print(f"rank {rank} {name} {got} vs report {exp}: "
                       f"{'ok' if got == exp else 'MISMATCH'}")
+            host = re.search(r"host_state_bytes=(\d+) host_arena_bytes=(\d+)", line)
+            if host:
+                states, arena = (int(g) for g in host.groups())
+                want = memory[rank]["host"]
+                for name, got, exp in (("host states", states, want["states_allocated"]),
+                                       ("host arena", arena, want["arena"])):
+                    print(f"rank {rank} {name} {got} vs report {exp}: "
+                          f"{'ok' if got == exp else 'MISMATCH'}")
+            continue
+        m = re.match(r"\[rank (\d+)\] transfer=(d2h|h2d) calls=(\d+) bytes=(\d+)",
+                     line)
+        if m:
+            rank, way = int(m.group(1)), m.group(2)
+            want = memory[rank]["transfers_per_update"]
+            got = (int(m.group(3)), int(m.group(4)))
+            exp = (want[f"{way}_calls"] * steps, want[f"{way}_bytes"] * steps)
+            print(f"rank {rank} {way} transfers calls, bytes {got} vs report {exp}: "
+                  f"{'ok' if got == exp else 'MISMATCH'}")
             continue
         m = re.match(r"\[rank (\d+)\] (?:group=(\w+) )?collective=(\w+) "
                      r"calls=(\d+) bytes_sent=(\d+)", line)

@@ -67,6 +67,14 @@ LogicalResult StateOp::verify() {
                             "named '<parameter>.master'";
   if (failed(verifyInitRule()))
     return failure();
+  // Only the optimizer's host update touches host memory (ZeRO-Offload):
+  // the forward and backward pass read parameters and buffers on the device.
+  if (getTier() == MemoryTier::host && getRole() != StateRole::optimizer &&
+      getRole() != StateRole::master)
+    return emitOpError() << "@" << getSymName() << " is a "
+                         << stringifyStateRole(getRole())
+                         << " state: only optimizer state and master weights "
+                            "may live on the host";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -167,6 +175,14 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return emitOpError() << "value type " << getValue().getType()
                          << " differs from the declared type "
                          << state->getType() << " of " << getStateAttr();
+  // A tensor just copied to a tier must be stored in a state of that tier
+  // (the whole graph's tiers: MemoryTiers.h).
+  if (auto transfer = getValue().getDefiningOp<TransferOp>();
+      transfer && transfer.getTier() != state->getTier())
+    return emitOpError() << "stores a tensor copied to the "
+                         << stringifyMemoryTier(transfer.getTier())
+                         << " into " << getStateAttr() << ", which lives on the "
+                         << stringifyMemoryTier(state->getTier());
   // At most one store per state in this block. The block's last store
   // checks them all at once: a scan from every store would make verifying a
   // step (thousands of stores) quadratic.
@@ -195,3 +211,14 @@ LogicalResult ConstantOp::inferReturnTypes(MLIRContext *,
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
+
+// A copy to the tier its operand was just copied to, or was loaded from,
+// moves nothing (the whole graph's tiers: MemoryTiers.h).
+LogicalResult TransferOp::verify() {
+  auto previous = getInput().getDefiningOp<TransferOp>();
+  if (previous && previous.getTier() == getTier())
+    return emitOpError() << "moves a tensor to the "
+                         << stringifyMemoryTier(getTier())
+                         << ", where the transfer before it put it";
+  return success();
+}

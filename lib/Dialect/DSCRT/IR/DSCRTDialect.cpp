@@ -56,17 +56,17 @@ LogicalResult BufferOp::verify() {
   std::optional<int64_t> bytes = bufferBytes(getType());
   if (!bytes)
     return emitOpError() << "buffer size overflows int64";
+  bool host = DSCRTDialect::isHostMemory(getType());
+  StringRef arenaName = host ? DSCRTDialect::kHostArenaBytesAttrName
+                             : DSCRTDialect::kArenaBytesAttrName;
   auto func = (*this)->getParentOfType<FunctionOpInterface>();
-  auto arena = func ? func->getAttrOfType<IntegerAttr>(
-                          DSCRTDialect::kArenaBytesAttrName)
-                    : IntegerAttr();
+  auto arena = func ? func->getAttrOfType<IntegerAttr>(arenaName) : IntegerAttr();
   if (!arena)
-    return emitOpError() << "needs a '" << DSCRTDialect::kArenaBytesAttrName
-                         << "' on its function";
+    return emitOpError() << "needs a '" << arenaName << "' on its function";
   if (offset > arena.getInt() - *bytes)
     return emitOpError() << "[" << offset << ", " << offset + *bytes
-                         << ") extends past the arena of " << arena.getInt()
-                         << " bytes";
+                         << ") extends past the " << (host ? "host " : "")
+                         << "arena of " << arena.getInt() << " bytes";
   return success();
 }
 
@@ -118,6 +118,15 @@ void KernelOp::build(OpBuilder &builder, OperationState &state, Value stream,
 }
 
 LogicalResult KernelOp::verify() {
+  // One memory for all buffers: a kernel runs on the device or on the host.
+  std::optional<bool> host;
+  for (Value buffer : llvm::concat<const Value>(getIns(), getOuts())) {
+    bool here = DSCRTDialect::isHostMemory(cast<MemRefType>(buffer.getType()));
+    if (host && *host != here)
+      return emitOpError() << "reads or writes buffers in host and in device "
+                              "memory; a kernel runs on one of them";
+    host = here;
+  }
   Block &block = getBody().front();
   if (block.getNumArguments() != getIns().size())
     return emitOpError() << "body has " << block.getNumArguments()
@@ -238,6 +247,18 @@ Value mlir::dscrt::getCollectiveStream(Operation *op) {
       .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
           [](auto collective) { return collective.getStream(); })
       .Default([](Operation *) { return Value(); });
+}
+
+Value mlir::dscrt::getAsyncStream(Operation *op) {
+  Value stream = llvm::TypeSwitch<Operation *, Value>(op)
+                     .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+                           KernelOp, CopyOp, CopyShardOp>(
+                         [](auto work) { return work.getStream(); })
+                     .Default([](Operation *) { return Value(); });
+  auto named = stream ? stream.getDefiningOp<StreamOp>() : StreamOp();
+  if (named && named.getName() == DSCRTDialect::kComputeStreamName)
+    return {};
+  return stream;
 }
 
 /// The runtime binds its communicator to one stream, and collectives on a

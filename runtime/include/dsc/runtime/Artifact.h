@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 12;
+constexpr int32_t kArtifactAbiVersion = 13;
 
 class Stream;
 
@@ -67,6 +67,15 @@ struct TensorDesc {
 /// tensor is f32 is rounded to nearest even as it is read.
 enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient, Master };
 
+/// Where a state lives (ZeRO-Offload, docs/offload.md): device memory, or
+/// pinned host memory, which only the artifact's host kernels (the
+/// optimizer's update on the host CPU) touch. On the CPU target both are
+/// host memory, in separate pools, so that every copy between them is real.
+enum class MemoryTier : int32_t { Device, Host };
+
+/// The direction of a copy between host and device memory.
+enum class TransferDirection : int32_t { DeviceToHost, HostToDevice };
+
 struct StateDesc {
   TensorDesc tensor;
   StateRole role;
@@ -95,6 +104,9 @@ struct StateDesc {
   const char *initFrom;
   double initUniform;
   uint64_t initSeed;
+  /// Device memory (StepContext::state is device memory) or pinned host
+  /// memory (host memory on every target).
+  MemoryTier tier;
 };
 
 /// A stream the artifact's steps enqueue work on (dscrt.stream). The runtime
@@ -135,6 +147,9 @@ struct ArtifactInfo {
   /// each call is one micro-batch; the N-th, on which endsOptimizerStep()
   /// is true, reduces the gradients and updates.
   int32_t gradAccumSteps;
+  /// Bytes of the arena in pinned host memory, per rank (ZeRO-Offload's
+  /// copies of gradients and updated parameters): the compiler's memory plan.
+  int64_t hostArenaBytes;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run
@@ -153,6 +168,13 @@ public:
   /// The activation arena, ArtifactInfo::arenaBytes long, 256-byte aligned,
   /// in device memory.
   virtual void *arena() = 0;
+  /// The host arena, ArtifactInfo::hostArenaBytes long, 256-byte aligned,
+  /// in pinned host memory.
+  virtual void *hostArena() = 0;
+  /// Counts a copy of `bytes` between host and device memory that the
+  /// artifact enqueued (inputs, outputs, ZeRO-Offload's transfers); dsc-run
+  /// reports the counts per direction.
+  virtual void countTransfer(TransferDirection direction, size_t bytes) = 0;
   /// Stream `i` (ArtifactInfo::streams order): a CpuStream on the CPU target,
   /// a cuda::CudaStream on CUDA. The same streams on every step.
   virtual Stream &stream(int32_t i) = 0;

@@ -290,10 +290,19 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
 /// the artifact's expert-parallel size). Throws Error naming the tensor when
 /// the file lacks it or holds it with another dtype or shape (both shapes in
 /// the message), or when what it reads holds NaN or an infinity (readState).
-/// Tensors of the file that no state names are ignored.
+/// Tensors of the file that no state names are ignored. States on the host
+/// (MemoryTier::Host) come from `hostPool` when one is given.
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
-                               MemoryPool &pool, int rank = 0);
+                               MemoryPool &pool, int rank = 0,
+                               MemoryPool *hostPool = nullptr);
+
+/// The pool state `desc` lives in: `hostPool` for a state on the host when
+/// there is one, `pool` otherwise.
+inline MemoryPool &statePool(const StateDesc &desc, MemoryPool &pool,
+                             MemoryPool *hostPool) {
+  return desc.tier == MemoryTier::Host && hostPool ? *hostPool : pool;
+}
 
 //===----------------------------------------------------------------------===//
 // What generated code calls
@@ -336,6 +345,18 @@ public:
   const void *input(int32_t i) override;
   void *output(int32_t i) override;
   void *arena() override { return arena_; }
+  void *hostArena() override { return hostArena_; }
+  /// The host arena (ArtifactInfo::hostArenaBytes), when the artifact has one.
+  void setHostArena(void *hostArena) { hostArena_ = hostArena; }
+  void countTransfer(TransferDirection direction, size_t bytes) override;
+  /// Copies and bytes between host and device the artifact counted, per
+  /// direction (TransferDirection), over the run.
+  struct TransferCounters {
+    int64_t calls = 0, bytes = 0;
+  };
+  const TransferCounters &transfers(TransferDirection direction) const {
+    return transfers_[size_t(direction)];
+  }
   Stream &stream(int32_t i) override;
   /// Goes to Communicator::allReduce (in place, sum) of `group`'s
   /// communicator, which numbers, counts and watches it: on a CPU stream as
@@ -406,6 +427,8 @@ private:
 
   std::vector<void *> states_, inputs_, outputs_;
   void *arena_;
+  void *hostArena_ = nullptr;
+  std::array<TransferCounters, 2> transfers_{};
   Communicator &comm_;
   std::vector<Stream *> streams_;
   int32_t collectiveStream_;
@@ -429,6 +452,9 @@ private:
 /// The high-water marks of a target's pools, for the per-rank summary.
 struct MemoryUse {
   size_t arena = 0, state = 0, io = 0;
+  /// Pinned host memory of ZeRO-Offload: states on the host and the host
+  /// arena (pools "host state" and "host arena").
+  size_t hostState = 0, hostArena = 0;
   /// Where those pools are: "" for host memory (the CPU target), "device"
   /// for GPU memory (CUDA; the summary then says memory=device).
   std::string where;

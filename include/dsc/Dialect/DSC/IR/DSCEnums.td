@@ -23,6 +23,17 @@ def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
   let cppNamespace = "::mlir::dsc";
 }
 
+// Where a state lives (ZeRO-Offload, --dsc-offload): device memory, where
+// kernels and collectives run, or pinned host memory, where only the
+// optimizer's host update reads and writes it. NVMe (ZeRO-Infinity) is to be
+// a third case: files the runtime reads into and writes from host buffers.
+def DSC_MemoryTier : I32EnumAttr<"MemoryTier", "where a state lives", [
+    I32EnumAttrCase<"device", 0>,
+    I32EnumAttrCase<"host", 1>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
 def DSC_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "form of gelu: exact (erf) or the tanh approximation", [
     I32EnumAttrCase<"erf", 0>,

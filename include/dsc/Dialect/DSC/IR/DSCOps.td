@@ -89,6 +89,16 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     dsc's counter-based generator keyed by the state's name and `init_seed`
     (docs/moe.md defines it, so any implementation can draw the same).
 
+    `on host` (set by `--dsc-offload`) places the state in pinned host memory
+    instead of device memory: ZeRO-Offload's optimizer state and fp32 master
+    weights, which only the optimizer's update on the host CPU reads and
+    writes. Only `optimizer` and `master` states may live on the host.
+
+    ```mlir
+    dsc.state optimizer @"fc.weight.exp_avg" on host
+        {partition_of = array<i64: 3, 5>} : tensor<8xf32>
+    ```
+
     ```mlir
     dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
         {init_from = "h.0.mlp.c_fc.weight"} : tensor<8x128x32xf32>
@@ -105,8 +115,10 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                            "::mlir::dsc::CollectiveGroup::world">:$partition_group,
                        OptionalAttr<StrAttr>:$init_from,
                        OptionalAttr<F64Attr>:$init_uniform,
-                       OptionalAttr<I64Attr>:$init_seed);
-  let assemblyFormat = "$role $sym_name attr-dict `:` $type";
+                       OptionalAttr<I64Attr>:$init_seed,
+                       DefaultValuedAttr<DSC_MemoryTier,
+                           "::mlir::dsc::MemoryTier::device">:$tier);
+  let assemblyFormat = "$role $sym_name (`on` $tier^)? attr-dict `:` $type";
   let hasVerifier = 1;
   let builders = [
     OpBuilder<(ins "::llvm::StringRef":$sym_name,
@@ -114,7 +126,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                    "::mlir::dsc::StateRole":$role), [{
       build($_builder, $_state, sym_name, type, role,
             ::mlir::DenseI64ArrayAttr(), ::mlir::dsc::CollectiveGroup::world,
-            ::mlir::StringAttr(), ::mlir::FloatAttr(), ::mlir::IntegerAttr());
+            ::mlir::StringAttr(), ::mlir::FloatAttr(), ::mlir::IntegerAttr(),
+            ::mlir::dsc::MemoryTier::device);
     }]>,
   ];
   let extraClassDeclaration = [{
@@ -167,6 +180,32 @@ def DSC_StoreOp : DSC_Op<"store", [
   }];
   let arguments = (ins DSC_Tensor:$value, FlatSymbolRefAttr:$state);
   let assemblyFormat = "$value `to` $state attr-dict `:` type($value)";
+}
+
+def DSC_TransferOp : DSC_Op<"transfer", [Pure, SameOperandsAndResultType]> {
+  let summary = "the same tensor, copied to another memory tier";
+  let description = [{
+    Yields its operand, copied to `tier`: from the device to pinned host
+    memory or back (ZeRO-Offload, `--dsc-offload`). The lowering makes it a
+    `dscrt.copy` on a copy stream, ordered by events after the op that
+    computes the operand and before the first op that reads the result.
+
+    A tensor lives where it was made: a `dsc.load` where its state lives
+    (`dsc.state ... on host`), a `dsc.transfer` on its `tier`, any other op
+    where its operands are (they must agree). So the ops that read host
+    tensors (the optimizer's update) run on the host CPU, and each
+    `dsc.store` must store a tensor of its state's tier. The operand must
+    live on the other tier (dsc::verifyMemoryTiers checks a graph).
+
+    ```mlir
+    %gh = dsc.transfer %g to host : tensor<8xbf16>
+    %pd = dsc.transfer %p to device : tensor<8xbf16>
+    ```
+  }];
+  let arguments = (ins DSC_Tensor:$input, DSC_MemoryTier:$tier);
+  let results = (outs DSC_Tensor:$result);
+  let assemblyFormat = "$input `to` $tier attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

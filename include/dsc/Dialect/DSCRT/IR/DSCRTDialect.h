@@ -27,6 +27,11 @@ namespace mlir::dscrt {
 /// The stream of a collective (dscrt.all_reduce, all_gather,
 /// reduce_scatter), or null for any other op.
 Value getCollectiveStream(Operation *op);
+/// The stream `op` enqueues work on, when it is not the compute stream
+/// (kComputeStreamName): a collective's, a copy's on a copy stream, a host
+/// kernel's. Null for any other op. Buffers such work uses are busy until
+/// compute has waited for an event recorded after it.
+Value getAsyncStream(Operation *op);
 } // namespace mlir::dscrt
 
 #endif // DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H

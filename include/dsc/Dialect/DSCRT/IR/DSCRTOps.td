@@ -64,6 +64,13 @@ def DSCRT_Dialect : Dialect {
 
     /// Function attribute: bytes of the per-rank arena (set by planning).
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName = "dscrt.arena_bytes";
+    /// Function attribute: bytes of the per-rank arena of pinned host
+    /// memory (host buffers: ZeRO-Offload's copies), set by planning.
+    static constexpr ::llvm::StringLiteral kHostArenaBytesAttrName =
+        "dscrt.host_arena_bytes";
+    /// The stream kernels on device buffers run on; the lowering creates
+    /// it first. Other streams' buffers are free once it waited for them.
+    static constexpr ::llvm::StringLiteral kComputeStreamName = "compute";
   }];
 }
 
@@ -117,14 +124,18 @@ def DSCRT_StateOp : DSCRT_Op<"state", [Pure]> {
   let summary = "the storage of a named parameter or buffer";
   let description = [{
     State `index` in the artifact's state table, which the runtime fills from
-    the weights file by `name`. State lives outside the arena.
+    the weights file by `name`. State lives outside the arena, in device
+    memory, or in pinned host memory (`#dscrt.host`) for a state on the
+    host (ZeRO-Offload's optimizer state: `dsc.state ... on host`), which
+    the artifact's state table records and the runtime allocates there.
 
     ```mlir
     %w = dscrt.state 3 "h.0.attn.c_attn.weight" : memref<96x32xf32>
+    %m = dscrt.state 4 "h.0.attn.c_attn.weight.exp_avg" : memref<96x32xf32, #dscrt.host>
     ```
   }];
   let arguments = (ins I64Attr:$index, StrAttr:$name);
-  let results = (outs DSCRT_Buffer:$result);
+  let results = (outs DSCRT_AnyBuffer:$result);
   let assemblyFormat = "$index $name attr-dict `:` type($result)";
 }
 
@@ -166,13 +177,16 @@ def DSCRT_AllocOp : DSCRT_Op<"alloc", [Pure]> {
   let summary = "a buffer not yet placed in the arena";
   let description = [{
     Produced by the lowering; `--dsc-plan-memory` replaces every alloc by a
-    `dscrt.buffer` at a planned offset. The emitter rejects allocs.
+    `dscrt.buffer` at a planned offset. The emitter rejects allocs. A host
+    buffer (`#dscrt.host`: a tensor copied to the host, ZeRO-Offload) is
+    placed in the host arena.
 
     ```mlir
     %b = dscrt.alloc : memref<2x8x32xf32>
+    %h = dscrt.alloc : memref<8xbf16, #dscrt.host>
     ```
   }];
-  let results = (outs DSCRT_Buffer:$result);
+  let results = (outs DSCRT_AnyBuffer:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
 
@@ -180,14 +194,16 @@ def DSCRT_BufferOp : DSCRT_Op<"buffer", [Pure]> {
   let summary = "a buffer at a static offset of the arena";
   let description = [{
     `offset` is a multiple of 256 bytes and the buffer ends within the
-    function's `dscrt.arena_bytes`.
+    function's `dscrt.arena_bytes`; a host buffer (`#dscrt.host`) within
+    its `dscrt.host_arena_bytes`, the arena of pinned host memory.
 
     ```mlir
     %b = dscrt.buffer 4096 : memref<2x8x32xf32>
+    %h = dscrt.buffer 0 : memref<8xbf16, #dscrt.host>
     ```
   }];
   let arguments = (ins I64Attr:$offset);
-  let results = (outs DSCRT_Buffer:$result);
+  let results = (outs DSCRT_AnyBuffer:$result);
   let assemblyFormat = "$offset attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
@@ -231,7 +247,10 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
     have the tensor types of `ins`; yielded values the tensor types of
     `outs`.
 
-    The launch is enqueued on `stream`.
+    The launch is enqueued on `stream`. Its buffers are all in device
+    memory, or all in host memory (`#dscrt.host`): a kernel of the host
+    (ZeRO-Offload's optimizer update), which runs on the host CPU on a
+    stream of its own.
 
     `library`, when present, names the kernel of dsc's kernel library
     (runtime/include/dsc/kernels/) that computes the body; the emitter calls
@@ -258,8 +277,8 @@ def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
     }
     ```
   }];
-  let arguments = (ins DSCRT_StreamType:$stream, Variadic<DSCRT_Buffer>:$ins,
-                       Variadic<DSCRT_Buffer>:$outs,
+  let arguments = (ins DSCRT_StreamType:$stream, Variadic<DSCRT_AnyBuffer>:$ins,
+                       Variadic<DSCRT_AnyBuffer>:$outs,
                        OptionalAttr<StrAttr>:$library);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -416,7 +435,9 @@ def DSCRT_CopyOp : DSCRT_Op<"copy"> {
     Enqueued on `stream`: the bytes of `source` into `target`, host to
     device, device to host or device to device (the memory spaces say
     which). Shapes and element types must be equal; the buffers are not the
-    same value.
+    same value. The runtime counts the bytes each copy between host and
+    device moves, per direction (ZeRO-Offload's transfers run on the copy
+    streams "d2h" and "h2d").
 
     ```mlir
     dscrt.copy %t to %d on %compute : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>

@@ -1,0 +1,228 @@
+//===- OffloadOptimizer.cpp - --dsc-offload (ZeRO-Offload) -----------------===//
+//
+// Moves the optimizer's state and update to the host: DeepSpeed's
+// ZeRO-Offload, decided at compile time. The pass only places states and
+// copies (dsc.state ... on host, dsc.transfer); where each op then runs
+// follows from the tiers of its operands (MemoryTiers.h), and the lowering
+// puts the copies on copy streams and the host ops on a host stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/MemoryTiers.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_OFFLOADOPTIMIZER
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+namespace {
+
+/// Element count of a tensor type.
+static int64_t numel(Type type) {
+  return cast<RankedTensorType>(type).getNumElements();
+}
+
+/// Consecutive tensors of `update` (indices into its params), each group at
+/// most `limit` elements unless a single tensor is larger.
+static SmallVector<SmallVector<unsigned>>
+subGroups(MultiTensorUpdateOpInterface update, int64_t limit) {
+  Operation *op = update;
+  auto sizes = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
+  unsigned n = sizes[0]; // params come first
+  SmallVector<SmallVector<unsigned>> groups;
+  int64_t filled = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    int64_t elements = numel(op->getOperand(i).getType());
+    if (groups.empty() || filled + elements > limit) {
+      groups.emplace_back();
+      filled = 0;
+    }
+    groups.back().push_back(i);
+    filled += elements;
+  }
+  return groups;
+}
+
+/// The update of the tensors `group` of `op` alone: every per-tensor
+/// operand and result segment (of `n` entries, or none) cut to the group,
+/// the scalar segments kept.
+static Operation *cloneSubGroup(OpBuilder &b, Operation *op,
+                                ArrayRef<unsigned> group, unsigned n,
+                                SmallVectorImpl<Value> &oldResults) {
+  auto operandSizes = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
+  auto resultSizes = op->getAttrOfType<DenseI32ArrayAttr>("resultSegmentSizes");
+  unsigned tensorOperands =
+      cast<MultiTensorUpdateOpInterface>(op).getNumTensorOperands();
+  OperationState state(op->getLoc(), op->getName());
+  SmallVector<int32_t> newOperandSizes, newResultSizes;
+  unsigned at = 0;
+  for (int32_t size : operandSizes.asArrayRef()) {
+    if (at < tensorOperands && size == int32_t(n)) {
+      for (unsigned i : group)
+        state.operands.push_back(op->getOperand(at + i));
+      newOperandSizes.push_back(group.size());
+    } else {
+      for (int32_t i = 0; i < size; ++i)
+        state.operands.push_back(op->getOperand(at + i));
+      newOperandSizes.push_back(size);
+    }
+    at += size;
+  }
+  at = 0;
+  for (int32_t size : resultSizes.asArrayRef()) {
+    for (unsigned i : group)
+      if (size == int32_t(n)) {
+        state.types.push_back(op->getResult(at + i).getType());
+        oldResults.push_back(op->getResult(at + i));
+      }
+    newResultSizes.push_back(size == int32_t(n) ? int32_t(group.size()) : size);
+    at += size;
+  }
+  state.attributes = op->getAttrDictionary();
+  state.attributes.set("operandSegmentSizes",
+                       b.getDenseI32ArrayAttr(newOperandSizes));
+  state.attributes.set("resultSegmentSizes",
+                       b.getDenseI32ArrayAttr(newResultSizes));
+  return b.create(state);
+}
+
+struct OffloadOptimizerPass
+    : public dsc::impl::OffloadOptimizerBase<OffloadOptimizerPass> {
+  using OffloadOptimizerBase::OffloadOptimizerBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (optimizer == "none")
+      return;
+    SmallVector<MultiTensorUpdateOpInterface> updates;
+    module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
+    // Errors at the optimizer's update, or at the module without one.
+    Operation *at = updates.empty() ? module.getOperation() : updates.front();
+    if (optimizer == "nvme") {
+      at->emitError() << "--dsc-offload=optimizer=nvme (ZeRO-Infinity's "
+                         "optimizer state on NVMe) is not built yet; "
+                         "optimizer=cpu keeps it in host memory";
+      return signalPassFailure();
+    }
+    if (optimizer != "cpu") {
+      at->emitError() << "--dsc-offload: optimizer must be none, cpu or "
+                         "nvme, got '" << optimizer << "'";
+      return signalPassFailure();
+    }
+    if (subGroupSize < 1) {
+      at->emitError() << "--dsc-offload: sub-group-size must be at least 1, "
+                         "got " << subGroupSize;
+      return signalPassFailure();
+    }
+    if (updates.empty())
+      return; // no optimizer in this step (gradients or evaluation)
+    auto stage = module->getAttrOfType<IntegerAttr>(DSCDialect::kZeroStageAttrName);
+    if (!stage || stage.getInt() < 1) {
+      at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
+                         "DeepSpeed), the step is at stage "
+                      << (stage ? stage.getInt() : 0);
+      return signalPassFailure();
+    }
+    Block *body = updates.front()->getBlock();
+    for (MultiTensorUpdateOpInterface update : updates)
+      if (failed(offload(module, update)))
+        return signalPassFailure();
+    if (failed(MemoryTiers::compute(*body)))
+      return signalPassFailure();
+  }
+
+  /// The state `operand` loads, when `result` (of the update `part` of
+  /// `whole`, the new value of `operand`) is stored into it and nothing but
+  /// the update reads the load: a master weight or moment the update alone
+  /// touches.
+  static StateOp ownedState(ModuleOp module, Operation *whole, Operation *part,
+                            Value operand, Value result) {
+    auto load = operand.getDefiningOp<LoadOp>();
+    if (!load || llvm::any_of(load->getUsers(), [&](Operation *user) {
+          return user != whole && user != part;
+        }))
+      return {};
+    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+        module, load.getStateAttr());
+    if (!state || (state.getRole() != StateRole::optimizer &&
+                   state.getRole() != StateRole::master))
+      return {};
+    for (Operation *user : result.getUsers())
+      if (auto store = dyn_cast<StoreOp>(user);
+          store && store.getStateAttr() == load.getStateAttr())
+        return state;
+    return {};
+  }
+
+  LogicalResult offload(ModuleOp module, MultiTensorUpdateOpInterface update) {
+    Operation *op = update;
+    auto sizes = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
+    unsigned n = sizes[0];
+    OpBuilder b(op);
+    // Each operand copied once, right after the op that computes it.
+    DenseMap<Value, Value> onHost;
+    auto toHost = [&](Value v) -> Value {
+      if (Value h = onHost.lookup(v))
+        return h;
+      OpBuilder at(module.getContext());
+      if (Operation *def = v.getDefiningOp())
+        at.setInsertionPointAfter(def);
+      else
+        at.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+      Value h = TransferOp::create(at, v.getLoc(), v, MemoryTier::host);
+      onHost[v] = h;
+      return h;
+    };
+    for (ArrayRef<unsigned> group : subGroups(update, subGroupSize)) {
+      SmallVector<Value> oldResults;
+      Operation *part = cloneSubGroup(b, op, group, n, oldResults);
+      auto partUpdate = cast<MultiTensorUpdateOpInterface>(part);
+      for (auto [old, result] : llvm::zip(oldResults, part->getResults()))
+        old.replaceAllUsesWith(result);
+      // The states the update owns move to the host; every other operand
+      // is copied there.
+      DenseSet<unsigned> owned;
+      for (auto [i, result] : llvm::enumerate(part->getResults()))
+        if (Value operand = partUpdate.getUpdatedOperand(i))
+          if (StateOp state = ownedState(module, op, part, operand, result)) {
+            state.setTier(MemoryTier::host);
+            for (OpOperand &use : operand.getUses())
+              if (use.getOwner() == part)
+                owned.insert(use.getOperandNumber());
+          }
+      for (OpOperand &use : part->getOpOperands())
+        if (!owned.contains(use.getOperandNumber()))
+          use.set(toHost(use.get()));
+      // Results read on the device go back there.
+      b.setInsertionPointAfter(part);
+      for (Value result : part->getResults()) {
+        SmallVector<OpOperand *> deviceUses;
+        for (OpOperand &use : result.getUses()) {
+          auto store = dyn_cast<StoreOp>(use.getOwner());
+          auto state = store ? SymbolTable::lookupNearestSymbolFrom<StateOp>(
+                                   module, store.getStateAttr())
+                             : StateOp();
+          if (!state || state.getTier() != MemoryTier::host)
+            deviceUses.push_back(&use);
+        }
+        if (deviceUses.empty())
+          continue;
+        Value back = TransferOp::create(b, op->getLoc(), result, MemoryTier::device);
+        for (OpOperand *use : deviceUses)
+          use->set(back);
+      }
+    }
+    op->erase();
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,61 @@
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --grad-clip=1.0 --zero-stage=2 --offload-optimizer=cpu | FileCheck %s
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --grad-clip=1.0 --zero-stage=2 --offload-optimizer=cpu --zero-sub-group-size=12 | FileCheck %s --check-prefix=SUB
+// RUN: dsc-opt %s --world-size=2 --optimizer=sgd --momentum=0.9 --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu | FileCheck %s --check-prefix=FP32
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=2 --offload-optimizer=none | FileCheck %s --check-prefix=NONE
+
+// ZeRO-Offload of a bf16 AdamW step at stage 2 on 2 ranks: the masters and
+// moments live on the host; each gradient partition is copied there right
+// after its reduction (a slice of the bucketed reduce-scatter), and so are
+// the scalars the update shares; the update's 16-bit result comes back to
+// be gathered.
+// CHECK: dsc.state master @emb.master on host {partition_of = array<i64: 7, 3>} : tensor<11xf32>
+// CHECK-NEXT: dsc.state optimizer @emb.exp_avg on host
+// CHECK-NEXT: dsc.state optimizer @emb.exp_avg_sq on host
+// CHECK: dsc.state optimizer @optimizer.step : tensor<f32>
+// CHECK: dsc.reduce_scatter %{{.*}} : tensor<30xbf16> -> tensor<15xbf16>
+// CHECK-NEXT: %[[GB:.*]] = dsc.slice
+// CHECK-NEXT: %[[GBH:.*]] = dsc.transfer %[[GB]] to host : tensor<4xbf16>
+// CHECK-NEXT: %[[GE:.*]] = dsc.slice
+// CHECK-NEXT: %[[GEH:.*]] = dsc.transfer %[[GE]] to host : tensor<11xbf16>
+// CHECK: %[[CLIP:.*]] = dsc.minimum
+// CHECK-NEXT: dsc.transfer %[[CLIP]] to host : tensor<f32>
+// CHECK: %[[M:.*]] = dsc.load @emb.master : tensor<11xf32>
+// CHECK: %{{.*}}:2, %{{.*}}:2, %{{.*}}:2, %[[NEW16:.*]]:2 = dsc.adam_update params(%[[M]], %{{.*}} : tensor<11xf32>, tensor<4xf32>) grads(%[[GEH]], %[[GBH]] : tensor<11xbf16>, tensor<4xbf16>)
+// CHECK-NEXT: %[[BACK:.*]] = dsc.transfer %[[NEW16]]#0 to device : tensor<11xbf16>
+// CHECK-NEXT: dsc.transfer %[[NEW16]]#1 to device : tensor<4xbf16>
+// CHECK: dsc.all_gather %[[BACK]] : tensor<11xbf16> -> tensor<22xbf16>
+
+// Sub-groups of at most 12 elements: one update per parameter (11 and 4
+// elements), each followed by the copy of its result, so the second
+// update runs while the first one's result is copied back.
+// SUB: dsc.adam_update params(%{{.*}} : tensor<11xf32>)
+// SUB-NEXT: dsc.transfer %{{.*}} to device : tensor<11xbf16>
+// SUB-NEXT: dsc.adam_update params(%{{.*}} : tensor<4xf32>)
+// SUB-NEXT: dsc.transfer %{{.*}} to device : tensor<4xbf16>
+
+// fp32 SGD at stage 3: the momentum buffers move to the host; the
+// parameter shard is device state read by the gathers too, so it is
+// copied to the host for the update and its new value back.
+// FP32: dsc.state parameter @emb {partition_of = array<i64: 7, 3>} : tensor<11xf32>
+// FP32: dsc.state optimizer @emb.momentum_buffer on host
+// FP32: dsc.transfer %{{.*}} to host : tensor<11xf32>
+// FP32: dsc.load @emb : tensor<11xf32>
+// FP32-NEXT: %[[PH:.*]] = dsc.transfer %{{.*}} to host : tensor<11xf32>
+// FP32-NEXT: dsc.load @emb.momentum_buffer
+// FP32: %[[NEW:.*]]:2, %{{.*}}:2 = dsc.sgd_update params(%[[PH]], %{{.*}} : tensor<11xf32>, tensor<4xf32>)
+// FP32-NEXT: %[[NEWD:.*]] = dsc.transfer %[[NEW]]#0 to device : tensor<11xf32>
+// FP32: dsc.store %[[NEWD]] to @emb : tensor<11xf32>
+
+// NONE-NOT: on host
+// NONE-NOT: dsc.transfer
+dsc.state parameter @emb : tensor<7x3xf32>
+dsc.state parameter @b : tensor<7xf32>
+func.func @tied(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f32> {dsc.output = "loss"}) {
+  %e = dsc.load @emb : tensor<7x3xf32>
+  %h = dsc.embedding %e, %ids : tensor<7x3xf32>, tensor<3xi64>
+  %e2 = dsc.load @emb : tensor<7x3xf32>
+  %b = dsc.load @b : tensor<7xf32>
+  %logits = dsc.linear %h, %e2, %b : tensor<3x3xf32>, tensor<7x3xf32>, tensor<7xf32>
+  %loss = dsc.cross_entropy %logits, %ids : tensor<3x7xf32>, tensor<3xi64>
+  return %loss : tensor<f32>
+}
