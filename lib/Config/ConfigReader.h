@@ -263,6 +263,7 @@ public:
   LogicalResult readZeroOffload(const Object &zero, StringRef key, int64_t stage);
   LogicalResult readDsc(const Object &dsc);
   LogicalResult readMoe(const Object &moe);
+  LogicalResult readDistill(const Object &distill);
 
   /// The marks of the "auto" keys nothing else marked: the value the
   /// option they would set has without them.

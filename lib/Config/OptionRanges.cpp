@@ -116,6 +116,10 @@ const Range kRanges[] = {
     choice("moe-init", "upcycle|random"),
     integer("moe-seed", 0, kMaxCount),
     integer("moe-ep-size", 1, kMaxExperts),
+    {"distill-from", Kind::Path},
+    real("kd-beta", 0),
+    real("kd-temperature", 0, kInf, /*lowOpen=*/true),
+    choice("kd-teacher-precision", "fp32|bf16"),
 };
 
 std::string format(double value) {

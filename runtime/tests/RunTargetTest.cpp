@@ -108,6 +108,8 @@ public:
   void allocate(const ArtifactInfo &) override {}
   void loadStates(const ArtifactInfo &, const SafeTensorsFile &) override {}
   void loadStates(const ArtifactInfo &, const Checkpoint &) override {}
+  void loadTeacherStates(const ArtifactInfo &,
+                         const SafeTensorsFile &) override {}
   RunStepContext &connect() override { throw Error("not here"); }
   void *hostInput(int32_t) override { return nullptr; }
   const void *hostOutput(int32_t) override { return nullptr; }
