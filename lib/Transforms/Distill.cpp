@@ -68,6 +68,17 @@ RankedTensorType tensorOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+/// Whether `loss` is the cross-entropy over `logits` alone: the op itself,
+/// or as --dsc-data-parallel makes it global (a division of its
+/// all-reduced sum or mean).
+bool isCrossEntropyOf(Value loss, Value logits) {
+  if (auto div = loss.getDefiningOp<DivOp>())
+    if (auto sum = div.getLhs().getDefiningOp<AllReduceOp>())
+      loss = sum.getInput();
+  auto ce = loss.getDefiningOp<CrossEntropyOp>();
+  return ce && ce.getLogits() == logits;
+}
+
 struct DistillPass : public dsc::impl::DistillBase<DistillPass> {
   using Base::Base;
 
@@ -348,14 +359,32 @@ private:
       kd = DivOp::create(b, loc, AllReduceOp::create(b, loc, kd),
                          scalar(b, loc, f32, double(world)));
 
-    Value lm = ret.getOperand(0);
-    RankedTensorType lossType = tensorOf(lm);
+    Value loss = ret.getOperand(0);
+    RankedTensorType lossType = tensorOf(loss);
     Value term = kd;
     if (lossType.getElementType() != f32)
       term = ConvertOp::create(b, loc, lossType, kd);
-    ret.setOperand(0, AddOp::create(b, loc, lm, term));
-    for (auto [name, value] : {std::pair<StringRef, Value>{"lm_loss", lm},
-                               std::pair<StringRef, Value>{"kd_loss", kd}}) {
+    ret.setOperand(0, AddOp::create(b, loc, loss, term));
+    SmallVector<std::pair<StringRef, Value>> metrics{{"lm_loss", loss},
+                                                     {"kd_loss", kd}};
+    // A model whose own loss adds terms to its cross-entropy (the balance
+    // loss of an MoE layer it defines): the cross-entropy is the LM loss,
+    // each rank's mean averaged over the ranks as DeepSpeed reports it, and
+    // the rest of the model's loss is the auxiliary term.
+    if (!isCrossEntropyOf(loss, studentLogits)) {
+      Value lm = CrossEntropyOp::create(
+          b, loc, studentLogits, studentCe->getTargets(),
+          studentCe->getIgnoreIndex(), LossReduction::mean);
+      if (tensorOf(lm) != lossType)
+        lm = ConvertOp::create(b, loc, lossType, lm);
+      if (world > 1)
+        lm = DivOp::create(
+            b, loc, AllReduceOp::create(b, loc, lm),
+            scalar(b, loc, lossType.getElementType(), double(world)));
+      metrics[0].second = lm;
+      metrics.push_back({"aux_loss", SubOp::create(b, loc, loss, lm)});
+    }
+    for (auto [name, value] : metrics) {
       if (findOutput(graph, name))
         return graph.emitError() << "--dsc-distill: the graph already has an "
                                     "output named '"
