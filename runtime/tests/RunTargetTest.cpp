@@ -204,6 +204,18 @@ TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {
   EXPECT_EQ(sizes, std::vector<size_t>{24});
 }
 
+/// Each state forEachState visits with `weights`, and whether it reads it
+/// from that file.
+std::vector<std::pair<std::string, bool>> presence(const ArtifactInfo &info,
+                                                   const std::string &weights) {
+  std::vector<std::pair<std::string, bool>> seen;
+  forEachState(info, SafeTensorsFile::open(weights),
+               [&](int32_t, const std::string &name, size_t, bool present) {
+                 seen.push_back({name, present});
+               });
+  return seen;
+}
+
 TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
   ScratchDir dir;
   OneRankArtifact fake;
@@ -216,13 +228,9 @@ TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
   EXPECT_TRUE(artifactTrains(fake.info));
   const float w[6] = {};
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
-  std::vector<std::pair<std::string, bool>> seen;
-  forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
-               [&](int32_t, const std::string &name, size_t, bool present) {
-                 seen.push_back({name, present});
-               });
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
-                      {"w", true}, {"w.exp_avg", false}}));
+  EXPECT_EQ(presence(fake.info, dir.file("w.safetensors")),
+            (std::vector<std::pair<std::string, bool>>{{"w", true},
+                                                       {"w.exp_avg", false}}));
   // A parameter is never made up: its absence is the usual error.
   states[0].role = StateRole::Parameter;
   std::swap(states[0], states[1]);
@@ -251,13 +259,9 @@ TEST(DscRunTargets, TeacherStatesComeFromTheTeachersFileUnderTheirOwnNames) {
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
   // The student's file need not hold the teacher: forEachState leaves it
   // for the teacher's file.
-  std::vector<std::pair<std::string, bool>> seen;
-  forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
-               [&](int32_t, const std::string &name, size_t, bool present) {
-                 seen.push_back({name, present});
-               });
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
-                      {"w", true}, {"teacher.h.0.w", false}}));
+  EXPECT_EQ(presence(fake.info, dir.file("w.safetensors")),
+            (std::vector<std::pair<std::string, bool>>{
+                {"w", true}, {"teacher.h.0.w", false}}));
   // The teacher's file holds it as "h.0.w", in f32: rounded into bf16.
   writeSafeTensors(dir.file("t.safetensors"), {{"h.0.w", DType::F32, {3}, t}});
   SafeTensorsFile teacher = SafeTensorsFile::open(dir.file("t.safetensors"));
