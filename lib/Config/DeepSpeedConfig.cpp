@@ -195,9 +195,10 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
                               "random token selection needs a random-number "
                               "op in the step, which dsc does not have yet "
                               "(false only)"));
-  ok &= succeeded(onlyBoolean(moe, path, "use_residual", false,
-                              "residual MoE is not supported by the rewrite "
-                              "yet (false only)"));
+  FailureOr<std::optional<bool>> residual = boolean(moe, path, "use_residual");
+  ok &= succeeded(residual) &&
+        (!*residual || succeeded(set(join(path, "use_residual"), "moe-residual",
+                                     **residual ? "true" : "false")));
   if (const Value *policy = get(moe, path, "noisy_gate_policy")) {
     std::optional<StringRef> name = policy->getAsString();
     if (!name || *name != "none")

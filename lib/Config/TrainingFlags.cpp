@@ -67,6 +67,27 @@ constexpr Flag kFlags[] = {
     {"loss-scale-window", "dynamic: clean steps before the scale doubles (default 1000)"},
     {"hysteresis", "dynamic: overflows tolerated before the scale halves (default 2)"},
     {"min-loss-scale", "dynamic: the scale never halves below this (default 1)"},
+    {"curriculum-schedule", "curriculum learning (seqlen): none (default), "
+                            "fixed_linear, fixed_root or fixed_discrete"},
+    {"curriculum-min", "curriculum min_difficulty: the first sequence length"},
+    {"curriculum-max", "curriculum max_difficulty"},
+    {"curriculum-total-steps", "curriculum total_curriculum_step"},
+    {"curriculum-difficulty-step", "curriculum difficulty_step (default 1)"},
+    {"curriculum-root-degree", "curriculum root_degree (fixed_root)"},
+    {"curriculum-difficulty", "fixed_discrete's sequence lengths, comma-separated"},
+    {"curriculum-max-step", "fixed_discrete's last step of each length but the last"},
+    {"ltd-min", "random-LTD min_value: tokens kept at first"},
+    {"ltd-max", "random-LTD max_value (default 0: random-LTD off)"},
+    {"ltd-require-steps", "random-LTD require_steps"},
+    {"ltd-seq-per-step", "random-LTD seq_per_step (default 1)"},
+    {"ltd-layers", "random-LTD blocks, comma-separated (default: all but the "
+                   "first and the last)"},
+    {"ltd-seed", "random-LTD index seed (data_efficiency.seed; default 0)"},
+    {"data-variants-budget", "FLOPs the length buckets may add to the exact "
+                             "schedules' (default 0.02)"},
+    {"data-variants-file", "write the step's variants as JSON (dsc-compile)"},
+    {"seqlen", "build the step for this sequence length (default: the inputs')"},
+    {"ltd-kept", "build the step with this many tokens in the random-LTD blocks"},
     {"zero-stage", "ZeRO stage of the training step: 0 (default), 1 (optimizer "
                    "state partitioned), 2 (+ gradients), 3 (+ parameters)"},
     {"zero-persistence-threshold", "stage 3: parameters of at most this many "
@@ -101,6 +122,8 @@ constexpr Flag kFlags[] = {
                   "(default 1)"},
     {"moe-experts-per-layer", "experts of each replaced block, comma-separated "
                               "(PR-MoE's pyramid)"},
+    {"moe-residual", "residual MoE (PR-MoE): keep the dense block beside the "
+                     "experts, mixed by a learned coefficient (default false)"},
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
@@ -175,7 +198,7 @@ FailureOr<std::unique_ptr<llvm::MemoryBuffer>> readConfigFile(StringRef path) {
   if (!file)
     return configError("cannot open '" + path +
                        "': " + llvm::toString(file.takeError()));
-  auto close = llvm::make_scope_exit([&] { fs::closeFile(*file); });
+  llvm::scope_exit close([&] { fs::closeFile(*file); });
   // Again on what was opened, which may have changed since.
   if (std::error_code error = fs::status(*file, status))
     return configError("cannot read '" + path + "': " + error.message());

@@ -22,6 +22,44 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // Exported graphs repeat constants per use; merge them before the
   // rewrites multiply them.
   pm.addPass(createCSEPass());
+  // The data schedules' variants are chosen on the exported forward; this
+  // step is then built for one of them (its sequence length and kept
+  // tokens), before anything else reads the shapes.
+  if (options.curriculumSchedule != "none" || options.ltdMax > 0) {
+    DataVariantsOptions variants;
+    variants.curriculumSchedule = options.curriculumSchedule;
+    variants.curriculumMin = options.curriculumMin;
+    variants.curriculumMax = options.curriculumMax;
+    variants.curriculumTotalSteps = options.curriculumTotalSteps;
+    variants.curriculumDifficultyStep = options.curriculumDifficultyStep;
+    variants.curriculumRootDegree = options.curriculumRootDegree;
+    variants.curriculumDifficulty.assign(options.curriculumDifficulty.begin(),
+                                         options.curriculumDifficulty.end());
+    variants.curriculumMaxStep.assign(options.curriculumMaxStep.begin(),
+                                      options.curriculumMaxStep.end());
+    variants.ltdMin = options.ltdMin;
+    variants.ltdMax = options.ltdMax;
+    variants.ltdRequireSteps = options.ltdRequireSteps;
+    variants.ltdSeqPerStep = options.ltdSeqPerStep;
+    variants.ltdLayers.assign(options.ltdLayers.begin(), options.ltdLayers.end());
+    variants.budget = options.dataVariantsBudget;
+    variants.output = options.dataVariantsFile;
+    pm.addPass(createDataVariants(variants));
+  }
+  if (options.seqlen > 0) {
+    SequenceLengthOptions cut;
+    cut.length = options.seqlen;
+    pm.addPass(createSequenceLength(cut));
+  }
+  // Evaluation sees every token, as DeepSpeed's random-LTD layers do
+  // outside training.
+  if (options.ltdKept > 0 && options.step != TrainingPipelineOptions::Step::Eval) {
+    RandomLtdOptions ltd;
+    ltd.kept = options.ltdKept;
+    ltd.layers.assign(options.ltdLayers.begin(), options.ltdLayers.end());
+    ltd.seed = options.ltdSeed;
+    pm.addPass(createRandomLtd(ltd));
+  }
   DataParallelOptions dataParallel;
   dataParallel.worldSize = options.worldSize;
   dataParallel.microBatch = options.microBatch;
@@ -63,6 +101,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.init = options.moeInit;
     moe.seed = options.moeSeed;
     moe.epSize = options.moeEpSize;
+    moe.residual = options.moeResidual;
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Before autodiff, so that the backward is built in 16 bits too; the pass

@@ -581,6 +581,14 @@ private:
                                       .getResult();
     Value out = MoeCombineOp::create(b, loc, tensor({tokens, width}, elem), *y,
                                      slots.getSlots(), weights);
+    Operation *mixer = nullptr; // residual MoE: what reads the dense output
+    if (residual) {
+      FailureOr<std::pair<Value, Operation *>> mixed =
+          mixResidual(b, block, x, out, prefix, symbols);
+      if (failed(mixed))
+        return failure();
+      std::tie(out, mixer) = *mixed;
+    }
     if (out.getType() != last.getType())
       out = ReshapeOp::create(b, loc, last.getType(), out);
     // Routes the capacity dropped (slot -1), this rank's micro-batch.
@@ -590,9 +598,89 @@ private:
                           CompareOp::create(b, loc, ComparisonDirection::lt,
                                             slots.getSlots(), constant(i64, 0))),
         ArrayRef<int64_t>{0, 1}, false);
-    last.getResult().replaceAllUsesWith(out);
-    eraseDead(block);
+    if (mixer) {
+      last.getResult().replaceAllUsesExcept(out, mixer);
+    } else {
+      last.getResult().replaceAllUsesWith(out);
+      eraseDead(block);
+    }
     return Layer{aux, slots.getCounts(), dropped, prefix};
+  }
+
+  /// Residual MoE (PR-MoE, DeepSpeed's `use_residual`): the dense block
+  /// stays beside the experts, its parameters moved to `P.mlp.*` (filled
+  /// from the dense ones), and the outputs are mixed per token by
+  /// softmax(x · P.coefficient.weightᵀ + P.coefficient.bias), two weights:
+  /// experts · c[:, 0] + dense · c[:, 1]. Returns the mixture [S, M] and
+  /// the op that reads the dense block's output.
+  FailureOr<std::pair<Value, Operation *>>
+  mixResidual(OpBuilder &b, FeedForward &block, Value x, Value experts,
+              const std::string &prefix, SymbolTable &symbols) {
+    LinearOp last = block.last;
+    Location loc = last.getLoc();
+    auto moveParameter = [&](LinearOp linear, OpOperand &operand) -> LogicalResult {
+      auto load = operand.get().getDefiningOp<LoadOp>();
+      StateOp dense = parameterLoaded(operand.get(), symbols);
+      StringRef relative = dense.getSymName().drop_front(
+          prefix.empty() ? 0 : prefix.size() + 1);
+      std::string name = (prefix.empty() ? "" : prefix + ".") + "mlp." + relative.str();
+      FailureOr<StateOp> moved = declare(dense, name, dense.getTensorType(), symbols);
+      if (failed(moved))
+        return failure();
+      moved->setInitFromAttr(b.getStringAttr(dense.getSymName()));
+      denseStates.insert(dense.getSymName());
+      OpBuilder at(linear);
+      operand.set(LoadOp::create(at, loc, dense.getTensorType(), moved->getSymName()));
+      if (load && load->use_empty())
+        load->erase();
+      return success();
+    };
+    SmallVector<LinearOp> linears(block.first.begin(), block.first.end());
+    linears.push_back(last);
+    for (LinearOp linear : linears) {
+      if (failed(moveParameter(linear, linear.getWeightMutable())))
+        return failure();
+      if (linear.getBias() &&
+          failed(moveParameter(linear, linear.getBiasMutable()[0])))
+        return failure();
+    }
+
+    // The mixture reads the dense block's output: it comes after it.
+    b.setInsertionPointAfter(last);
+    RankedTensorType type = tensorOf(experts);
+    int64_t width = type.getDimSize(1);
+    Type elem = type.getElementType();
+    StateOp anchor = parameterLoaded(last.getWeight(), symbols);
+    std::string base = (prefix.empty() ? "" : prefix + ".") + "coefficient.";
+    FailureOr<StateOp> weight = declare(
+        anchor, base + "weight", RankedTensorType::get({2, width}, elem), symbols);
+    if (failed(weight))
+      return failure();
+    FailureOr<StateOp> bias =
+        declare(anchor, base + "bias", RankedTensorType::get({2}, elem), symbols);
+    if (failed(bias))
+      return failure();
+    setUniform(*weight, width);
+    setUniform(*bias, width);
+    Value logits = LinearOp::create(
+        b, loc, x, LoadOp::create(b, loc, weight->getTensorType(), weight->getSymName()),
+        LoadOp::create(b, loc, bias->getTensorType(), bias->getSymName()));
+    Value coef = SoftmaxOp::create(b, loc, logits, 1);
+    auto column = [&](int64_t j) {
+      return SliceOp::create(b, loc, coef, 1, j, j + 1, 1).getResult();
+    };
+    Value dense = last.getResult();
+    Operation *mixer = nullptr;
+    if (dense.getType() != type) {
+      dense = ReshapeOp::create(b, loc, type, dense);
+      mixer = dense.getDefiningOp();
+    }
+    Value fromExperts = MulOp::create(b, loc, experts, column(0));
+    auto fromDense = MulOp::create(b, loc, dense, column(1));
+    if (dense == last.getResult())
+      mixer = fromDense;
+    Value mixed = AddOp::create(b, loc, fromExperts, fromDense);
+    return std::pair<Value, Operation *>(mixed, mixer);
   }
 
   /// The experts' metrics as outputs of `func`, after its loss: each

@@ -860,7 +860,7 @@ TEST(DscRunMetrics, CsvIsReadableAfterEveryRow) {
 TEST(DscRunMetrics, ExpertsAddDroppedRoutesAndCountsPerLayer) {
   ScratchDir dir;
   std::string path = dir.file("m.csv");
-  MetricsCsv csv(path, {"h.0.mlp", "h.2.mlp"});
+  MetricsCsv csv(path, /*dataColumns=*/false, {"h.0.mlp", "h.2.mlp"});
   const std::string header = "step,loss,step_time_s,samples_per_s,"
                              "tokens_per_s,lr,grad_norm,loss_scale,"
                              "memory_gib,time,moe_dropped,"

@@ -76,6 +76,26 @@ TEST(StateInit, UpcycledExpertsRepeatTheDenseTensor) {
   EXPECT_EQ(slice, (std::vector<float>{3, 4, 1, 2, 3, 4}));
 }
 
+TEST(StateInit, AStateOfItsSourcesShapeIsItsCopy) {
+  // Residual MoE: the dense block's tensors under their new names.
+  ScratchDir dir;
+  const float dense[4] = {1, 2, 3, 4};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 2}, dense}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  int64_t shape[2] = {2, 2};
+  StateDesc moved{{"mlp.w", ElementType::F32, 2, shape}, StateRole::Parameter,
+                  0, nullptr, 0, "w", 0.0, 0};
+  std::vector<float> copy(4, -1);
+  readState(moved, weights, 0, 1, copy.data());
+  EXPECT_EQ(copy, (std::vector<float>{1, 2, 3, 4}));
+  int64_t wrong[2] = {2, 3};
+  moved.tensor.shape = wrong;
+  std::vector<float> six(6);
+  EXPECT_THAT(errorOf([&] { readState(moved, weights, 0, 1, six.data()); }),
+              testing::HasSubstr("tensor 'w' is F32 [2, 2], but the artifact "
+                                 "expects F32 [2, 3]"));
+}
+
 TEST(StateInit, ForEachStateAcceptsAFileWithoutTheExperts) {
   ScratchDir dir;
   const float dense[4] = {1, 2, 3, 4};
@@ -109,7 +129,8 @@ TEST(StateInit, TheDenseTensorMustBeThere) {
             }),
             dir.file("w.safetensors") +
                 ": no tensor 'w', which state 'experts.w' repeats (it is the "
-                "dense tensor the experts start from)");
+                "dense tensor the experts, or a residual MoE's dense block, "
+                "start from)");
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {4}, other}});
   EXPECT_EQ(errorOf([&] {
               readState(e.whole,

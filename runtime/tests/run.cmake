@@ -99,3 +99,6 @@ add_executable(CpuBindingTest CpuBindingTest.cpp)
 target_link_libraries(CpuBindingTest PRIVATE dsc_runtime GTest::gmock
                       GTest::gtest GTest::gtest_main)
 gtest_discover_tests(CpuBindingTest DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 60)
+
+# DeepSpeed's curriculum and random-LTD schedules, and the variant buckets.
+dsc_runtime_test(DataScheduleTest DataScheduleTest.cpp)

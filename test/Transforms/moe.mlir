@@ -149,6 +149,7 @@
 // outputs in bf16, as DeepSpeed's `combine_weights.type_as(input)`.
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts=4 --moe-top-k=2 --precision=bf16 | FileCheck %s --check-prefix=BF16
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 capacity-factor=0.5 min-capacity=1" | FileCheck %s --check-prefix=METRICS
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 every=3 residual=1" | FileCheck %s --check-prefix=RESIDUAL
 // BF16: dsc.state parameter @h.0.mlp.gate.weight {dsc.keep_fp32, {{.*}}} : tensor<4x4xf32>
 // BF16-NOT: @h.0.mlp.gate.weight.master
 // BF16: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight"} : tensor<4x16x4xbf16>
@@ -178,3 +179,34 @@
 // METRICS: %[[D2:.*]] = dsc.reduce_sum %{{.*}}, dims = [0, 1]
 // METRICS: %[[T2:.*]] = dsc.add %[[T1]], %[[D2]]
 // METRICS: return %{{.*}}, %[[C0]], %[[C1]], %[[C2]], %[[T2]] :
+
+// Residual MoE (PR-MoE): the dense block stays beside the experts, its
+// parameters renamed `P.mlp.*` (filled from the dense ones), and the two
+// outputs are mixed per token by softmax(x · P.coefficient): experts times
+// the first weight plus the dense block times the second.
+// RESIDUAL-NOT: dsc.state parameter @h.0.mlp.c_fc.weight :
+// RESIDUAL: dsc.state parameter @h.0.mlp.experts.c_proj.bias {init_from = "h.0.mlp.c_proj.bias"}
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.mlp.c_fc.weight {init_from = "h.0.mlp.c_fc.weight"} : tensor<16x4xf32>
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.mlp.c_fc.bias {init_from = "h.0.mlp.c_fc.bias"} : tensor<16xf32>
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.mlp.c_proj.weight {init_from = "h.0.mlp.c_proj.weight"} : tensor<4x16xf32>
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.mlp.c_proj.bias {init_from = "h.0.mlp.c_proj.bias"} : tensor<4xf32>
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.coefficient.weight {init_seed = 0 : i64, init_uniform = 5.000000e-01 : f64} : tensor<2x4xf32>
+// RESIDUAL-NEXT: dsc.state parameter @h.0.mlp.coefficient.bias {init_seed = 0 : i64, init_uniform = 5.000000e-01 : f64} : tensor<2xf32>
+// RESIDUAL-NOT: dsc.state parameter @h.0.mlp.c_fc.weight :
+// RESIDUAL-LABEL: func.func @forward
+// RESIDUAL: %[[X:.*]] = dsc.reshape %arg0
+// RESIDUAL: %[[W1:.*]] = dsc.load @h.0.mlp.mlp.c_fc.weight
+// RESIDUAL: %[[B1:.*]] = dsc.load @h.0.mlp.mlp.c_fc.bias
+// RESIDUAL: %[[H:.*]] = dsc.linear %[[X]], %[[W1]], %[[B1]]
+// RESIDUAL: %[[EXPERTS:.*]] = dsc.moe_combine
+// RESIDUAL: %[[DENSE:.*]] = dsc.linear %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x16xf32>, tensor<4x16xf32>, tensor<4xf32>
+// RESIDUAL: %[[CW:.*]] = dsc.load @h.0.mlp.coefficient.weight
+// RESIDUAL: %[[CB:.*]] = dsc.load @h.0.mlp.coefficient.bias
+// RESIDUAL: %[[LOGITS:.*]] = dsc.linear %[[X]], %[[CW]], %[[CB]] : tensor<8x4xf32>, tensor<2x4xf32>, tensor<2xf32>
+// RESIDUAL: %[[COEF:.*]] = dsc.softmax %[[LOGITS]], dim = 1 : tensor<8x2xf32>
+// RESIDUAL: %[[C0:.*]] = dsc.slice %[[COEF]], dim = 1, start = 0, end = 1
+// RESIDUAL: %[[E:.*]] = dsc.mul %[[EXPERTS]], %[[C0]] : tensor<8x4xf32>, tensor<8x1xf32>
+// RESIDUAL: %[[C1:.*]] = dsc.slice %[[COEF]], dim = 1, start = 1, end = 2
+// RESIDUAL: %[[D:.*]] = dsc.mul %[[DENSE]], %[[C1]] : tensor<8x4xf32>, tensor<8x1xf32>
+// RESIDUAL: %[[MIX:.*]] = dsc.add %[[E]], %[[D]] : tensor<8x4xf32>, tensor<8x4xf32>
+// RESIDUAL: dsc.add %[[X]], %[[MIX]]

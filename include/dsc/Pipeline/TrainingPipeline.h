@@ -206,6 +206,10 @@ struct TrainingPipelineOptions
   Option<int64_t> moeEvery{*this, "moe-every",
                            llvm::cl::desc("replace every N-th block"),
                            llvm::cl::init(1)};
+  Option<bool> moeResidual{
+      *this, "moe-residual",
+      llvm::cl::desc("residual MoE: the dense block beside the experts"),
+      llvm::cl::init(false)};
   ListOption<int64_t> moeExpertsPerLayer{
       *this, "moe-experts-per-layer",
       llvm::cl::desc("experts of each replaced block (PR-MoE's pyramid)")};
@@ -239,6 +243,73 @@ struct TrainingPipelineOptions
       *this, "kd-teacher-precision",
       llvm::cl::desc("storage of the teacher's weights: fp32 or bf16"),
       llvm::cl::init("fp32")};
+  // Curriculum learning and random-LTD: the schedules (--dsc-data-variants'
+  // options of the same names), and the variant this step is built for
+  // (--dsc-sequence-length, --dsc-random-ltd).
+  Option<std::string> curriculumSchedule{
+      *this, "curriculum-schedule",
+      llvm::cl::desc("curriculum learning's schedule: none (default), "
+                     "fixed_linear, fixed_root or fixed_discrete"),
+      llvm::cl::init("none")};
+  Option<int64_t> curriculumMin{*this, "curriculum-min",
+                                llvm::cl::desc("curriculum min_difficulty"),
+                                llvm::cl::init(1)};
+  Option<int64_t> curriculumMax{*this, "curriculum-max",
+                                llvm::cl::desc("curriculum max_difficulty"),
+                                llvm::cl::init(1)};
+  Option<int64_t> curriculumTotalSteps{
+      *this, "curriculum-total-steps",
+      llvm::cl::desc("curriculum total_curriculum_step"), llvm::cl::init(1)};
+  Option<int64_t> curriculumDifficultyStep{
+      *this, "curriculum-difficulty-step",
+      llvm::cl::desc("curriculum difficulty_step"), llvm::cl::init(1)};
+  Option<double> curriculumRootDegree{
+      *this, "curriculum-root-degree",
+      llvm::cl::desc("curriculum root_degree (fixed_root)"), llvm::cl::init(1)};
+  ListOption<int64_t> curriculumDifficulty{
+      *this, "curriculum-difficulty",
+      llvm::cl::desc("curriculum difficulty list (fixed_discrete)")};
+  ListOption<int64_t> curriculumMaxStep{
+      *this, "curriculum-max-step",
+      llvm::cl::desc("curriculum max_step list (fixed_discrete)")};
+  Option<int64_t> ltdMin{*this, "ltd-min",
+                         llvm::cl::desc("random-LTD min_value"),
+                         llvm::cl::init(0)};
+  Option<int64_t> ltdMax{*this, "ltd-max",
+                         llvm::cl::desc("random-LTD max_value (0: off)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> ltdRequireSteps{*this, "ltd-require-steps",
+                                  llvm::cl::desc("random-LTD require_steps"),
+                                  llvm::cl::init(1)};
+  Option<int64_t> ltdSeqPerStep{*this, "ltd-seq-per-step",
+                                llvm::cl::desc("random-LTD seq_per_step"),
+                                llvm::cl::init(1)};
+  ListOption<int64_t> ltdLayers{
+      *this, "ltd-layers",
+      llvm::cl::desc("random-LTD blocks, in forward order (default: all "
+                     "but the first and the last)")};
+  Option<int64_t> ltdSeed{*this, "ltd-seed",
+                          llvm::cl::desc("random-LTD index site seed"),
+                          llvm::cl::init(0)};
+  Option<double> dataVariantsBudget{
+      *this, "data-variants-budget",
+      llvm::cl::desc("FLOPs the length buckets may add to the exact "
+                     "schedules' (default 0.02)"),
+      llvm::cl::init(0.02)};
+  Option<std::string> dataVariantsFile{
+      *this, "data-variants-file",
+      llvm::cl::desc("write the step's variants as JSON here (dsc-compile)"),
+      llvm::cl::init("")};
+  Option<int64_t> seqlen{
+      *this, "seqlen",
+      llvm::cl::desc("build the step for this sequence length (0: the "
+                     "inputs')"),
+      llvm::cl::init(0)};
+  Option<int64_t> ltdKept{
+      *this, "ltd-kept",
+      llvm::cl::desc("build the step with this many tokens in the random-LTD "
+                     "blocks (0: none dropped)"),
+      llvm::cl::init(0)};
   // How dsc-run logs the steps: --dsc-run-logging's options.
   Option<int64_t> stepsPerPrint{
       *this, "steps-per-print",

@@ -218,6 +218,144 @@ def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
+  let summary = "chooses the length buckets of curriculum and random-LTD";
+  let description = [{
+    Curriculum learning (`curriculum-*`, DeepSpeed's `curriculum_learning`
+    with `seqlen` difficulty) and random-LTD (`ltd-*`, DeepSpeed's
+    `random_ltd_schedule` with `fixed_linear`) change the length a step
+    runs on. dsc compiles a bounded family of static-shape variants instead
+    of one graph per length. This pass runs both schedules over their ramp
+    (DeepSpeed's arithmetic, the runtime's implementation), measures the
+    forward's matrix-product FLOPs on rewritten clones of the module at three
+    lengths of each schedule (a quadratic of the length, fitted exactly),
+    and keeps the fewest lengths such that rounding every step up to the
+    next one costs at most `budget` (0.02: 2%) more FLOPs than the exact
+    schedule. The variants are the (sequence length, kept length) pairs the
+    ramp's steps round to, after the full-length step.
+
+    It sets the module attribute `dsc.data_schedule` (the schedules and the
+    buckets, which the emitters compile into the artifact's run settings,
+    for dsc-run to pick each step's variant) and, with `output`, writes the
+    variants with their FLOPs as JSON (dsc-compile builds one step per
+    variant into one artifact). The graph is unchanged. With neither
+    schedule set the pass does nothing.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-data-variants="ltd-min=64 ltd-max=128 ltd-require-steps=1000 output=variants.json"
+    ```
+  }];
+  let options = [
+    Option<"curriculumSchedule", "curriculum-schedule", "std::string",
+           /*default=*/"\"none\"",
+           "none, fixed_linear, fixed_root or fixed_discrete">,
+    Option<"curriculumMin", "curriculum-min", "int64_t", /*default=*/"1",
+           "min_difficulty (the first sequence length)">,
+    Option<"curriculumMax", "curriculum-max", "int64_t", /*default=*/"1",
+           "max_difficulty">,
+    Option<"curriculumTotalSteps", "curriculum-total-steps", "int64_t",
+           /*default=*/"1", "total_curriculum_step">,
+    Option<"curriculumDifficultyStep", "curriculum-difficulty-step", "int64_t",
+           /*default=*/"1", "difficulty_step">,
+    Option<"curriculumRootDegree", "curriculum-root-degree", "double",
+           /*default=*/"1", "root_degree (fixed_root)">,
+    ListOption<"curriculumDifficulty", "curriculum-difficulty", "int64_t",
+               "fixed_discrete's difficulty list">,
+    ListOption<"curriculumMaxStep", "curriculum-max-step", "int64_t",
+               "fixed_discrete's max_step list">,
+    Option<"ltdMin", "ltd-min", "int64_t", /*default=*/"0",
+           "random-LTD min_value (kept tokens at first)">,
+    Option<"ltdMax", "ltd-max", "int64_t", /*default=*/"0",
+           "random-LTD max_value (0: random-LTD off)">,
+    Option<"ltdRequireSteps", "ltd-require-steps", "int64_t", /*default=*/"1",
+           "random-LTD require_steps">,
+    Option<"ltdSeqPerStep", "ltd-seq-per-step", "int64_t", /*default=*/"1",
+           "random-LTD seq_per_step">,
+    ListOption<"ltdLayers", "ltd-layers", "int64_t",
+               "random-LTD blocks (default: all but the first and last)">,
+    Option<"budget", "budget", "double", /*default=*/"0.02",
+           "FLOPs the buckets may add to the exact schedules', as a share">,
+    Option<"output", "output", "std::string", /*default=*/"\"\"",
+           "write the variants as JSON to this file">,
+  ];
+}
+
+def SequenceLength : Pass<"dsc-sequence-length", "::mlir::ModuleOp"> {
+  let summary = "runs the forward graph on the first tokens of each sequence";
+  let description = [{
+    Curriculum learning's sequence-length warmup (DeepSpeed's
+    `curriculum_learning` with `curriculum_type: seqlen`) as a rewrite: the
+    graph inputs keep their shape `[batch, seq, ...]` (every input whose
+    second dimension is the first input's), and the graph cuts each to its
+    first `length` positions before anything reads it, as DeepSpeed
+    truncates the batch. Every op the inputs flow into is rebuilt at the
+    shorter length, its result types derived from the new operands (inferred,
+    or through reshapes by the sequence dimension they carry); a value the
+    inputs do not flow into that meets them elementwise (the position
+    embedding table, a causal mask buffer) is cut to its first `length`
+    positions too. The loss is the mean over the kept tokens. `length`
+    equal to the inputs' sequence length changes nothing.
+
+    dsc-compile builds one variant of the step per length bucket of the
+    schedule (docs/training.md, "Curriculum learning and random-LTD").
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-sequence-length=length=64
+    ```
+  }];
+  let options = [
+    Option<"length", "length", "int64_t", /*default=*/"1",
+           "the sequence length the graph runs on">,
+  ];
+}
+
+def RandomLtd : Pass<"dsc-random-ltd", "::mlir::ModuleOp"> {
+  let summary = "random layerwise token dropping: chosen blocks see K tokens";
+  let description = [{
+    DeepSpeed's random-LTD (`data_efficiency.data_routing.random_ltd`) as a
+    forward rewrite. One `dsc.random_ltd_indices` draws, per step and
+    sample, a sorted random subset of `kept` of the sequence's tokens from
+    the step key (reproducible, resumable, independent of the world size).
+    Every chosen block (`layers`: block indices in forward order; default
+    every block but the first and the last) then runs on those tokens only:
+
+    ```
+    x_kept = gather(x, indices)            [B, K, D]
+    y_kept = block(x_kept)                 the block's ops at length K
+    y      = select(kept, scatter(y_kept), x)   dropped tokens pass through
+    ```
+
+    A causal mask over the sorted kept tokens is the full causal mask
+    restricted to them. Blocks are found from their state names
+    (`<prefix>.<i>.*`): a block's ops run from its first load to the next
+    load of another state, must read one hidden state `[B, T, D]` and
+    return one of the same type. A block that reads another full-length
+    value (a mask buffer) is an error: its kept rows cannot be gathered.
+    With `kept` at least the sequence length nothing changes (the graph is
+    bit for bit the one without the pass). Run it before `--dsc-autodiff`:
+    the backward of the gather, the block and the scatter is derived.
+
+    Example:
+
+    ```
+    dsc-opt model.mlir --dsc-random-ltd="kept=64 layers=1,2"
+    ```
+  }];
+  let options = [
+    Option<"kept", "kept", "int64_t", /*default=*/"1",
+           "tokens each chosen block runs on">,
+    ListOption<"layers", "layers", "int64_t",
+               "blocks that drop tokens, in forward order (default: all "
+               "but the first and the last)">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "site seed of the index draw (data_efficiency.seed)">,
+  ];
+}
+
 def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
   let summary = "replaces dense feed-forward blocks by gated mixtures of experts";
   let description = [{
@@ -310,6 +448,9 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
            "key of the generator that draws the gate (and random experts)">,
     Option<"epSize", "ep-size", "int64_t", /*default=*/"1",
            "ranks each layer's experts are split over (expert parallelism)">,
+    Option<"residual", "residual", "bool", /*default=*/"false",
+           "residual MoE (PR-MoE): the dense block kept beside the experts, "
+           "their outputs mixed by a learned coefficient">,
   ];
 }
 

@@ -389,7 +389,8 @@ public:
   }
 
 private:
-  /// dsc-run's defaults from the config (steps_per_print, csv_monitor), as
+  /// dsc-run's defaults from the config (steps_per_print, csv_monitor) and
+  /// the data schedules, as
   /// `key=value` lines of an optional entry point: artifacts without it
   /// (older ones, or none set) run with dsc-run's own defaults, so the
   /// ArtifactInfo layout and its ABI version stay as they are.
@@ -401,6 +402,11 @@ private:
     if (auto csv =
             module->getAttrOfType<StringAttr>(DSCDialect::kCsvMonitorAttrName))
       settings += "csv_monitor=" + csv.getValue().str() + "\n";
+    // The data schedules and their length buckets (--dsc-data-variants):
+    // dsc-run picks each step's variant with them.
+    if (auto schedule =
+            module->getAttrOfType<StringAttr>(DSCDialect::kDataScheduleAttrName))
+      settings += schedule.getValue().str();
     if (settings.empty())
       return;
     code() << "extern \"C\" const char *dsc_artifact_run_settings(void) { return "

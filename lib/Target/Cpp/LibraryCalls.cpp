@@ -47,7 +47,7 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("attention", emitAttentionCall)
       .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
       .Cases({"moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"}, emitMoeCall)
-      .Case("dropout", emitRandomCall)
+      .Cases({"dropout", "random_ltd_indices"}, emitRandomCall)
       .Default(nullptr);
 }
 

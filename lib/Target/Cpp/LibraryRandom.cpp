@@ -3,6 +3,8 @@
 // dsc.dropout (dsc/kernels/Random.h): one call, the site's constants as a
 // dsc::kernels::DropoutSite literal {numel, perSample, p, seed}; p is
 // printed with 17 significant digits, which read back the same double.
+// dsc.random_ltd_indices: one call with a dsc::kernels::LtdSite literal
+// {samples, length, kept, seed}.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,15 @@ using namespace mlir::dsc;
 using namespace mlir::dsc::cpp;
 
 LogicalResult mlir::dsc::cpp::emitRandomCall(LibraryCall &call) {
+  if (auto ltd = dyn_cast_or_null<RandomLtdIndicesOp>(call.op())) {
+    ArrayRef<int64_t> shape = ltd.getResult().getType().getShape();
+    call.text += llvm::formatv(
+        "  dsc_kernels::randomLtdIndices(stream, {0}, {1}, "
+        "dsc::kernels::LtdSite{{{2}, {3}, {4}, {5}});\n",
+        call.in(ltd.getKey()), call.out(0), shape[0], ltd.getLength(), shape[1],
+        ltd.getSeed());
+    return success();
+  }
   auto dropout = dyn_cast_or_null<DropoutOp>(call.op());
   if (!dropout)
     return failure();

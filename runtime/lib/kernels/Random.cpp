@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace dsc::kernels::cpu {
 
@@ -32,6 +33,22 @@ void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
     for (int lane = 0; lane < 4; ++lane)
       if (const int64_t e = dropoutElement(block, lane, first, n); e >= 0)
         y[e] = T(float(x[e]) * dropoutMultiplier(words.w[lane], draw));
+  }
+}
+
+void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site) {
+  const uint64_t first = static_cast<uint64_t>(key[2]);
+#pragma omp parallel for schedule(static) if (site.samples * site.length >= 65536)
+  for (int64_t j = 0; j < site.samples; ++j) {
+    std::vector<uint64_t> order(static_cast<size_t>(site.length));
+    for (int64_t t = 0; t < site.length; ++t)
+      order[size_t(t)] = ltdRankKey(
+          ltdPriority(first + uint64_t(j), t, key[1], site.seed, uint64_t(key[0])), t);
+    std::nth_element(order.begin(), order.begin() + (site.kept - 1), order.end());
+    int64_t *row = indices + j * site.kept;
+    for (int64_t k = 0; k < site.kept; ++k)
+      row[k] = int64_t(uint32_t(order[size_t(k)]));
+    std::sort(row, row + site.kept);
   }
 }
 

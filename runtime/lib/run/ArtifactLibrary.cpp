@@ -368,6 +368,26 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
   check(library->info_ != nullptr,
         path + ": dsc_artifact_info() returned no ArtifactInfo");
   validateArtifactInfo(*library->info_, path);
+  // Optional: only artifacts built with data schedules have variants.
+  if (void *variants = ::dlsym(library->handle_, "dsc_artifact_variants")) {
+    const StepVariants *table =
+        reinterpret_cast<const StepVariants *(*)()>(variants)();
+    check(table && table->count >= 1 && table->variants,
+          path + ": dsc_artifact_variants() returned no variant");
+    for (int32_t i = 0; i < table->count; ++i) {
+      const StepVariant &v = table->variants[i];
+      std::string named = path + ": step variant " + std::to_string(i);
+      check(v.step != nullptr, named + " has no step function");
+      check(v.seqlen >= 1 && v.kept >= 1 && v.kept <= v.seqlen,
+            named + " needs 1 <= kept <= seqlen, got seqlen " +
+                std::to_string(v.seqlen) + " kept " + std::to_string(v.kept));
+      check(v.arenaBytes >= 0 && v.arenaBytes <= library->info_->arenaBytes,
+            named + "'s arena of " + std::to_string(v.arenaBytes) +
+                " bytes exceeds the artifact's " +
+                std::to_string(library->info_->arenaBytes));
+      library->variants_.push_back(v);
+    }
+  }
   return library;
 }
 

@@ -455,6 +455,11 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       std::signal(SIGXFSZ, SIG_IGN);
       nvmePath = checkNvmePath(options.nvmePath);
     }
+    if (options.dataSchedule.empty() != artifact->variants().empty())
+      throw Error(options.artifact + ": " +
+                  (artifact->variants().empty()
+                       ? "compiled-in data schedules but no step variants"
+                       : "step variants but no compiled-in data schedules"));
     plan = planFeeds(info, options, size);
     // From here on --batch and --seq are the artifact's, given or not.
     options.batch = plan.trainBatch;
@@ -494,6 +499,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           options.metrics.empty()
               ? nullptr
               : std::make_unique<MetricsCsv>(options.metrics,
+                                             !options.dataSchedule.empty(),
                                              expertLayerNames(info, plan),
                                              lossTermNames(info, plan)),
           options.csvMonitor.empty()
@@ -614,9 +620,47 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   if (options.steps == 0 && !options.save.empty())
     if (int code = save(firstStep - 1))
       return code;
+  // Data schedules: each step runs the variant of its sequence length and
+  // kept tokens, the same on every rank (a function of the step number);
+  // evaluation runs the full-length variant 0. DeepSpeed's layer-token
+  // counter is a sum over the steps so far, resumed runs included.
+  const DataSchedulePlan &schedule = options.dataSchedule;
+  const std::vector<StepVariant> &variants = artifact->variants();
+  auto variantOf = [&](int64_t step) -> size_t {
+    if (variants.empty() || options.eval)
+      return 0;
+    auto [seqlen, kept] = schedule.stepLengths(step, variants.front().seqlen);
+    for (size_t i = 0; i < variants.size(); ++i)
+      if (variants[i].seqlen == seqlen && variants[i].kept == kept)
+        return i;
+    throw Error(options.artifact + ": no step variant for step " +
+                std::to_string(step) + " (sequence length " +
+                std::to_string(seqlen) + ", " + std::to_string(kept) +
+                " kept tokens)");
+  };
+  auto keptOfStep = [&](int64_t step) {
+    return randomLtdKept(*schedule.randomLtd, step);
+  };
+  int64_t layerTokens =
+      schedule.randomLtd && !options.eval
+          ? consumedLayerTokens(*schedule.randomLtd, options.batch,
+                                firstStep - 1, keptOfStep)
+          : 0;
+  if (rank == 0 && !variants.empty()) {
+    std::fprintf(stderr, "dsc-run: %zu step variants (data schedules):",
+                 variants.size());
+    for (const StepVariant &v : variants)
+      std::fprintf(stderr, " [seqlen %lld kept %lld: %.4g FLOPs, arena %lld B]",
+                   static_cast<long long>(v.seqlen),
+                   static_cast<long long>(v.kept), v.flops,
+                   static_cast<long long>(v.arenaBytes));
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  }
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       auto start = std::chrono::steady_clock::now();
+      const size_t variant = variantOf(step);
       for (int64_t micro = 0; micro < microSteps; ++micro) {
         data->fill((step - 1) * microSteps + micro, rank, size, inputs);
         // This rank's first sample of the micro-batch in the optimizer
@@ -624,15 +668,27 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         // micro-batch, each split over the ranks).
         context.beginStep(step, (micro * size + rank) * plan.microBatch,
                           /*endsOptimizerStep=*/micro == microSteps - 1);
-        artifact->step(context);
+        if (variants.empty())
+          artifact->step(context);
+        else
+          artifact->step(context, variant);
       }
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;
       if (rank == 0) {
         double loss = readScalar(target->hostOutput(plan.lossOutput), lossType);
-        StepRecord record =
-            makeStepRecord(step, loss, lossType, elapsed.count(),
-                           options.batch, options.seq);
+        const int64_t seqlen =
+            variants.empty() ? options.seq : variants[variant].seqlen;
+        StepRecord record = makeStepRecord(step, loss, lossType, elapsed.count(),
+                                           options.batch, seqlen);
+        if (!variants.empty())
+          record.seqlen = seqlen;
+        if (schedule.randomLtd && !options.eval) {
+          record.ltdKept = variants[variant].kept;
+          layerTokens += consumedLayerTokens(*schedule.randomLtd, options.batch,
+                                             1, [&](int64_t) { return keptOfStep(step); });
+          record.layerTokens = layerTokens;
+        }
         auto output = [&](int32_t index) {
           return readScalar(target->hostOutput(index),
                             info.outputs[index].type);

@@ -87,20 +87,28 @@ std::string formatStepLine(const StepRecord &record) {
     line += " moe_dropped=" + std::to_string(*record.moeDropped);
   if (record.memoryBytes)
     line += " mem_gib=" + gib(*record.memoryBytes);
+  if (record.seqlen)
+    line += " seqlen=" + std::to_string(*record.seqlen);
+  if (record.ltdKept)
+    line += " ltd_kept=" + std::to_string(*record.ltdKept);
+  if (record.layerTokens)
+    line += " layer_tokens=" + std::to_string(*record.layerTokens);
   if (!record.timestamp.empty())
     line += " time=" + record.timestamp;
   return line;
 }
 
-MetricsCsv::MetricsCsv(const std::string &path,
+MetricsCsv::MetricsCsv(const std::string &path, bool dataColumns,
                        std::vector<std::string> expertLayers,
                        std::vector<std::string> lossTerms)
-    : path_(path), experts_(!expertLayers.empty()) {
+    : path_(path), experts_(!expertLayers.empty()), dataColumns_(dataColumns) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
     throw Error(path + ": cannot write metrics: " + std::strerror(errno));
   std::string header = "step,loss,step_time_s,samples_per_s,tokens_per_s,lr,"
                        "grad_norm,loss_scale,memory_gib,time";
+  if (dataColumns)
+    header += ",seqlen,ltd_kept,layer_tokens";
   if (experts_)
     header += ",moe_dropped";
   for (const std::string &layer : expertLayers)
@@ -134,6 +142,13 @@ void MetricsCsv::append(const StepRecord &record) {
       optional(record.gradNorm) + "," + optional(record.lossScale) + "," +
       (record.memoryBytes ? gib(*record.memoryBytes) : std::string()) + "," +
       record.timestamp;
+  if (dataColumns_) {
+    auto count = [](const std::optional<int64_t> &value) {
+      return value ? std::to_string(*value) : std::string();
+    };
+    row += "," + count(record.seqlen) + "," + count(record.ltdKept) + "," +
+           count(record.layerTokens);
+  }
   if (experts_)
     row += "," + (record.moeDropped ? std::to_string(*record.moeDropped)
                                     : std::string());

@@ -235,10 +235,17 @@ void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
     } else if (key == "nvme_path" && !value.empty()) {
       if (options.nvmePath.empty())
         options.nvmePath = value;
+    } else if (isDataScheduleSetting(key)) {
+      if (std::optional<std::string> problem =
+              readDataScheduleSetting(options.dataSchedule, key, value))
+        throw Error(where + ": " + *problem);
     } else {
       throw Error(where + ": unknown compiled-in run setting '" + line + "'");
     }
   }
+  if (std::optional<std::string> problem =
+          checkDataSchedulePlan(options.dataSchedule))
+    throw Error(where + ": " + *problem);
 }
 
 } // namespace dsc::rt

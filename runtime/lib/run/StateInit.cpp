@@ -69,14 +69,17 @@ void repeat(const StateDesc &state, const SafeTensorsFile &weights,
   check(weights.contains(source),
         where + ": no tensor '" + source + "', which state '" +
             state.tensor.name + "' repeats (it is the dense tensor the "
-            "experts start from)");
+            "experts, or a residual MoE's dense block, start from)");
   const TensorInfo &stored = weights.info(source);
-  std::vector<int64_t> expected(whole.shape + 1, whole.shape + whole.rank);
-  // The stored tensor is the state without its leading dimension.
+  // The stored tensor is the state without its leading dimension (the
+  // experts, each a copy), or the state itself (residual MoE's dense block
+  // under its new name).
   TensorDesc one = whole;
   one.name = source.c_str();
-  one.rank = whole.rank - 1;
-  one.shape = whole.shape + 1;
+  if (int64_t(stored.shape.size()) != whole.rank) {
+    one.rank = whole.rank - 1;
+    one.shape = whole.shape + 1;
+  }
   checkStateMatches(where, one, stored.dtype, stored.shape);
   int64_t period = stored.numel();
   size_t width = dtypeSize(stored.dtype);

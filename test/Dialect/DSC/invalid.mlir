@@ -595,6 +595,30 @@ func.func @dropout_key(%x: tensor<8xf32>, %key: tensor<3xi64>) {
 
 // -----
 
+func.func @random_ltd_indices_rank(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_ltd_indices' op result must be [samples, kept], got rank 1}}
+  %0 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<4xi64>
+  return
+}
+
+// -----
+
+func.func @random_ltd_indices_kept(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_ltd_indices' op kept length must lie in [1, length = 8], got 9}}
+  %0 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<2x9xi64>
+  return
+}
+
+// -----
+
+func.func @random_ltd_indices_key(%key: tensor<2xi64>) {
+  // expected-error @+1 {{'dsc.random_ltd_indices' op operand #0 must be tensor<4xi64>, but got 'tensor<2xi64>'}}
+  %0 = "dsc.random_ltd_indices"(%key) {length = 8 : i64, seed = 0 : i64} : (tensor<2xi64>) -> tensor<2x4xi64>
+  return
+}
+
+// -----
+
 func.func @step_key_type() {
   // expected-error @+1 {{'dsc.step_key' op result #0 must be tensor<4xi64>, but got 'tensor<4xi32>'}}
   %0 = dsc.step_key : tensor<4xi32>

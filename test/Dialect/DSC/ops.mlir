@@ -157,6 +157,10 @@ func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
   %8 = dsc.dropout %x, %key, p = 0.1, seed = 1234, samples = 2 : tensor<2x8x32xf32>
   // CHECK: dsc.dropout %{{.*}}, %[[KEY]], p = 0.000000e+00, seed = -7, samples = 16 : tensor<2x8x32xf32>
   %9 = dsc.dropout %x, %key, p = 0.0, seed = -7, samples = 16 : tensor<2x8x32xf32>
+  // CHECK: dsc.random_ltd_indices %[[KEY]], length = 8, seed = 3 : tensor<2x4xi64>
+  %10 = dsc.random_ltd_indices %key, length = 8, seed = 3 : tensor<2x4xi64>
+  // CHECK: dsc.random_ltd_indices %[[KEY]], length = 8, seed = 0 : tensor<2x8xi64>
+  %11 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<2x8xi64>
   return
 }
 

@@ -264,6 +264,18 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult RandomLtdIndicesOp::verify() {
+  ArrayRef<int64_t> shape = getResult().getType().getShape();
+  int64_t length = getLength();
+  if (shape.size() != 2)
+    return emitOpError() << "result must be [samples, kept], got rank "
+                         << shape.size();
+  if (length < 1 || shape[1] < 1 || shape[1] > length)
+    return emitOpError() << "kept length must lie in [1, length = " << length
+                         << "], got " << shape[1];
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

@@ -15,7 +15,8 @@ static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
     "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
-    "moe_dispatch", "moe_combine", "moe_route_dot", "dropout"};
+    "moe_dispatch", "moe_combine", "moe_route_dot", "dropout",
+    "random_ltd_indices"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -120,6 +121,8 @@ static std::optional<StringRef> matchOp(Operation *op) {
   // Random ops (dsc/kernels/Random.h).
   if (isa<DropoutOp>(op) && isFloat)
     return StringRef("dropout");
+  if (isa<RandomLtdIndicesOp>(op))
+    return StringRef("random_ltd_indices");
   // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
   // take, rows of the library's float types.
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)

@@ -1,4 +1,4 @@
-//===- Random.h - random ops: dropout ---------------------------*- C++ -*-===//
+//===- Random.h - random ops: dropout, random-LTD's indices -----*- C++ -*-===//
 //
 // dsc.dropout as one kernel for both targets (cuda/Random.cuh). Element e
 // of a dropout's input is element g = key[2] * perSample + e of the
@@ -18,6 +18,11 @@
 // same masks for the golden runs.
 //
 // Instantiated for float, bf16 and f16 in the runtime library.
+//
+// dsc.random_ltd_indices: position t of sample g of the global batch gets
+// the priority ltdPriority(...) below, and each sample keeps its K
+// positions of least (priority, position), in increasing order.
+// python/dsc/philox.py computes the same indices.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,7 +81,35 @@ DSC_PHILOX_HD inline float dropoutMultiplier(uint32_t word, DropoutDraw draw) {
   return (word >> 8) < draw.threshold ? 0.0f : draw.scale;
 }
 
+/// The priority of position `t` of sample `sample` of the global batch in
+/// optimizer step `step`, at random-LTD site `site` under the run's `seed`.
+DSC_PHILOX_HD inline uint32_t ltdPriority(uint64_t sample, int64_t t,
+                                          int64_t step, int64_t site,
+                                          uint64_t seed) {
+  const PhiloxWords words = philox4x32(
+      {{uint32_t(uint64_t(t) / 4), uint32_t(sample), uint32_t(sample >> 32),
+        uint32_t(uint64_t(step))}},
+      uint32_t(seed), uint32_t(seed >> 32) ^ 0x4C544400u ^ uint32_t(uint64_t(site)));
+  return words.w[t % 4];
+}
+
+/// The sort key of position `t`: its priority, then the position.
+DSC_PHILOX_HD inline uint64_t ltdRankKey(uint32_t priority, int64_t t) {
+  return (uint64_t(priority) << 32) | uint64_t(uint32_t(t));
+}
+
+/// One dsc.random_ltd_indices: `samples` rows of `kept` of `length`.
+struct LtdSite {
+  int64_t samples;
+  int64_t length;
+  int64_t kept;
+  int64_t seed;
+};
+
 namespace cpu {
+
+/// indices[j][0..kept) = the kept positions of sample key[2] + j.
+void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site);
 
 /// y = dsc.dropout(x) (see above); x and y may be the same buffer.
 template <typename T>

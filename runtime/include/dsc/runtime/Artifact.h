@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 11;
+constexpr int32_t kArtifactAbiVersion = 12;
 
 class Stream;
 
@@ -219,6 +219,27 @@ public:
   virtual bool endsOptimizerStep() const = 0;
 };
 
+/// One static-shape variant of the step, for curriculum learning's sequence
+/// lengths and random-LTD's kept tokens (docs/training.md). An artifact
+/// built with data schedules holds several: they share ArtifactInfo's
+/// states, inputs (the full-length batch: a variant cuts it itself),
+/// outputs and streams, and the one arena of ArtifactInfo::arenaBytes,
+/// the largest variant's plan. dsc-run picks each step's variant from the
+/// schedules in the run settings; variant 0 is the full-length step,
+/// dsc_artifact_step's.
+struct StepVariant {
+  int64_t seqlen;     // tokens of each sequence the step runs on
+  int64_t kept;       // tokens the random-LTD blocks run on (seqlen: all)
+  int64_t arenaBytes; // this variant's own memory plan, <= arenaBytes
+  double flops;       // the forward's matrix-product FLOPs per rank
+  void (*step)(StepContext *context);
+};
+
+struct StepVariants {
+  int32_t count;
+  const StepVariant *variants;
+};
+
 } // namespace dsc::rt
 
 extern "C" {
@@ -226,6 +247,9 @@ extern "C" {
 const dsc::rt::ArtifactInfo *dsc_artifact_info(void);
 /// Runs one step: reads inputs and state, writes outputs.
 void dsc_artifact_step(dsc::rt::StepContext *context);
+/// Optional: the step's variants (StepVariant); absent in an artifact
+/// without data schedules.
+const dsc::rt::StepVariants *dsc_artifact_variants(void);
 }
 
 #endif // DSC_RUNTIME_ARTIFACT_H

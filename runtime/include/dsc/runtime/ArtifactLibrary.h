@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dsc::rt {
 
@@ -47,6 +48,14 @@ public:
   /// The `key=value` lines of dsc-run's defaults the config compiled in
   /// (the optional entry point dsc_artifact_run_settings); empty without.
   const std::string &runSettings() const { return runSettings_; }
+  /// The step's variants (dsc_artifact_variants), checked: each has a step,
+  /// 1 <= kept <= seqlen and an arena within ArtifactInfo's. Empty for an
+  /// artifact without data schedules.
+  const std::vector<StepVariant> &variants() const { return variants_; }
+  /// Runs variant `i`'s step.
+  void step(StepContext &context, size_t i) const {
+    variants_.at(i).step(&context);
+  }
 
 private:
   ArtifactLibrary() = default;
@@ -55,6 +64,7 @@ private:
   const ArtifactInfo *info_ = nullptr;
   void (*step_)(StepContext *) = nullptr;
   std::string runSettings_;
+  std::vector<StepVariant> variants_;
 };
 
 /// Throws Error "WHERE: <problem>" unless `info` is usable: the ABI version

@@ -15,6 +15,7 @@
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/CommStats.h"
+#include "dsc/runtime/DataSchedule.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/SampleData.h"
 #include "dsc/runtime/TokenData.h"
@@ -78,6 +79,8 @@ struct RunOptions {
   /// The directory of the NVMe tier's per-rank files (NvmeStore.h);
   /// empty: not given, the artifact's (the config's nvme_path), else none.
   std::string nvmePath;
+  /// The artifact's curriculum and random-LTD schedules (run settings).
+  DataSchedulePlan dataSchedule;
   int64_t seed = 1234;     // dsc.step_key's seed: what random ops draw from
   bool seedGiven = false;  // --seed given (else a resumed run takes its checkpoint's)
   bool help = false;
@@ -85,7 +88,8 @@ struct RunOptions {
 
 /// Fills the options the command line left unset from `settings`, the
 /// `key=value` lines an artifact compiled in (ArtifactLibrary::runSettings:
-/// steps_per_print, csv_monitor, nvme_path). Throws Error "WHERE: ..." for a line it
+/// steps_per_print, csv_monitor, nvme_path, the data schedules into
+/// `dataSchedule`). Throws Error "WHERE: ..." for a line it
 /// cannot read.
 void applyArtifactRunSettings(RunOptions &options, const std::string &settings,
                               const std::string &where);
@@ -542,6 +546,12 @@ struct StepRecord {
   /// dropping (DeepSpeed's exp_counts), in FeedPlan::expCountsOutputs order.
   std::optional<int64_t> moeDropped;
   std::vector<std::vector<int64_t>> expCounts;
+  /// Data schedules: the sequence length the step ran at (curriculum),
+  /// the tokens its random-LTD blocks ran on, and DeepSpeed's consumed
+  /// layer tokens so far (random_ltd_consumed_layer_tokens).
+  std::optional<int64_t> seqlen;
+  std::optional<int64_t> ltdKept;
+  std::optional<int64_t> layerTokens;
   /// The loss's terms (FeedPlan::lossTermOutputs), by output name, as the
   /// loss: the last micro-batch's.
   std::vector<std::pair<std::string, double>> lossTerms;
@@ -563,7 +573,8 @@ std::string formatLoss(double loss, ElementType type);
 /// step_time_s=0.00324", then for the fields the record has
 /// " avg_samples/s=1200 avg_tokens/s=4.9e+06" (once averages are filled),
 /// " lr=0.001", " grad_norm=1.5", " loss_scale=65536", " skipped=0",
-/// " moe_dropped=3", " mem_gib=0.0123" and " time=2025-01-31T12:34:56";
+/// " moe_dropped=3", " mem_gib=0.0123", " seqlen=64 ltd_kept=32
+/// layer_tokens=1024" (data schedules) and " time=2025-01-31T12:34:56";
 /// a loss's terms follow the loss: "loss=2.9 lm_loss=2.7 kd_loss=0.2".
 std::string formatStepLine(const StepRecord &record);
 
@@ -571,15 +582,18 @@ std::string formatStepLine(const StepRecord &record);
 /// that a run that dies keeps the rows of the steps it finished:
 ///   step,loss,step_time_s,samples_per_s,tokens_per_s,lr,grad_norm,
 ///   loss_scale,memory_gib,time
-/// (a field the artifact does not output is empty), then for a mixture of
+/// (a field the artifact does not output is empty), then, for an artifact
+/// with data schedules, seqlen,ltd_kept,layer_tokens, and for a mixture of
 /// experts `moe_dropped` and one `exp_counts:<layer>` column per layer,
 /// whose cells hold the layer's counts separated by spaces, then a column
 /// per loss term (`lm_loss`, `kd_loss`, `aux_loss`) the artifact outputs.
 class MetricsCsv {
 public:
-  /// Creates or truncates `path` and writes the header, with a column for
-  /// each of `expertLayers` (none: the model has no experts). Throws Error.
-  explicit MetricsCsv(const std::string &path,
+  /// Creates or truncates `path` and writes the header, with the data
+  /// schedules' columns when `dataColumns`, a column for each of
+  /// `expertLayers` (none: the model has no experts) and one for each of
+  /// `lossTerms`. Throws Error.
+  explicit MetricsCsv(const std::string &path, bool dataColumns = false,
                       std::vector<std::string> expertLayers = {},
                       std::vector<std::string> lossTerms = {});
   ~MetricsCsv();
@@ -593,6 +607,7 @@ private:
   std::string path_;
   std::FILE *file_ = nullptr;
   bool experts_ = false;
+  bool dataColumns_ = false;
 };
 
 /// DeepSpeed's csv_monitor layout: in `directory` one file per metric,

@@ -70,6 +70,11 @@ def DSC_Dialect : Dialect {
         "dsc.steps_per_print";
     static constexpr ::llvm::StringLiteral kCsvMonitorAttrName =
         "dsc.csv_monitor";
+    /// Module attribute: the curriculum and random-LTD schedules and the
+    /// length buckets dsc-run picks each step's variant with, as run
+    /// settings lines (`--dsc-data-variants`).
+    static constexpr ::llvm::StringLiteral kDataScheduleAttrName =
+        "dsc.data_schedule";
     /// Module attribute: the ZeRO stage `--dsc-zero` partitioned the step
     /// for; absent means 0.
     static constexpr ::llvm::StringLiteral kZeroStageAttrName =

@@ -1155,6 +1155,47 @@ def DSC_DropoutOp : DSC_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
+def DSC_RandomLtdIndicesOp : DSC_Op<"random_ltd_indices", [Pure]> {
+  let summary = "the tokens random layerwise token dropping keeps";
+  let description = [{
+    For each of the `B` samples of the call, `K` distinct positions of a
+    sequence of `length`, in increasing order: the kept tokens of random-LTD
+    (`--dsc-random-ltd`), which every layer that drops tokens in this step
+    gathers alike. Sample j is sample g = key[2] + j of the optimizer step's
+    global batch; position t gets the priority
+
+    ```
+    word t % 4 of Philox4x32-10(counter = {t / 4, low, high 32 bits of g,
+                                           step},
+                                key = {low 32 bits of the run's seed,
+                                       high 32 bits ^ 0x4C544400 ^ seed})
+    ```
+
+    (step = key[1], the run's seed = key[0], `seed` this op's attribute,
+    taken modulo 2^32), and the `K` positions of least (priority, position)
+    are kept. Nothing but the run's seed, the step and the sample's place in
+    the global batch enters a draw, so the indices do not depend on the
+    world size, the micro-batch or the ZeRO stage, and a resumed run draws
+    what the uninterrupted run drew. `1 <= K <= length`.
+
+    Example (2 samples of 8 tokens, 4 kept):
+
+    ```mlir
+    %key = dsc.step_key : tensor<4xi64>
+    %idx = dsc.random_ltd_indices %key, length = 8, seed = 0
+        : tensor<2x4xi64>
+    ```
+  }];
+  let arguments = (ins DSC_StepKeyTensor:$key, I64Attr:$length,
+                       I64Attr:$seed);
+  let results = (outs DSC_I64Tensor:$result);
+  let assemblyFormat = [{
+    $key `,` `length` `=` $length `,` `seed` `=` $seed attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

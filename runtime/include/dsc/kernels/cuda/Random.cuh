@@ -14,6 +14,8 @@
 #include "dsc/kernels/cuda/Elements.cuh"
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace dsc::kernels::cuda {
 namespace random_detail {
@@ -45,7 +47,51 @@ __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
   }
 }
 
+/// One block per sample: thread t ranks position t among all positions
+/// (the count of smaller keys), then a kept position's slot is the count of
+/// kept positions before it. The keys and ranks live in shared memory.
+static __global__ void randomLtdKernel(const int64_t *key, int64_t *indices, LtdSite site) {
+  extern __shared__ uint64_t keys[];
+  int32_t *ranks = reinterpret_cast<int32_t *>(keys + site.length);
+  const int64_t j = blockIdx.x;
+  const uint64_t sample = uint64_t(key[2]) + uint64_t(j);
+  for (int64_t t = threadIdx.x; t < site.length; t += blockDim.x)
+    keys[t] = ltdRankKey(ltdPriority(sample, t, key[1], site.seed, uint64_t(key[0])), t);
+  __syncthreads();
+  for (int64_t t = threadIdx.x; t < site.length; t += blockDim.x) {
+    int32_t rank = 0;
+    for (int64_t u = 0; u < site.length; ++u)
+      rank += keys[u] < keys[t];
+    ranks[t] = rank;
+  }
+  __syncthreads();
+  for (int64_t t = threadIdx.x; t < site.length; t += blockDim.x) {
+    if (ranks[t] >= site.kept)
+      continue;
+    int64_t slot = 0;
+    for (int64_t u = 0; u < t; ++u)
+      slot += ranks[u] < site.kept;
+    indices[j * site.kept + slot] = t;
+  }
+}
+
 } // namespace random_detail
+
+/// dsc.random_ltd_indices (Random.h); `key` in device memory. Sequences of
+/// up to 4096 tokens (their keys and ranks fit in 48 KiB of shared memory).
+inline void randomLtdIndices(cudaStream_t stream, const int64_t *key, int64_t *indices,
+                             LtdSite site) {
+  if (site.samples <= 0)
+    return;
+  if (site.length > 4096)
+    throw std::invalid_argument("random_ltd_indices: sequences longer than 4096 "
+                                "tokens are not supported on CUDA, got " +
+                                std::to_string(site.length));
+  const size_t shared = size_t(site.length) * (sizeof(uint64_t) + sizeof(int32_t));
+  random_detail::randomLtdKernel<<<unsigned(site.samples), random_detail::kThreads,
+                                   shared, stream>>>(key, indices, site);
+  check(cudaGetLastError(), "random_ltd_indices: launching the kernel");
+}
 
 /// y = dsc.dropout(x) (Random.h); `key` in device memory.
 template <typename T>
