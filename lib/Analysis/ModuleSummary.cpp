@@ -53,6 +53,10 @@ ModuleSummary ModuleSummary::compute(ModuleOp module) {
       summary.trainingStateElements += s.numElements;
       summary.trainingStateBytes += s.bytes;
       break;
+    case StateRole::teacher:
+      summary.teacherElements += s.numElements;
+      summary.teacherBytes += s.bytes;
+      break;
     }
     summary.states.push_back(std::move(s));
   }
@@ -132,6 +136,10 @@ void ModuleSummary::print(llvm::raw_ostream &os, size_t maxStates) const {
     os << "training state (optimizer, master weights, accumulators): "
        << trainingStateElements << " (" << humanCount(trainingStateElements)
        << ", " << humanBytes(trainingStateBytes) << ")\n";
+  if (teacherElements)
+    os << "teacher weights (frozen): " << teacherElements << " ("
+       << humanCount(teacherElements) << ", " << humanBytes(teacherBytes)
+       << ")\n";
   for (const GraphSummary &g : graphs) {
     os << "graph @" << g.name << ":\n";
     for (const auto &[name, type] : g.inputs)

@@ -137,6 +137,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   if (auto threshold = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroPersistenceThresholdAttrName))
     report.stage3.persistenceThreshold = threshold.getInt();
+  if (auto flops = module->getAttrOfType<IntegerAttr>(
+          DSCDialect::kTeacherFlopsAttrName))
+    report.teacherFlops = flops.getInt();
   RankMemory &m = report.memory;
   m.activations = arenaBytes;
 
@@ -207,6 +210,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     }
     case StateRole::buffer:
       m.buffers += bytes;
+      break;
+    case StateRole::teacher:
+      m.teacher += bytes;
       break;
     case StateRole::optimizer:
       m.optimizer += bytes;
@@ -429,6 +435,11 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       row("  of experts", m.expertStates,
           "(this rank's experts: split over its expert group)");
     row("buffers", m.buffers);
+    if (m.teacher)
+      row("teacher weights", m.teacher,
+          "(frozen: no gradient, master or optimizer state; its forward: " +
+              std::to_string(teacherFlops) +
+              " FLOPs of matrix products per micro-batch)");
     row("buckets", m.buckets);
     row("prefetch", m.prefetch);
     row("states allocated", m.stateAllocation, "(every state, 256-byte rounded)");
@@ -514,6 +525,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                           {"zero_stage", zeroStage},
                           {"grad_accum", gradAccum},
                           {"parameters", parameterElements}};
+  if (teacherFlops)
+    root["teacher_flops"] = teacherFlops;
   if (parts.memory) {
     const RankMemory &m = memory;
     llvm::json::Array ranks;
@@ -527,6 +540,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"model_states", m.modelStates()},
           {"expert_states", m.expertStates},
           {"buffers", m.buffers},
+          {"teacher_weights", m.teacher},
           {"buckets", m.buckets},
           {"prefetch", m.prefetch},
           {"states_allocated", m.stateAllocation},

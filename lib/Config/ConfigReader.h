@@ -269,6 +269,7 @@ public:
   /// Sets `option` from the array of integers at `key`, if there is one.
   LogicalResult setIntegerList(const Object &object, StringRef path,
                                StringRef key, StringRef option);
+  LogicalResult readDistill(const Object &distill);
 
   /// The marks of the "auto" keys nothing else marked: the value the
   /// option they would set has without them.

@@ -98,11 +98,45 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
 }
 
 LogicalResult ConfigReader::readDsc(const Object &dsc) {
-  bool ok = succeeded(onlyKeys(dsc, "dsc", {"moe"}, "the dsc section"));
+  bool ok = succeeded(
+      onlyKeys(dsc, "dsc", {"moe", "distill"}, "the dsc section"));
   FailureOr<const Object *> moe = section(dsc, "dsc", "moe");
-  if (failed(moe))
+  FailureOr<const Object *> distill = section(dsc, "dsc", "distill");
+  if (failed(moe) || failed(distill))
     return failure();
-  return success(ok && (!*moe || succeeded(readMoe(**moe))));
+  ok &= !*moe || succeeded(readMoe(**moe));
+  ok &= !*distill || succeeded(readDistill(**distill));
+  return success(ok);
+}
+
+// dsc.distill: Megatron-DeepSpeed's --kd-beta-ce and --kd-temp, and the
+// teacher's export (its --load-teacher is a checkpoint: dsc-run takes the
+// teacher's weights with --teacher-weights).
+LogicalResult ConfigReader::readDistill(const Object &distill) {
+  StringRef path = "dsc.distill";
+  bool ok = succeeded(onlyKeys(distill, path,
+                               {"teacher", "beta", "temperature",
+                                "teacher_precision"},
+                               "dsc.distill"));
+  ok &= succeeded(setNumber(distill, path, "beta", "kd-beta"));
+  ok &= succeeded(setNumber(distill, path, "temperature", "kd-temperature"));
+  for (auto [key, option] :
+       {std::pair<StringRef, StringRef>{"teacher", "distill-from"},
+        {"teacher_precision", "kd-teacher-precision"}}) {
+    const Value *value = get(distill, path, key);
+    if (!value)
+      continue;
+    std::optional<StringRef> text = value->getAsString();
+    if (!text) {
+      ok &= succeeded(error(join(path, key), "expected a string"));
+      continue;
+    }
+    ok &= succeeded(set(join(path, key), option, text->str()));
+  }
+  if (!distill.get("teacher"))
+    ok &= succeeded(error(path, "needs \"teacher\": the teacher's exported "
+                                "model.mlir"));
+  return success(ok);
 }
 
 // dsc.moe: deepspeed.moe.layer.MoE's argument names where it has them.

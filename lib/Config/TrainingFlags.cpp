@@ -132,6 +132,12 @@ constexpr Flag kFlags[] = {
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
+    {"distill-from", "the teacher's exported model.mlir: add Mixture-of-Students "
+                     "knowledge distillation from it (docs/distillation.md)"},
+    {"kd-beta", "weight of the distillation term (default 1)"},
+    {"kd-temperature", "softmax temperature of the distillation term (default 1)"},
+    {"kd-teacher-precision", "storage of the teacher's weights: fp32 (default) "
+                             "or bf16"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
     {"steps-per-print", "dsc-run prints a step line every N steps "

@@ -73,6 +73,19 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // An evaluation artifact is the model's eval graph: no dropout.
   if (options.step == TrainingPipelineOptions::Step::Eval)
     pm.addPass(createEvalMode());
+  // The teacher before the experts (whose pass then leaves the teacher's
+  // blocks, which are not parameters, dense) and before autodiff (which
+  // then never differentiates into it); after data parallelism, whose
+  // global loss the KD term joins. An evaluation step is the student's.
+  if (!options.distillFrom.empty() &&
+      options.step != TrainingPipelineOptions::Step::Eval) {
+    DistillOptions distill;
+    distill.teacher = options.distillFrom;
+    distill.beta = options.kdBeta;
+    distill.temperature = options.kdTemperature;
+    distill.teacherPrecision = options.kdTeacherPrecision;
+    pm.addPass(createDistill(distill));
+  }
   // Experts before mixed precision and autodiff (their backward is derived),
   // after data parallelism: capacities count a rank's tokens.
   if (options.moeExperts > 0 || !options.moeExpertsPerLayer.empty()) {

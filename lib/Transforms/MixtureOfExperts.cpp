@@ -757,7 +757,11 @@ private:
       }
       Value term = MulOp::create(b, ret.getLoc(), coef, local);
       ret.setOperand(i, AddOp::create(b, ret.getLoc(), loss, term));
-      return success();
+      // The term itself, for the logs (a metric after the loss).
+      if (findOutput(func, "aux_loss"))
+        return func.emitError("--dsc-moe: the graph already has an output "
+                              "named 'aux_loss'");
+      return appendOutput(func, ret, term, "aux_loss");
     }
     return func.emitError("--dsc-moe: the function has no result named "
                           "\"loss\" to add the experts' load-balancing loss to");

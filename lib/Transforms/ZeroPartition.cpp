@@ -481,7 +481,10 @@ struct ZeroPartitionPass
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();
       }
-      bool parameter = state.getRole() == StateRole::parameter;
+      // A frozen teacher's weights are partitioned at stage 3 like the
+      // parameters (gathered for the forward; never reduced or updated).
+      bool parameter = state.getRole() == StateRole::parameter ||
+                       state.getRole() == StateRole::teacher;
       // Gradient accumulators stay whole at every stage: they add up this
       // rank's own gradients, which are reduced over the ranks (scattered
       // from stage 2) once per optimizer step, at its boundary.

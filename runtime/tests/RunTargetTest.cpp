@@ -11,6 +11,7 @@
 
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Comm.h"
+#include "dsc/runtime/Float16.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
@@ -108,6 +109,8 @@ public:
   void allocate(const ArtifactInfo &) override {}
   void loadStates(const ArtifactInfo &, const SafeTensorsFile &) override {}
   void loadStates(const ArtifactInfo &, const Checkpoint &) override {}
+  void loadTeacherStates(const ArtifactInfo &,
+                         const SafeTensorsFile &) override {}
   RunStepContext &connect() override { throw Error("not here"); }
   void *hostInput(int32_t) override { return nullptr; }
   const void *hostOutput(int32_t) override { return nullptr; }
@@ -201,6 +204,18 @@ TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {
   EXPECT_EQ(sizes, std::vector<size_t>{24});
 }
 
+/// Each state forEachState visits with `weights`, and whether it reads it
+/// from that file.
+std::vector<std::pair<std::string, bool>> presence(const ArtifactInfo &info,
+                                                   const std::string &weights) {
+  std::vector<std::pair<std::string, bool>> seen;
+  forEachState(info, SafeTensorsFile::open(weights),
+               [&](int32_t, const std::string &name, size_t, bool present) {
+                 seen.push_back({name, present});
+               });
+  return seen;
+}
+
 TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
   ScratchDir dir;
   OneRankArtifact fake;
@@ -213,13 +228,9 @@ TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
   EXPECT_TRUE(artifactTrains(fake.info));
   const float w[6] = {};
   writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
-  std::vector<std::pair<std::string, bool>> seen;
-  forEachState(fake.info, SafeTensorsFile::open(dir.file("w.safetensors")),
-               [&](int32_t, const std::string &name, size_t, bool present) {
-                 seen.push_back({name, present});
-               });
-  EXPECT_EQ(seen, (std::vector<std::pair<std::string, bool>>{
-                      {"w", true}, {"w.exp_avg", false}}));
+  EXPECT_EQ(presence(fake.info, dir.file("w.safetensors")),
+            (std::vector<std::pair<std::string, bool>>{{"w", true},
+                                                       {"w.exp_avg", false}}));
   // A parameter is never made up: its absence is the usual error.
   states[0].role = StateRole::Parameter;
   std::swap(states[0], states[1]);
@@ -231,6 +242,54 @@ TEST(DscRunTargets, OptimizerStateMissingFromWeightsStartsAtZero) {
             }).find("no tensor 'w.exp_avg'"),
             std::string::npos);
   EXPECT_FALSE(artifactTrains(OneRankArtifact().info));
+}
+
+TEST(DscRunTargets, TeacherStatesComeFromTheTeachersFileUnderTheirOwnNames) {
+  ScratchDir dir;
+  OneRankArtifact fake;
+  int64_t shape[1] = {3};
+  StateDesc states[2] = {
+      fake.states[0],
+      {{"teacher.h.0.w", ElementType::BF16, 1, shape}, StateRole::Teacher}};
+  fake.info.numStates = 2;
+  fake.info.states = states;
+  EXPECT_TRUE(hasTeacher(fake.info));
+  EXPECT_FALSE(hasTeacher(OneRankArtifact().info));
+  const float w[6] = {}, t[3] = {1.0f, 2.5f, -3.0f};
+  writeSafeTensors(dir.file("w.safetensors"), {{"w", DType::F32, {2, 3}, w}});
+  // The student's file need not hold the teacher: forEachState leaves it
+  // for the teacher's file.
+  EXPECT_EQ(presence(fake.info, dir.file("w.safetensors")),
+            (std::vector<std::pair<std::string, bool>>{
+                {"w", true}, {"teacher.h.0.w", false}}));
+  // The teacher's file holds it as "h.0.w", in f32: rounded into bf16.
+  writeSafeTensors(dir.file("t.safetensors"), {{"h.0.w", DType::F32, {3}, t}});
+  SafeTensorsFile teacher = SafeTensorsFile::open(dir.file("t.safetensors"));
+  std::vector<int32_t> read;
+  forEachTeacherState(fake.info, teacher, [&](int32_t i, const StateDesc &own) {
+    EXPECT_EQ(std::string(own.tensor.name), "h.0.w");
+    uint16_t value[3];
+    readState(own, teacher, 0, 1, value);
+    EXPECT_EQ(bf16ToFloat(value[1]), 2.5f);
+    read.push_back(i);
+  });
+  EXPECT_EQ(read, std::vector<int32_t>{1});
+  // Missing or misshapen in the teacher's file: an error naming the file.
+  writeSafeTensors(dir.file("t.safetensors"), {{"h.0.w", DType::F32, {2}, t}});
+  EXPECT_EQ(errorOf([&] {
+              forEachTeacherState(
+                  fake.info, SafeTensorsFile::open(dir.file("t.safetensors")),
+                  [](int32_t, const StateDesc &) {});
+            }),
+            dir.file("t.safetensors") +
+                ": tensor 'h.0.w' is F32 [2], but the artifact expects BF16 [3]");
+  writeSafeTensors(dir.file("t.safetensors"), {{"x", DType::F32, {3}, t}});
+  EXPECT_THAT(errorOf([&] {
+                forEachTeacherState(
+                    fake.info, SafeTensorsFile::open(dir.file("t.safetensors")),
+                    [](int32_t, const StateDesc &) {});
+              }),
+              HasSubstr("no tensor 'h.0.w'"));
 }
 
 /// A one-rank communicator that logs each allReduce it runs.

@@ -31,3 +31,9 @@ target_link_libraries(CheckpointCrashTest PRIVATE dsc_runtime
   GTest::gtest GTest::gtest_main)
 gtest_discover_tests(CheckpointCrashTest DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 120)
+
+add_executable(BlockSubsetTest BlockSubsetTest.cpp)
+target_link_libraries(BlockSubsetTest PRIVATE dsc_runtime
+  GTest::gmock GTest::gtest GTest::gtest_main)
+gtest_discover_tests(BlockSubsetTest DISCOVERY_TIMEOUT 60
+  PROPERTIES TIMEOUT 60)

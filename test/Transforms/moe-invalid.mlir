@@ -109,3 +109,20 @@ func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
   %l = dsc.reduce_sum %y0, dims = [0, 1] : tensor<8x4xf32>
   return %l, %l : tensor<f32>, tensor<f32>
 }
+
+// -----
+
+// The balance term is logged as `aux_loss`, which the graph must not have.
+dsc.state parameter @"h.0.mlp.c_fc.weight" : tensor<16x4xf32>
+dsc.state parameter @"h.0.mlp.c_proj.weight" : tensor<4x16xf32>
+// expected-error @below {{--dsc-moe: the graph already has an output named 'aux_loss'}}
+func.func @forward(%x: tensor<8x4xf32> {dsc.input = "x"})
+    -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "aux_loss"}) {
+  %w0 = dsc.load @"h.0.mlp.c_fc.weight" : tensor<16x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<8x4xf32>, tensor<16x4xf32>
+  %g0 = dsc.gelu tanh %h0 : tensor<8x16xf32>
+  %p0 = dsc.load @"h.0.mlp.c_proj.weight" : tensor<4x16xf32>
+  %y0 = dsc.linear %g0, %p0 : tensor<8x16xf32>, tensor<4x16xf32>
+  %l = dsc.reduce_sum %y0, dims = [0, 1] : tensor<8x4xf32>
+  return %l, %l : tensor<f32>, tensor<f32>
+}

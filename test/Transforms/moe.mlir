@@ -167,7 +167,7 @@
 // expert before dropping (the counts of dsc.moe_slots, DeepSpeed's
 // exp_counts), named after the layer's module path, and the routes the
 // capacity dropped (slot -1) summed over the layers.
-// METRICS: func.func @forward({{.*}}) -> (tensor<f32> {dsc.output = "loss"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.0.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.1.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.2.mlp"}, tensor<f32> {dsc.output = "moe.dropped"})
+// METRICS: func.func @forward({{.*}}) -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "aux_loss"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.0.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.1.mlp"}, tensor<4xi64> {dsc.output = "moe.exp_counts.h.2.mlp"}, tensor<f32> {dsc.output = "moe.dropped"})
 // METRICS: %[[S0:.*]], %[[C0:.*]] = dsc.moe_slots
 // METRICS: %[[NEG0:.*]] = dsc.compare lt, %[[S0]], %{{.*}} : tensor<8x1xi64>, tensor<i64>
 // METRICS: %[[ONES0:.*]] = dsc.convert %[[NEG0]] : tensor<8x1xi1> to tensor<8x1xf32>

@@ -44,6 +44,8 @@ struct ModuleSummary {
   /// What training adds: optimizer state, fp32 master weights and gradient
   /// accumulators (roles optimizer, master, gradient).
   int64_t trainingStateElements = 0, trainingStateBytes = 0;
+  /// A frozen teacher's weights (role teacher, --dsc-distill).
+  int64_t teacherElements = 0, teacherBytes = 0;
   int64_t totalOps = 0;
 
   /// Summarizes a verified module (sizes are then known to fit in int64).

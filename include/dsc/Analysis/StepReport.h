@@ -49,6 +49,9 @@ struct RankMemory {
   int64_t expertStates = 0;
   // Other state: buffers that are not trained (running statistics, masks).
   int64_t buffers = 0;
+  // A frozen teacher's weights (--dsc-distill): read by the forward only,
+  // with no gradient, master or optimizer state.
+  int64_t teacher = 0;
   // Staging of collectives, inside the arena: the largest bucket's packed
   // buffer and result (--dsc-bucket-collectives), and the most bytes of
   // gathered parameters waiting for their first use at once (prefetch).
@@ -112,6 +115,9 @@ struct StepReport {
   int64_t parameterElements = 0; // Ψ, whole parameters
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;
+  /// The inlined teacher's forward FLOPs per micro-batch (--dsc-distill's
+  /// dsc.teacher_flops; 0: no teacher).
+  int64_t teacherFlops = 0;
   RankMemory memory;
   /// Stage 3: trained parameters (not experts') partitioned over the ranks
   /// and those that stay whole, each with their elements; of the whole

@@ -238,6 +238,24 @@ struct TrainingPipelineOptions
       llvm::cl::desc("ranks each layer's experts are split over (expert "
                      "parallelism; divides the experts and the world size)"),
       llvm::cl::init(1)};
+  // Knowledge distillation from a frozen teacher: --dsc-distill's options
+  // (off while distill-from is empty).
+  Option<std::string> distillFrom{
+      *this, "distill-from",
+      llvm::cl::desc("the teacher's exported model.mlir (Mixture-of-Students "
+                     "knowledge distillation; empty: off)"),
+      llvm::cl::init("")};
+  Option<double> kdBeta{*this, "kd-beta",
+                        llvm::cl::desc("weight of the distillation term"),
+                        llvm::cl::init(1.0)};
+  Option<double> kdTemperature{
+      *this, "kd-temperature",
+      llvm::cl::desc("softmax temperature of the distillation term"),
+      llvm::cl::init(1.0)};
+  Option<std::string> kdTeacherPrecision{
+      *this, "kd-teacher-precision",
+      llvm::cl::desc("storage of the teacher's weights: fp32 or bf16"),
+      llvm::cl::init("fp32")};
   // Curriculum learning and random-LTD: the schedules (--dsc-data-variants'
   // options of the same names), and the variant this step is built for
   // (--dsc-sequence-length, --dsc-random-ltd).

@@ -454,6 +454,65 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
   ];
 }
 
+def Distill : Pass<"dsc-distill", "::mlir::ModuleOp"> {
+  let summary = "adds a frozen teacher's knowledge-distillation loss (Mixture-of-Students)";
+  let description = [{
+    Inlines the forward graph of a teacher model (its own export, the file
+    `teacher` names) into each graph whose first result is the loss, on the
+    same inputs (matched by their `dsc.input` names), and adds
+    Megatron-DeepSpeed's knowledge-distillation term to the loss:
+
+    ```
+    kd = beta * tau^2 * sum(p_t * (log p_t - log p_s)) / (numel(z_s) / V)
+         p_t = softmax(z_t / tau), log p_s = log_softmax(z_s / tau)
+    ```
+
+    `KLDivLoss(reduction='batchmean')` over `[b, s, V]` divided by `s`: the
+    sum over vocabulary, batch and sequence divided by the `b * s` positions.
+    The logits of both models are found by structure, not by name: the
+    logits operand of each graph's one `dsc.cross_entropy`; a graph without
+    one, or with several, and a teacher whose logits differ in shape (its
+    vocabulary, batch or sequence) are located errors.
+
+    The teacher runs in eval mode (its dropouts are identities), and only
+    what its logits need is inlined. Its states become `dsc.state teacher
+    @"teacher.<name>"`: frozen (the verifier refuses a store), with no
+    gradient (autodiff differentiates parameters only) and no optimizer
+    state or master copy; dsc-run reads them from the teacher's weights file
+    (`--teacher-weights`) under their own names. `teacher-precision=bf16`
+    keeps them in bf16 (the forward reads them converted to the teacher's
+    own type).
+
+    On data-parallel ranks (`dsc.world_size` W > 1, after
+    `--dsc-data-parallel`) the loss is already global; each rank's KD term
+    is its own micro-batch's mean, and their mean over the ranks joins it
+    (all_reduce / W), as the MoE balance loss does, so the loss remains a
+    sum of data-parallel means. The terms are appended after the loss as
+    metric outputs: `lm_loss` (the loss before the KD term) and `kd_loss`.
+
+    Run it after `--dsc-data-parallel` and before `--dsc-moe` (a teacher's
+    feed-forward blocks are not parameters, so the experts pass leaves them
+    dense) and `--dsc-autodiff`.
+
+    Example:
+
+    ```
+    dsc-opt student.mlir --dsc-distill="teacher=teacher.mlir beta=1 temperature=2"
+    ```
+  }];
+  let options = [
+    Option<"teacher", "teacher", "std::string", /*default=*/"\"\"",
+           "the teacher's exported model (.mlir)">,
+    Option<"beta", "beta", "double", /*default=*/"1.0",
+           "weight of the distillation term (Megatron-DeepSpeed's --kd-beta-ce)">,
+    Option<"temperature", "temperature", "double", /*default=*/"1.0",
+           "softmax temperature tau (--kd-temp)">,
+    Option<"teacherPrecision", "teacher-precision", "std::string",
+           /*default=*/"\"fp32\"",
+           "storage of the teacher's float weights: fp32 (as exported) or bf16">,
+  ];
+}
+
 def Autodiff : Pass<"dsc-autodiff", "::mlir::ModuleOp"> {
   let summary = "appends the gradient of the loss with respect to every parameter";
   let description = [{

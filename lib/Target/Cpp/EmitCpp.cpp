@@ -568,6 +568,8 @@ private:
       return "Gradient";
     case StateRole::master:
       return "Master";
+    case StateRole::teacher:
+      return "Teacher";
     }
     llvm_unreachable("unknown state role");
   }

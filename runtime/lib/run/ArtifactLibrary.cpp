@@ -300,7 +300,8 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
               role == static_cast<int32_t>(StateRole::Buffer) ||
               role == static_cast<int32_t>(StateRole::Optimizer) ||
               role == static_cast<int32_t>(StateRole::Gradient) ||
-              role == static_cast<int32_t>(StateRole::Master),
+              role == static_cast<int32_t>(StateRole::Master) ||
+              role == static_cast<int32_t>(StateRole::Teacher),
           where + ": state '" + info.states[i].tensor.name +
               "' has unknown role " + std::to_string(role));
     validatePartition(info, info.states[i], where);

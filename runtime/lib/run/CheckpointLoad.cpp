@@ -355,6 +355,9 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     sources.push_back(stateSource(info.states[i], [&](const std::string &n) {
       return tensors_.count(n) != 0;
     }));
+    // A teacher's weight comes from its own file (loadTeacherStates).
+    if (info.states[i].role == StateRole::Teacher)
+      continue;
     TensorDesc whole = wholeTensor(info.states[i]);
     whole.name = sources.back().c_str();
     auto found = tensors_.find(whole.name);
@@ -378,8 +381,12 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &state = info.states[i];
     const std::string &name = sources[size_t(i)];
-    const Entry &entry = tensors_.at(name);
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
+    if (state.role == StateRole::Teacher) {
+      std::memset(buffer, 0, tensorBytes(state.tensor));
+      continue;
+    }
+    const Entry &entry = tensors_.at(name);
     StateSlice slice = stateSlice(state, rank, info.expertParallelSize);
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));

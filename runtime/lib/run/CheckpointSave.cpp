@@ -91,6 +91,7 @@ const char *stateRoleName(StateRole role) {
   case StateRole::Optimizer: return "optimizer";
   case StateRole::Gradient: return "gradient";
   case StateRole::Master: return "master";
+  case StateRole::Teacher: return "teacher";
   }
   return "?";
 }
@@ -98,7 +99,7 @@ const char *stateRoleName(StateRole role) {
 bool parseStateRole(const std::string &name, StateRole &role) {
   for (StateRole candidate : {StateRole::Parameter, StateRole::Buffer,
                               StateRole::Optimizer, StateRole::Gradient,
-                              StateRole::Master})
+                              StateRole::Master, StateRole::Teacher})
     if (name == stateRoleName(candidate)) {
       role = candidate;
       return true;
@@ -112,6 +113,9 @@ int checkpointWriter(int32_t index, int worldSize) {
 
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
                       int worldSize, int expertParallelSize) {
+  // Frozen, and the teacher's own file holds it.
+  if (state.role == StateRole::Teacher)
+    return false;
   if (!isPartitioned(state))
     return checkpointWriter(index, worldSize) == rank;
   // Each piece of an expert partition once: ExpertData index 0 writes it.
@@ -329,6 +333,8 @@ std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
       mergeReports(reports, metadata["shards"]);
   // Every state once, in the artifact's order, and nothing else.
   for (int32_t i = 0; i < info.numStates; ++i) {
+    if (info.states[i].role == StateRole::Teacher)
+      continue;
     std::string name = info.states[i].tensor.name;
     auto found = tensors.find(name);
     check(found != tensors.end(), "no rank wrote state '" + name + "'");

@@ -63,6 +63,14 @@ void requireNccl() {
                    "Building)");
 }
 
+/// The staging a state needs at most on its way to the GPU.
+size_t largestStateBytes(const ArtifactInfo &info) {
+  size_t largest = 0;
+  for (int32_t i = 0; i < info.numStates; ++i)
+    largest = std::max(largest, tensorBytes(info.states[i].tensor));
+  return largest;
+}
+
 class CudaRunTarget final : public RunTarget {
 public:
   void prepare(int rank) override {
@@ -94,10 +102,7 @@ public:
 
   void loadStates(const ArtifactInfo &info,
                   const SafeTensorsFile &weights) override {
-    size_t largest = 0;
-    for (int32_t i = 0; i < info.numStates; ++i)
-      largest = std::max(largest, tensorBytes(info.states[i].tensor));
-    Staging staging(*stagingPool_, largest);
+    Staging staging(*stagingPool_, largestStateBytes(info));
     forEachState(info, weights,
                  [&](int32_t i, const std::string &name, size_t bytes,
                      bool present) {
@@ -113,6 +118,17 @@ public:
                    copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
                         "state '" + name + "' to the GPU");
                  });
+  }
+
+  void loadTeacherStates(const ArtifactInfo &info,
+                         const SafeTensorsFile &teacher) override {
+    Staging staging(*stagingPool_, largestStateBytes(info));
+    forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
+      readState(own, teacher, rank_, info.expertParallelSize, staging.buffer);
+      copy(states_[size_t(i)], staging.buffer, tensorBytes(own.tensor),
+           cudaMemcpyHostToDevice,
+           std::string("teacher state '") + own.tensor.name + "' to the GPU");
+    });
   }
 
   void loadStates(const ArtifactInfo &info,

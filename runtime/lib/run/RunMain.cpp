@@ -396,6 +396,15 @@ std::vector<std::string> expertLayerNames(const ArtifactInfo &info,
   return names;
 }
 
+/// The outputs of FeedPlan::lossTermOutputs, by name.
+std::vector<std::string> lossTermNames(const ArtifactInfo &info,
+                                       const FeedPlan &plan) {
+  std::vector<std::string> names;
+  for (int32_t index : plan.lossTermOutputs)
+    names.push_back(info.outputs[index].name);
+  return names;
+}
+
 /// What --nvme-path's check found: O_DIRECT on rank 0's line; each rank
 /// that falls back to buffered I/O says why (ranks on other nodes may see
 /// another file system under the same path).
@@ -482,6 +491,16 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     } else {
       weights = SafeTensorsFile::open(options.weights);
     }
+    std::optional<SafeTensorsFile> teacher;
+    check(hasTeacher(info) == !options.teacherWeights.empty(),
+          hasTeacher(info)
+              ? options.artifact + ": the artifact distills from a teacher; "
+                                   "give its weights with --teacher-weights "
+                                   "FILE"
+              : "--teacher-weights: " + options.artifact +
+                    " has no teacher (compile it with --distill-from)");
+    if (!options.teacherWeights.empty())
+      teacher = SafeTensorsFile::open(options.teacherWeights);
     if (!options.save.empty())
       createCheckpointRoot(options.save);
     if (rank == 0) {
@@ -492,7 +511,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
               ? nullptr
               : std::make_unique<MetricsCsv>(options.metrics,
                                              !options.dataSchedule.empty(),
-                                             expertLayerNames(info, plan)),
+                                             expertLayerNames(info, plan),
+                                             lossTermNames(info, plan)),
           options.csvMonitor.empty()
               ? nullptr
               : std::make_unique<CsvMonitor>(options.csvMonitor));
@@ -507,6 +527,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       target->loadStates(info, *resumed);
     else
       target->loadStates(info, *weights);
+    if (teacher)
+      target->loadTeacherStates(info, *teacher);
     if (size > 1)
       describeJob(options, resumed ? &*resumed : nullptr, digest, description);
   });
@@ -692,6 +714,9 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         }
         if (plan.gradNormOutput >= 0)
           record.gradNorm = output(plan.gradNormOutput);
+        for (int32_t index : plan.lossTermOutputs)
+          record.lossTerms.emplace_back(info.outputs[index].name,
+                                        output(index));
         if (plan.moeDroppedOutput >= 0)
           record.moeDropped =
               static_cast<int64_t>(output(plan.moeDroppedOutput));

@@ -66,8 +66,10 @@ std::string localTimestamp() {
 
 std::string formatStepLine(const StepRecord &record) {
   std::string line = "step=" + std::to_string(record.step) +
-                     " loss=" + formatLoss(record.loss, record.lossType) +
-                     " samples/s=" + figure(record.samplesPerSecond) +
+                     " loss=" + formatLoss(record.loss, record.lossType);
+  for (const auto &[name, value] : record.lossTerms)
+    line += " " + name + "=" + formatLoss(value, record.lossType);
+  line += " samples/s=" + figure(record.samplesPerSecond) +
                      " tokens/s=" + figure(record.tokensPerSecond) +
                      " step_time_s=" + figure(record.seconds);
   if (record.averageSamplesPerSecond > 0)
@@ -97,7 +99,8 @@ std::string formatStepLine(const StepRecord &record) {
 }
 
 MetricsCsv::MetricsCsv(const std::string &path, bool dataColumns,
-                       std::vector<std::string> expertLayers)
+                       std::vector<std::string> expertLayers,
+                       std::vector<std::string> lossTerms)
     : path_(path), experts_(!expertLayers.empty()), dataColumns_(dataColumns) {
   file_ = std::fopen(path.c_str(), "w");
   if (!file_)
@@ -110,6 +113,8 @@ MetricsCsv::MetricsCsv(const std::string &path, bool dataColumns,
     header += ",moe_dropped";
   for (const std::string &layer : expertLayers)
     header += ",exp_counts:" + layer;
+  for (const std::string &term : lossTerms)
+    header += "," + term;
   header += "\n";
   if (std::fputs(header.c_str(), file_) < 0 ||
       std::fflush(file_) != 0) {
@@ -152,6 +157,8 @@ void MetricsCsv::append(const StepRecord &record) {
     for (size_t e = 0; e < counts.size(); ++e)
       row += (e ? " " : "") + std::to_string(counts[e]);
   }
+  for (const auto &term : record.lossTerms)
+    row += "," + formatLoss(term.second, record.lossType);
   row += "\n";
   if (std::fputs(row.c_str(), file_) < 0 || std::fflush(file_) != 0)
     throw Error(path_ + ": cannot write metrics: " + std::strerror(errno));
@@ -192,6 +199,8 @@ void CsvMonitor::write(const std::string &name, int64_t samples,
 
 void CsvMonitor::append(const StepRecord &record) {
   write("train_loss", record.samples, formatLoss(record.loss, record.lossType));
+  for (const auto &[name, value] : record.lossTerms)
+    write("train_" + name, record.samples, formatLoss(value, record.lossType));
   if (record.lr)
     write("lr", record.samples, scalar(*record.lr));
   if (record.lossScale)

@@ -30,7 +30,7 @@ std::string runUsage() {
          "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "               [--seed N] [--dump-outputs FILE.safetensors]\n"
-         "               [--nvme-path DIR]\n"
+         "               [--nvme-path DIR] [--teacher-weights FILE]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
          "S times on\n"
@@ -38,6 +38,9 @@ std::string runUsage() {
          "\n"
          "  --weights FILE   safetensors file holding every state the "
          "artifact names\n"
+         "  --teacher-weights FILE  the teacher's own weights, for an "
+         "artifact compiled with\n"
+         "                   --distill-from (every run, resumed ones too)\n"
          "  --data FILE      token file (flat little-endian uint16, as "
          "python -m dsc.data writes),\n"
          "                   feeding inputs 'tokens' and 'targets'; or "
@@ -133,6 +136,8 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
     };
     if (name == "--weights")
       options.weights = takeValue();
+    else if (name == "--teacher-weights")
+      options.teacherWeights = takeValue();
     else if (name == "--data")
       options.data = takeValue();
     else if (name == "--metrics") {

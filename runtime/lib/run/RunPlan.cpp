@@ -223,6 +223,9 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   plan.skippedOutput = optionalScalar("skipped");
   plan.gradNormOutput = optionalScalar("grad_norm");
   plan.moeDroppedOutput = optionalScalar("moe.dropped");
+  for (const char *term : kLossTermNames)
+    if (int32_t index = optionalScalar(term); index >= 0)
+      plan.lossTermOutputs.push_back(index);
   const std::string countsPrefix = "moe.exp_counts";
   for (int32_t i = 0; i < info.numOutputs; ++i) {
     const TensorDesc &out = info.outputs[i];
@@ -304,6 +307,11 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
     });
     bool present = weights.contains(name);
     StateRole role = info.states[i].role;
+    // A teacher's weight comes from its own file (forEachTeacherState).
+    if (role == StateRole::Teacher) {
+      read(i, state.name, tensorBytes(state), false);
+      continue;
+    }
     if (!present &&
         (role == StateRole::Optimizer || role == StateRole::Gradient)) {
       read(i, name, tensorBytes(state), false);
@@ -321,6 +329,39 @@ void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
     const TensorInfo &stored = weights.info(name);
     checkStateMatches(file, whole, stored.dtype, stored.shape);
     read(i, state.name, tensorBytes(state), true);
+  }
+}
+
+bool hasTeacher(const ArtifactInfo &info) {
+  for (int32_t i = 0; i < info.numStates; ++i)
+    if (info.states[i].role == StateRole::Teacher)
+      return true;
+  return false;
+}
+
+void forEachTeacherState(
+    const ArtifactInfo &info, const SafeTensorsFile &teacher,
+    const std::function<void(int32_t, const StateDesc &)> &read) {
+  const std::string prefix = "teacher.";
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const StateDesc &state = info.states[i];
+    if (state.role != StateRole::Teacher)
+      continue;
+    std::string full = state.tensor.name;
+    check(full.compare(0, prefix.size(), prefix) == 0 &&
+              full.size() > prefix.size(),
+          "artifact: teacher state '" + full + "' is not named 'teacher.X'");
+    std::string name = full.substr(prefix.size());
+    // The teacher's own name, the role of a parameter (a 16-bit teacher
+    // from an f32 file is rounded as it is read: roundsOnLoad).
+    StateDesc own = state;
+    own.tensor.name = name.c_str();
+    own.role = StateRole::Parameter;
+    TensorDesc whole = wholeTensor(own);
+    checkStatePresent(teacher.contains(name), teacher.path(), whole);
+    const TensorInfo &stored = teacher.info(name);
+    checkStateMatches(teacher.path(), whole, stored.dtype, stored.shape);
+    read(i, own);
   }
 }
 

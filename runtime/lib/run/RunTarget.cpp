@@ -58,6 +58,13 @@ public:
                   const Checkpoint &checkpoint) override {
     states_ = checkpoint.loadStates(info, statePool_, rank_, &hostStatePool_);
   }
+  void loadTeacherStates(const ArtifactInfo &info,
+                         const SafeTensorsFile &teacher) override {
+    forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
+      readState(own, teacher, rank_, info.expertParallelSize,
+                states_[size_t(i)]);
+    });
+  }
 
   RunStepContext &connect() override {
     if (collectivesOnThread_) {

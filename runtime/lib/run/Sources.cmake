@@ -21,6 +21,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/CheckpointSave.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CheckpointLoad.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CheckpointExport.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/BlockSubset.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunMain.cpp)
 set(DSC_RUN_CUDA_SOURCES ${CMAKE_CURRENT_LIST_DIR}/CudaRun.cpp)
 include(${CMAKE_CURRENT_LIST_DIR}/ArtifactHost.cmake)

@@ -1129,6 +1129,33 @@ dsc.state master @w.m : tensor<4xf32>
 // expected-error @+1 {{'dsc.state' op @w.master is a master weight: it must be a float tensor named '<parameter>.master'}}
 dsc.state master @w.master : tensor<4xi64>
 
+// -----
+
+// dsc-run reads a teacher's weight from the teacher's file under the name
+// after the prefix (--dsc-distill).
+// expected-error @+1 {{'dsc.state' op @wte.weight is a teacher's weight: it must be named 'teacher.<name in the teacher's model>'}}
+dsc.state teacher @wte.weight : tensor<4xf32>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @teacher. is a teacher's weight: it must be named 'teacher.<name in the teacher's model>'}}
+dsc.state teacher @"teacher." : tensor<4xf32>
+
+// -----
+
+// A teacher's weights are frozen.
+dsc.state teacher @teacher.w : tensor<4xf32>
+func.func @store_teacher(%v: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.store' op writes @teacher.w, a teacher's weight, which is frozen}}
+  dsc.store %v to @teacher.w : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @teacher.w has an init rule, which only parameters and their master weights take}}
+dsc.state teacher @teacher.w {init_from = "w"} : tensor<2x4xf32>
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

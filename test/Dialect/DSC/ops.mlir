@@ -11,6 +11,8 @@ dsc.state buffer @"h.0.attn.bias" : tensor<1x1x8x8xf32>
 dsc.state parameter @scalar : tensor<bf16>
 // CHECK: dsc.state optimizer @h.0.attn.c_attn.weight.exp_avg : tensor<96x32xf32>
 dsc.state optimizer @"h.0.attn.c_attn.weight.exp_avg" : tensor<96x32xf32>
+// CHECK: dsc.state teacher @teacher.h.0.attn.c_attn.weight : tensor<96x32xbf16>
+dsc.state teacher @"teacher.h.0.attn.c_attn.weight" : tensor<96x32xbf16>
 // CHECK: dsc.state master @h.0.attn.c_attn.weight.master : tensor<96x32xf32>
 dsc.state master @"h.0.attn.c_attn.weight.master" : tensor<96x32xf32>
 

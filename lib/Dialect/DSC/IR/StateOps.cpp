@@ -65,6 +65,14 @@ LogicalResult StateOp::verify() {
     return emitOpError() << "@" << getSymName()
                          << " is a master weight: it must be a float tensor "
                             "named '<parameter>.master'";
+  // dsc-run finds a teacher's weight in the teacher's own file under the
+  // name after the prefix.
+  if (getRole() == StateRole::teacher &&
+      (!getSymName().starts_with(kTeacherPrefix) ||
+       getSymName() == kTeacherPrefix))
+    return emitOpError() << "@" << getSymName()
+                         << " is a teacher's weight: it must be named '"
+                         << kTeacherPrefix << "<name in the teacher's model>'";
   if (failed(verifyInitRule()))
     return failure();
   // Only the optimizer's host update touches host memory (ZeRO-Offload):
@@ -183,6 +191,9 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << stringifyMemoryTier(transfer.getTier())
                          << " into " << getStateAttr() << ", which lives on the "
                          << stringifyMemoryTier(state->getTier());
+  if (state->getRole() == StateRole::teacher)
+    return emitOpError() << "writes " << getStateAttr()
+                         << ", a teacher's weight, which is frozen";
   // At most one store per state in this block. The block's last store
   // checks them all at once: a scan from every store would make verifying a
   // step (thousands of stores) quadratic.

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 13;
+constexpr int32_t kArtifactAbiVersion = 14;
 
 class Stream;
 
@@ -64,8 +64,18 @@ struct TensorDesc {
 /// file does not hold them; checkpoints do. Master is mixed precision's fp32
 /// master weight of the 16-bit parameter X, named "X.master": a file without
 /// that tensor gives it the (fp32) tensor X. A 16-bit float state whose file
-/// tensor is f32 is rounded to nearest even as it is read.
-enum class StateRole : int32_t { Parameter, Buffer, Optimizer, Gradient, Master };
+/// tensor is f32 is rounded to nearest even as it is read. Teacher is a
+/// frozen teacher's weight (knowledge distillation), named "teacher.X": read
+/// from the teacher's own weights file (dsc-run --teacher-weights) as X,
+/// never from the student's weights or a checkpoint, which do not hold it.
+enum class StateRole : int32_t {
+  Parameter,
+  Buffer,
+  Optimizer,
+  Gradient,
+  Master,
+  Teacher
+};
 
 /// Where a state lives (ZeRO-Offload, docs/offload.md): device memory, or
 /// pinned host memory, which only the artifact's host kernels (the

@@ -54,6 +54,9 @@ constexpr int kUsageExitCode = 2;
 struct RunOptions {
   std::string artifact;
   std::string weights;
+  /// The teacher's own weights file, for an artifact that distills from a
+  /// teacher (StateRole::Teacher); read on every run, resumed ones too.
+  std::string teacherWeights;
   std::string data;
   /// DeepSpeed's train_batch_size: samples per optimizer step, all ranks
   /// and micro-batches together. 0 (not given): the artifact's.
@@ -135,6 +138,10 @@ struct FeedPlan {
   /// this rank's micro-batch.
   int32_t moeDroppedOutput = -1;
   std::vector<int32_t> expCountsOutputs;
+  /// The terms of a loss that sums several (scalars `lm_loss`, `kd_loss`
+  /// of knowledge distillation, `aux_loss` of the experts' balance), in
+  /// kLossTermNames order, those the artifact outputs.
+  std::vector<int32_t> lossTermOutputs;
   int64_t microBatch = 0; // per rank: every input's leading dimension
   /// Tokens per sample: dimension 1 of the token ids (`tokens`, or with
   /// samples the first integer input of two or more dimensions); 1 for a
@@ -284,6 +291,17 @@ void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool present)> &read);
+
+/// Whether the artifact has a teacher's weights (StateRole::Teacher).
+bool hasTeacher(const ArtifactInfo &info);
+/// For every teacher state "teacher.X" of `info`: checks that `teacher`
+/// (the teacher's own weights file) holds X with the state's dtype and
+/// shape (an f32 X for a bf16 state too), then calls `read(index, own)`,
+/// `own` the state under the name X, which readState(own, teacher, ...)
+/// reads. forEachState and Checkpoint::loadStates leave these states zero.
+void forEachTeacherState(
+    const ArtifactInfo &info, const SafeTensorsFile &teacher,
+    const std::function<void(int32_t, const StateDesc &own)> &read);
 
 /// Reads every state of `info` from `weights` into buffers from `pool`, in
 /// ArtifactInfo::states order, as rank `rank` holds them (readState, with
@@ -486,6 +504,10 @@ public:
                           const SafeTensorsFile &weights) = 0;
   virtual void loadStates(const ArtifactInfo &info,
                           const Checkpoint &checkpoint) = 0;
+  /// After loadStates: the teacher's weights (forEachTeacherState) from
+  /// the teacher's own weights file.
+  virtual void loadTeacherStates(const ArtifactInfo &info,
+                                 const SafeTensorsFile &teacher) = 0;
   /// Creates the communicator and the context the artifact's steps run on.
   /// Collective over MPI_COMM_WORLD; throws on every rank alike.
   virtual RunStepContext &connect() = 0;
@@ -556,7 +578,14 @@ struct StepRecord {
   std::optional<int64_t> seqlen;
   std::optional<int64_t> ltdKept;
   std::optional<int64_t> layerTokens;
+  /// The loss's terms (FeedPlan::lossTermOutputs), by output name, as the
+  /// loss: the last micro-batch's.
+  std::vector<std::pair<std::string, double>> lossTerms;
 };
+
+/// The outputs a loss's terms may have, in the order they are logged.
+inline constexpr const char *kLossTermNames[] = {"lm_loss", "kd_loss",
+                                                 "aux_loss"};
 
 /// A record of step `step` from its loss, time and the global batch.
 StepRecord makeStepRecord(int64_t step, double loss, ElementType lossType,
@@ -571,7 +600,8 @@ std::string formatLoss(double loss, ElementType type);
 /// " avg_samples/s=1200 avg_tokens/s=4.9e+06" (once averages are filled),
 /// " lr=0.001", " grad_norm=1.5", " loss_scale=65536", " skipped=0",
 /// " moe_dropped=3", " mem_gib=0.0123", " seqlen=64 ltd_kept=32
-/// layer_tokens=1024" (data schedules) and " time=2025-01-31T12:34:56".
+/// layer_tokens=1024" (data schedules) and " time=2025-01-31T12:34:56";
+/// a loss's terms follow the loss: "loss=2.9 lm_loss=2.7 kd_loss=0.2".
 std::string formatStepLine(const StepRecord &record);
 
 /// The --metrics CSV, written on rank 0 and flushed after every row, so
@@ -581,14 +611,17 @@ std::string formatStepLine(const StepRecord &record);
 /// (a field the artifact does not output is empty), then, for an artifact
 /// with data schedules, seqlen,ltd_kept,layer_tokens, and for a mixture of
 /// experts `moe_dropped` and one `exp_counts:<layer>` column per layer,
-/// whose cells hold the layer's counts separated by spaces.
+/// whose cells hold the layer's counts separated by spaces, then a column
+/// per loss term (`lm_loss`, `kd_loss`, `aux_loss`) the artifact outputs.
 class MetricsCsv {
 public:
   /// Creates or truncates `path` and writes the header, with the data
-  /// schedules' columns when `dataColumns`, and a column for each of
-  /// `expertLayers` (none: the model has no experts). Throws Error.
+  /// schedules' columns when `dataColumns`, a column for each of
+  /// `expertLayers` (none: the model has no experts) and one for each of
+  /// `lossTerms`. Throws Error.
   explicit MetricsCsv(const std::string &path, bool dataColumns = false,
-                      std::vector<std::string> expertLayers = {});
+                      std::vector<std::string> expertLayers = {},
+                      std::vector<std::string> lossTerms = {});
   ~MetricsCsv();
   MetricsCsv(const MetricsCsv &) = delete;
   MetricsCsv &operator=(const MetricsCsv &) = delete;

@@ -96,6 +96,11 @@ def DSC_Dialect : Dialect {
     /// keeps it); it has no master copy.
     static constexpr ::llvm::StringLiteral kKeepFp32AttrName =
         "dsc.keep_fp32";
+    /// Module attribute: the FLOPs of the matrix products of the teacher's
+    /// forward that `--dsc-distill` inlined, per micro-batch (an i64; the
+    /// step report prints it beside the teacher's bytes).
+    static constexpr ::llvm::StringLiteral kTeacherFlopsAttrName =
+        "dsc.teacher_flops";
   }];
 }
 

@@ -19,6 +19,11 @@ def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
     // stores its rounding into the 16-bit parameter. A weights file without
     // it gives it the fp32 weight `X`.
     I32EnumAttrCase<"master", 4>,
+    // A frozen model's weight (--dsc-distill's teacher), named
+    // `teacher.<its own name>`: read by the forward only, never stored, no
+    // gradient, no optimizer state; dsc-run loads it from the teacher's own
+    // weights file (--teacher-weights) under its own name.
+    I32EnumAttrCase<"teacher", 5>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

@@ -41,6 +41,10 @@ constexpr llvm::StringLiteral kWorldSizeAttrName = "dsc.world_size";
 constexpr llvm::StringLiteral kExpertParallelSizeAttrName =
     "dsc.expert_parallel_size";
 
+/// The prefix of a teacher's weights (StateRole::teacher, `--dsc-distill`):
+/// `teacher.h.0.attn.c_attn.weight` is the teacher's `h.0.attn.c_attn.weight`.
+constexpr llvm::StringLiteral kTeacherPrefix = "teacher.";
+
 /// The `dsc.world_size` of the module enclosing `op` (or `op` itself), if
 /// it is set.
 std::optional<int64_t> lookupWorldSize(Operation *op);

@@ -1,0 +1,30 @@
+// RUN: dsc-opt %S/Inputs/distill-student.mlir --dsc-data-parallel=world-size=2 --dsc-distill="teacher=%S/Inputs/distill-teacher.mlir" --dsc-autodiff --dsc-optimizer="optimizer=sgd momentum=0.9" --dsc-zero="stage=3 persistence-threshold=0" --dsc-step-report="report=memory" 2>%t.report | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REPORT < %t.report
+// RUN: dsc-opt %S/Inputs/distill-student.mlir --dsc-data-parallel=world-size=2 --dsc-distill="teacher=%S/Inputs/distill-teacher.mlir" --dsc-autodiff --dsc-optimizer="optimizer=sgd momentum=0.9" --dsc-zero="stage=2" | FileCheck %s --check-prefix=STAGE2
+
+// This file holds only checks; the models are Inputs/distill-student.mlir
+// and Inputs/distill-teacher.mlir.
+
+// ZeRO-3 partitions the teacher's weights like parameters: each rank holds
+// half of each, gathered whole before the teacher's forward reads it; the
+// only reduce-scatters are the student's two gradients.
+// CHECK: dsc.state teacher @teacher.wte.weight {partition_of = array<i64: 8, 4>} : tensor<16xf32>
+// CHECK: dsc.state teacher @teacher.h.0.scale {partition_of = array<i64: 4>} : tensor<2xf32>
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[W:.*]] = dsc.load @teacher.wte.weight : tensor<16xf32>
+// CHECK-NEXT: dsc.all_gather %[[W]] : tensor<16xf32> -> tensor<32xf32>
+// CHECK: %[[S:.*]] = dsc.load @teacher.h.0.scale : tensor<2xf32>
+// CHECK-NEXT: dsc.all_gather %[[S]] : tensor<2xf32> -> tensor<4xf32>
+// CHECK-COUNT-2: dsc.reduce_scatter
+// CHECK-NOT: dsc.reduce_scatter
+// CHECK-NOT: dsc.store %{{.*}} to @teacher.
+
+// The report: the teacher's bytes per rank, (16 + 8 + 2 + 16) x 4, and
+// the FLOPs its forward adds.
+// REPORT: teacher weights 168 {{.*}} its forward: 576 FLOPs of matrix products per micro-batch
+
+// Stages 1-2 keep the teacher whole on every rank.
+// STAGE2: dsc.state teacher @teacher.wte.weight : tensor<8x4xf32>
+// STAGE2-NEXT: dsc.state teacher @teacher.h.0.mlp.c_fc.weight : tensor<4x4xf32>
+// STAGE2-NEXT: dsc.state teacher @teacher.h.0.scale : tensor<4xf32>
+// STAGE2-NEXT: dsc.state teacher @teacher.lm_head.weight : tensor<8x4xf32>
