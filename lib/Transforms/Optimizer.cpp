@@ -16,6 +16,7 @@
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Transforms/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
@@ -656,18 +657,11 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
 
   /// Whether a dsc.all_reduce is among the ops `op` is computed from.
   static bool dependsOnSumOverRanks(Operation *op) {
-    SmallVector<Operation *> work{op};
-    DenseSet<Operation *> seen{op};
-    while (!work.empty()) {
-      Operation *next = work.pop_back_val();
-      if (isa<AllReduceOp>(next))
-        return true;
-      for (Value operand : next->getOperands())
-        if (Operation *def = operand.getDefiningOp();
-            def && seen.insert(def).second)
-          work.push_back(def);
-    }
-    return false;
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    SetVector<Operation *> slice;
+    (void)getBackwardSlice(op, &slice, options);
+    return llvm::any_of(slice, llvm::IsaPred<AllReduceOp>);
   }
 
   /// Erases `value`'s computation where nothing else reads it.
