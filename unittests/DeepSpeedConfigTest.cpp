@@ -26,7 +26,7 @@ struct Read {
     unsigned id = sourceMgr.AddNewSourceBuffer(
         llvm::MemoryBuffer::getMemBufferCopy(text, "ds_config.json"),
         llvm::SMLoc());
-    settings = readDeepSpeedConfig(sourceMgr, id, worldSize, nullptr, &account);
+    settings = readDeepSpeedConfig(sourceMgr, id, worldSize, {}, nullptr, &account);
   }
 
   const KeyAccount *find(StringRef key) const {

@@ -128,6 +128,7 @@ static int64_t prefetchedBytes(Block &block) {
 StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   StepReport report;
   report.worldSize = lookupWorldSize(module).value_or(1);
+  report.tensorParallelSize = lookupTensorParallelSize(module);
   if (auto stage = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroStageAttrName))
     report.zeroStage = stage.getInt();
@@ -194,10 +195,11 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
           p.underThreshold += numel <= p.persistenceThreshold;
         }
       }
-      // An expert's gradient is its rank's experts only (the declared,
-      // local shape).
+      // An expert's gradient is its rank's experts only, a tensor-parallel
+      // weight's its slice (the declared, local shape).
       int64_t perRank =
-          state.getPartitionGroup() == CollectiveGroup::expert
+          state.getPartitionGroup() == CollectiveGroup::expert ||
+                  state.getPartitionGroup() == CollectiveGroup::tensor
               ? state.getTensorType().getNumElements()
           : report.zeroStage >= 2 ? shardSize(numel, report.worldSize)
                                   : numel;
@@ -410,7 +412,14 @@ static void printArenaPeak(llvm::raw_ostream &os, const ArenaPeak &peak) {
 }
 
 void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
-  os << "dsc report: world size " << worldSize << ", ZeRO stage " << zeroStage
+  os << "dsc report: world size " << worldSize;
+  // Megatron's mesh: rank r at tensor index r % T, data index r / T.
+  if (tensorParallelSize > 1)
+    os << " (mesh: tensor " << tensorParallelSize << " x data "
+       << worldSize / tensorParallelSize
+       << ", tensor innermost: rank r at tensor r % " << tensorParallelSize
+       << ", data r / " << tensorParallelSize << ")";
+  os << ", ZeRO stage " << zeroStage
      << ", " << grouped(parameterElements) << " trained parameters (Psi), "
      << gradAccum << " micro-batch" << (gradAccum == 1 ? "" : "es")
      << " per update\n";
@@ -522,6 +531,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
 
 void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
   llvm::json::Object root{{"world_size", worldSize},
+                          {"tensor_parallel_size", tensorParallelSize},
                           {"zero_stage", zeroStage},
                           {"grad_accum", gradAccum},
                           {"parameters", parameterElements}};

@@ -245,7 +245,7 @@ public:
     return success();
   }
 
-  LogicalResult read(const Object &root, int64_t worldSize);
+  LogicalResult read(const Object &root, int64_t worldSize, MeshFlags flags);
   LogicalResult readTopLevelKey(const Object &root, StringRef key);
   LogicalResult readSwitchedSection(const Object &root, StringRef key,
                                     const Twine &refusal);
@@ -262,6 +262,7 @@ public:
   LogicalResult readZero(const Object &zero);
   LogicalResult readZeroOffload(const Object &zero, StringRef key, int64_t stage);
   LogicalResult readDsc(const Object &dsc);
+  FailureOr<MeshFlags> readMesh(const Object &root);
   LogicalResult readMoe(const Object &moe);
   LogicalResult readCurriculum(const Object &cl);
   LogicalResult readDataEfficiency(const Object &de);

@@ -64,11 +64,13 @@ namespace {
 constexpr StringRef kHandledKeys[] = {
     "train_batch_size", "train_micro_batch_size_per_gpu",
     "gradient_accumulation_steps", "optimizer", "scheduler", "fp16", "bf16",
-    "gradient_clipping", "zero_optimization", "dsc"};
+    "gradient_clipping", "zero_optimization", "dsc", "tensor_parallel",
+    "pipeline"};
 
 } // namespace
 
-LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
+LogicalResult ConfigReader::read(const Object &root, int64_t worldSize,
+                                 MeshFlags flags) {
   // Every key and every section is read, so that one run reports each
   // mistake of the file.
   bool ok = true;
@@ -76,7 +78,17 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   for (const auto &[key, value] : root)
     if (!llvm::is_contained(kHandledKeys, StringRef(key)))
       check(readTopLevelKey(root, key));
-  check(readBatch(root, worldSize));
+  // The batch triple counts data-parallel ranks: the world over the mesh's
+  // tensor and pipeline sizes (the command line's, else the config's).
+  FailureOr<MeshFlags> mesh = readMesh(root);
+  check(failed(mesh) ? failure() : success());
+  int64_t tensor = flags.tensor ? flags.tensor : succeeded(mesh) ? mesh->tensor : 1;
+  int64_t stages =
+      flags.pipeline ? flags.pipeline : succeeded(mesh) ? mesh->pipeline : 1;
+  int64_t replicas = std::max<int64_t>(tensor, 1) * std::max<int64_t>(stages, 1);
+  // An indivisible mesh is --dsc-data-parallel's error, at the model.
+  check(readBatch(root, worldSize % replicas == 0 ? worldSize / replicas
+                                                   : worldSize));
 
   FailureOr<const Object *> optimizer = section(root, "", "optimizer");
   check(failed(optimizer) || (*optimizer && failed(readOptimizer(**optimizer)))
@@ -95,6 +107,45 @@ LogicalResult ConfigReader::read(const Object &root, int64_t worldSize) {
   check(failed(dsc) || (*dsc && failed(readDsc(**dsc))) ? failure() : success());
   markAutoKeys();
   return success(ok);
+}
+
+// The device mesh: DeepSpeed's AutoTP training key
+// (tensor_parallel.autotp_size; tp_size is its inference spelling) and its
+// pipeline engine's stage count (pipeline.stages).
+FailureOr<MeshFlags> ConfigReader::readMesh(const Object &root) {
+  MeshFlags mesh{1, 1};
+  FailureOr<const Object *> tensor = section(root, "", "tensor_parallel");
+  FailureOr<const Object *> pipeline = section(root, "", "pipeline");
+  if (failed(tensor) || failed(pipeline))
+    return failure();
+  bool ok = true;
+  if (*tensor) {
+    StringRef path = "tensor_parallel";
+    ok &= succeeded(onlyKeys(**tensor, path, {"autotp_size", "tp_size"},
+                             "tensor_parallel"));
+    if ((*tensor)->get("autotp_size") && (*tensor)->get("tp_size"))
+      ok &= succeeded(error(join(path, "tp_size"),
+                            "give one of autotp_size and tp_size"));
+    for (StringRef key : {"autotp_size", "tp_size"}) {
+      if (failed(setInteger(**tensor, path, key, "tensor-parallel"))) {
+        ok = false;
+        continue;
+      }
+      if (std::optional<int64_t> size = *integer(**tensor, path, key))
+        mesh.tensor = *size;
+    }
+  }
+  if (*pipeline) {
+    StringRef path = "pipeline";
+    ok &= succeeded(onlyKeys(**pipeline, path, {"stages"}, "pipeline"));
+    if (failed(setInteger(**pipeline, path, "stages", "pipeline-parallel")))
+      ok = false;
+    else if (std::optional<int64_t> stages = *integer(**pipeline, path, "stages"))
+      mesh.pipeline = *stages;
+  }
+  if (!ok)
+    return failure();
+  return mesh;
 }
 
 LogicalResult ConfigReader::readDsc(const Object &dsc) {
@@ -619,7 +670,8 @@ static void listKeys(const Value &value, StringRef path,
 
 FailureOr<PipelineSettings>
 mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                               int64_t worldSize, ConfigOrigins *origins,
+                               int64_t worldSize, MeshFlags flags,
+                               ConfigOrigins *origins,
                                ConfigAccount *account) {
   FailureOr<LocatedJson> json = parseLocatedJson(sourceMgr, bufferId);
   if (failed(json))
@@ -631,7 +683,7 @@ mlir::dsc::readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
     reader.printErrors();
     return failure();
   }
-  bool ok = succeeded(reader.read(*root, worldSize));
+  bool ok = succeeded(reader.read(*root, worldSize, flags));
   reader.printErrors();
   std::string file =
       sourceMgr.getMemoryBuffer(bufferId)->getBufferIdentifier().str();

@@ -119,6 +119,8 @@ const Range kRanges[] = {
     choice("moe-init", "upcycle|random"),
     integer("moe-seed", 0, kMaxCount),
     integer("moe-ep-size", 1, kMaxExperts),
+    integer("tensor-parallel", 1, kMaxWorldSize),
+    integer("pipeline-parallel", 1, kMaxWorldSize),
     {"distill-from", Kind::Path},
     real("kd-beta", 0),
     real("kd-temperature", 0, kInf, /*lowOpen=*/true),

@@ -140,6 +140,10 @@ constexpr Flag kFlags[] = {
                              "or bf16"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
+    {"tensor-parallel", "ranks that split each attention and feed-forward "
+                        "block (Megatron's tensor parallelism; default 1)"},
+    {"pipeline-parallel", "pipeline stages (default 1; more is not "
+                          "supported yet)"},
     {"steps-per-print", "dsc-run prints a step line every N steps "
                         "(compiled into the artifact; default: every step)"},
     {"csv-monitor", "dsc-run writes DeepSpeed csv_monitor files into this "
@@ -251,6 +255,11 @@ mlir::dsc::trainingPipelineFromFlags() {
   int64_t worldSize = 1;
   if (auto it = given.find("world-size"); it != given.end())
     llvm::to_integer(it->second, worldSize, 10);
+  MeshFlags mesh;
+  if (auto it = given.find("tensor-parallel"); it != given.end())
+    llvm::to_integer(it->second, mesh.tensor, 10);
+  if (auto it = given.find("pipeline-parallel"); it != given.end())
+    llvm::to_integer(it->second, mesh.pipeline, 10);
   PipelineSettings settings;
   TrainingPipelineRequest request;
   if (f.config.getNumOccurrences()) {
@@ -262,7 +271,7 @@ mlir::dsc::trainingPipelineFromFlags() {
     unsigned id = sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
     ConfigAccount account;
     FailureOr<PipelineSettings> fromConfig = readDeepSpeedConfig(
-        sourceMgr, id, worldSize, &request.fromConfig, &account);
+        sourceMgr, id, worldSize, mesh, &request.fromConfig, &account);
     // Also after errors: the account says which keys were fine.
     if (f.configReport || succeeded(fromConfig))
       printConfigAccount(llvm::errs(), account, f.configReport);

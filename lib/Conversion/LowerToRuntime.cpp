@@ -493,13 +493,15 @@ struct LowerToRuntimePass
                                               cst.getValue()));
         continue;
       }
-      if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-        // A view touches no memory: its readers wait, not the view.
-        streams.alias(reshape.getInput(), reshape.getResult());
-        buffers.map(reshape.getResult(),
+      if (isa<ReshapeOp, ReplicateOp>(op)) {
+        // A view touches no memory: its readers wait, not the view. (A
+        // replicate is the identity once autodiff has read it.)
+        Value input = op.getOperand(0), result = op.getResult(0);
+        streams.alias(input, result);
+        buffers.map(result,
                     dscrt::ViewOp::create(builder, loc,
-                                          bufferType(reshape.getType()),
-                                          buffers.lookup(reshape.getInput())));
+                                          bufferType(result.getType()),
+                                          buffers.lookup(input)));
         continue;
       }
       if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op)) {

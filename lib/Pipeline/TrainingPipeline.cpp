@@ -65,6 +65,8 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   }
   DataParallelOptions dataParallel;
   dataParallel.worldSize = options.worldSize;
+  dataParallel.tensorParallel = options.tensorParallel;
+  dataParallel.pipelineParallel = options.pipelineParallel;
   dataParallel.microBatch = options.microBatch;
   if (options.step == TrainingPipelineOptions::Step::Train)
     dataParallel.gradAccum = options.gradAccum;
@@ -107,6 +109,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.residual = options.moeResidual;
     pm.addPass(createMixtureOfExperts(moe));
   }
+  // Megatron's split of the blocks, on the forward graph (autodiff derives
+  // the conjugate collectives' backward), after the experts (which it does
+  // not split yet) and before attention is formed into one op.
+  if (options.tensorParallel > 1)
+    pm.addPass(createTensorParallel());
   // Before autodiff, so that the backward is built in 16 bits too; the pass
   // itself rejects unknown precisions.
   if (options.precision != "fp32") {

@@ -127,9 +127,16 @@ public:
           gradient = allReduce(b, state.getLoc(), gradient,
                                CollectiveGroup::expert_data);
       } else if (worldSize > 1) {
-        // Megatron's "f": a parameter is replicated on every rank, so the
-        // adjoint of that replication sums the ranks' partial gradients.
-        gradient = allReduce(b, state.getLoc(), gradient, CollectiveGroup::world);
+        // Megatron's "f": a parameter is replicated on every rank of the
+        // data-parallel group (all of them, or with tensor parallelism the
+        // ranks that hold the same slices), so the adjoint of that
+        // replication sums the ranks' partial gradients.
+        CollectiveGroup group = dataParallelGroup(state);
+        FailureOr<int64_t> replicas = lookupGroupSize(state, group);
+        if (failed(replicas))
+          return failure();
+        if (*replicas > 1)
+          gradient = allReduce(b, state.getLoc(), gradient, group);
       }
       if (gradient.getType() != type)
         return func.emitError() << "the gradient of @" << state.getSymName()

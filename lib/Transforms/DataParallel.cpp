@@ -35,9 +35,17 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
     }
     if (microBatch > 0 && failed(checkMicroBatch(module)))
       return signalPassFailure();
+    if (failed(checkMesh(module)))
+      return signalPassFailure();
     OpBuilder builder(module.getContext());
-    module->setAttr("dsc.world_size", builder.getI64IntegerAttr(int64_t(worldSize)));
-    if (worldSize == 1)
+    module->setAttr(kWorldSizeAttrName,
+                    builder.getI64IntegerAttr(int64_t(worldSize)));
+    if (tensorParallel > 1)
+      module->setAttr(kTensorParallelSizeAttrName,
+                      builder.getI64IntegerAttr(int64_t(tensorParallel)));
+    group = dataParallelGroup(module);
+    replicas = worldSize / (tensorParallel * pipelineParallel);
+    if (replicas == 1)
       return;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -53,6 +61,26 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
         if (isOpTriviallyDead(&op))
           op.erase();
     }
+  }
+
+  /// The mesh: T * P divides the world; no pipeline stages yet.
+  LogicalResult checkMesh(ModuleOp module) {
+    if (tensorParallel < 1 || pipelineParallel < 1)
+      return module.emitError()
+             << "tensor-parallel and pipeline-parallel must be at least 1, got "
+             << int64_t(tensorParallel) << " and " << int64_t(pipelineParallel);
+    int64_t mesh = tensorParallel * pipelineParallel;
+    if (worldSize % mesh != 0)
+      return module.emitError()
+             << "the world of " << int64_t(worldSize)
+             << " ranks does not divide into tensor-parallel groups of "
+             << int64_t(tensorParallel) << " times " << int64_t(pipelineParallel)
+             << " pipeline stages";
+    if (pipelineParallel > 1)
+      return module.emitError()
+             << "pipeline parallelism (pipeline-parallel "
+             << int64_t(pipelineParallel) << ") is not supported yet";
+    return success();
   }
 
   /// Every graph input's leading dimension is the micro-batch.
@@ -73,6 +101,9 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
     return success();
   }
 
+  CollectiveGroup group = CollectiveGroup::world; // the data-parallel ranks
+  int64_t replicas = 1;                          // how many there are
+
   /// `value` (one rank's) made global over the data-parallel ranks.
   Value globalize(OpBuilder &b, Value value) {
     Location loc = value.getLoc();
@@ -86,17 +117,17 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
       auto sum = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
                                         ce.getIgnoreIndex(), LossReduction::sum);
       Value count = ce.buildCountedTargets(b);
-      auto globalSum = AllReduceOp::create(b, loc, sum);
-      auto globalCount = AllReduceOp::create(b, loc, count);
+      auto globalSum = AllReduceOp::create(b, loc, sum, group);
+      auto globalCount = AllReduceOp::create(b, loc, count, group);
       return DivOp::create(b, loc, globalSum, globalCount);
     }
-    auto total = AllReduceOp::create(b, loc, value);
+    auto total = AllReduceOp::create(b, loc, value, group);
     auto n = ConstantOp::create(
         b, loc, DenseElementsAttr::get(
                     RankedTensorType::get({}, type.getElementType()),
                     isa<FloatType>(type.getElementType())
-                        ? Attribute(b.getFloatAttr(type.getElementType(), worldSize))
-                        : Attribute(b.getIntegerAttr(type.getElementType(), worldSize))));
+                        ? Attribute(b.getFloatAttr(type.getElementType(), replicas))
+                        : Attribute(b.getIntegerAttr(type.getElementType(), replicas))));
     return DivOp::create(b, loc, total, n);
   }
 };

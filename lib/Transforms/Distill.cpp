@@ -86,6 +86,12 @@ struct DistillPass : public dsc::impl::DistillBase<DistillPass> {
     ModuleOp module = getOperation();
     if (failed(checkOptions(module)))
       return signalPassFailure();
+    if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1) {
+      module.emitError() << "--dsc-distill with tensor parallelism "
+                            "(tensor-parallel "
+                         << tensor << ") is not supported yet";
+      return signalPassFailure();
+    }
     OwningOpRef<ModuleOp> teacherModule =
         parseSourceFile<ModuleOp>(teacher, module.getContext());
     if (!teacherModule) {

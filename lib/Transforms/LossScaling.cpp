@@ -70,13 +70,16 @@ Value mlir::dsc::buildLossScale(StepBuilder &b, const LossScaleConfig &c,
 }
 
 Value mlir::dsc::buildGradientsFinite(StepBuilder &b, ArrayRef<Value> grads,
-                                      ArrayRef<Value> expertGrads) {
+                                      ArrayRef<Value> expertGrads,
+                                      ArrayRef<Value> sliceGrads) {
   // Every element times zero, squared and summed: zero when all are
   // finite, nan otherwise (inf * 0 is nan), and nan == 0 is false. One
   // multi-tensor reduction over every gradient; experts split over ranks
-  // add their group's sum, so that every rank takes the same decision.
+  // and tensor-parallel slices add their group's sum, so that every rank
+  // takes the same decision.
   return b.cmp(ComparisonDirection::eq,
-               b.sumSquaresOverRanks(grads, expertGrads, b.c(0)), b.c(0));
+               b.sumSquaresOverRanks(grads, expertGrads, b.c(0), sliceGrads),
+               b.c(0));
 }
 
 void mlir::dsc::buildLossScaleUpdate(

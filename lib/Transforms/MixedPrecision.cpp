@@ -107,11 +107,10 @@ struct MixedPrecisionPass
       master.setInitFromAttr(state.getInitFromAttr());
       master.setInitUniformAttr(state.getInitUniformAttr());
       master.setInitSeedAttr(state.getInitSeedAttr());
-      // An expert's master lives with the expert.
-      if (state.getPartitionOf()) {
-        master.setPartitionOfAttr(state.getPartitionOfAttr());
-        master.setPartitionGroup(state.getPartitionGroup());
-      }
+      // An expert's master lives with the expert, a tensor-parallel
+      // weight's with its slice.
+      if (state.getPartitionOf())
+        master.copyPartition(state);
       symbols.insert(master);
       state.setType(type);
     }

@@ -16,6 +16,8 @@
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Transforms/Passes.h"
 
+#include "FeedForwardBlocks.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -39,92 +41,7 @@ namespace mlir::dsc {
 using namespace mlir;
 using namespace mlir::dsc;
 
-static RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
 namespace {
-/// A dense feed-forward block: the linear maps that read its input (one, or
-/// two for a gated unit such as SwiGLU), the elementwise chain after them
-/// and the linear map that ends it.
-struct FeedForward {
-  Value input;
-  SmallVector<LinearOp, 2> first;
-  llvm::SetVector<Operation *> chain;
-  LinearOp last;
-};
-
-/// The state a value loads, when it is a load of a parameter.
-StateOp parameterLoaded(Value v, SymbolTable &symbols) {
-  auto load = v.getDefiningOp<LoadOp>();
-  if (!load)
-    return nullptr;
-  auto state = symbols.lookup<StateOp>(load.getState());
-  return state && state.getRole() == StateRole::parameter ? state : nullptr;
-}
-
-/// A linear map whose weight (and bias, if any) are parameters.
-bool isParameterLinear(LinearOp linear, SymbolTable &symbols) {
-  return parameterLoaded(linear.getWeight(), symbols) &&
-         (!linear.getBias() || parameterLoaded(linear.getBias(), symbols));
-}
-
-/// Walks up from `v`, a value only the block reads, collecting the chain
-/// and the first linear maps. Operands of rank 0 (scalar constants) are
-/// taken as they are.
-bool traceChain(Value v, FeedForward &block, SymbolTable &symbols) {
-  Operation *def = v.getDefiningOp();
-  if (!def || !v.hasOneUse())
-    return false;
-  if (auto linear = dyn_cast<LinearOp>(def)) {
-    if (!isParameterLinear(linear, symbols) || block.first.size() == 2)
-      return false;
-    block.first.push_back(linear);
-    return true;
-  }
-  if (isa<ReshapeOp>(def)) {
-    if (!traceChain(def->getOperand(0), block, symbols))
-      return false;
-    block.chain.insert(def);
-    return true;
-  }
-  if (!isElementwise(def) || def->getNumResults() != 1)
-    return false;
-  bool traced = false;
-  for (Value operand : def->getOperands()) {
-    if (tensorOf(operand).getRank() == 0)
-      continue;
-    if (!traceChain(operand, block, symbols))
-      return false;
-    traced = true;
-  }
-  if (!traced)
-    return false;
-  block.chain.insert(def);
-  return true;
-}
-
-/// The feed-forward block `last` ends, if it ends one.
-std::optional<FeedForward> matchFeedForward(LinearOp last, SymbolTable &symbols) {
-  if (!isParameterLinear(last, symbols))
-    return std::nullopt;
-  FeedForward block;
-  block.last = last;
-  if (!traceChain(last.getInput(), block, symbols) || block.first.empty())
-    return std::nullopt;
-  // An activation between the maps, not only reshapes.
-  if (llvm::all_of(block.chain, [](Operation *op) { return isa<ReshapeOp>(op); }))
-    return std::nullopt;
-  block.input = block.first[0].getInput();
-  int64_t width = tensorOf(block.input).getShape().back();
-  for (LinearOp linear : block.first)
-    if (linear.getInput() != block.input)
-      return std::nullopt;
-  if (tensorOf(last.getResult()).getShape().back() != width)
-    return std::nullopt;
-  return block;
-}
-
 /// "a.b.c" without its last component: the module path of a parameter.
 StringRef modulePath(StringRef name) {
   size_t dot = name.rfind('.');
@@ -263,6 +180,10 @@ private:
       return fail("init must be upcycle or random, got '" + init + "'");
     if (epSize < 1)
       return fail("ep-size must be at least 1, got " + Twine(int64_t(epSize)));
+    if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1)
+      return fail("experts with tensor parallelism (DeepSpeed-TED, "
+                  "tensor-parallel " +
+                  Twine(tensor) + ") are not supported yet");
     if (epSize > 1) {
       std::optional<int64_t> world = lookupWorldSize(module);
       if (!world || *world % epSize != 0)

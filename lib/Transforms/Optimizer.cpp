@@ -238,11 +238,10 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       top.setInsertionPointAfter(after);
       auto state = StateOp::create(top, after.getLoc(), name, type, role);
       // A parameter's own state (moments, accumulated gradient) is
-      // partitioned as the parameter is: an expert's lives with the expert.
-      if (after.getPartitionOf() && after.getTensorType() == type) {
-        state.setPartitionOfAttr(after.getPartitionOfAttr());
-        state.setPartitionGroup(after.getPartitionGroup());
-      }
+      // partitioned as the parameter is: an expert's lives with the expert,
+      // a tensor-parallel weight's with its slice.
+      if (after.getPartitionOf() && after.getTensorType() == type)
+        state.copyPartition(after);
       symbols.insert(state);
       return state;
     };
@@ -388,7 +387,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         Value oldLoss = ret.getOperand(*lossResult);
         Value loss = gate.getResult(sums.size() - 2);
         if (lossShare->reduced)
-          loss = AllReduceOp::create(builder, loc, loss);
+          loss = AllReduceOp::create(builder, loc, loss,
+                                     dataParallelGroup(func));
         if (loss.getType() != oldLoss.getType())
           loss = ConvertOp::create(builder, loc, oldLoss.getType(), loss);
         ret.setOperand(*lossResult, loss);
@@ -411,14 +411,17 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       }
     }
 
-    // Gradients of experts split over the ranks of an expert group, and the
-    // others: norms and overflow checks sum the experts' over the group.
-    auto isExpert = [&](size_t i) {
-      return grads[i].param.getPartitionGroup() == CollectiveGroup::expert;
-    };
-    SmallVector<Value> replicated, experts;
-    for (auto [i, v] : llvm::enumerate(g))
-      (isExpert(i) ? experts : replicated).push_back(v);
+    // Gradients of experts split over the ranks of an expert group, of
+    // tensor-parallel slices over a tensor group, and the others: norms and
+    // overflow checks sum the split ones over their group.
+    SmallVector<Value> replicated, experts, slices;
+    for (auto [i, v] : llvm::enumerate(g)) {
+      CollectiveGroup over = grads[i].param.getPartitionGroup();
+      (over == CollectiveGroup::expert   ? experts
+       : over == CollectiveGroup::tensor ? slices
+                                         : replicated)
+          .push_back(v);
+    }
 
     // Loss scaling: a step whose gradients (summed over the ranks and the
     // micro-batches) hold an inf or a nan is skipped on every rank alike;
@@ -427,7 +430,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped, unscale;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
-      Value finite = buildGradientsFinite(b, replicated, experts);
+      Value finite = buildGradientsFinite(b, replicated, experts, slices);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       unscale = b.div(b.c(1), scale);
       skipped = b.select(finite, b.c(0), b.c(1));
@@ -440,7 +443,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value clipCoef, norm;
     if (s.gradClip > 0) {
       norm = SqrtOp::create(
-          builder, loc, b.sumSquaresOverRanks(replicated, experts, unscale));
+          builder, loc,
+          b.sumSquaresOverRanks(replicated, experts, unscale, slices));
       clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
     Value skip;
@@ -471,8 +475,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     }
 
     // One update op per kind of tensor (the gradients' element type,
-    // whether the op also writes 16-bit parameters, and whether the tensors
-    // are experts split over an expert group, which ZeRO leaves whole): one
+    // whether the op also writes 16-bit parameters, and the group the
+    // tensors are split over: experts over an expert group, which ZeRO
+    // leaves whole, tensor-parallel slices over a tensor group): one
     // multi-tensor kernel each, whatever the number of parameters.
     llvm::MapVector<std::tuple<Type, int, int>, SmallVector<unsigned>> groups;
     for (auto [i, grad] : llvm::enumerate(grads)) {
@@ -481,7 +486,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
       // after accumulation widened them).
       bool copies = grad.master &&
                     grad.param.getTensorType().getElementType() == gradElem;
-      groups[{gradElem, int(copies), int(isExpert(i))}].push_back(i);
+      groups[{gradElem, int(copies), int(grad.param.getPartitionGroup())}]
+          .push_back(i);
     }
     for (auto &[key, members] : groups) {
       bool copies = std::get<1>(key);
@@ -612,7 +618,7 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Location loc = loss.getLoc();
     auto isConstant = [](Value v) { return bool(v.getDefiningOp<ConstantOp>()); };
     if (auto reduce = dyn_cast_or_null<AllReduceOp>(def);
-        reduce && reduce.getGroup() == CollectiveGroup::world)
+        reduce && reduce.getGroup() == dataParallelGroup(reduce))
       return LocalShare{reduce.getInput(), true};
     if (isa_and_nonnull<AddOp, SubOp>(def)) {
       FailureOr<LocalShare> x = rankLocalShare(b, def->getOperand(0));

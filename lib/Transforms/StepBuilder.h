@@ -76,15 +76,19 @@ struct StepBuilder {
     return total;
   }
   /// sumSquares over the gradients of a whole model whose `experts` are
-  /// split over the ranks of each expert group (the others `replicated` on
-  /// every rank): the experts' share is summed over the group, so that
+  /// split over the ranks of each expert group, and whose `slices` over the
+  /// ranks of each tensor group (the others `replicated` on every rank of
+  /// those groups): each split share is summed over its group, so that
   /// every rank holds the same total.
   Value sumSquaresOverRanks(ArrayRef<Value> replicated, ArrayRef<Value> experts,
-                            Value scale) {
+                            Value scale, ArrayRef<Value> slices = {}) {
     Value total = replicated.empty() ? Value() : sumSquares(replicated, scale);
-    if (!experts.empty()) {
-      Value local = sumSquares(experts, scale);
-      Value group = AllReduceOp::create(b, loc, local, CollectiveGroup::expert);
+    for (auto [split, over] : {std::pair(experts, CollectiveGroup::expert),
+                               std::pair(slices, CollectiveGroup::tensor)}) {
+      if (split.empty())
+        continue;
+      Value local = sumSquares(split, scale);
+      Value group = AllReduceOp::create(b, loc, local, over);
       total = total ? add(total, group) : group;
     }
     return total;

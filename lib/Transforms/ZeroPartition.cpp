@@ -456,6 +456,12 @@ struct ZeroPartitionPass
     }
     if (stage == 0)
       return;
+    if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1) {
+      module.emitError() << "ZeRO stage " << int64_t(stage)
+                         << " with tensor parallelism (tensor-parallel "
+                         << tensor << ") is not supported yet";
+      return signalPassFailure();
+    }
     std::optional<int64_t> world = lookupWorldSize(module);
     if (!world || *world < 1) {
       module.emitError() << "ZeRO stage " << int64_t(stage)

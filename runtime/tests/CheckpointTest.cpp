@@ -940,15 +940,76 @@ TEST_F(DscRunExpertCheckpoint, RefusesAnUnknownPartitionGroup) {
   save(4, 2);
   std::string path = root_ + "/step_3/metadata.json";
   json meta = metadata();
-  meta["tensors"]["experts.w"]["partition"]["group"] = "tensor";
+  meta["tensors"]["experts.w"]["partition"]["group"] = "pipeline";
   writeText(path, meta.dump());
   try {
     Checkpoint::open(root_);
     ADD_FAILURE() << "opened a checkpoint with an unknown partition group";
   } catch (const Error &error) {
     EXPECT_THAT(error.what(), HasSubstr("tensor 'experts.w': unknown "
-                                        "partition group 'tensor'"));
+                                        "partition group 'pipeline'"));
   }
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Tensor-parallel slices
+//===----------------------------------------------------------------------===//
+
+constexpr int64_t kRowsShape[] = {2, 6};  // a row-parallel weight
+constexpr int64_t kSliceShape[] = {2, 3}; // its slice at T = 2
+
+TEST(DscRunTensorSliceCheckpoint, GathersSlicesOfEveryBlock) {
+  ScratchDir dir;
+  const std::string root = dir.file("ck");
+  std::vector<float> whole(12);
+  for (int i = 0; i < 12; ++i)
+    whole[size_t(i)] = 0.5f + float(i);
+  // W = 4, T = 2: ranks 0 and 1 (data index 0) write the two slices, each
+  // the whole viewed as [2 blocks, 2, 3] at [:, r % 2, :].
+  StateDesc sliced{{"proj.w", ElementType::F32, 2, kSliceShape},
+                   StateRole::Parameter,
+                   2,
+                   kRowsShape,
+                   int32_t(CommGroup::Tensor),
+                   nullptr,
+                   0.0,
+                   0,
+                   MemoryTier::Device,
+                   2};
+  ArtifactInfo info = infoWith(&sliced, 1);
+  info.worldSize = 4;
+  info.tensorParallelSize = 2;
+  CheckpointJob job{3, 4, "tiny.mlir", "cpu", 4, 4};
+  beginCheckpoint(root, 3);
+  std::vector<std::string> reports;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(checkpointWrites(sliced, 0, r, 4, 1, 2), r < 2) << r;
+    std::vector<float> mine(6);
+    StateSlice slice = stateSlice(sliced, r, 1, 2);
+    for (int64_t i = 0; i < slice.total(); ++i)
+      mine[size_t(i)] = whole[size_t(slice.whole(i))];
+    reports.push_back(writeCheckpointShard(root, job, info, {mine.data()}, r));
+  }
+  commitCheckpoint(root, job, info, reports);
+  json meta = json::parse(readText(root + "/step_3/metadata.json"));
+  const json &pieces = meta["tensors"]["proj.w"]["pieces"];
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[1]["offset"], 3);
+  EXPECT_EQ(pieces[1]["blocks"], 2);
+  EXPECT_EQ(pieces[1]["stride"], 6);
+  EXPECT_EQ(meta["tensors"]["proj.w"]["partition"]["group"], "tensor");
+
+  // Whole, as T = 1 loads it (and dsc-ckpt export reads it).
+  Checkpoint checkpoint = Checkpoint::open(root);
+  std::vector<float> all(12, -1);
+  checkpoint.readTensor("proj.w", all.data(), all.size() * sizeof(float));
+  EXPECT_EQ(all, whole);
+  // Rank 3 of a job of 2 tensor groups of 2 takes slice 1 again.
+  MemoryPool pool("state");
+  std::vector<void *> loaded = checkpoint.loadStates(info, pool, 3);
+  const float *data = static_cast<const float *>(loaded[0]);
+  EXPECT_EQ(std::vector<float>(data, data + 6),
+            (std::vector<float>{3.5f, 4.5f, 5.5f, 9.5f, 10.5f, 11.5f}));
+}

@@ -58,11 +58,40 @@ TEST(CommGroups, FourRanksTwoExpertsWide) {
             "the expert_data group (ranks 1, 3)");
 }
 
+TEST(CommGroups, MegatronMeshTensorInnermost) {
+  // W = 8, T = 2: tensor groups {0, 1}, {2, 3}, ...; data groups
+  // {0, 2, 4, 6} and {1, 3, 5, 7}.
+  GroupLayout layout(8, 1, 2);
+  EXPECT_EQ(layout.size(CommGroup::Tensor), 2);
+  EXPECT_EQ(layout.size(CommGroup::Data), 4);
+  for (int r = 0; r < 8; ++r) {
+    int first = r - r % 2;
+    EXPECT_EQ(members(layout, CommGroup::Tensor, r),
+              (std::vector<int>{first, first + 1}))
+        << r;
+    EXPECT_EQ(members(layout, CommGroup::Data, r),
+              (std::vector<int>{r % 2, r % 2 + 2, r % 2 + 4, r % 2 + 6}))
+        << r;
+    EXPECT_EQ(layout.index(CommGroup::Tensor, r), r % 2);
+    EXPECT_EQ(layout.index(CommGroup::Data, r), r / 2);
+    EXPECT_EQ(groupIndex(CommGroup::Data, r, 1, 2), r / 2);
+    for (CommGroup g : {CommGroup::Tensor, CommGroup::Data})
+      EXPECT_EQ(layout.member(g, r, layout.index(g, r)), r);
+  }
+  EXPECT_EQ(layout.describe(CommGroup::Tensor, 5),
+            "the tensor group (ranks 4, 5)");
+  EXPECT_EQ(layout.describe(CommGroup::Data, 5),
+            "the data group (ranks 1, 3, 5, 7)");
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 1, 3); }),
+            "tensor-parallel size 3 does not divide the world size 4");
+}
+
 TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
   for (auto [world, expert] : {std::pair{8, 2}, {8, 4}, {6, 3}, {12, 4}}) {
-    GroupLayout layout(world, expert);
-    for (CommGroup g :
-         {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+    GroupLayout layout(world, expert, expert);
+    for (CommGroup g : {CommGroup::World, CommGroup::Expert,
+                        CommGroup::ExpertData, CommGroup::Tensor,
+                        CommGroup::Data}) {
       // The groups of one kind cut the ranks into disjoint parts, and every
       // member of a group sees the same group.
       std::set<int> seen;
@@ -103,16 +132,17 @@ TEST(CommGroups, RefusesSizesThatDoNotDivide) {
 }
 
 TEST(CommGroups, NamesRoundTrip) {
-  for (CommGroup g :
-       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+  for (CommGroup g : {CommGroup::World, CommGroup::Expert,
+                      CommGroup::ExpertData, CommGroup::Tensor,
+                      CommGroup::Data}) {
     CommGroup parsed = CommGroup::World;
     EXPECT_TRUE(parseCommGroup(name(g), parsed));
     EXPECT_EQ(parsed, g);
     EXPECT_TRUE(isCommGroup(static_cast<int32_t>(g)));
   }
   CommGroup parsed;
-  EXPECT_FALSE(parseCommGroup("tensor", parsed));
-  EXPECT_FALSE(isCommGroup(3));
+  EXPECT_FALSE(parseCommGroup("pipeline", parsed));
+  EXPECT_FALSE(isCommGroup(5));
   EXPECT_FALSE(isCommGroup(-1));
   EXPECT_THROW(name(static_cast<CommGroup>(5)), Error);
 }

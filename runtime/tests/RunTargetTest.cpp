@@ -47,7 +47,8 @@ struct OneRankArtifact {
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
   ArtifactInfo info{kArtifactAbiVersion, "cpu", "one.mlir", 1,
                     /*expertParallelSize=*/1, 300, 1, states, 2, inputs, 1,
-                    outputs, 0, nullptr, /*gradAccumSteps=*/1};
+                    outputs, 0, nullptr, /*gradAccumSteps=*/1,
+                    /*hostArenaBytes=*/0, /*tensorParallelSize=*/1};
   RunOptions options;
   OneRankArtifact() {
     options.artifact = "one.so";

@@ -183,7 +183,8 @@ struct FakeArtifact {
   TensorDesc outputs[1] = {{"loss", ElementType::F32, 0, nullptr}};
   ArtifactInfo info{kArtifactAbiVersion, "cpu", "fake.mlir", 2,
                     /*expertParallelSize=*/1, 1024, 1, states, 2, inputs, 1,
-                    outputs, 0, nullptr, /*gradAccumSteps=*/1};
+                    outputs, 0, nullptr, /*gradAccumSteps=*/1,
+                    /*hostArenaBytes=*/0, /*tensorParallelSize=*/1};
   RunOptions options;
   /// Makes `w` a partitioned state over `group`: its shard [8] (15
   /// elements over 2 ranks).
@@ -256,8 +257,8 @@ TEST(DscRunPlan, RejectsAJobTheArtifactDoesNotFit) {
     fake.options.batch = 2;
     EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
               "--batch 2 does not match the artifact: its micro batch 2 per "
-              "rank times 2 rank(s) is 4 samples per step (DeepSpeed's "
-              "train_batch_size); leave --batch out to take it");
+              "rank times 2 data-parallel rank(s) is 4 samples per step "
+              "(DeepSpeed's train_batch_size); leave --batch out to take it");
   }
   {
     FakeArtifact fake;
@@ -336,9 +337,9 @@ TEST(DscRunPlan, BatchIsDeepSpeedsTrainBatchSize) {
   fake.options.batch = 4; // the micro-step's batch, not the step's
   EXPECT_EQ(errorOf([&] { planFeeds(fake.info, fake.options, 2); }),
             "--batch 4 does not match the artifact: its micro batch 2 per "
-            "rank times 2 rank(s) times 3 micro-batches per step (gradient "
-            "accumulation) is 12 samples per step (DeepSpeed's "
-            "train_batch_size); leave --batch out to take it");
+            "rank times 2 data-parallel rank(s) times 3 micro-batches per "
+            "step (gradient accumulation) is 12 samples per step "
+            "(DeepSpeed's train_batch_size); leave --batch out to take it");
 }
 
 TEST(DscRunPlan, SamplesFeedAnyInputsByName) {
@@ -437,8 +438,8 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
       {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
        "state 'w' is not partitioned but names partition group 1"},
       {[](FakeArtifact &f) { f.partition(CommGroup::ExpertData); },
-       "state 'w' is partitioned over group 2; only the world (0) and the "
-       "expert group (1) partition states"},
+       "state 'w' is partitioned over group 2; only the world (0), the "
+       "expert group (1) and the tensor group (3) partition states"},
       {[](FakeArtifact &f) {
          f.partition(CommGroup::World);
          f.shardShape[0] = 7;
@@ -682,7 +683,8 @@ TEST(DscRunStepContext, CollectivesNameTheirGroup) {
                                static_cast<CommGroup>(7));
             }),
             "step 2, collective 4 (allToAll of 1 f32 over group 7): no such "
-            "communicator group (0: world, 1: expert, 2: expert_data)");
+            "communicator group (0: world, 1: expert, 2: expert_data, 3: "
+            "tensor, 4: data)");
   EXPECT_EQ(errorOf([&] {
               context.allToAll(values, 1, ElementType::I1, 5, s,
                                CommGroup::Expert);

@@ -269,7 +269,7 @@ TEST_F(DscRunTool, RejectsABatchOrSequenceTheArtifactWasNotCompiledFor) {
   bad[6] = "6"; // --batch
   expectError(run(2, bad), "dsc-run: error: --batch 6 does not match the "
                            "artifact: its micro batch 2 per rank times 2 "
-                           "rank(s) is 4");
+                           "data-parallel rank(s) is 4");
   bad = args(artifact("tiny_w1"));
   bad[8] = "8"; // --seq
   expectError(run(1, bad), "--seq 8 does not match the artifact's sequence "

@@ -289,6 +289,52 @@ TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
   EXPECT_EQ(row, (std::vector<float>{6.5f, 7.5f, 8.5f}));
 }
 
+TEST(StateInit, TensorParallelSlicesTakeTheirColumnsOfEachBlock) {
+  // A row-parallel weight [2, 6] over T = 2 with 2 blocks (one per row):
+  // the whole viewed as [2, 2, 3], rank r holds [:, r % 2, :], on ranks
+  // r and r + 2 alike (T = 2 of W = 4).
+  int64_t whole[2] = {2, 6};
+  int64_t local[2] = {2, 3};
+  StateDesc state{{"proj.w", ElementType::F32, 2, local},
+                  StateRole::Parameter,
+                  2,
+                  whole,
+                  int32_t(CommGroup::Tensor),
+                  nullptr,
+                  0.0,
+                  0,
+                  MemoryTier::Device,
+                  2};
+  StateSlice slice = stateSlice(state, 3, 1, 2);
+  EXPECT_EQ(slice.begin, 3);
+  EXPECT_EQ(slice.count, 3);
+  EXPECT_EQ(slice.blocks, 2);
+  EXPECT_EQ(slice.stride, 6);
+  EXPECT_EQ(slice.total(), 6);
+  EXPECT_EQ(slice.whole(4), 10);
+
+  ScratchDir dir;
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i)
+    values[size_t(i)] = float(i);
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"proj.w", DType::F32, {2, 6}, values.data()}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  const std::vector<std::vector<float>> expected = {{0, 1, 2, 6, 7, 8},
+                                                    {3, 4, 5, 9, 10, 11}};
+  for (int r = 0; r < 4; ++r) {
+    std::vector<float> mine(6, -1);
+    readState(state, weights, r, 1, mine.data(), 2);
+    EXPECT_EQ(mine, expected[size_t(r % 2)]) << r;
+  }
+  // A bf16 slice of the fp32 tensor is rounded block by block.
+  state.tensor.type = ElementType::BF16;
+  std::vector<uint16_t> narrow(6);
+  readState(state, weights, 1, 1, narrow.data(), 2);
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(bf16ToFloat(narrow[i]), expected[1][i]) << i;
+}
+
 TEST(StateInit, ExpertPartitionedStatesFillTheirSliceOfTheRule) {
   ScratchDir dir;
   const float dense[3] = {1, 2, 3};

@@ -3,7 +3,7 @@
 // RUN: dsc-opt %s --dsc-pipeline="world-size=2 optimizer=sgd lr=0.1" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
 // RUN: dsc-opt %s --world-size=2 --optimizer=sgd --lr=0.1 --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: cse
-// ORDER-NEXT: dsc-data-parallel{grad-accum=1 micro-batch=0 world-size=2}
+// ORDER-NEXT: dsc-data-parallel{grad-accum=1 micro-batch=0 pipeline-parallel=1 tensor-parallel=1 world-size=2}
 // ORDER-NEXT: dsc-form-attention
 // ORDER-NEXT: dsc-autodiff
 // ORDER-NEXT: dsc-optimizer{{.*}}lr=1.000000e-01{{.*}}optimizer=sgd

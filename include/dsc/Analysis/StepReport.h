@@ -110,6 +110,7 @@ struct DeepSpeedEstimate {
 
 struct StepReport {
   int64_t worldSize = 1;
+  int64_t tensorParallelSize = 1; // the mesh's tensor groups (Megatron's)
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
   int64_t parameterElements = 0; // Ψ, whole parameters

@@ -74,8 +74,17 @@ void printConfigAccount(llvm::raw_ostream &os, const ConfigAccount &account,
 /// `value` as option text that reads back as the same double.
 std::string formatPipelineNumber(double value);
 
+/// The device mesh's sizes that the command line gives (0: not given, the
+/// config's or 1).
+struct MeshFlags {
+  int64_t tensor = 0;
+  int64_t pipeline = 0;
+};
+
 /// Reads the DeepSpeed config in buffer `bufferId` of `sourceMgr` for a job
-/// of `worldSize` data-parallel ranks. Every error (bad JSON, a duplicate or
+/// of `worldSize` ranks (its batch triple counts the data-parallel ones:
+/// the world over the tensor-parallel size and pipeline stages, `flags`'
+/// where given, else the config's own). Every error (bad JSON, a duplicate or
 /// unknown key, a value of the wrong type or out of range, an inconsistent
 /// batch triple, a DeepSpeed feature dsc does not implement, at a value
 /// other than DeepSpeed's default) is reported through `sourceMgr` at the
@@ -84,7 +93,8 @@ std::string formatPipelineNumber(double value);
 /// `account`, when given (also on failure, once the JSON parsed).
 FailureOr<PipelineSettings>
 readDeepSpeedConfig(llvm::SourceMgr &sourceMgr, unsigned bufferId,
-                    int64_t worldSize, ConfigOrigins *origins = nullptr,
+                    int64_t worldSize, MeshFlags flags = {},
+                    ConfigOrigins *origins = nullptr,
                     ConfigAccount *account = nullptr);
 
 } // namespace mlir::dsc

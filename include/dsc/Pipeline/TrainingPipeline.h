@@ -35,6 +35,16 @@ struct TrainingPipelineOptions
   Option<int64_t> worldSize{*this, "world-size",
                             llvm::cl::desc("data-parallel ranks"),
                             llvm::cl::init(1)};
+  Option<int64_t> tensorParallel{
+      *this, "tensor-parallel",
+      llvm::cl::desc("ranks that split each block (Megatron's tensor "
+                     "parallelism; the mesh's innermost dimension)"),
+      llvm::cl::init(1)};
+  Option<int64_t> pipelineParallel{
+      *this, "pipeline-parallel",
+      llvm::cl::desc("pipeline stages (the mesh's outermost dimension; only "
+                     "1 for now)"),
+      llvm::cl::init(1)};
   Option<int64_t> microBatch{
       *this, "micro-batch",
       llvm::cl::desc("per-rank micro-batch the exported inputs must have "

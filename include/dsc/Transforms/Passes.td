@@ -67,6 +67,18 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
 
     With `world-size=1` only the attribute is set.
 
+    The device mesh: `tensor-parallel=T` and `pipeline-parallel=P` divide
+    the world into T * P * D ranks, D = world-size / (T * P) the
+    data-parallel degree, laid out as Megatron lays them: tensor innermost
+    (the T consecutive ranks of r / T share each layer's weights), then
+    data, then pipeline. With T > 1 the pass records T on the module
+    (`dsc.tensor_parallel_size`, which `--dsc-tensor-parallel` splits the
+    blocks by) and the outputs above are averaged over the data group (the
+    D ranks with the same r % T) instead of the world: the ranks of a
+    tensor group compute the same loss from the same micro-batch. A world
+    size T * P does not divide is an error; pipeline parallelism (P > 1) is
+    not implemented yet, and is an error too.
+
     `micro-batch=B` > 0 checks that every graph input (`dsc.input`) has
     the leading dimension B, the per-rank micro-batch a DeepSpeed config
     asks for (`train_micro_batch_size_per_gpu`): the exported shapes fix
@@ -80,6 +92,12 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
     Option<"gradAccum", "grad-accum", "int64_t", /*default=*/"1",
            "micro-batches per optimizer step (> 1: each rank's loss is its "
            "own mean)">,
+    Option<"tensorParallel", "tensor-parallel", "int64_t", /*default=*/"1",
+           "ranks that split each layer's weights (Megatron's tensor "
+           "parallelism; innermost in the mesh)">,
+    Option<"pipelineParallel", "pipeline-parallel", "int64_t",
+           /*default=*/"1",
+           "pipeline stages (outermost in the mesh; only 1 for now)">,
   ];
 }
 
@@ -154,6 +172,50 @@ def EvalMode : Pass<"dsc-eval-mode", "::mlir::ModuleOp"> {
     %y = dsc.tanh %x : tensor<2x8xf32>
     ```
   }];
+}
+
+def TensorParallel : Pass<"dsc-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "splits attention and feed-forward blocks over a tensor group (Megatron)";
+  let description = [{
+    Megatron-LM's tensor parallelism as a rewrite of the forward graph, over
+    the module's `dsc.tensor_parallel_size` T ranks of each tensor group
+    (set by `--dsc-data-parallel tensor-parallel=T`; the pass does nothing
+    without it). It finds the blocks by their structure, not by names:
+
+    * a feed-forward block, as `--dsc-moe` finds it: a linear map of an
+      elementwise chain of one or two linear maps of one value `x`;
+    * an attention block: a linear map of a graph of reshapes, slices,
+      transposes, batched matrix products, a softmax and elementwise ops
+      whose only other inputs are constants and buffers, fed by one to three
+      linear maps of one value `x` (a fused query/key/value projection, or
+      three), the output as wide as `x`;
+
+    every weight and bias a parameter no other block reads. Each block is
+    split Megatron's way: its first linear maps become column-parallel (each
+    rank computes its slice of their output features: for attention, its
+    heads of each of query, key and value), the graph between them runs on
+    the slices, and the last linear map becomes row-parallel (each rank
+    multiplies its slice of the input features; the partial products are
+    summed with `dsc.all_reduce ... over tensor`, then the bias is added
+    once). The block's input enters through `dsc.replicate ... over tensor`
+    (Megatron's f: identity forward, all-reduce backward); the all-reduce
+    is Megatron's g (identity backward): autodiff, which runs later, derives
+    both from the ops' own gradients. Per block that is one all-reduce of
+    the block's output forward and one of its input's gradient backward.
+
+    The split weights become the rank's slices (`partition_group` tensor,
+    `partition_of` the whole shape, `partition_blocks` the interleaving of
+    a fused weight), which the runtime reads from the whole weights file
+    and checkpoints store whole.
+
+    The slicing is found by following the split through the block: the
+    projected features are [B, T, C] for the fewest blocks B that every op
+    keeps whole (3 for a fused query/key/value weight); a block that no
+    slicing fits (T does not divide the heads or the hidden width) is an
+    error at the block's last linear map, and so is a forward graph with no
+    block to split.
+  }];
+  let options = [];
 }
 
 def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {

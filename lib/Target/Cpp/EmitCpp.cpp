@@ -583,6 +583,10 @@ private:
       return "dsc::rt::CommGroup::Expert";
     case CollectiveGroup::expert_data:
       return "dsc::rt::CommGroup::ExpertData";
+    case CollectiveGroup::tensor:
+      return "dsc::rt::CommGroup::Tensor";
+    case CollectiveGroup::data:
+      return "dsc::rt::CommGroup::Data";
     }
     llvm_unreachable("unknown collective group");
   }
@@ -599,7 +603,8 @@ private:
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
       bool host = state.getTier() == MemoryTier::host;
-      if (state.getInitFrom() || state.getInitUniform() || host) {
+      std::optional<int64_t> blocks = state.getPartitionBlocks();
+      if (state.getInitFrom() || state.getInitUniform() || host || blocks) {
         if (!shape)
           whole = ", 0, nullptr, int32_t(" + commGroup(CollectiveGroup::world) + ")";
         init = ", " + (state.getInitFrom() ? cString(*state.getInitFrom())
@@ -613,8 +618,11 @@ private:
                ", " + std::to_string(uint64_t(state.getInitSeed().value_or(0))) +
                "ull";
       }
-      if (host)
-        init += ", dsc::rt::MemoryTier::Host";
+      if (host || blocks)
+        init += host ? ", dsc::rt::MemoryTier::Host"
+                     : ", dsc::rt::MemoryTier::Device";
+      if (blocks)
+        init += ", " + std::to_string(*blocks);
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
                        ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
                        whole + init + "}");
@@ -644,6 +652,7 @@ private:
     table("dsc::rt::StreamDesc", "kStreams", streams);
     auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
     auto experts = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName);
+    int64_t tensor = lookupTensorParallelSize(module);
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
     auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
     auto hostArena = step->getAttrOfType<IntegerAttr>(
@@ -654,7 +663,7 @@ private:
           << arenaBytes << ", " << states.size() << ", kStates, " << in.size() << ", kInputs, "
           << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
           << (accum ? accum.getInt() : 1) << ", " << (hostArena ? hostArena.getInt() : 0)
-          << "};\n\n";
+          << ", " << tensor << "};\n\n";
     return success();
   }
 

@@ -19,13 +19,16 @@ const char *name(CommGroup group) {
   case CommGroup::World: return "world";
   case CommGroup::Expert: return "expert";
   case CommGroup::ExpertData: return "expert_data";
+  case CommGroup::Tensor: return "tensor";
+  case CommGroup::Data: return "data";
   }
   unknownGroup(group);
 }
 
 bool parseCommGroup(const std::string &text, CommGroup &group) {
-  for (CommGroup candidate :
-       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData})
+  for (CommGroup candidate : {CommGroup::World, CommGroup::Expert,
+                              CommGroup::ExpertData, CommGroup::Tensor,
+                              CommGroup::Data})
     if (text == name(candidate)) {
       group = candidate;
       return true;
@@ -35,24 +38,32 @@ bool parseCommGroup(const std::string &text, CommGroup &group) {
 
 bool isCommGroup(int32_t value) {
   return value >= static_cast<int32_t>(CommGroup::World) &&
-         value <= static_cast<int32_t>(CommGroup::ExpertData);
+         value <= static_cast<int32_t>(CommGroup::Data);
 }
 
-int groupIndex(CommGroup group, int rank, int expertParallelSize) {
+int groupIndex(CommGroup group, int rank, int expertParallelSize,
+               int tensorParallelSize) {
   switch (group) {
   case CommGroup::World: return rank;
   case CommGroup::Expert: return rank % expertParallelSize;
   case CommGroup::ExpertData: return rank / expertParallelSize;
+  case CommGroup::Tensor: return rank % tensorParallelSize;
+  case CommGroup::Data: return rank / tensorParallelSize;
   }
   unknownGroup(group);
 }
 
-GroupLayout::GroupLayout(int worldSize, int expertParallelSize)
-    : worldSize_(worldSize), expertParallelSize_(expertParallelSize) {
+GroupLayout::GroupLayout(int worldSize, int expertParallelSize,
+                         int tensorParallelSize)
+    : worldSize_(worldSize), expertParallelSize_(expertParallelSize),
+      tensorParallelSize_(tensorParallelSize) {
   check(worldSize >= 1,
         "world size " + std::to_string(worldSize) + " is not positive");
   check(expertParallelSize >= 1 && worldSize % expertParallelSize == 0,
         "expert-parallel size " + std::to_string(expertParallelSize) +
+            " does not divide the world size " + std::to_string(worldSize));
+  check(tensorParallelSize >= 1 && worldSize % tensorParallelSize == 0,
+        "tensor-parallel size " + std::to_string(tensorParallelSize) +
             " does not divide the world size " + std::to_string(worldSize));
 }
 
@@ -61,6 +72,8 @@ int GroupLayout::size(CommGroup group) const {
   case CommGroup::World: return worldSize_;
   case CommGroup::Expert: return expertParallelSize_;
   case CommGroup::ExpertData: return worldSize_ / expertParallelSize_;
+  case CommGroup::Tensor: return tensorParallelSize_;
+  case CommGroup::Data: return worldSize_ / tensorParallelSize_;
   }
   unknownGroup(group);
 }
@@ -70,6 +83,8 @@ int GroupLayout::color(CommGroup group, int rank) const {
   case CommGroup::World: return 0;
   case CommGroup::Expert: return rank / expertParallelSize_;
   case CommGroup::ExpertData: return rank % expertParallelSize_;
+  case CommGroup::Tensor: return rank / tensorParallelSize_;
+  case CommGroup::Data: return rank % tensorParallelSize_;
   }
   unknownGroup(group);
 }
@@ -81,6 +96,10 @@ int GroupLayout::member(CommGroup group, int rank, int index) const {
     return color(group, rank) * expertParallelSize_ + index;
   case CommGroup::ExpertData:
     return color(group, rank) + index * expertParallelSize_;
+  case CommGroup::Tensor:
+    return color(group, rank) * tensorParallelSize_ + index;
+  case CommGroup::Data:
+    return color(group, rank) + index * tensorParallelSize_;
   }
   unknownGroup(group);
 }
@@ -95,9 +114,11 @@ std::string GroupLayout::describe(CommGroup group, int rank) const {
 }
 
 GroupCommunicators::GroupCommunicators(Communicator &world,
-                                       int expertParallelSize)
-    : world_(world), layout_(world.size(), expertParallelSize) {
-  // The same decisions on every rank (they depend on W and P only), in the
+                                       int expertParallelSize,
+                                       int tensorParallelSize)
+    : world_(world),
+      layout_(world.size(), expertParallelSize, tensorParallelSize) {
+  // The same decisions on every rank (they depend on W, P and T only), in the
   // same order: every rank takes part in the same splits.
   auto make = [&](CommGroup group) -> std::unique_ptr<Communicator> {
     int members = layout_.size(group);
@@ -118,6 +139,8 @@ GroupCommunicators::GroupCommunicators(Communicator &world,
   };
   expert_ = make(CommGroup::Expert);
   expertData_ = make(CommGroup::ExpertData);
+  tensor_ = make(CommGroup::Tensor);
+  data_ = make(CommGroup::Data);
 }
 
 GroupCommunicators::~GroupCommunicators() = default;
@@ -129,7 +152,14 @@ Communicator *GroupCommunicators::communicator(CommGroup group) const {
     return &world_;
   if (layout_.size(group) == 1)
     return nullptr;
-  return group == CommGroup::Expert ? expert_.get() : expertData_.get();
+  switch (group) {
+  case CommGroup::Expert: return expert_.get();
+  case CommGroup::ExpertData: return expertData_.get();
+  case CommGroup::Tensor: return tensor_.get();
+  case CommGroup::Data: return data_.get();
+  case CommGroup::World: break;
+  }
+  return &world_;
 }
 
 } // namespace dsc::rt

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <tuple>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -117,13 +118,30 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
     return;
   }
   check(group == static_cast<int32_t>(CommGroup::World) ||
-            group == static_cast<int32_t>(CommGroup::Expert),
+            group == static_cast<int32_t>(CommGroup::Expert) ||
+            group == static_cast<int32_t>(CommGroup::Tensor),
         named + " is partitioned over group " + std::to_string(group) +
-            "; only the world (0) and the expert group (1) partition states");
+            "; only the world (0), the expert group (1) and the tensor group "
+            "(3) partition states");
   TensorDesc whole = state.tensor;
   whole.rank = state.wholeRank;
   whole.shape = state.wholeShape;
   validateTensor(whole, where, "whole tensor of state");
+  if (group == static_cast<int32_t>(CommGroup::Tensor)) {
+    // B blocks of T slices of C elements (Artifact.h), nothing padded.
+    int64_t ranks = info.tensorParallelSize;
+    int64_t blocks = std::max<int64_t>(state.partitionBlocks, 1);
+    int64_t numel = numElements(whole);
+    check(numElements(state.tensor) * ranks == numel &&
+              numel % (blocks * ranks) == 0,
+          named + " is a slice of " +
+              std::to_string(numElements(state.tensor)) +
+              " elements of its whole tensor " +
+              formatShape(whole.rank, whole.shape) + " in " +
+              std::to_string(blocks) + " block(s) over a tensor group of " +
+              std::to_string(ranks) + " rank(s), which does not tile it");
+    return;
+  }
   int64_t members = group == static_cast<int32_t>(CommGroup::World)
                         ? info.worldSize
                         : info.expertParallelSize;
@@ -271,13 +289,14 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
   check(info.worldSize >= 1, where + ": artifact world size " +
                                  std::to_string(info.worldSize) +
                                  " is not positive");
-  check(info.expertParallelSize >= 1 &&
-            info.worldSize % info.expertParallelSize == 0,
-        where + ": artifact expert-parallel size " +
-            std::to_string(info.expertParallelSize) +
-            " does not divide its world size " +
-            std::to_string(info.worldSize) +
-            " (the Expert groups must cut the ranks into equal parts)");
+  for (auto [size, what, groups] :
+       {std::tuple{info.expertParallelSize, "expert", "Expert"},
+        std::tuple{info.tensorParallelSize, "tensor", "Tensor"}})
+    check(size >= 1 && info.worldSize % size == 0,
+          where + ": artifact " + what + "-parallel size " +
+              std::to_string(size) + " does not divide its world size " +
+              std::to_string(info.worldSize) + " (the " + groups +
+              " groups must cut the ranks into equal parts)");
   check(info.arenaBytes >= 0, where + ": negative arena size " +
                                   std::to_string(info.arenaBytes));
   check(info.hostArenaBytes >= 0, where + ": negative host arena size " +

@@ -238,16 +238,37 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       piece.offset = whole ? 0 : field<int64_t>(item, "offset", at);
       piece.count = whole ? numel
                           : (piece.shape.size() == 1 ? piece.shape[0] : -1);
-      check(piece.offset == covered && (whole || piece.count > 0) &&
-                piece.count <= numel - covered,
-            at + ": the pieces do not cover the tensor's " +
-                std::to_string(numel) + " elements once, in order (a piece "
-                "at element " + std::to_string(piece.offset) + ")");
-      covered += piece.count;
+      // A tensor-parallel slice: `blocks` ranges, the pieces' ranges
+      // interleaved, piece i's at i * count of each block of `stride`.
+      if (!whole && item.contains("blocks")) {
+        piece.blocks = field<int64_t>(item, "blocks", at);
+        piece.stride = field<int64_t>(item, "stride", at);
+        check(piece.blocks >= 1 && piece.count > 0 &&
+                  piece.count % piece.blocks == 0 &&
+                  piece.stride * piece.blocks == numel,
+              at + ": a piece of " + std::to_string(piece.blocks) +
+                  " blocks does not tile the tensor's " +
+                  std::to_string(numel) + " elements");
+        piece.count /= piece.blocks;
+        check(piece.offset == covered / piece.blocks &&
+                  piece.offset + piece.count <= piece.stride,
+              at + ": the pieces do not cover the tensor's " +
+                  std::to_string(numel) + " elements once, in order (a piece "
+                  "at element " + std::to_string(piece.offset) + ")");
+        covered += piece.count * piece.blocks;
+      } else {
+        check(piece.offset == covered && (whole || piece.count > 0) &&
+                  piece.count <= numel - covered,
+              at + ": the pieces do not cover the tensor's " +
+                  std::to_string(numel) + " elements once, in order (a piece "
+                  "at element " + std::to_string(piece.offset) + ")");
+        covered += piece.count;
+      }
       piece.bytes = field<size_t>(item, "bytes", at);
       // (A whole tensor's size is checked against its shard's header.)
-      check(whole || piece.bytes == size_t(piece.count) * dtypeSize(entry.dtype),
-            at + ": a piece of " + std::to_string(piece.count) +
+      check(whole || piece.bytes == size_t(piece.count * piece.blocks) *
+                                        dtypeSize(entry.dtype),
+            at + ": a piece of " + std::to_string(piece.count * piece.blocks) +
                 " elements is not " + std::to_string(piece.bytes) + " bytes");
       std::string checksum = field<std::string>(item, "checksum", at);
       char *end = nullptr;
@@ -387,20 +408,26 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
       continue;
     }
     const Entry &entry = tensors_.at(name);
-    StateSlice slice = stateSlice(state, rank, info.expertParallelSize);
+    StateSlice slice = stateSlice(state, rank, info.expertParallelSize,
+                                  tensorParallelSize(info));
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
-    if (!roundsOnLoad(state.tensor.type, entry.dtype)) {
-      readElements(name, entry, slice.begin, slice.count,
-                   elementSize(state.tensor.type), buffer, cache);
-      continue;
+    // Block by block (one but for a tensor-parallel slice).
+    const size_t held = elementSize(state.tensor.type);
+    for (int64_t b = 0; b < slice.blocks; ++b) {
+      int64_t begin = slice.begin + b * slice.stride;
+      char *out = buffer + size_t(b * slice.count) * held;
+      if (!roundsOnLoad(state.tensor.type, entry.dtype)) {
+        readElements(name, entry, begin, slice.count, held, out, cache);
+        continue;
+      }
+      // An fp32 tensor for a 16-bit state: read wide, then round.
+      std::vector<char> wide(size_t(slice.count) * dtypeSize(entry.dtype));
+      readElements(name, entry, begin, slice.count, dtypeSize(entry.dtype),
+                   wide.data(), cache);
+      copyStored(out, state.tensor.type, wide.data(), entry.dtype,
+                 size_t(slice.count));
     }
-    // An fp32 tensor for a 16-bit state: read wide, then round.
-    std::vector<char> wide(size_t(slice.count) * dtypeSize(entry.dtype));
-    readElements(name, entry, slice.begin, slice.count, dtypeSize(entry.dtype),
-                 wide.data(), cache);
-    copyStored(buffer, state.tensor.type, wide.data(), entry.dtype,
-               size_t(slice.count));
   }
   return buffers;
 }
@@ -409,16 +436,23 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
                               int64_t begin, int64_t count, size_t element,
                               char *dst, ReadCache &cache) const {
   for (const Piece &piece : entry.pieces) {
-    int64_t from = std::max(piece.offset, begin);
-    int64_t to = std::min(piece.offset + piece.count, begin + count);
-    if (from >= to)
+    // The piece's blocks that overlap [begin, begin + count).
+    auto overlap = [&](int64_t b) {
+      int64_t at = piece.offset + b * piece.stride;
+      return std::max(at, begin) < std::min(at + piece.count, begin + count);
+    };
+    bool any = false;
+    for (int64_t b = 0; b < piece.blocks && !any; ++b)
+      any = overlap(b);
+    if (!any)
       continue;
     std::optional<SafeTensorsFile> &shard = cache.shard;
     if (!shard || shard->path() != joinPath(directory_, piece.shard))
       shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
     // The piece is read whole, to check its checksum: straight into `dst`
     // when it is exactly the range wanted.
-    bool exact = piece.offset == begin && piece.count == count;
+    bool exact =
+        piece.blocks == 1 && piece.offset == begin && piece.count == count;
     char *data = dst;
     if (!exact) {
       cache.scratch.resize(piece.bytes);
@@ -432,12 +466,19 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
               detail::kCheckpointChecksumName + " " +
               formatChecksum(checksum) + ", metadata.json says " +
               formatChecksum(piece.checksum) + "): the shard is corrupt");
-    checkFinite(data, entry.dtype, size_t(piece.count),
+    checkFinite(data, entry.dtype, size_t(piece.count * piece.blocks),
                 "checkpoint " + directory_ + ": " + piece.shard, name);
-    if (!exact)
-      std::memcpy(dst + size_t(from - begin) * element,
-                  data + size_t(from - piece.offset) * element,
-                  size_t(to - from) * element);
+    if (exact)
+      continue;
+    for (int64_t b = 0; b < piece.blocks; ++b) {
+      int64_t at = piece.offset + b * piece.stride;
+      int64_t from = std::max(at, begin);
+      int64_t to = std::min(at + piece.count, begin + count);
+      if (from < to)
+        std::memcpy(dst + size_t(from - begin) * element,
+                    data + size_t(b * piece.count + (from - at)) * element,
+                    size_t(to - from) * element);
+    }
   }
 }
 

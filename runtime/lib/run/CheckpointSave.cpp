@@ -112,13 +112,18 @@ int checkpointWriter(int32_t index, int worldSize) {
 }
 
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
-                      int worldSize, int expertParallelSize) {
+                      int worldSize, int expertParallelSize,
+                      int tensorParallelSize) {
   // Frozen, and the teacher's own file holds it.
   if (state.role == StateRole::Teacher)
     return false;
   if (!isPartitioned(state))
     return checkpointWriter(index, worldSize) == rank;
-  // Each piece of an expert partition once: ExpertData index 0 writes it.
+  // Each piece of an expert partition once: ExpertData index 0 writes it;
+  // each tensor-parallel slice once: Data index 0 writes it.
+  if (partitionGroup(state) == CommGroup::Tensor)
+    return groupIndex(CommGroup::Data, rank, expertParallelSize,
+                      tensorParallelSize) == 0;
   return partitionGroup(state) != CommGroup::Expert ||
          groupIndex(CommGroup::ExpertData, rank, expertParallelSize) == 0;
 }
@@ -185,11 +190,16 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
         }
         check(merged.contains("pieces"),
               "tensor '" + name + "' was written whole and in pieces");
-        merged["pieces"].push_back({{"shard", file},
-                                    {"offset", entry.at("offset")},
-                                    {"shape", entry.at("shape")},
-                                    {"bytes", entry.at("bytes")},
-                                    {"checksum", entry.at("checksum")}});
+        ordered_json piece = {{"shard", file},
+                              {"offset", entry.at("offset")},
+                              {"shape", entry.at("shape")},
+                              {"bytes", entry.at("bytes")},
+                              {"checksum", entry.at("checksum")}};
+        if (entry.contains("blocks")) {
+          piece["blocks"] = entry.at("blocks");
+          piece["stride"] = entry.at("stride");
+        }
+        merged["pieces"].push_back(std::move(piece));
         continue;
       }
       ordered_json merged = {{"dtype", entry.at("dtype")},
@@ -258,19 +268,20 @@ std::string writeCheckpointShard(const std::string &root,
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &desc = info.states[i];
     if (!checkpointWrites(desc, i, rank, job.worldSize,
-                          info.expertParallelSize))
+                          info.expertParallelSize, tensorParallelSize(info)))
       continue;
     const TensorDesc &state = desc.tensor;
     std::vector<int64_t> shape(state.shape, state.shape + state.rank);
     DType dtype = storageDType(state.type);
     size_t bytes = tensorBytes(state);
-    StateSlice slice = stateSlice(desc, rank, info.expertParallelSize);
+    StateSlice slice = stateSlice(desc, rank, info.expertParallelSize,
+                                  tensorParallelSize(info));
     if (isPartitioned(desc)) {
       // This rank's piece, its zero padding stripped.
       if (slice.count == 0)
         continue;
-      shape = {slice.count};
-      bytes = size_t(slice.count) * elementSize(state.type);
+      shape = {slice.total()};
+      bytes = size_t(slice.total()) * elementSize(state.type);
     }
     // A non-finite state would be refused when resumed: never save one.
     checkFinite(states[size_t(i)], dtype, bytes / dtypeSize(dtype),
@@ -290,7 +301,13 @@ std::string writeCheckpointShard(const std::string &root,
       entry["shard_elements"] = numElements(state);
       if (partitionGroup(desc) != CommGroup::World) {
         entry["group"] = name(partitionGroup(desc));
-        entry["group_size"] = info.expertParallelSize;
+        entry["group_size"] = partitionGroup(desc) == CommGroup::Tensor
+                                  ? tensorParallelSize(info)
+                                  : info.expertParallelSize;
+      }
+      if (slice.blocks > 1) { // a tensor-parallel slice of several blocks
+        entry["blocks"] = slice.blocks;
+        entry["stride"] = slice.stride;
       }
     }
     tensors[state.name] = std::move(entry);

@@ -87,6 +87,7 @@ public:
 
   void allocate(const ArtifactInfo &info) override {
     expertParallelSize_ = info.expertParallelSize;
+    tensorParallelSize_ = tensorParallelSize(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_->allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -114,7 +115,8 @@ public:
                      return;
                    }
                    readState(info.states[i], weights, rank_,
-                             info.expertParallelSize, staging.buffer);
+                             info.expertParallelSize, staging.buffer,
+                             tensorParallelSize(info));
                    copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
                         "state '" + name + "' to the GPU");
                  });
@@ -166,7 +168,7 @@ public:
     // own (ncclCommSplit of the job's).
     context_ = std::make_unique<RunStepContext>(
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
-        expertParallelSize_, localCopy);
+        expertParallelSize_, localCopy, tensorParallelSize_);
     return *context_;
   }
 
@@ -178,7 +180,7 @@ public:
     std::vector<void *> host(states_.size(), nullptr);
     for (int32_t i = 0; i < info.numStates; ++i) {
       if (!checkpointWrites(info.states[i], i, rank, worldSize,
-                            info.expertParallelSize))
+                            info.expertParallelSize, tensorParallelSize(info)))
         continue;
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
@@ -248,6 +250,7 @@ private:
   std::vector<std::unique_ptr<Stream>> streams_;
   int32_t collectiveStream_ = -1;
   int32_t expertParallelSize_ = 1;
+  int32_t tensorParallelSize_ = 1;
   // The groups' communicators (in the context) share the job's stream:
   // they go first.
   std::unique_ptr<Communicator> comm_;

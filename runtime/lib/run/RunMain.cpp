@@ -252,8 +252,9 @@ int checkRanksAgree(Control &control, const JobDigest &digest,
 /// The memory figures are the target's pools: host memory, or with
 /// "memory=device" GPU memory (and the pinned host staging beside it). The
 /// collectives' figures are per group (RunStepContext::groupStats): the
-/// World's lines as "collective=KIND ...", those of the Expert and
-/// ExpertData groups, when the artifact issued any, prefixed "group=NAME".
+/// World's lines as "collective=KIND ...", those of the Expert,
+/// ExpertData, Tensor and Data groups, when the artifact issued any,
+/// prefixed "group=NAME".
 std::string summary(int rank, const MemoryUse &memory,
                     const RunStepContext &context) {
   std::ostringstream out;
@@ -277,8 +278,9 @@ std::string summary(int rank, const MemoryUse &memory,
         << (direction == TransferDirection::DeviceToHost ? "d2h" : "h2d")
         << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
   }
-  for (CommGroup group :
-       {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
+  for (CommGroup group : {CommGroup::World, CommGroup::Expert,
+                          CommGroup::ExpertData, CommGroup::Tensor,
+                          CommGroup::Data}) {
     const CommStats &stats = context.groupStats(group);
     CollectiveCounters total = stats.total();
     if (group != CommGroup::World && total.calls == 0)
@@ -522,7 +524,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     target->allocate(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs.push_back(target->hostInput(i));
-    data->fill(0, rank, size, inputs);
+    data->fill(0, rank / (size / plan.dataRanks), plan.dataRanks, inputs);
     if (resumed)
       target->loadStates(info, *resumed);
     else
@@ -580,6 +582,10 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                                     std::to_string(info.expertParallelSize) +
                                     ")"
                               : std::string();
+    if (info.tensorParallelSize > 1)
+      experts += " (mesh: tensor " + std::to_string(info.tensorParallelSize) +
+                 " x data " + std::to_string(plan.dataRanks) +
+                 ", tensor innermost)";
     std::fprintf(stderr,
                  "dsc-run: %s%s on %d rank(s)%s: global batch %lld%s, "
                  "sequence %lld, %lld step(s)\n",
@@ -673,11 +679,16 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       auto start = std::chrono::steady_clock::now();
       const size_t variant = variantOf(step);
       for (int64_t micro = 0; micro < microSteps; ++micro) {
-        data->fill((step - 1) * microSteps + micro, rank, size, inputs);
+        // The ranks of a tensor group (Megatron's mesh: consecutive ranks)
+        // read the same micro-batch: their data-parallel rank's.
+        const int dataRank = rank / (size / plan.dataRanks);
+        data->fill((step - 1) * microSteps + micro, dataRank, plan.dataRanks,
+                   inputs);
         // This rank's first sample of the micro-batch in the optimizer
         // step's global batch (the order fill() deals them: micro-batch by
         // micro-batch, each split over the ranks).
-        context.beginStep(step, (micro * size + rank) * plan.microBatch,
+        context.beginStep(step,
+                          (micro * plan.dataRanks + dataRank) * plan.microBatch,
                           /*endsOptimizerStep=*/micro == microSteps - 1);
         if (variants.empty())
           artifact->step(context);

@@ -166,7 +166,9 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   check(plan.microBatch > 0 && plan.seqLen > 0,
         where + ": artifact input '" + first.name + "' is empty (" +
             describeType(first) + ")");
-  plan.trainBatch = plan.microBatch * worldSize * info.gradAccumSteps;
+  // The ranks of a tensor group read the same micro-batch.
+  plan.dataRanks = worldSize / tensorParallelSize(info);
+  plan.trainBatch = plan.microBatch * plan.dataRanks * info.gradAccumSteps;
   std::string accumulation =
       info.gradAccumSteps > 1
           ? " times " + std::to_string(info.gradAccumSteps) +
@@ -176,7 +178,8 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
         "--batch " + std::to_string(options.batch) +
             " does not match the artifact: its micro batch " +
             std::to_string(plan.microBatch) + " per rank times " +
-            std::to_string(worldSize) + " rank(s)" + accumulation + " is " +
+            std::to_string(plan.dataRanks) + " data-parallel rank(s)" +
+            accumulation + " is " +
             std::to_string(plan.trainBatch) +
             " samples per step (DeepSpeed's train_batch_size); leave "
             "--batch out to take it");
@@ -255,45 +258,59 @@ TensorDesc wholeTensor(const StateDesc &state) {
   return whole;
 }
 
-StateSlice stateSlice(const StateDesc &state, int rank,
-                      int expertParallelSize) {
+StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
+                      int tensorParallelSize) {
   int64_t numel = numElements(wholeTensor(state));
   if (!isPartitioned(state))
     return {0, numel};
   int64_t shard = numElements(state.tensor);
-  int index = groupIndex(partitionGroup(state), rank, expertParallelSize);
+  int index = groupIndex(partitionGroup(state), rank, expertParallelSize,
+                         tensorParallelSize);
+  if (partitionGroup(state) == CommGroup::Tensor) {
+    // [B, T, C] of the whole, [:, index, :] held (Artifact.h).
+    int64_t blocks = std::max<int64_t>(state.partitionBlocks, 1);
+    int64_t chunk = shard / blocks;
+    return {index * chunk, chunk, blocks, chunk * tensorParallelSize};
+  }
   int64_t begin = std::min(numel, shard * index);
   return {begin, std::min(shard, numel - begin)};
 }
 
 void readState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               int expertParallelSize, void *dst) {
+               int expertParallelSize, void *dst, int tensorParallelSize) {
   if (hasInitRule(state) && !weights.contains(state.tensor.name)) {
-    initState(state, weights, rank, expertParallelSize, dst);
+    initState(state, weights, rank, expertParallelSize, dst, tensorParallelSize);
     return;
   }
   const std::string source = stateSource(
       state, [&](const std::string &name) { return weights.contains(name); });
   DType stored = weights.info(source).dtype;
   size_t bytes = tensorBytes(state.tensor);
-  StateSlice slice = stateSlice(state, rank, expertParallelSize);
+  StateSlice slice = stateSlice(state, rank, expertParallelSize,
+                                tensorParallelSize);
   if (isPartitioned(state))
     std::memset(dst, 0, bytes);
   size_t element = dtypeSize(stored);
-  if (!roundsOnLoad(state.tensor.type, stored)) {
-    if (!isPartitioned(state))
-      weights.read(source, dst, bytes);
-    else
-      weights.readRange(source, size_t(slice.begin) * element, dst,
-                        size_t(slice.count) * element);
+  if (!isPartitioned(state) && !roundsOnLoad(state.tensor.type, stored)) {
+    weights.read(source, dst, bytes);
     checkFinite(dst, stored, size_t(slice.count), weights.path(), source);
     return;
   }
-  std::vector<char> wide(size_t(slice.count) * element);
-  weights.readRange(source, size_t(slice.begin) * element, wide.data(),
-                    wide.size());
-  checkFinite(wide.data(), stored, size_t(slice.count), weights.path(), source);
-  copyStored(dst, state.tensor.type, wide.data(), stored, size_t(slice.count));
+  // Block by block (one but for a tensor-parallel slice), rounded where a
+  // 16-bit state reads an fp32 tensor.
+  const bool rounds = roundsOnLoad(state.tensor.type, stored);
+  size_t held = elementSize(state.tensor.type);
+  std::vector<char> wide(rounds ? size_t(slice.count) * element : 0);
+  for (int64_t b = 0; b < slice.blocks; ++b) {
+    size_t from = size_t(slice.begin + b * slice.stride) * element;
+    char *out = static_cast<char *>(dst) + size_t(b * slice.count) * held;
+    char *into = rounds ? wide.data() : out;
+    weights.readRange(source, from, into, size_t(slice.count) * element);
+    checkFinite(into, stored, size_t(slice.count), weights.path(), source);
+    if (rounds)
+      copyStored(out, state.tensor.type, wide.data(), stored,
+                 size_t(slice.count));
+  }
 }
 
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
@@ -378,7 +395,8 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
                  buffers.push_back(buffer);
                  if (present)
                    readState(info.states[i], weights, rank,
-                             info.expertParallelSize, buffer);
+                             info.expertParallelSize, buffer,
+                             tensorParallelSize(info));
                  else
                    std::memset(buffer, 0, bytes);
                });

@@ -44,12 +44,14 @@ RunStepContext::RunStepContext(std::vector<void *> states,
                                Communicator &comm,
                                std::vector<Stream *> streams,
                                int32_t collectiveStream,
-                               int32_t expertParallelSize, LocalCopy localCopy)
+                               int32_t expertParallelSize, LocalCopy localCopy,
+                               int32_t tensorParallelSize)
     : states_(std::move(states)), inputs_(std::move(inputs)),
       outputs_(std::move(outputs)), arena_(arena), comm_(comm),
       streams_(std::move(streams)), collectiveStream_(collectiveStream),
       localCopy_(std::move(localCopy)),
-      groups_(std::make_unique<GroupCommunicators>(comm, expertParallelSize)) {}
+      groups_(std::make_unique<GroupCommunicators>(comm, expertParallelSize,
+                                                   tensorParallelSize)) {}
 
 RunStepContext::~RunStepContext() = default;
 
@@ -105,7 +107,7 @@ RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
                 what + ", collective " + std::to_string(sequence)};
   try {
     check(known, "no such communicator group (0: world, 1: expert, 2: "
-                 "expert_data)");
+                 "expert_data, 3: tensor, 4: data)");
     bool sums = kind == CollectiveKind::AllReduce ||
                 kind == CollectiveKind::ReduceScatter;
     issued.dtype = commType(type, sums ? "sum" : "move");

@@ -30,6 +30,7 @@ public:
 
   void allocate(const ArtifactInfo &info) override {
     expertParallelSize_ = info.expertParallelSize;
+    tensorParallelSize_ = tensorParallelSize(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_.allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -85,7 +86,7 @@ public:
       streams.push_back(stream.get());
     context_ = std::make_unique<RunStepContext>(
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
-        expertParallelSize_);
+        expertParallelSize_, RunStepContext::LocalCopy(), tensorParallelSize_);
     context_->setHostArena(hostArena_);
     return *context_;
   }
@@ -123,6 +124,7 @@ private:
   int32_t collectiveStream_ = -1;
   bool collectivesOnThread_ = false;
   int32_t expertParallelSize_ = 1;
+  int32_t tensorParallelSize_ = 1;
 };
 
 std::unique_ptr<RunTarget> makeCpuRunTarget() {

@@ -88,8 +88,8 @@ void repeat(const StateDesc &state, const SafeTensorsFile &weights,
   checkFinite(data.data(), stored.dtype, size_t(period), where, source);
   size_t element = elementSize(state.tensor.type);
   char *out = static_cast<char *>(dst);
-  for (int64_t i = 0; i < slice.count; ++i) {
-    int64_t at = (slice.begin + i) % period;
+  for (int64_t i = 0; i < slice.total(); ++i) {
+    int64_t at = slice.whole(i) % period;
     copyStored(out + size_t(i) * element, state.tensor.type,
                data.data() + size_t(at) * width, stored.dtype, 1);
   }
@@ -97,8 +97,9 @@ void repeat(const StateDesc &state, const SafeTensorsFile &weights,
 } // namespace
 
 void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               int expertParallelSize, void *dst) {
-  StateSlice slice = stateSlice(state, rank, expertParallelSize);
+               int expertParallelSize, void *dst, int tensorParallelSize) {
+  StateSlice slice =
+      stateSlice(state, rank, expertParallelSize, tensorParallelSize);
   if (isPartitioned(state))
     std::memset(dst, 0, tensorBytes(state.tensor));
   if (state.initFrom) {
@@ -112,9 +113,9 @@ void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
   if (state.role == StateRole::Master && key.size() > suffix.size() &&
       key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
     key.resize(key.size() - suffix.size());
-  for (int64_t i = 0; i < slice.count; ++i)
+  for (int64_t i = 0; i < slice.total(); ++i)
     store(dst, state.tensor.type, i,
-          initUniformValue(key, state.initSeed, slice.begin + i,
+          initUniformValue(key, state.initSeed, slice.whole(i),
                            state.initUniform));
 }
 

@@ -30,7 +30,8 @@ const TensorDesc kInputs[] = {{"tokens", ElementType::I64, 2, kInputShape},
                               {"targets", ElementType::I64, 2, kInputShape}};
 const TensorDesc kOutputs[] = {{"loss", ElementType::F32, 0, nullptr}};
 const ArtifactInfo kInfo = {kArtifactAbiVersion, "cuda", "CudaTargetStub.cpp",
-                            1, 1, 0, 0, nullptr, 2, kInputs, 1, kOutputs};
+                            1, 1, 0, 0, nullptr, 2, kInputs, 1, kOutputs,
+                            0, nullptr, 1, 0, /*tensorParallelSize=*/1};
 
 } // namespace
 

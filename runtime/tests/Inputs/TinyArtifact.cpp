@@ -94,7 +94,8 @@ const ArtifactInfo kInfo = {
     TINY_EXPERT_PARALLEL_SIZE,
     kArenaBytes,      3,       kStates,            2,
     kInputs,          1,       kOutputs,           1,
-    kStreams, 1};
+    kStreams, 1,
+    /*hostArenaBytes=*/0, /*tensorParallelSize=*/1};
 
 int64_t stepsRun = 0;
 

@@ -77,7 +77,8 @@ const ArtifactInfo kInfo = {
     /*expertParallelSize=*/1,
     kArenaBytes,         3,        kStates,               2,
     kInputs,             1,        kOutputs,              2,
-    kStreams, 1};
+    kStreams, 1,
+    /*hostArenaBytes=*/0, /*tensorParallelSize=*/1};
 
 void checkCuda(cudaError_t status, const char *what) {
   if (status != cudaSuccess)

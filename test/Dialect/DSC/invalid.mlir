@@ -1595,8 +1595,55 @@ module attributes {dsc.world_size = 4 : i64} {
 // -----
 
 module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world or an expert group}}
+  // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world, an expert group or a tensor group}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 2 : i32} : tensor<2x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e is partitioned over the data group; states are partitioned over the world, an expert group or a tensor group}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 4 : i32} : tensor<2x3xf32>
+}
+
+// -----
+
+// A tensor-parallel slice divides one dimension by T.
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e slices 'tensor<4x6xf32>' over the 2 ranks of a tensor group, so it must be its shape with one dimension divided by 2, not 'tensor<2x2xf32>'}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_group = 3 : i32} : tensor<2x2xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks 5, which must be positive and divide its 24 elements into 2 slices per block}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_group = 3 : i32, partition_blocks = 5 : i64} : tensor<4x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group takes}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_blocks = 2 : i64} : tensor<12xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 3 : i64} {
+  func.func @tensor_size_indivisible(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op dsc.tensor_parallel_size 3 does not divide dsc.world_size 4}}
+    %0 = dsc.all_reduce %x over tensor : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @replicate_changes_type(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dsc.replicate' op requires the same type for all operands and results}}
+  %0 = "dsc.replicate"(%x) : (tensor<4xf32>) -> tensor<8xf32>
+  return
 }
 
 // -----

@@ -295,6 +295,26 @@ module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64}
   }
 }
 
+// Tensor parallelism's groups, its conjugate pair and a weight's slices.
+// CHECK-LABEL: module attributes {dsc.tensor_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // CHECK: dsc.state parameter @attn.c_attn.weight {partition_blocks = 3 : i64, partition_group = 3 : i32, partition_of = array<i64: 96, 32>} : tensor<48x32xf32>
+  dsc.state parameter @"attn.c_attn.weight" {partition_of = array<i64: 96, 32>, partition_group = 3 : i32, partition_blocks = 3 : i64} : tensor<48x32xf32>
+  // CHECK: dsc.state parameter @attn.c_proj.weight {partition_blocks = 32 : i64, partition_group = 3 : i32, partition_of = array<i64: 32, 32>} : tensor<32x16xf32>
+  dsc.state parameter @"attn.c_proj.weight" {partition_of = array<i64: 32, 32>, partition_group = 3 : i32, partition_blocks = 32 : i64} : tensor<32x16xf32>
+  // CHECK-LABEL: func.func @tensor_groups
+  func.func @tensor_groups(%x: tensor<8x32xf32>, %g: tensor<16xf32>)
+      -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<16xf32>) {
+    // CHECK: dsc.replicate %{{.*}} : tensor<8x32xf32>
+    %0 = dsc.replicate %x over tensor : tensor<8x32xf32>
+    // CHECK: dsc.all_reduce %{{.*}} over tensor : tensor<8x32xf32>
+    %1 = dsc.all_reduce %0 over tensor : tensor<8x32xf32>
+    // CHECK: dsc.all_reduce %{{.*}} over data : tensor<16xf32>
+    %2 = dsc.all_reduce %g over data : tensor<16xf32>
+    return %0, %1, %2 : tensor<8x32xf32>, tensor<8x32xf32>, tensor<16xf32>
+  }
+}
+
 // Attention: causal, with a boolean and an additive mask, and its gradient.
 // CHECK-LABEL: func.func @attention
 func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x12x16xf32>,

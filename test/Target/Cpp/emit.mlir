@@ -28,7 +28,7 @@
 // CHECK: const dsc::rt::StreamDesc kStreams[] = {
 // CHECK-NEXT: {"compute", false, false},
 // CHECK-NEXT: {"comm", true, true},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0, 1};
 
 // dsc.linear: the bias broadcast into the output, then a GEMM against the
 // [out, in] weight accumulating into it (beta = 1).

@@ -3,7 +3,8 @@
 load(ROOT) takes a `dsc-run --save` directory (its `latest` step),
 load_step(ROOT/step_N) one of its steps, and each returns {name: numpy array} with every tensor whole: a replicated one from
 its shard, a partitioned (ZeRO) one from its pieces, concatenated at their
-offsets and reshaped to the whole shape that metadata.json records.
+offsets and reshaped to the whole shape that metadata.json records, a
+tensor-parallel one from its slices, interleaved block by block.
 """
 import json
 import os
@@ -35,7 +36,15 @@ def load_step(step):
         if "pieces" not in entry:
             tensors[name] = shard(entry["shard"])[name].reshape(shape)
             continue
+        pieces = sorted(entry["pieces"], key=lambda p: p["offset"])
+        if "blocks" in pieces[0]:
+            # Tensor-parallel slices: piece i holds [:, i, :] of the whole
+            # viewed as [blocks, pieces, count].
+            blocks = pieces[0]["blocks"]
+            parts = [shard(p["shard"])[name].reshape(blocks, -1) for p in pieces]
+            tensors[name] = np.stack(parts, axis=1).reshape(shape)
+            continue
         flat = np.concatenate([shard(p["shard"])[name].reshape(-1)
-                               for p in sorted(entry["pieces"], key=lambda p: p["offset"])])
+                               for p in pieces])
         tensors[name] = flat.reshape(shape)
     return tensors

@@ -27,6 +27,24 @@ std::optional<int64_t> mlir::dsc::lookupWorldSize(Operation *op) {
   return std::nullopt;
 }
 
+static ModuleOp enclosingModule(Operation *op) {
+  return isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
+}
+
+int64_t mlir::dsc::lookupTensorParallelSize(Operation *op) {
+  ModuleOp module = enclosingModule(op);
+  if (!module)
+    return 1;
+  if (auto attr = module->getAttrOfType<IntegerAttr>(kTensorParallelSizeAttrName))
+    return attr.getInt();
+  return 1;
+}
+
+CollectiveGroup mlir::dsc::dataParallelGroup(Operation *op) {
+  return lookupTensorParallelSize(op) > 1 ? CollectiveGroup::data
+                                          : CollectiveGroup::world;
+}
+
 FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
                                               CollectiveGroup group) {
   std::optional<int64_t> world = lookupWorldSize(op);
@@ -37,13 +55,17 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
                              << "' (run --dsc-data-parallel first)";
   if (*world < 1)
     return op->emitOpError() << kWorldSizeAttrName << " is " << *world;
-  auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
-                                  : op->getParentOfType<ModuleOp>();
+  ModuleOp module = enclosingModule(op);
   int64_t experts = 1;
   if (auto attr = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName))
     experts = attr.getInt();
   if (experts < 1 || *world % experts != 0)
     return op->emitOpError() << kExpertParallelSizeAttrName << " " << experts
+                             << " does not divide " << kWorldSizeAttrName << " "
+                             << *world;
+  int64_t tensor = lookupTensorParallelSize(module);
+  if (tensor < 1 || *world % tensor != 0)
+    return op->emitOpError() << kTensorParallelSizeAttrName << " " << tensor
                              << " does not divide " << kWorldSizeAttrName << " "
                              << *world;
   switch (group) {
@@ -53,6 +75,10 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
     return experts;
   case CollectiveGroup::expert_data:
     return *world / experts;
+  case CollectiveGroup::tensor:
+    return tensor;
+  case CollectiveGroup::data:
+    return *world / tensor;
   }
   llvm_unreachable("unknown collective group");
 }

@@ -83,6 +83,10 @@ LogicalResult StateOp::verify() {
                          << stringifyStateRole(getRole())
                          << " state: only optimizer state and master weights "
                             "may live on the host";
+  if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor)
+    return emitOpError() << "@" << getSymName()
+                         << " has partition_blocks, which only a slice over "
+                            "a tensor group takes";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -134,12 +138,47 @@ LogicalResult StateOp::verify() {
                            << ", not " << type;
     return success();
   }
+  case CollectiveGroup::tensor:
+    return verifyTensorSplit(*whole);
   case CollectiveGroup::expert_data:
+  case CollectiveGroup::data:
     break;
   }
-  return emitOpError() << "@" << getSymName()
-                       << " is partitioned over the expert_data group; states "
-                          "are partitioned over the world or an expert group";
+  return emitOpError() << "@" << getSymName() << " is partitioned over the "
+                       << stringifyCollectiveGroup(getPartitionGroup())
+                       << " group; states are partitioned over the world, an "
+                          "expert group or a tensor group";
+}
+
+/// A tensor-parallel slice: the whole shape with one dimension divided by
+/// T, and blocks that divide the whole into B * T equal chunks.
+LogicalResult StateOp::verifyTensorSplit(ArrayRef<int64_t> whole) {
+  FailureOr<int64_t> ranks = lookupGroupSize(*this, CollectiveGroup::tensor);
+  if (failed(ranks))
+    return failure();
+  RankedTensorType type = getTensorType();
+  int64_t blocks = getPartitionBlocks().value_or(1);
+  ArrayRef<int64_t> local = type.getShape();
+  int64_t numel = getWholeType().getNumElements();
+  auto differing = [&] {
+    int n = 0;
+    for (auto [l, w] : llvm::zip_equal(local, whole))
+      n += l != w;
+    return n;
+  };
+  if (local.size() != whole.size() || differing() > 1 ||
+      type.getNumElements() * *ranks != numel)
+    return emitOpError() << "@" << getSymName() << " slices " << getWholeType()
+                         << " over the " << *ranks
+                         << " ranks of a tensor group, so it must be its shape "
+                            "with one dimension divided by "
+                         << *ranks << ", not " << type;
+  if (blocks < 1 || numel % (blocks * *ranks) != 0)
+    return emitOpError() << "@" << getSymName() << " has partition_blocks "
+                         << blocks << ", which must be positive and divide its "
+                         << numel << " elements into " << *ranks
+                         << " slices per block";
+  return success();
 }
 
 RankedTensorType StateOp::getWholeType() {

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 14;
+constexpr int32_t kArtifactAbiVersion = 15;
 
 class Stream;
 
@@ -45,7 +45,19 @@ const char *elementTypeName(ElementType type); // "f32", ... as in the IR
 ///     r at index r / P.
 /// With P = 1 the Expert group is each rank alone and ExpertData is the
 /// world; with P = W, Expert is the world and ExpertData each rank alone.
-enum class CommGroup : int32_t { World = 0, Expert = 1, ExpertData = 2 };
+/// With tensor-parallel size T (ArtifactInfo::tensorParallelSize, which
+/// divides W), Megatron's mesh, tensor innermost:
+///   Tensor: the T consecutive ranks g*T, ..., g*T + T - 1 with g = r / T
+///     (the ranks that split each layer's weights); r at index r % T.
+///   Data: the W/T ranks r % T + k*T (the ranks that hold the same slices:
+///     data parallelism's group); r at index r / T.
+enum class CommGroup : int32_t {
+  World = 0,
+  Expert = 1,
+  ExpertData = 2,
+  Tensor = 3,
+  Data = 4
+};
 
 struct TensorDesc {
   const char *name;     // fully-qualified PyTorch name, or the input name
@@ -117,6 +129,12 @@ struct StateDesc {
   /// Device memory (StepContext::state is device memory) or pinned host
   /// memory (host memory on every target).
   MemoryTier tier;
+  /// A state partitioned over the Tensor group (tensor parallelism's slice
+  /// of a weight, docs/tensor-parallel.md) is not a flat shard: the whole
+  /// flattened, viewed as [B, T, C] with B = partitionBlocks (0 or 1: one
+  /// block), the rank at index i of its Tensor group holds [:, i, :], in
+  /// that order (`tensor` is its shape). Ignored for other groups.
+  int64_t partitionBlocks;
 };
 
 /// A stream the artifact's steps enqueue work on (dscrt.stream). The runtime
@@ -160,6 +178,10 @@ struct ArtifactInfo {
   /// Bytes of the arena in pinned host memory, per rank (ZeRO-Offload's
   /// copies of gradients and updated parameters): the compiler's memory plan.
   int64_t hostArenaBytes;
+  /// Tensor-parallel size T: the size of the Tensor group (CommGroup). At
+  /// least 1 and a divisor of worldSize; the W / T ranks of a Data group
+  /// read different micro-batches, the T ranks of a Tensor group the same.
+  int32_t tensorParallelSize;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run

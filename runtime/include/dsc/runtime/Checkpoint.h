@@ -88,8 +88,11 @@ int checkpointWriter(int32_t index, int worldSize);
 /// over the World (ZeRO); the ranks of the first ExpertData index (rank <
 /// P), their own pieces, for a state partitioned over the Expert group,
 /// whose other ranks hold copies of those pieces.
+/// A tensor-parallel slice (partitioned over the Tensor group, T ranks)
+/// is written by the ranks of the first Data index (rank < T).
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
-                      int worldSize, int expertParallelSize);
+                      int worldSize, int expertParallelSize,
+                      int tensorParallelSize = 1);
 
 /// "parameter", "buffer", "optimizer", "gradient": how metadata.json
 /// records each tensor's role (StateRole), so that tools reading a
@@ -215,9 +218,12 @@ public:
 private:
   /// Elements [offset, offset + count) of the whole flattened tensor, as
   /// tensor `name` of shape `shape` in shard `shard`.
+  /// A piece of `blocks` ranges of `count` elements, `stride` apart from
+  /// `offset` (a tensor-parallel slice; one range otherwise).
   struct Piece {
     std::string shard;
     int64_t offset = 0, count = 0;
+    int64_t blocks = 1, stride = 0;
     std::vector<int64_t> shape;
     size_t bytes = 0;
     uint64_t checksum = 0;

@@ -3,8 +3,10 @@
 // Expert parallelism runs collectives over groups of ranks smaller than the
 // job: its all-to-alls over the Expert group (the ranks that share out a
 // layer's experts), the gradient sums of the experts over the ExpertData
-// group (the ranks that hold the same experts), everything else over the
-// World (Artifact.h, CommGroup, says who is in which). GroupLayout is that
+// group (the ranks that hold the same experts). Tensor parallelism sums the
+// partial products of its split blocks over the Tensor group and the
+// gradients over the Data group. Everything else runs over the World
+// (Artifact.h, CommGroup, says who is in which). GroupLayout is that
 // arithmetic, shared by whatever places data by group: the loading of
 // expert-partitioned states, checkpoints, the communicators.
 // GroupCommunicators makes the communicator of each group once, at start.
@@ -32,27 +34,32 @@ bool parseCommGroup(const std::string &name, CommGroup &group);
 bool isCommGroup(int32_t value);
 
 /// `rank`'s index in its group of kind `group` with expert-parallel size
-/// `expertParallelSize`: rank, rank % P, rank / P (independent of the world
+/// `expertParallelSize` and tensor-parallel size `tensorParallelSize`:
+/// rank, rank % P, rank / P, rank % T, rank / T (independent of the world
 /// size, which is why it is not only a GroupLayout method).
-int groupIndex(CommGroup group, int rank, int expertParallelSize);
+int groupIndex(CommGroup group, int rank, int expertParallelSize,
+               int tensorParallelSize = 1);
 
-/// The groups of a job of W ranks with expert-parallel size P (CommGroup).
+/// The groups of a job of W ranks with expert-parallel size P and
+/// tensor-parallel size T (CommGroup).
 class GroupLayout {
 public:
-  /// Throws Error unless W >= 1 and P is a divisor of W.
-  GroupLayout(int worldSize, int expertParallelSize);
+  /// Throws Error unless W >= 1 and P and T are divisors of W.
+  GroupLayout(int worldSize, int expertParallelSize,
+              int tensorParallelSize = 1);
 
   int worldSize() const { return worldSize_; }
   int expertParallelSize() const { return expertParallelSize_; }
+  int tensorParallelSize() const { return tensorParallelSize_; }
 
-  /// Ranks in each group of kind `group`: W, P, W / P.
+  /// Ranks in each group of kind `group`: W, P, W / P, T, W / T.
   int size(CommGroup group) const;
   /// `rank`'s index in its group of kind `group` (groupIndex).
   int index(CommGroup group, int rank) const {
-    return groupIndex(group, rank, expertParallelSize_);
+    return groupIndex(group, rank, expertParallelSize_, tensorParallelSize_);
   }
   /// Which group of kind `group` `rank` is in, numbered from 0 (the color
-  /// of Communicator::split): 0, rank / P, rank % P.
+  /// of Communicator::split): 0, rank / P, rank % P, rank / T, rank % T.
   int color(CommGroup group, int rank) const;
   /// The rank at index `index` of the group of kind `group` that `rank`
   /// is in.
@@ -63,6 +70,7 @@ public:
 private:
   int worldSize_;
   int expertParallelSize_;
+  int tensorParallelSize_;
 };
 
 /// The communicator of each group of this rank, made once when the job
@@ -79,7 +87,8 @@ public:
   /// rank must construct it at the same point. Throws Error unless P
   /// divides world.size(), or when a split communicator's rank or size is
   /// not the layout's.
-  GroupCommunicators(Communicator &world, int expertParallelSize);
+  GroupCommunicators(Communicator &world, int expertParallelSize,
+                     int tensorParallelSize = 1);
   ~GroupCommunicators();
   GroupCommunicators(const GroupCommunicators &) = delete;
   GroupCommunicators &operator=(const GroupCommunicators &) = delete;
@@ -94,7 +103,7 @@ public:
 private:
   Communicator &world_;
   GroupLayout layout_;
-  std::unique_ptr<Communicator> expert_, expertData_;
+  std::unique_ptr<Communicator> expert_, expertData_, tensor_, data_;
 };
 
 } // namespace dsc::rt

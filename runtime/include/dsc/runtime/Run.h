@@ -147,8 +147,11 @@ struct FeedPlan {
   /// samples the first integer input of two or more dimensions); 1 for a
   /// model without token ids.
   int64_t seqLen = 0;
-  /// DeepSpeed's train_batch_size: micro batch x ranks x micro-batches per
-  /// step (gradient accumulation).
+  /// Ranks that read different micro-batches: the world over the
+  /// tensor-parallel size (the T ranks of a tensor group read the same).
+  int dataRanks = 1;
+  /// DeepSpeed's train_batch_size: micro batch x data-parallel ranks x
+  /// micro-batches per step (gradient accumulation).
   int64_t trainBatch = 0;
   /// Token format: token ids must lie in [0, tokenLimit), the smaller
   /// indexLimit of the two inputs (the vocabulary); 0 when the artifact
@@ -260,16 +263,28 @@ TensorDesc wholeTensor(const StateDesc &state);
 /// partitioned one, the `count` first elements of the shard of the rank's
 /// index in the partition's group (fewer than the shard's on the last
 /// indices, whose tail is zero).
+///
+/// A tensor-parallel slice (partitioned over the Tensor group) is `blocks`
+/// such ranges, `stride` elements apart: [begin + b * stride, begin + b *
+/// stride + count) for b < blocks, held one after the other.
 struct StateSlice {
   int64_t begin = 0, count = 0;
+  int64_t blocks = 1, stride = 0;
+  /// Elements held: blocks * count.
+  int64_t total() const { return blocks * count; }
+  /// The whole tensor's index of the `i`-th element held.
+  int64_t whole(int64_t i) const {
+    return begin + (i / count) * stride + i % count;
+  }
 };
-StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize);
+StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
+                      int tensorParallelSize = 1);
 /// Reads state `state`'s storage on rank `rank` (of a job of
 /// expert-parallel size `expertParallelSize`) from `weights` into `dst`
 /// (tensorBytes(state.tensor) bytes): the whole tensor, or the rank's
 /// slice of it, zero-padded. forEachState has checked the file's tensor.
 void readState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               int expertParallelSize, void *dst);
+               int expertParallelSize, void *dst, int tensorParallelSize = 1);
 
 /// Whether `state` has a fill rule for weights files that lack it.
 bool hasInitRule(const StateDesc &state);
@@ -286,7 +301,13 @@ double initUniformValue(const std::string &name, uint64_t seed, int64_t index,
 /// that tensor is missing or its shape is not the state's without the
 /// leading dimension.
 void initState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
-               int expertParallelSize, void *dst);
+               int expertParallelSize, void *dst, int tensorParallelSize = 1);
+
+/// The artifact's tensor-parallel size: 1 for an ArtifactInfo that leaves
+/// it 0 (built by hand, as tests do).
+inline int tensorParallelSize(const ArtifactInfo &info) {
+  return info.tensorParallelSize > 0 ? info.tensorParallelSize : 1;
+}
 
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
@@ -347,7 +368,7 @@ public:
                  std::vector<void *> outputs, void *arena, Communicator &comm,
                  std::vector<Stream *> streams = {},
                  int32_t collectiveStream = -1, int32_t expertParallelSize = 1,
-                 LocalCopy localCopy = {});
+                 LocalCopy localCopy = {}, int32_t tensorParallelSize = 1);
   ~RunStepContext() override;
 
   /// Starts a call of the step for optimizer step `step` (1-based, as
@@ -452,7 +473,7 @@ private:
   int32_t collectiveStream_;
   LocalCopy localCopy_;
   std::unique_ptr<GroupCommunicators> groups_;
-  std::array<CommStats, 3> groupStats_{};
+  std::array<CommStats, 5> groupStats_{};
   int64_t step_ = 0;
   int64_t firstSample_ = 0;
   uint64_t seed_ = 0;

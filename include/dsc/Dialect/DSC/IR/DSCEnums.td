@@ -74,11 +74,20 @@ def DSC_LossReduction : I32EnumAttr<"LossReduction",
 // ranks that share the experts of a layer between them; its expert-data
 // group is the W / P ranks with the same r % P (index r / P): the replicas
 // of the same experts, over which their gradients are summed.
+//
+// With the module's tensor-parallel size T (`dsc.tensor_parallel_size`, 1
+// when absent), Megatron's layout puts the tensor group innermost: rank r's
+// tensor group is the T consecutive ranks of r / T (index r % T), the ranks
+// that split each layer's weights between them; its data group is the W / T
+// ranks with the same r % T (index r / T), over which the gradients of the
+// (split or replicated) parameters are summed and the loss is averaged.
 def DSC_CollectiveGroup : I32EnumAttr<"CollectiveGroup",
     "the ranks a collective runs over", [
     I32EnumAttrCase<"world", 0>,
     I32EnumAttrCase<"expert", 1>,
     I32EnumAttrCase<"expert_data", 2>,
+    I32EnumAttrCase<"tensor", 3>,
+    I32EnumAttrCase<"data", 4>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

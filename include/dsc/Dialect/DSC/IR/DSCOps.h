@@ -41,6 +41,11 @@ constexpr llvm::StringLiteral kWorldSizeAttrName = "dsc.world_size";
 constexpr llvm::StringLiteral kExpertParallelSizeAttrName =
     "dsc.expert_parallel_size";
 
+/// Ranks that split each layer's weights (tensor parallelism, Megatron's
+/// tensor group); absent: 1.
+constexpr llvm::StringLiteral kTensorParallelSizeAttrName =
+    "dsc.tensor_parallel_size";
+
 /// The prefix of a teacher's weights (StateRole::teacher, `--dsc-distill`):
 /// `teacher.h.0.attn.c_attn.weight` is the teacher's `h.0.attn.c_attn.weight`.
 constexpr llvm::StringLiteral kTeacherPrefix = "teacher.";
@@ -49,10 +54,21 @@ constexpr llvm::StringLiteral kTeacherPrefix = "teacher.";
 /// it is set.
 std::optional<int64_t> lookupWorldSize(Operation *op);
 
+/// The `dsc.tensor_parallel_size` of the module enclosing `op` (or `op`
+/// itself); 1 when it is not set.
+int64_t lookupTensorParallelSize(Operation *op);
+
+/// The group the data-parallel sums run over: the world, or with tensor
+/// parallelism (T > 1) the data group of the ranks that hold the same
+/// slices.
+CollectiveGroup dataParallelGroup(Operation *op);
+
 /// The number of ranks in `group` for the module enclosing `op`: the world
 /// size W, the expert-parallel size P (`dsc.expert_parallel_size`, 1 when
-/// absent) or W / P. Fails with a diagnostic on `op` when the module has no
-/// world size or P does not divide it.
+/// absent) or W / P, the tensor-parallel size T
+/// (`dsc.tensor_parallel_size`, 1 when absent) or W / T. Fails with a
+/// diagnostic on `op` when the module has no world size or P or T does
+/// not divide it.
 FailureOr<int64_t> lookupGroupSize(Operation *op, CollectiveGroup group);
 
 /// The group a dsc collective (all_reduce, all_gather, reduce_scatter,

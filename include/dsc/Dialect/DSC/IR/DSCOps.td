@@ -99,6 +99,22 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
         {partition_of = array<i64: 3, 5>} : tensor<8xf32>
     ```
 
+    With `partition_group` = 3 (`CollectiveGroup::tensor`, set by
+    `--dsc-tensor-parallel`), the state is one rank's slice of a weight split
+    Megatron's way over the T ranks of its tensor group: the whole tensor,
+    flattened and viewed as [B, T, C] with B = `partition_blocks` (1 when
+    absent), holds the rank at index r % T in [:, r % T, :]. A
+    column-parallel weight [N, K] is split along N (B = 1, or 3 for a fused
+    query/key/value weight: each rank takes its heads of each); a
+    row-parallel one along K (B = N). The declared type is the whole shape
+    with the split dimension divided by T.
+
+    ```mlir
+    dsc.state parameter @"h.0.attn.c_proj.weight"
+        {partition_of = array<i64: 32, 32>, partition_group = 3 : i32,
+         partition_blocks = 32 : i64} : tensor<32x16xf32>
+    ```
+
     ```mlir
     dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
         {init_from = "h.0.mlp.c_fc.weight"} : tensor<8x128x32xf32>
@@ -117,7 +133,8 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                        OptionalAttr<F64Attr>:$init_uniform,
                        OptionalAttr<I64Attr>:$init_seed,
                        DefaultValuedAttr<DSC_MemoryTier,
-                           "::mlir::dsc::MemoryTier::device">:$tier);
+                           "::mlir::dsc::MemoryTier::device">:$tier,
+                       OptionalAttr<I64Attr>:$partition_blocks);
   let assemblyFormat = "$role $sym_name (`on` $tier^)? attr-dict `:` $type";
   let hasVerifier = 1;
   let builders = [
@@ -127,17 +144,26 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
       build($_builder, $_state, sym_name, type, role,
             ::mlir::DenseI64ArrayAttr(), ::mlir::dsc::CollectiveGroup::world,
             ::mlir::StringAttr(), ::mlir::FloatAttr(), ::mlir::IntegerAttr(),
-            ::mlir::dsc::MemoryTier::device);
+            ::mlir::dsc::MemoryTier::device, ::mlir::IntegerAttr());
     }]>,
   ];
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
+    /// Partitions this state as `other` is (partition_of, partition_group,
+    /// partition_blocks): a parameter's optimizer state and master weight
+    /// live where the parameter does.
+    void copyPartition(StateOp other) {
+      setPartitionOfAttr(other.getPartitionOfAttr());
+      setPartitionGroup(other.getPartitionGroup());
+      setPartitionBlocksAttr(other.getPartitionBlocksAttr());
+    }
     /// The whole tensor's type: the declared type, or for a partitioned
     /// state (`partition_of`) the shape it is a partition of.
     ::mlir::RankedTensorType getWholeType();
     ::llvm::LogicalResult verifyInitRule();
+    ::llvm::LogicalResult verifyTensorSplit(::llvm::ArrayRef<int64_t> whole);
   }];
 }
 
@@ -1313,6 +1339,32 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
   let results = (outs DSC_NumericTensor:$result);
   let assemblyFormat = "$input (`over` $group^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
+}
+
+def DSC_ReplicateOp : DSC_Op<"replicate", [SameOperandsAndResultType]> {
+  let summary = "a value every rank of a group holds alike (Megatron's f)";
+  let description = [{
+    The identity on each rank. It marks where a value that the ranks of
+    `over` hold alike (the input of a tensor-parallel block) enters work
+    that each rank does on its own slice: each rank's cotangent of it is
+    then a partial one, and its gradient is their `dsc.all_reduce` over the
+    group, the conjugate of the forward all-reduce that ends such a block
+    (Megatron's f and g). Autodiff derives both from the ops' gradients; the
+    lowering makes it a view of its input. Not pure: generic passes keep it
+    where the tensor-parallel pass put it, so that the backward sum happens
+    once per block.
+
+    Example (the input of a column-parallel linear map):
+
+    ```mlir
+    %x1 = dsc.replicate %x over tensor : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::tensor">:$group);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat = "$input (`over` $group^)? attr-dict `:` type($input)";
 }
 
 // The partitioned collectives move flat (1-D) tensors: a whole tensor of W * S

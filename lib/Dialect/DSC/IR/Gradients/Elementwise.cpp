@@ -227,14 +227,27 @@ static LogicalResult allReduceGrad(AllReduceOp op, Gradient &g) {
   // computed redundantly on every rank from replicated values. The adjoint
   // of a sum over ranks is then the broadcast of the cotangent to every
   // rank's input, which each rank already holds: the identity. (Summing the
-  // cotangents again would count every rank's loss N times.) Over a group
-  // smaller than the world the result is replicated only within the group,
-  // so that argument does not hold: such sums are gradient reductions,
-  // which come after autodiff.
-  if (op.getGroup() != CollectiveGroup::world)
+  // cotangents again would count every rank's loss N times.) The same
+  // holds within a tensor group, whose ranks compute everything after the
+  // sum that ends a tensor-parallel block alike, and so over the data
+  // group of a tensor-parallel mesh: its sum (the loss's) is replicated on
+  // the data group's ranks, and so on every rank of their tensor groups.
+  // Over another group smaller than the world the result is replicated
+  // only within the group, so that argument does not hold: such sums are
+  // gradient reductions, which come after autodiff.
+  if (op.getGroup() != CollectiveGroup::world &&
+      op.getGroup() != CollectiveGroup::tensor &&
+      op.getGroup() != CollectiveGroup::data)
     return op.emitOpError("has no gradient over the ")
            << stringifyCollectiveGroup(op.getGroup()) << " group";
   g.set(0, g.dy());
+  return success();
+}
+
+static LogicalResult replicateGrad(ReplicateOp op, Gradient &g) {
+  // Megatron's "f": each rank's cotangent covers only its own slice of the
+  // work the value feeds; the value's cotangent is their sum.
+  g.set(0, AllReduceOp::create(g.b, g.loc, g.dy(), op.getGroup()));
   return success();
 }
 
@@ -288,6 +301,7 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<DropoutOp, dropoutGrad>(context);
   attach<AllReduceOp, allReduceGrad>(context);
   attach<AllGatherOp, allGatherGrad>(context);
+  attach<ReplicateOp, replicateGrad>(context);
   attach<AllToAllOp, allToAllGrad>(context);
   attach<ReduceScatterOp, reduceScatterGrad>(context);
 }
