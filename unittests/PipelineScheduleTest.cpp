@@ -1,6 +1,10 @@
 #include "dsc/Analysis/PipelineSchedule.h"
+#include "dsc/Analysis/PipelineStages.h"
 
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <random>
 
 using namespace mlir::dsc::pipeline;
 
@@ -142,4 +146,72 @@ TEST(PipelineSchedule, MalformedListsAreErrorsNotHangs) {
   auto incomplete = simulatePipeline(missing, {1, 1, 1});
   ASSERT_FALSE(incomplete);
   EXPECT_NE(llvm::toString(incomplete.takeError()).find("misses"), std::string::npos);
+}
+
+//===----------------------------------------------------------------------===//
+// Stage cuts
+//===----------------------------------------------------------------------===//
+
+TEST(PipelineStages, EqualBlocksSplitEvenly) {
+  auto cut = balanceStages(llvm::SmallVector<double>(12, 1.0), 4);
+  ASSERT_TRUE(bool(cut)) << llvm::toString(cut.takeError());
+  EXPECT_EQ(cut->firstBlock, (llvm::SmallVector<int64_t>{0, 3, 6, 9}));
+  EXPECT_EQ(cut->maxStageCost(), 3.0);
+}
+
+TEST(PipelineStages, TheHeadTakesBlocksFromTheLastStage) {
+  // GPT-2-like: 12 equal blocks and a head costing two of them. The best
+  // largest stage is 4 (14 in 4 stages); the last stage then holds one
+  // block beside the head.
+  auto cut = balanceStages(llvm::SmallVector<double>(12, 1.0), 4, 0, 2);
+  ASSERT_TRUE(bool(cut)) << llvm::toString(cut.takeError());
+  EXPECT_EQ(cut->firstBlock, (llvm::SmallVector<int64_t>{0, 4, 8, 11}));
+  EXPECT_EQ(cut->stageCost, (llvm::SmallVector<double>{4, 4, 3, 3}));
+}
+
+TEST(PipelineStages, OptimalAgainstEveryCut) {
+  // Every way to cut n ≤ 8 blocks into P stages, against the DP's answer.
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> costOf(0, 9);
+  for (int trial = 0; trial < 200; ++trial) {
+    int n = 1 + trial % 8;
+    int p = 1 + trial % std::min(n, 4);
+    llvm::SmallVector<double> costs;
+    for (int i = 0; i < n; ++i)
+      costs.push_back(costOf(rng));
+    double prologue = costOf(rng), epilogue = costOf(rng);
+    double bestMax = std::numeric_limits<double>::infinity();
+    std::function<void(int, int, double)> visit = [&](int stage, int begin, double most) {
+      if (stage == p - 1) {
+        double c = epilogue + (stage == 0 ? prologue : 0);
+        for (int i = begin; i < n; ++i)
+          c += costs[i];
+        bestMax = std::min(bestMax, std::max(most, c));
+        return;
+      }
+      double c = stage == 0 ? prologue : 0;
+      for (int end = begin + 1; end <= n - (p - 1 - stage); ++end) {
+        c += costs[end - 1];
+        visit(stage + 1, end, std::max(most, c));
+      }
+    };
+    visit(0, 0, 0);
+    auto cut = balanceStages(costs, p, prologue, epilogue);
+    ASSERT_TRUE(bool(cut)) << llvm::toString(cut.takeError());
+    EXPECT_EQ(cut->maxStageCost(), bestMax) << "trial " << trial;
+    ASSERT_EQ(cut->firstBlock.size(), size_t(p));
+    EXPECT_EQ(cut->firstBlock[0], 0);
+    for (int s = 1; s < p; ++s)
+      EXPECT_LT(cut->firstBlock[s - 1], cut->firstBlock[s]) << "empty stage";
+  }
+}
+
+TEST(PipelineStages, ImpossibleCutsAreErrors) {
+  auto tooMany = balanceStages(llvm::SmallVector<double>(3, 1.0), 4);
+  ASSERT_FALSE(bool(tooMany));
+  EXPECT_NE(llvm::toString(tooMany.takeError()).find("cannot cut 3 blocks into 4"),
+            std::string::npos);
+  auto negative = balanceStages({1.0, -1.0}, 1);
+  ASSERT_FALSE(bool(negative));
+  llvm::consumeError(negative.takeError());
 }
