@@ -222,6 +222,13 @@ class MoE(nn.Module):
         """U(low, high) of `shape`: dsc's draw at this layer's `site` inside
         a DscDropout context, torch's global generator outside one."""
         context = philox.active()
+        if isinstance(context, philox.Exporting):
+            raise NotImplementedError(
+                "dsc.nn.MoE: the random gating options (use_rts dropping tokens, "
+                "noisy_gate_policy in training, top2_2nd_expert_sampling) do not export "
+                "yet; export with use_rts=False, noisy_gate_policy=None, "
+                "top2_2nd_expert_sampling=False, or export the dense model and set them "
+                "with dsc-opt's --moe-* flags (docs/moe.md)")
         if context is None:
             return torch.rand(shape) * (high - low) + low
         return context.uniform(shape, low, high, 4 * self._layer + site)
@@ -269,7 +276,8 @@ class MoE(nn.Module):
         tokens, E = x.shape[0], self.num_experts
         cap = self.capacity(tokens)
         context = philox.active()
-        self._layer = context.next_moe_layer() if context is not None else 0
+        self._layer = (context.next_moe_layer()
+                       if isinstance(context, philox.DscDropout) else 0)
 
         gate_input = x.float()
         if self.training and self.noisy_gate_policy == "Jitter":

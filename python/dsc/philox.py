@@ -110,12 +110,24 @@ def dropout_arguments(args, kwargs):
     return bound["input"], bound.get("p", 0.5), bound.get("training", True)
 
 
-_active = []  # the DscDropout contexts entered, innermost last
+_active = []  # the DscDropout and Exporting contexts entered, innermost last
 
 
 def active():
-    """The innermost DscDropout context entered, or None."""
+    """The innermost DscDropout or Exporting context entered, or None."""
     return _active[-1] if _active else None
+
+
+class Exporting:
+    """Entered by the exporter while it traces a model: layers whose random
+    numbers have no dsc op to export to (dsc.nn.MoE's gating noise) refuse."""
+
+    def __enter__(self):
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _active.remove(self)
 
 
 class DscDropout(torch.overrides.TorchFunctionMode):
