@@ -449,7 +449,8 @@ private:
     /// Standard Gumbel noise, -log(-log(u)).
     Value gumbel(ArrayRef<int64_t> shape, Site site) {
       Value u = uniform(shape, 0.0, 1.0, site);
-      return NegOp::create(b, loc, LogOp::create(b, loc, NegOp::create(b, loc, LogOp::create(b, loc, u))));
+      Value inner = NegOp::create(b, loc, LogOp::create(b, loc, u));
+      return NegOp::create(b, loc, LogOp::create(b, loc, inner));
     }
     /// key[3] != 0: the step trains (dsc-run --eval runs it with 0).
     Value training() {
