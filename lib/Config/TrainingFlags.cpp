@@ -132,6 +132,13 @@ constexpr Flag kFlags[] = {
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
+    {"moe-use-rts", "top-1: random token selection, an expert keeps its "
+                    "routes of highest random priority (default false)"},
+    {"moe-noisy-gate-policy", "none (default), jitter (the gate input times "
+                              "U(0.99, 1.01)) or rsample (Gumbel noise on the "
+                              "top-1 choice); training only"},
+    {"moe-top2-2nd-expert-sampling", "top-2: Gumbel noise on the logits that "
+                                     "choose the second expert (default true)"},
     {"distill-from", "the teacher's exported model.mlir: add Mixture-of-Students "
                      "knowledge distillation from it (docs/distillation.md)"},
     {"kd-beta", "weight of the distillation term (default 1)"},

@@ -105,6 +105,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.seed = options.moeSeed;
     moe.epSize = options.moeEpSize;
     moe.residual = options.moeResidual;
+    moe.useRts = options.moeUseRts;
+    // DeepSpeed's noise is for training; an evaluation step has none (a
+    // training step run by dsc-run --eval turns it off by its key).
+    moe.noisyGatePolicy = options.step == TrainingPipelineOptions::Step::Eval
+                              ? std::string("none")
+                              : std::string(options.moeNoisyGatePolicy);
+    moe.top2SecondExpertSampling = options.moeTop2SecondExpertSampling;
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Before autodiff, so that the backward is built in 16 bits too; the pass

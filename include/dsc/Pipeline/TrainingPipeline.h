@@ -233,6 +233,17 @@ struct TrainingPipelineOptions
   Option<int64_t> moeSeed{*this, "moe-seed",
                           llvm::cl::desc("key of the gate's generator"),
                           llvm::cl::init(0)};
+  Option<bool> moeUseRts{
+      *this, "moe-use-rts",
+      llvm::cl::desc("top-1: random token selection"), llvm::cl::init(false)};
+  Option<std::string> moeNoisyGatePolicy{
+      *this, "moe-noisy-gate-policy",
+      llvm::cl::desc("none, jitter or rsample (training only)"),
+      llvm::cl::init("none")};
+  Option<bool> moeTop2SecondExpertSampling{
+      *this, "moe-top2-2nd-expert-sampling",
+      llvm::cl::desc("top-2: Gumbel noise on the second choice"),
+      llvm::cl::init(true)};
   Option<int64_t> moeEpSize{
       *this, "moe-ep-size",
       llvm::cl::desc("ranks each layer's experts are split over (expert "

@@ -415,6 +415,22 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     same exchanges backwards. Two all-to-alls per layer forward, two
     backward, shapes fixed at compile time.
 
+    Randomness, as DeepSpeed's gating draws it but from
+    `dsc.random_uniform` (seeded, counter-based: the same numbers on any
+    world size): `use-rts` (top-1 only) gives each route the priority of a
+    uniform draw and each expert keeps its C routes of highest priority;
+    `noisy-gate-policy=jitter` multiplies the gate's fp32 input by
+    U(0.99, 1.01), `rsample` (top-1 only) chooses the expert by the argmax
+    of logits plus Gumbel noise `-log(-log(u))` (the gate value stays the
+    noiseless probability), both only while the step trains (`key[3]`, so
+    `dsc-run --eval` is noiseless); `top2-2nd-expert-sampling` (k = 2, on
+    by default as in DeepSpeed's MoE layer, in training and evaluation)
+    chooses the second expert by the argmax of logits plus Gumbel noise.
+    Replaced block i (in forward order) draws at sites 4i (jitter), 4i + 1
+    (rsample), 4i + 2 (random token selection) and 4i + 3 (second expert),
+    over `[S, M]` for jitter and `[S, E]` otherwise, the micro-batch (the
+    leading dimension of the graph's inputs) outermost.
+
     Run it after `--dsc-data-parallel` (the capacity counts the tokens of a
     rank's micro-batch, as DeepSpeed's does) and before `--dsc-autodiff`.
 
@@ -451,6 +467,16 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     Option<"residual", "residual", "bool", /*default=*/"false",
            "residual MoE (PR-MoE): the dense block kept beside the experts, "
            "their outputs mixed by a learned coefficient">,
+    Option<"useRts", "use-rts", "bool", /*default=*/"false",
+           "top-1: random token selection (an expert keeps its routes of "
+           "highest random priority)">,
+    Option<"noisyGatePolicy", "noisy-gate-policy", "std::string",
+           /*default=*/"\"none\"",
+           "none, jitter (the gate input times U(0.99, 1.01), any k) or "
+           "rsample (Gumbel noise on the top-1 choice); training only">,
+    Option<"top2SecondExpertSampling", "top2-2nd-expert-sampling", "bool",
+           /*default=*/"true",
+           "top-2: Gumbel noise on the logits that choose the second expert">,
   ];
 }
 

@@ -47,7 +47,7 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("attention", emitAttentionCall)
       .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
       .Cases({"moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"}, emitMoeCall)
-      .Cases({"dropout", "random_ltd_indices"}, emitRandomCall)
+      .Cases({"dropout", "random_ltd_indices", "random_uniform"}, emitRandomCall)
       .Default(nullptr);
 }
 

@@ -619,6 +619,38 @@ func.func @random_ltd_indices_key(%key: tensor<2xi64>) {
 
 // -----
 
+func.func @random_uniform_bounds(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op needs finite low < high, got [1.000000e+00, 1.000000e+00]}}
+  %0 = dsc.random_uniform %key, low = 1.0, high = 1.0, seed = 0, samples = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_infinite(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op needs finite low < high, got [0.000000e+00, INF]}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 0x7FF0000000000000, seed = 0, samples = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_samples(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op samples must be >= 1 and divide the result's 6 elements, got 4}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 0, samples = 4 : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_type(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op result #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<4xbf16>'}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 0, samples = 1 : tensor<4xbf16>
+  return
+}
+
+// -----
+
 func.func @step_key_type() {
   // expected-error @+1 {{'dsc.step_key' op result #0 must be tensor<4xi64>, but got 'tensor<4xi32>'}}
   %0 = dsc.step_key : tensor<4xi32>

@@ -161,6 +161,10 @@ func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
   %10 = dsc.random_ltd_indices %key, length = 8, seed = 3 : tensor<2x4xi64>
   // CHECK: dsc.random_ltd_indices %[[KEY]], length = 8, seed = 0 : tensor<2x8xi64>
   %11 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<2x8xi64>
+  // CHECK: dsc.random_uniform %[[KEY]], low = 0.000000e+00, high = 1.000000e+00, seed = 2, samples = 2 : tensor<16x4xf32>
+  %12 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 2, samples = 2 : tensor<16x4xf32>
+  // CHECK: dsc.random_uniform %[[KEY]], low = 0.98999999999999999, high = 1.010000e+00, seed = 0, samples = 1 : tensor<f32>
+  %13 = dsc.random_uniform %key, low = 0.99, high = 1.01, seed = 0, samples = 1 : tensor<f32>
   return
 }
 

@@ -16,7 +16,7 @@ static constexpr llvm::StringLiteral kNames[] = {
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
     "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
     "moe_dispatch", "moe_combine", "moe_route_dot", "dropout",
-    "random_ltd_indices"};
+    "random_ltd_indices", "random_uniform"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -123,6 +123,8 @@ static std::optional<StringRef> matchOp(Operation *op) {
     return StringRef("dropout");
   if (isa<RandomLtdIndicesOp>(op))
     return StringRef("random_ltd_indices");
+  if (isa<RandomUniformOp>(op))
+    return StringRef("random_uniform");
   // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
   // take, rows of the library's float types.
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)

@@ -1235,6 +1235,56 @@ def DSC_RandomLtdIndicesOp : DSC_Op<"random_ltd_indices", [Pure]> {
   let hasVerifier = 1;
 }
 
+def DSC_RandomUniformOp : DSC_Op<"random_uniform", [Pure]> {
+  let summary = "uniform floats drawn from a counter-based generator";
+  let description = [{
+    f32 values in `[low, high]`, one per element, for a tensor that holds
+    `samples` samples outermost (the micro-batch): element e of sample j is
+    element g = (key[2] + j) * (numel / samples) + e of the optimizer step's
+    global batch, and its value is `low + (high - low) * u`, computed in
+    double and rounded once to f32, with
+
+    ```
+    u = (2 * (w >> 9) + 1) / 2^24         in (0, 1), never 0 or 1
+    w = word g % 4 of Philox4x32-10(
+          counter = {low, high 32 bits of g / 4, seed, step},
+          key = {low 32 bits of the run's seed,
+                 high 32 bits ^ 0x554E4900})
+    ```
+
+    (step = key[1], the run's seed = key[0], `seed` this op's site, taken
+    modulo 2^32). The key's tag sets these draws apart from dsc.dropout's,
+    which use the same counter under the untagged key, and from
+    dsc.random_ltd_indices' (another tag), whatever the sites. Nothing but
+    the run's seed, the step, the site and the element's place in the
+    global batch enters a draw: the values do not depend on the world size,
+    the micro-batch split or recomputation. Unlike dsc.dropout, the op draws
+    in evaluation too (`key[3]` is not read): what evaluation means is the
+    reader's choice. The result depends on no float operand, so autodiff
+    takes it as a constant. `low < high`, both finite.
+
+    Mixture-of-experts gating draws its noise with it (`--dsc-moe`): random
+    token selection's priorities, jitter's factors, Gumbel noise
+    `-log(-log(u))`.
+
+    Example (4 samples of 16 tokens, 8 experts):
+
+    ```mlir
+    %key = dsc.step_key : tensor<4xi64>
+    %u = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 2, samples = 4
+        : tensor<64x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_StepKeyTensor:$key, F64Attr:$low, F64Attr:$high,
+                       I64Attr:$seed, I64Attr:$samples);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $key `,` `low` `=` $low `,` `high` `=` $high `,` `seed` `=` $seed `,`
+    `samples` `=` $samples attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
