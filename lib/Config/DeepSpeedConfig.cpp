@@ -109,17 +109,19 @@ LogicalResult ConfigReader::readDsc(const Object &dsc) {
   return success(ok);
 }
 
-// dsc.distill: Megatron-DeepSpeed's --kd-beta-ce and --kd-temp, and the
+// dsc.distill: Megatron-DeepSpeed's --kd-beta-ce and --kd-temp, the
 // teacher's export (its --load-teacher is a checkpoint: dsc-run takes the
-// teacher's weights with --teacher-weights).
+// teacher's weights with --teacher-weights), and the step staged KD stops
+// after (the paper's; Megatron-DeepSpeed has no flag for it).
 LogicalResult ConfigReader::readDistill(const Object &distill) {
   StringRef path = "dsc.distill";
   bool ok = succeeded(onlyKeys(distill, path,
                                {"teacher", "beta", "temperature",
-                                "teacher_precision"},
+                                "teacher_precision", "stop_step"},
                                "dsc.distill"));
   ok &= succeeded(setNumber(distill, path, "beta", "kd-beta"));
   ok &= succeeded(setNumber(distill, path, "temperature", "kd-temperature"));
+  ok &= succeeded(setInteger(distill, path, "stop_step", "kd-stop-step"));
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"teacher", "distill-from"},
         {"teacher_precision", "kd-teacher-precision"}}) {

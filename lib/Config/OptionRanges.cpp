@@ -126,6 +126,8 @@ const Range kRanges[] = {
     real("kd-beta", 0),
     real("kd-temperature", 0, kInf, /*lowOpen=*/true),
     choice("kd-teacher-precision", "fp32|bf16"),
+    integer("kd-stop-step", 0, kMaxCount),
+    boolean("kd-teacher-forward"),
     choice("curriculum-schedule", "none|fixed_linear|fixed_root|fixed_discrete"),
     integer("curriculum-min", 1, kMaxCount),
     integer("curriculum-max", 1, kMaxCount),

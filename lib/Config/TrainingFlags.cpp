@@ -145,6 +145,10 @@ constexpr Flag kFlags[] = {
     {"kd-temperature", "softmax temperature of the distillation term (default 1)"},
     {"kd-teacher-precision", "storage of the teacher's weights: fp32 (default) "
                              "or bf16"},
+    {"kd-stop-step", "staged KD: distill until this step, then train the "
+                     "student alone, in one artifact (default 0: every step)"},
+    {"kd-teacher-forward", "build the step with the teacher (default true; "
+                           "false: staged KD's step after the stop, dsc-compile)"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
     {"steps-per-print", "dsc-run prints a step line every N steps "

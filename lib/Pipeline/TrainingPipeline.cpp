@@ -24,10 +24,12 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // The data schedules' variants are chosen on the exported forward; this
   // step is then built for one of them (its sequence length and kept
-  // tokens), before anything else reads the shapes. Only a training step
-  // follows the schedules: a gradients or evaluation artifact is built for
-  // the lengths its options name.
-  if ((options.curriculumSchedule != "none" || options.ltdMax > 0) &&
+  // tokens, with or without the teacher of staged KD), before anything
+  // else reads the shapes. Only a training step follows the schedules: a
+  // gradients or evaluation artifact is built for the lengths its options
+  // name.
+  bool stagedKd = options.kdStopStep > 0 && !options.distillFrom.empty();
+  if ((options.curriculumSchedule != "none" || options.ltdMax > 0 || stagedKd) &&
       options.step == TrainingPipelineOptions::Step::Train) {
     DataVariantsOptions variants;
     variants.curriculumSchedule = options.curriculumSchedule;
@@ -47,6 +49,8 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     variants.ltdLayers.assign(options.ltdLayers.begin(), options.ltdLayers.end());
     variants.budget = options.dataVariantsBudget;
     variants.output = options.dataVariantsFile;
+    if (stagedKd)
+      variants.kdStopStep = options.kdStopStep;
     pm.addPass(createDataVariants(variants));
   }
   if (options.seqlen > 0) {
@@ -84,6 +88,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     distill.beta = options.kdBeta;
     distill.temperature = options.kdTemperature;
     distill.teacherPrecision = options.kdTeacherPrecision;
+    distill.teacherForward = options.kdTeacherForward;
     pm.addPass(createDistill(distill));
   }
   // Experts before mixed precision and autodiff (their backward is derived),

@@ -822,6 +822,32 @@ TEST(DscRunMetrics, CsvMonitorWritesDeepSpeedsLayout) {
               HasSubstr("cannot create the csv_monitor directory"));
 }
 
+TEST(DscRunMetrics, CsvMonitorWritesTheDataSchedulesFields) {
+  ScratchDir dir;
+  CsvMonitor monitor(dir.path());
+  StepRecord record = makeStepRecord(1, 0.25, ElementType::F32, 2, 4, 16);
+  record.seqlen = 16;
+  record.ltdKept = 8;
+  record.layerTokens = 96;
+  monitor.append(record);
+  record = makeStepRecord(2, 0.125, ElementType::F32, 2, 4, 16);
+  record.seqlen = 16;
+  record.ltdKept = 16;
+  record.layerTokens = 224;
+  monitor.append(record);
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_seqlen.csv")),
+            "step,seqlen\n4,16\n8,16\n");
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_ltd_kept.csv")),
+            "step,ltd_kept\n4,8\n8,16\n");
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_layer_tokens.csv")),
+            "step,layer_tokens\n4,96\n8,224\n");
+  // Without data schedules there are no such files.
+  ScratchDir plain;
+  CsvMonitor(plain.path()).append(makeStepRecord(1, 0.5, ElementType::F32, 2, 4, 16));
+  EXPECT_FALSE(std::filesystem::exists(plain.file("Train_Samples_seqlen.csv")));
+  EXPECT_FALSE(std::filesystem::exists(plain.file("Train_Samples_ltd_kept.csv")));
+}
+
 TEST(DscRunMetrics, LossRoundTrips) {
   const float values[] = {2.7725887f, 1e-7f, 12345.678f, 0.1f};
   for (float value : values)

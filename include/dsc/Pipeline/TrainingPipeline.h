@@ -267,6 +267,19 @@ struct TrainingPipelineOptions
       *this, "kd-teacher-precision",
       llvm::cl::desc("storage of the teacher's weights: fp32 or bf16"),
       llvm::cl::init("fp32")};
+  // Staged KD: the step after kd-stop-step is a variant without the
+  // teacher (--dsc-data-variants' kd-stop-step), built with
+  // kd-teacher-forward=false (--dsc-distill's teacher-forward).
+  Option<int64_t> kdStopStep{
+      *this, "kd-stop-step",
+      llvm::cl::desc("distill until this step, then train the student alone "
+                     "(0: distill every step)"),
+      llvm::cl::init(0)};
+  Option<bool> kdTeacherForward{
+      *this, "kd-teacher-forward",
+      llvm::cl::desc("build the step with the teacher (false: the step after "
+                     "kd-stop-step)"),
+      llvm::cl::init(true)};
   // Curriculum learning and random-LTD: the schedules (--dsc-data-variants'
   // options of the same names), and the variant this step is built for
   // (--dsc-sequence-length, --dsc-random-ltd).

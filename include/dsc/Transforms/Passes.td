@@ -241,6 +241,14 @@ def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
     variant into one artifact). The graph is unchanged. With neither
     schedule set the pass does nothing.
 
+    Staged knowledge distillation (`kd-stop-step` S > 0) is a schedule too:
+    steps up to S run with the teacher, later ones without it
+    (`--dsc-distill`'s `teacher-forward=false`). Each variant says whether
+    it runs the teacher (`teacher` in the JSON), the lengths of the steps
+    after S come in a second copy without the teacher, and S joins
+    `dsc.data_schedule` (`kd_stop_step`). Its FLOPs are the student's; the
+    teacher is inlined later.
+
     Example:
 
     ```
@@ -279,6 +287,8 @@ def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
            "FLOPs the buckets may add to the exact schedules', as a share">,
     Option<"output", "output", "std::string", /*default=*/"\"\"",
            "write the variants as JSON to this file">,
+    Option<"kdStopStep", "kd-stop-step", "int64_t", /*default=*/"0",
+           "staged KD: the last step with the teacher (0: no staged KD)">,
   ];
 }
 
@@ -520,6 +530,14 @@ def Distill : Pass<"dsc-distill", "::mlir::ModuleOp"> {
     feed-forward blocks are not parameters, so the experts pass leaves them
     dense) and `--dsc-autodiff`.
 
+    Staged KD (distillation stopped after a step S) builds the step a second
+    time with `teacher-forward=false`: the student's step after S. The
+    teacher's states are declared exactly as for the step with the teacher
+    (the same names, types and order, so that both steps share one state
+    table in one artifact), but nothing reads them; the teacher's forward
+    and the KD term are left out, the loss is the student's own (LM + aux),
+    and `kd_loss` is the constant 0.
+
     Example:
 
     ```
@@ -536,6 +554,9 @@ def Distill : Pass<"dsc-distill", "::mlir::ModuleOp"> {
     Option<"teacherPrecision", "teacher-precision", "std::string",
            /*default=*/"\"fp32\"",
            "storage of the teacher's float weights: fp32 (as exported) or bf16">,
+    Option<"teacherForward", "teacher-forward", "bool", /*default=*/"true",
+           "run the teacher and add the KD term (false: the step after "
+           "staged KD stops, the teacher's states declared but unread)">,
   ];
 }
 

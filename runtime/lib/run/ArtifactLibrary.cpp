@@ -389,6 +389,8 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
       check(v.seqlen >= 1 && v.kept >= 1 && v.kept <= v.seqlen,
             named + " needs 1 <= kept <= seqlen, got seqlen " +
                 std::to_string(v.seqlen) + " kept " + std::to_string(v.kept));
+      check(v.teacher == 0 || v.teacher == 1,
+            named + " needs teacher 0 or 1, got " + std::to_string(v.teacher));
       check(v.arenaBytes >= 0 && v.arenaBytes <= library->info_->arenaBytes,
             named + "'s arena of " + std::to_string(v.arenaBytes) +
                 " bytes exceeds the artifact's " +

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 14;
+constexpr int32_t kArtifactAbiVersion = 15;
 
 class Stream;
 
@@ -242,16 +242,18 @@ public:
 };
 
 /// One static-shape variant of the step, for curriculum learning's sequence
-/// lengths and random-LTD's kept tokens (docs/training.md). An artifact
-/// built with data schedules holds several: they share ArtifactInfo's
-/// states, inputs (the full-length batch: a variant cuts it itself),
-/// outputs and streams, and the one arena of ArtifactInfo::arenaBytes,
-/// the largest variant's plan. dsc-run picks each step's variant from the
-/// schedules in the run settings; variant 0 is the full-length step,
-/// dsc_artifact_step's.
+/// lengths, random-LTD's kept tokens (docs/training.md) and staged
+/// knowledge distillation (docs/distillation.md). An artifact built with
+/// such schedules holds several: they share ArtifactInfo's states (a
+/// variant without the teacher declares the teacher's states and reads
+/// none), inputs (the full-length batch: a variant cuts it itself), outputs
+/// and streams, and the one arena of ArtifactInfo::arenaBytes, the largest
+/// variant's plan. dsc-run picks each step's variant from the schedules in
+/// the run settings; variant 0 is the full-length step, dsc_artifact_step's.
 struct StepVariant {
   int64_t seqlen;     // tokens of each sequence the step runs on
   int64_t kept;       // tokens the random-LTD blocks run on (seqlen: all)
+  int32_t teacher;    // 1: runs the teacher (distillation), 0: the student alone
   int64_t arenaBytes; // this variant's own memory plan, <= arenaBytes
   double flops;       // the forward's matrix-product FLOPs per rank
   void (*step)(StepContext *context);
