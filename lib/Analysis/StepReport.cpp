@@ -128,6 +128,10 @@ static int64_t prefetchedBytes(Block &block) {
 StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   StepReport report;
   report.worldSize = lookupWorldSize(module).value_or(1);
+  if (auto experts = module->getAttrOfType<IntegerAttr>(
+          kExpertParallelSizeAttrName);
+      experts && experts.getInt() >= 1)
+    report.expertDataSize = report.worldSize / experts.getInt();
   if (auto stage = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroStageAttrName))
     report.zeroStage = stage.getInt();
@@ -170,8 +174,19 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     } else {
       m.stateAllocation += roundUp(bytes);
     }
-    if (state.getPartitionGroup() == CollectiveGroup::expert)
+    // An expert's state: split over its expert group, and partitioned
+    // further over its expert-data group by ZeRO.
+    CollectiveGroup group = state.getPartitionGroup();
+    bool expert = group == CollectiveGroup::expert ||
+                  group == CollectiveGroup::expert_data;
+    bool stateOfModel = state.getRole() != StateRole::buffer &&
+                        state.getRole() != StateRole::teacher;
+    if (expert)
       m.expertStates += bytes;
+    if (group == CollectiveGroup::expert_data)
+      m.expertStatesOverExpertData += bytes;
+    if (!expert && state.getPartitionOf() && stateOfModel)
+      m.worldStatesPartitioned += bytes;
     switch (state.getRole()) {
     case StateRole::parameter: {
       m.parameters += bytes;
@@ -182,8 +197,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       RankedTensorType whole = state.getWholeType();
       int64_t numel = whole.getNumElements();
       report.parameterElements += numel;
-      if (report.stage3.persistenceThreshold >= 0 &&
-          state.getPartitionGroup() != CollectiveGroup::expert) {
+      if (report.stage3.persistenceThreshold >= 0 && !expert) {
         Stage3Parameters &p = report.stage3;
         if (state.getPartitionOf()) {
           ++p.partitioned;
@@ -194,18 +208,31 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
           p.underThreshold += numel <= p.persistenceThreshold;
         }
       }
-      // An expert's gradient is its rank's experts only (the declared,
-      // local shape).
-      int64_t perRank =
-          state.getPartitionGroup() == CollectiveGroup::expert
-              ? state.getTensorType().getNumElements()
-          : report.zeroStage >= 2 ? shardSize(numel, report.worldSize)
-                                  : numel;
+      // An expert's gradient is its rank's experts only, from stage 2 on
+      // its shard over the expert-data group.
+      int64_t ranks = report.worldSize;
+      if (expert) {
+        FailureOr<int64_t> experts =
+            lookupGroupSize(state, CollectiveGroup::expert);
+        FailureOr<int64_t> replicas =
+            lookupGroupSize(state, CollectiveGroup::expert_data);
+        if (succeeded(experts) && succeeded(replicas)) {
+          numel /= *experts;
+          ranks = *replicas;
+        }
+      }
+      int64_t perRank = report.zeroStage >= 2 ? shardSize(numel, ranks) : numel;
       // The gradient has the parameter's element type (16-bit in mixed
       // precision: autodiff differentiates the 16-bit parameter).
-      m.gradients += perRank * elementBytes(whole.getElementType());
-      if (state.getPartitionGroup() == CollectiveGroup::expert)
-        m.expertStates += perRank * elementBytes(whole.getElementType());
+      int64_t gradientBytes = perRank * elementBytes(whole.getElementType());
+      m.gradients += gradientBytes;
+      bool scattered = report.zeroStage >= 2 && ranks > 1;
+      if (expert)
+        m.expertStates += gradientBytes;
+      if (expert && scattered)
+        m.expertStatesOverExpertData += gradientBytes;
+      if (!expert && scattered)
+        m.worldStatesPartitioned += gradientBytes;
       break;
     }
     case StateRole::buffer:
@@ -431,9 +458,19 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
     row("optimizer state", m.optimizer);
     row("model states", m.modelStates(),
         "(parameters + gradients + master + optimizer)");
-    if (m.expertStates)
+    if (m.expertStates) {
       row("  of experts", m.expertStates,
           "(this rank's experts: split over its expert group)");
+      row("    partitioned", m.expertStatesOverExpertData,
+          "(by ZeRO, over the expert_data group of " +
+              std::to_string(expertDataSize) + " rank(s))");
+      row("  of the others", m.modelStates() - m.expertStates);
+    }
+    if (m.worldStatesPartitioned)
+      row(m.expertStates ? "    partitioned" : "  partitioned",
+          m.worldStatesPartitioned,
+          "(by ZeRO, over the world of " + std::to_string(worldSize) +
+              " ranks)");
     row("buffers", m.buffers);
     if (m.teacher)
       row("teacher weights", m.teacher,
@@ -539,6 +576,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"optimizer_state", m.optimizer},
           {"model_states", m.modelStates()},
           {"expert_states", m.expertStates},
+          {"expert_states_over_expert_data", m.expertStatesOverExpertData},
+          {"world_states_partitioned", m.worldStatesPartitioned},
           {"buffers", m.buffers},
           {"teacher_weights", m.teacher},
           {"buckets", m.buckets},
