@@ -514,13 +514,13 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
   }
   if (parts.comm) {
     os << "communication per update, per rank\n";
-    os << llvm::format("  %-24s %-5s %8s %20s %20s %20s\n", "collective",
+    os << llvm::format("  %-27s %-5s %8s %20s %20s %20s\n", "collective",
                        "type", "calls", "payload bytes", "bytes sent",
                        "bus bytes");
     int64_t calls = 0, payload = 0, sent = 0;
     double bus = 0;
     for (const CollectiveTally &g : tallyCollectives(*this)) {
-      os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n",
+      os << llvm::format("  %-27s %-5s %8lld %20s %20s %20s\n",
                          g.kind.c_str(), g.element.c_str(),
                          (long long)g.calls, grouped(g.payloadBytes).c_str(),
                          grouped(g.bytesSent).c_str(),
@@ -530,7 +530,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       sent += g.bytesSent;
       bus += g.busBytes;
     }
-    os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n", "total", "",
+    os << llvm::format("  %-27s %-5s %8lld %20s %20s %20s\n", "total", "",
                        (long long)calls, grouped(payload).c_str(),
                        grouped(sent).c_str(),
                        grouped(int64_t(bus + 0.5)).c_str());

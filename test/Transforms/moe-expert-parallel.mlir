@@ -11,6 +11,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --grad-clip=1.0 --loss-scaling | FileCheck %s --check-prefix=CLIP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 | FileCheck %s --check-prefix=ZERO3
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT3
 
 // EP: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
 // The gate is replicated; the experts hold 2 of 4 each.
@@ -83,3 +84,17 @@
 // ZERO3: dsc.reduce_scatter %{{.*}} over expert_data
 // ZERO3: dsc.adam_update params({{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
 // ZERO3: dsc.adam_update params({{.*}} : tensor<64xf32>, tensor<16xf32>,
+
+// The report of stage 3: the experts' states halved by their expert-data
+// group of 2 (488 of the rank's 976 expert elements, 4 bytes, 4 states:
+// 7,808 bytes), the others' over the world (all but the 4-byte step); the
+// experts' gathers and reduce-scatters over the expert-data group, no
+// all-reduce over it.
+// REPORT3: model states
+// REPORT3-NEXT: of experts 7,808 0.00 GB (this rank's experts: split over its expert group)
+// REPORT3-NEXT: partitioned 7,808 0.00 GB (by ZeRO, over the expert_data group of 2 rank(s))
+// REPORT3-NEXT: of the others 196 0.00 GB
+// REPORT3-NEXT: partitioned 192 0.00 GB (by ZeRO, over the world of 4 ranks)
+// REPORT3: all_gather[expert_data] f32 5 3,488 3,488 3,488
+// REPORT3-NOT: all_reduce[expert_data]
+// REPORT3: reduce_scatter[expert_data] f32 3 1,952 1,952 1,952
