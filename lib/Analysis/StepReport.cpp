@@ -221,6 +221,14 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
           ranks = *replicas;
         }
       }
+      if (report.stage3.persistenceThreshold >= 0 && expert) {
+        Stage3Parameters &p = report.stage3;
+        ++p.experts;
+        if (group == CollectiveGroup::expert_data)
+          ++p.expertsPartitioned;
+        else
+          p.expertsUnderThreshold += numel <= p.persistenceThreshold;
+      }
       int64_t perRank = report.zeroStage >= 2 ? shardSize(numel, ranks) : numel;
       // The gradient has the parameter's element type (16-bit in mixed
       // precision: autodiff differentiates the 16-bit parameter).
@@ -509,6 +517,14 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       if (p.whole > p.underThreshold)
         os << ", " << p.whole - p.underThreshold << " by the unshard budget";
       os << ")\n";
+      if (p.experts)
+        os << "  and of the " << p.experts
+           << " experts' parameters (this rank's experts), "
+           << p.expertsPartitioned
+           << " partitioned over the expert_data group; "
+           << p.experts - p.expertsPartitioned << " stay whole ("
+           << p.expertsUnderThreshold
+           << " under the persistence threshold)\n";
     }
     printArenaPeak(os, arenaPeak);
   }
@@ -597,14 +613,22 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                               {"d2h_bytes", transfers.d2hBytes},
                               {"h2d_calls", transfers.h2dCalls},
                               {"h2d_bytes", transfers.h2dBytes}}}});
-    if (stage3.persistenceThreshold >= 0)
-      root["stage3_parameters"] = llvm::json::Object{
+    if (stage3.persistenceThreshold >= 0) {
+      llvm::json::Object parameters{
           {"partitioned", stage3.partitioned},
           {"partitioned_elements", stage3.partitionedElements},
           {"whole", stage3.whole},
           {"whole_elements", stage3.wholeElements},
           {"under_persistence_threshold", stage3.underThreshold},
           {"persistence_threshold", stage3.persistenceThreshold}};
+      if (stage3.experts) {
+        parameters["experts"] = stage3.experts;
+        parameters["experts_partitioned"] = stage3.expertsPartitioned;
+        parameters["experts_under_persistence_threshold"] =
+            stage3.expertsUnderThreshold;
+      }
+      root["stage3_parameters"] = std::move(parameters);
+    }
     root["memory"] = std::move(ranks);
     llvm::json::Array groups;
     for (const LiveBufferGroup &g : arenaPeak.groups)

@@ -95,6 +95,8 @@
 // REPORT3-NEXT: partitioned 7,808 0.00 GB (by ZeRO, over the expert_data group of 2 rank(s))
 // REPORT3-NEXT: of the others 196 0.00 GB
 // REPORT3-NEXT: partitioned 192 0.00 GB (by ZeRO, over the world of 4 ranks)
+// REPORT3: stage 3 partitions 3 of 3 trained parameters
+// REPORT3-NEXT: and of the 11 experts' parameters (this rank's experts), 11 partitioned over the expert_data group; 0 stay whole (0 under the persistence threshold)
 // REPORT3: all_gather[expert_data] f32 5 3,488 3,488 3,488
 // REPORT3-NOT: all_reduce[expert_data]
 // REPORT3: reduce_scatter[expert_data] f32 3 1,952 1,952 1,952

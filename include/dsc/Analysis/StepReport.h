@@ -133,6 +133,9 @@ struct StepReport {
     int64_t whole = 0, wholeElements = 0;
     int64_t underThreshold = 0;
     int64_t persistenceThreshold = -1; // -1: not stage 3
+    // The experts' (counted apart, by the rank's experts): partitioned
+    // over their expert-data group, or whole on the rank.
+    int64_t experts = 0, expertsPartitioned = 0, expertsUnderThreshold = 0;
   } stage3;
   /// What fills the arena where its live bytes peak (set with the arena).
   ArenaPeak arenaPeak;
