@@ -313,8 +313,9 @@ private:
     }
     // A block's gathers are issued back to back, their unpadding after the
     // last of them: nothing between them to end a bucket.
-    SmallVector<std::tuple<Operation *, Value, LoadOp, int>> unpadLater;
-    for (auto [load, phase] : llvm::zip(wholeLoads, phases)) {
+    SmallVector<std::tuple<Operation *, Value, size_t, int>> unpadLater;
+    for (auto [index, load, phase] :
+         llvm::enumerate(wholeLoads, phases)) {
       StringRef block = expertBlock(load, blocks);
       CollectiveGroup group = groupOf(load.getStateAttr());
       for (int i : {0, 1}) {
@@ -329,7 +330,7 @@ private:
         shardLoads.insert(shardLoad);
         Value gathered = gatherFlat(loc, shardLoad, whole, group);
         if (!block.empty()) {
-          unpadLater.push_back({at, gathered, load, i});
+          unpadLater.push_back({at, gathered, index, i});
           continue;
         }
         gathered = unpadded(loc, gathered, whole);
@@ -337,11 +338,11 @@ private:
           use->set(gathered);
       }
     }
-    for (auto [at, gathered, load, i] : unpadLater) {
+    for (auto [at, gathered, index, i] : unpadLater) {
       b.setInsertionPoint(at);
+      LoadOp load = wholeLoads[index];
       Value whole = unpadded(load.getLoc(), gathered, load.getType());
-      for (OpOperand *use : phases[llvm::find(wholeLoads, load) -
-                                   wholeLoads.begin()][i].uses)
+      for (OpOperand *use : phases[index][i].uses)
         use->set(whole);
     }
     for (LoadOp load : wholeLoads)
