@@ -548,7 +548,7 @@ struct LowerToRuntimePass
             dscrt::AllocOp::create(builder, loc, bufferType(shard.getType()));
         dscrt::CopyShardOp::create(builder, loc,
                                    buffers.lookup(shard.getInput()), out,
-                                   streams.compute);
+                                   streams.compute, shard.getGroup());
         buffers.map(shard.getResult(), out);
         continue;
       }

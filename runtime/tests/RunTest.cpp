@@ -436,9 +436,21 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "size 2"},
       {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
        "state 'w' is not partitioned but names partition group 1"},
-      {[](FakeArtifact &f) { f.partition(CommGroup::ExpertData); },
-       "state 'w' is partitioned over group 2; only the world (0) and the "
-       "expert group (1) partition states"},
+      {[](FakeArtifact &f) { f.partition(static_cast<CommGroup>(3)); },
+       "state 'w' is partitioned over group 3; only the world (0), the "
+       "expert group (1) and the expert-data group (2) partition states"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::ExpertData);
+         f.info.expertParallelSize = 2;
+       },
+       "state 'w' partitions the experts of [3, 5] over expert groups of 2 "
+       "rank(s), which must divide its leading dimension"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::ExpertData); // P = 1: D = 2, shards of 8
+         f.shardShape[0] = 15;
+       },
+       "state 'w' is a shard of 15 elements, but its whole tensor [3, 5] over "
+       "the expert_data group of 2 rank(s) needs shards of 8"},
       {[](FakeArtifact &f) {
          f.partition(CommGroup::World);
          f.shardShape[0] = 7;
@@ -462,6 +474,11 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
     fake.info.expertParallelSize = 1;
     fake.shardShape[0] = 15;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    // ZeRO's partition of the rank's experts over its expert-data group:
+    // with P = 1 all of w over D = 2 ranks.
+    fake.partition(CommGroup::ExpertData);
+    fake.shardShape[0] = 8;
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
   }
   for (const Case &c : cases) {

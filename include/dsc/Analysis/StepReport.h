@@ -45,8 +45,12 @@ struct RankMemory {
   }
   // Of the model states, those of the experts this rank holds (expert
   // parallelism: split over the expert group, replicated over the
-  // expert-data group); the rest are the world's.
+  // expert-data group), and of those, the ones ZeRO partitions over the
+  // expert-data group; the rest are the world's, and of those, the ones
+  // ZeRO partitions over the world.
   int64_t expertStates = 0;
+  int64_t expertStatesOverExpertData = 0;
+  int64_t worldStatesPartitioned = 0;
   // Other state: buffers that are not trained (running statistics, masks).
   int64_t buffers = 0;
   // A frozen teacher's weights (--dsc-distill): read by the forward only,
@@ -110,6 +114,7 @@ struct DeepSpeedEstimate {
 
 struct StepReport {
   int64_t worldSize = 1;
+  int64_t expertDataSize = 1; // W / P: the ranks that hold the same experts
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
   int64_t parameterElements = 0; // Ψ, whole parameters
@@ -128,6 +133,9 @@ struct StepReport {
     int64_t whole = 0, wholeElements = 0;
     int64_t underThreshold = 0;
     int64_t persistenceThreshold = -1; // -1: not stage 3
+    // The experts' (counted apart, by the rank's experts): partitioned
+    // over their expert-data group, or whole on the rank.
+    int64_t experts = 0, expertsPartitioned = 0, expertsUnderThreshold = 0;
   } stage3;
   /// What fills the arena where its live bytes peak (set with the arena).
   ArenaPeak arenaPeak;

@@ -977,11 +977,15 @@ private:
             << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", " << var(stream) << ", "
             << commGroup(group) << ");\n";
     } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
-      // The rank is read on the host, when the step is issued.
+      // The rank's index in its group is read on the host, when the step
+      // is issued.
       MemRefType to = copy.getTarget().getType();
       std::string src = var(copy.getSource()), dst = var(copy.getTarget());
       std::string count = std::to_string(to.getNumElements());
-      std::string from = src + " + static_cast<int64_t>(ctx->rank()) * " + count;
+      std::string index = copy.getGroup() == CollectiveGroup::world
+                              ? "ctx->rank()"
+                              : "ctx->groupRank(" + commGroup(copy.getGroup()) + ")";
+      std::string from = src + " + static_cast<int64_t>(" + index + ") * " + count;
       std::string bytes = count + " * sizeof(*" + dst + ")";
       enqueue(copy.getStream(), copyTask(dst, from, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + from + ", " + bytes +

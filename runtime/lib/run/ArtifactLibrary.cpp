@@ -2,6 +2,7 @@
 
 #include "dsc/runtime/ArtifactLibrary.h"
 
+#include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
 
@@ -116,18 +117,27 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(group));
     return;
   }
-  check(group == static_cast<int32_t>(CommGroup::World) ||
-            group == static_cast<int32_t>(CommGroup::Expert),
+  check(isCommGroup(group),
         named + " is partitioned over group " + std::to_string(group) +
-            "; only the world (0) and the expert group (1) partition states");
+            "; only the world (0), the expert group (1) and the expert-data "
+            "group (2) partition states");
   TensorDesc whole = state.tensor;
   whole.rank = state.wholeRank;
   whole.shape = state.wholeShape;
   validateTensor(whole, where, "whole tensor of state");
-  int64_t members = group == static_cast<int32_t>(CommGroup::World)
-                        ? info.worldSize
-                        : info.expertParallelSize;
+  GroupLayout layout(info.worldSize, info.expertParallelSize);
+  int64_t members = layout.size(static_cast<CommGroup>(group));
   int64_t numel = numElements(whole);
+  if (group == static_cast<int32_t>(CommGroup::ExpertData)) {
+    // The rank's experts, a block of the leading dimension, partitioned.
+    int64_t experts = info.expertParallelSize;
+    check(whole.rank >= 1 && whole.shape[0] % experts == 0,
+          named + " partitions the experts of " +
+              formatShape(whole.rank, whole.shape) + " over expert groups of " +
+              std::to_string(experts) +
+              " rank(s), which must divide its leading dimension");
+    numel /= experts;
+  }
   int64_t shard = (numel + members - 1) / members;
   check(numElements(state.tensor) == shard,
         named + " is a shard of " + std::to_string(numElements(state.tensor)) +

@@ -262,6 +262,14 @@ StateSlice stateSlice(const StateDesc &state, int rank,
     return {0, numel};
   int64_t shard = numElements(state.tensor);
   int index = groupIndex(partitionGroup(state), rank, expertParallelSize);
+  if (partitionGroup(state) == CommGroup::ExpertData) {
+    // A shard of the rank's experts: block r % P of the whole.
+    int64_t block = numel / expertParallelSize;
+    int64_t first =
+        block * groupIndex(CommGroup::Expert, rank, expertParallelSize);
+    int64_t begin = std::min(block, shard * index);
+    return {first + begin, std::min(shard, block - begin)};
+  }
   int64_t begin = std::min(numel, shard * index);
   return {begin, std::min(shard, numel - begin)};
 }

@@ -1626,9 +1626,26 @@ module attributes {dsc.world_size = 4 : i64} {
 
 // -----
 
-module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world or an expert group}}
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions a rank's 6 elements of 'tensor<4x3xf32>' over the 4 ranks of an expert-data group, so it must be 'tensor<2xf32>', not 'tensor<2x3xf32>'}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 2 : i32} : tensor<2x3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions 'tensor<6x3xf32>' over the 4 ranks of an expert group, which must divide its leading dimension}}
+  dsc.state parameter @e {partition_of = array<i64: 6, 3>, partition_group = 2 : i32} : tensor<3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64} {
+  func.func @local_shard_expert_data(%x: tensor<8xf32>) {
+    // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but its expert_data group has 4 ranks}}
+    %0 = dsc.local_shard %x over expert_data : tensor<8xf32> -> tensor<4xf32>
+    return
+  }
 }
 
 // -----

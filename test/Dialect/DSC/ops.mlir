@@ -279,6 +279,25 @@ module attributes {dsc.world_size = 2 : i64} {
   }
 }
 
+// ZeRO on an expert's states: the rank's experts (8 / P = 4 of them, 4x3
+// each) partitioned over the D = 2 ranks of its expert-data group.
+// CHECK-LABEL: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // CHECK: dsc.state optimizer @e {partition_group = 2 : i32, partition_of = array<i64: 8, 4, 3>} : tensor<24xf32>
+  dsc.state optimizer @e {partition_of = array<i64: 8, 4, 3>, partition_group = 2 : i32} : tensor<24xf32>
+  // CHECK-LABEL: func.func @expert_shards
+  func.func @expert_shards(%experts: tensor<48xf32>) -> tensor<48xf32> {
+    // CHECK: dsc.local_shard %{{.*}} over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %0 = dsc.local_shard %experts over expert_data : tensor<48xf32> -> tensor<24xf32>
+    // CHECK: dsc.reduce_scatter %{{.*}} over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %1 = dsc.reduce_scatter %experts over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %2 = dsc.add %0, %1 : tensor<24xf32>, tensor<24xf32>
+    // CHECK: dsc.all_gather %{{.*}} over expert_data : tensor<24xf32> -> tensor<48xf32>
+    %3 = dsc.all_gather %2 over expert_data : tensor<24xf32> -> tensor<48xf32>
+    return %3 : tensor<48xf32>
+  }
+}
+
 // Collectives over the groups of expert parallelism.
 // CHECK-LABEL: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
 module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {

@@ -134,12 +134,33 @@ LogicalResult StateOp::verify() {
                            << ", not " << type;
     return success();
   }
-  case CollectiveGroup::expert_data:
-    break;
+  case CollectiveGroup::expert_data: {
+    // An expert's rank-local experts (as for `expert`), partitioned over
+    // the expert-data group in shards (as for `world`).
+    FailureOr<int64_t> experts = lookupGroupSize(*this, CollectiveGroup::expert);
+    if (failed(experts))
+      return failure();
+    FailureOr<int64_t> replicas =
+        lookupGroupSize(*this, CollectiveGroup::expert_data);
+    if (failed(replicas))
+      return failure();
+    if (whole->empty() || (*whole)[0] % *experts != 0)
+      return emitOpError() << "@" << getSymName() << " partitions "
+                           << getWholeType() << " over the " << *experts
+                           << " ranks of an expert group, which must divide "
+                              "its leading dimension";
+    int64_t shard = shardSize(elements / *experts, *replicas);
+    if (type.getRank() != 1 || type.getDimSize(0) != shard)
+      return emitOpError() << "@" << getSymName() << " partitions a rank's "
+                           << elements / *experts << " elements of "
+                           << getWholeType() << " over the " << *replicas
+                           << " ranks of an expert-data group, so it must be "
+                           << RankedTensorType::get({shard}, type.getElementType())
+                           << ", not " << type;
+    return success();
   }
-  return emitOpError() << "@" << getSymName()
-                       << " is partitioned over the expert_data group; states "
-                          "are partitioned over the world or an expert group";
+  }
+  llvm_unreachable("unknown collective group");
 }
 
 RankedTensorType StateOp::getWholeType() {

@@ -358,5 +358,5 @@ LogicalResult AllToAllOp::verify() {
 
 LogicalResult CopyShardOp::verify() {
   return verifyShardOfWhole(*this, getTarget().getType(), getSource().getType(),
-                            dsc::CollectiveGroup::world);
+                            getGroup());
 }

@@ -102,7 +102,11 @@ struct StateDesc {
   /// holds shard r), Expert for expert parallelism's (docs/moe.md; G = P,
   /// rank r holds shard r % P: for experts stacked [E, ...] with P dividing
   /// E, exactly its E/P experts, which the ranks of its ExpertData group
-  /// hold alike). World (0) for a state that is not partitioned.
+  /// hold alike), ExpertData for ZeRO's partitions of those experts
+  /// (docs/zero.md): of block r % P of the whole (its n/P elements), rank r
+  /// holds [d * S, (d + 1) * S) with d = r / P and S = ceil(n / P / D) over
+  /// the D = W/P ranks of its ExpertData group, the block's tail past n/P
+  /// zero. World (0) for a state that is not partitioned.
   int32_t partitionGroup;
   /// How a weights file that lacks this parameter fills it (the states a
   /// rewrite adds, such as experts; StateInit.cpp, docs/moe.md). With

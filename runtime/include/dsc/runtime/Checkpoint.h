@@ -28,7 +28,10 @@
 // partitioned over the Expert group (expert parallelism: P ranks hold one
 // piece each, the W/P ranks of an ExpertData group the same one) is stored
 // the same way, each piece once, by ranks 0 .. P-1; its "partition" adds
-// "group": "expert" and "group_size": P. Loading reads, for each rank, the
+// "group": "expert" and "group_size": P. ZeRO's partitions of those
+// experts over the ExpertData group (every rank a piece of its experts)
+// add "group": "expert_data" and "group_size": W/P, their pieces listed by
+// offset like the others. Loading reads, for each rank, the
 // pieces that overlap the part it holds, whatever world size, expert-
 // parallel size and partitioning saved them.
 //
@@ -85,7 +88,8 @@ int checkpointWriter(int32_t index, int worldSize);
 /// Whether `rank` writes state `index` in a job of `worldSize` ranks and
 /// expert-parallel size `expertParallelSize`: its checkpointWriter for
 /// replicated state; every rank, its own piece, for a state partitioned
-/// over the World (ZeRO); the ranks of the first ExpertData index (rank <
+/// over the World or the ExpertData group (ZeRO); the ranks of the first
+/// ExpertData index (rank <
 /// P), their own pieces, for a state partitioned over the Expert group,
 /// whose other ranks hold copies of those pieces.
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
@@ -200,7 +204,8 @@ public:
     int64_t shardElements = 0;
     size_t pieces = 1;
     /// The group it was partitioned over and that group's size: the World
-    /// and partitionWorldSize for ZeRO, Expert and P for expert parallelism.
+    /// and partitionWorldSize for ZeRO, Expert and P for expert parallelism,
+    /// ExpertData and W/P for ZeRO's partitions of experts.
     CommGroup partitionGroup = CommGroup::World;
     int partitionGroupSize = 0;
     int64_t numel() const;

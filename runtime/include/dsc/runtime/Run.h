@@ -259,7 +259,8 @@ TensorDesc wholeTensor(const StateDesc &state);
 /// begin + count): all of them for a state that is not partitioned; for a
 /// partitioned one, the `count` first elements of the shard of the rank's
 /// index in the partition's group (fewer than the shard's on the last
-/// indices, whose tail is zero).
+/// indices, whose tail is zero); for one partitioned over the ExpertData
+/// group, of the shard within the rank's block of experts (Artifact.h).
 struct StateSlice {
   int64_t begin = 0, count = 0;
 };

@@ -82,6 +82,21 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
         : tensor<2x128x32xf32>   // 8 experts over 4 ranks
     ```
 
+    With `partition_group` = 2 (`CollectiveGroup::expert_data`, set by
+    `--dsc-zero` on an expert's states), the rank's E / P experts are
+    partitioned further over the D = W / P ranks of its expert-data group,
+    as ZeRO partitions the other states over the world: of the rank's
+    experts (block r % P of the leading dimension, n / P elements,
+    flattened) it holds `S = ceil(n / P / D)` consecutive elements from
+    element `(r / P) * S`, the last shard's tail padded with zeros. The
+    declared type is that 1-D shard.
+
+    ```mlir
+    dsc.state optimizer @"h.0.mlp.experts.c_fc.weight.exp_avg"
+        {partition_of = array<i64: 8, 128, 32>, partition_group = 2 : i32}
+        : tensor<4096xf32>   // 8 experts over P = 4, D = 2: 2x128x32 / 2
+    ```
+
     A parameter that rewrites add (mixture of experts) says how a weights
     file without it fills it: `init_from` names a stored tensor that the
     state repeats along its leading dimension (each expert a copy of the
@@ -1453,20 +1468,27 @@ def DSC_LocalShardOp : DSC_Op<"local_shard", [
   let summary = "this rank's shard of a replicated tensor (no communication)";
   let description = [{
     Rank r's elements [r * S, (r + 1) * S) of `input`, a whole tensor of
-    W * S elements that every rank holds (W is the enclosing module's
-    `dsc.world_size`). The only dsc op whose value depends on the rank: ZeRO
-    stage 1 takes each rank's part of a replicated parameter and gradient
-    with it. No gradient rule.
+    W * S elements that every rank of the group `over` holds (W is the
+    group's size, the module's `dsc.world_size` for `world`; r the rank's
+    index in its group). The only dsc op whose value depends on the rank:
+    ZeRO stage 1 takes each rank's part of a replicated parameter and
+    gradient with it, an expert's over its expert-data group. No gradient
+    rule.
 
     Example (W = 2):
 
     ```mlir
     %mine = dsc.local_shard %whole : tensor<16xf32> -> tensor<8xf32>
+    %expert = dsc.local_shard %experts over expert_data
+        : tensor<16xf32> -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins DSC_Tensor:$input);
+  let arguments = (ins DSC_Tensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let results = (outs DSC_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat =
+      "$input (`over` $group^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

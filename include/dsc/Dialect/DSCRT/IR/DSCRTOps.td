@@ -396,19 +396,25 @@ def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
 def DSCRT_CopyShardOp : DSCRT_Op<"copy_shard"> {
   let summary = "copies this rank's block of a buffer, on a stream";
   let description = [{
-    `target` (S elements) receives elements [rank * S, (rank + 1) * S) of
-    `source` (W * S elements, W the module's `dsc.world_size`): the
+    `target` (S elements) receives elements [r * S, (r + 1) * S) of
+    `source` (W * S elements, W the size of the group `over`, the module's
+    `dsc.world_size` for `world`; r the rank's index in that group): the
     lowering of `dsc.local_shard`, the one copy whose source offset depends
     on the rank.
 
     ```mlir
     dscrt.copy_shard %whole to %mine on %compute : memref<16xf32> to memref<8xf32>
+    dscrt.copy_shard %experts to %mine on %compute over expert_data
+        : memref<16xf32> to memref<8xf32>
     ```
   }];
   let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
-                       DSCRT_StreamType:$stream);
+                       DSCRT_StreamType:$stream,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let assemblyFormat = [{
-    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+    $source `to` $target `on` $stream (`over` $group^)? attr-dict `:`
+    type($source) `to` type($target)
   }];
   let hasVerifier = 1;
 }
