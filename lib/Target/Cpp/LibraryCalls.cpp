@@ -39,8 +39,8 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("copy", emitCopyCall)
       .Case("gemm", emitGemmCall)
       .Case("reduce", emitReduceCall)
-      .Cases({"embedding", "permute", "gather", "scatter_add", "top_k", "cumsum",
-              "one_hot"},
+      .Cases({"embedding", "permute", "slice", "concat", "broadcast", "causal_mask",
+              "gather", "scatter_add", "top_k", "cumsum", "one_hot"},
              emitLayoutCall)
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
