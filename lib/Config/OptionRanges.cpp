@@ -97,6 +97,8 @@ const Range kRanges[] = {
     boolean("zero-overlap-comm"),
     choice("offload-optimizer", "none|cpu|nvme"),
     integer("zero-sub-group-size", 1, kMaxCount),
+    integer("offload-buffer-count", 1, 1024),
+    {"nvme-path", Kind::Path},
     boolean("checkpoint-activations"),
     choice("checkpoint-segments", "blocks"),
     integer("checkpoint-budget", 0, kMaxCount),

@@ -207,6 +207,8 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     OffloadOptimizerOptions offload;
     offload.optimizer = options.offloadOptimizer;
     offload.subGroupSize = options.zeroSubGroupSize;
+    offload.bufferCount = options.offloadBufferCount;
+    offload.nvmePath = options.nvmePath;
     pm.addPass(createOffloadOptimizer(offload));
   }
   if (options.stepsPerPrint > 0 || !options.csvMonitor.empty()) {

@@ -1,7 +1,8 @@
 //===- OffloadOptimizer.cpp - --dsc-offload (ZeRO-Offload) -----------------===//
 //
 // Moves the optimizer's state and update to the host: DeepSpeed's
-// ZeRO-Offload, decided at compile time. The pass only places states and
+// ZeRO-Offload, decided at compile time; with optimizer=nvme the state
+// lives in per-rank files instead (ZeRO-Infinity). The pass only places states and
 // copies (dsc.state ... on host, dsc.transfer); where each op then runs
 // follows from the tiers of its operands (MemoryTiers.h), and the lowering
 // puts the copies on copy streams and the host ops on a host stream.
@@ -107,13 +108,7 @@ struct OffloadOptimizerPass
     module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
     // Errors at the optimizer's update, or at the module without one.
     Operation *at = updates.empty() ? module.getOperation() : updates.front();
-    if (optimizer == "nvme") {
-      at->emitError() << "--dsc-offload=optimizer=nvme (ZeRO-Infinity's "
-                         "optimizer state on NVMe) is not built yet; "
-                         "optimizer=cpu keeps it in host memory";
-      return signalPassFailure();
-    }
-    if (optimizer != "cpu") {
+    if (optimizer != "cpu" && optimizer != "nvme") {
       at->emitError() << "--dsc-offload: optimizer must be none, cpu or "
                          "nvme, got '" << optimizer << "'";
       return signalPassFailure();
@@ -123,14 +118,33 @@ struct OffloadOptimizerPass
                          "got " << subGroupSize;
       return signalPassFailure();
     }
+    if (bufferCount < 1) {
+      at->emitError() << "--dsc-offload: buffer-count must be at least 1, "
+                         "got " << bufferCount;
+      return signalPassFailure();
+    }
     if (updates.empty())
       return; // no optimizer in this step (gradients or evaluation)
     auto stage = module->getAttrOfType<IntegerAttr>(DSCDialect::kZeroStageAttrName);
-    if (!stage || stage.getInt() < 1) {
+    int64_t zeroStage = stage ? stage.getInt() : 0;
+    if (zeroStage < 1) {
       at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
-                         "DeepSpeed), the step is at stage "
-                      << (stage ? stage.getInt() : 0);
+                         "DeepSpeed), the step is at stage " << zeroStage;
       return signalPassFailure();
+    }
+    if (optimizer == "nvme") {
+      if (zeroStage != 3) {
+        at->emitError() << "NVMe optimizer offload (ZeRO-Infinity) needs ZeRO "
+                           "stage 3 (as in DeepSpeed), the step is at stage "
+                        << zeroStage;
+        return signalPassFailure();
+      }
+      Builder b(module.getContext());
+      module->setAttr(DSCDialect::kNvmeBufferCountAttrName,
+                      b.getI64IntegerAttr(bufferCount));
+      if (!nvmePath.empty())
+        module->setAttr(DSCDialect::kNvmePathAttrName,
+                        b.getStringAttr(nvmePath));
     }
     Block *body = updates.front()->getBlock();
     for (MultiTensorUpdateOpInterface update : updates)
@@ -194,7 +208,8 @@ struct OffloadOptimizerPass
       for (auto [i, result] : llvm::enumerate(part->getResults()))
         if (Value operand = partUpdate.getUpdatedOperand(i))
           if (StateOp state = ownedState(module, op, part, operand, result)) {
-            state.setTier(MemoryTier::host);
+            state.setTier(optimizer == "nvme" ? MemoryTier::nvme
+                                              : MemoryTier::host);
             for (OpOperand &use : operand.getUses())
               if (use.getOwner() == part)
                 owned.insert(use.getOperandNumber());
@@ -211,7 +226,7 @@ struct OffloadOptimizerPass
           auto state = store ? SymbolTable::lookupNearestSymbolFrom<StateOp>(
                                    module, store.getStateAttr())
                              : StateOp();
-          if (!state || state.getTier() != MemoryTier::host)
+          if (!state || state.getTier() == MemoryTier::device)
             deviceUses.push_back(&use);
         }
         if (deviceUses.empty())

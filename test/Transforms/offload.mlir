@@ -2,6 +2,7 @@
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --grad-clip=1.0 --zero-stage=2 --offload-optimizer=cpu --zero-sub-group-size=12 | FileCheck %s --check-prefix=SUB
 // RUN: dsc-opt %s --world-size=2 --optimizer=sgd --momentum=0.9 --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu | FileCheck %s --check-prefix=FP32
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=2 --offload-optimizer=none | FileCheck %s --check-prefix=NONE
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=nvme --offload-buffer-count=3 --nvme-path=/scratch/nvme --zero-sub-group-size=12 | FileCheck %s --check-prefix=NVME
 
 // ZeRO-Offload of a bf16 AdamW step at stage 2 on 2 ranks: the masters and
 // moments live on the host; each gradient partition is copied there right
@@ -45,6 +46,18 @@
 // FP32: %[[NEW:.*]]:2, %{{.*}}:2 = dsc.sgd_update params(%[[PH]], %{{.*}} : tensor<11xf32>, tensor<4xf32>)
 // FP32-NEXT: %[[NEWD:.*]] = dsc.transfer %[[NEW]]#0 to device : tensor<11xf32>
 // FP32: dsc.store %[[NEWD]] to @emb : tensor<11xf32>
+
+// ZeRO-Infinity (stage 3): the same graph, but the masters and moments
+// live on NVMe; the read-ahead depth and the directory are the module's.
+// NVME: module attributes {{{.*}}dsc.nvme_buffer_count = 3 : i64, dsc.nvme_path = "/scratch/nvme"
+// NVME: dsc.state master @emb.master on nvme {partition_of = array<i64: 7, 3>} : tensor<11xf32>
+// NVME-NEXT: dsc.state optimizer @emb.exp_avg on nvme
+// NVME-NEXT: dsc.state optimizer @emb.exp_avg_sq on nvme
+// NVME: dsc.state optimizer @optimizer.step : tensor<f32>
+// NVME: %[[M:.*]] = dsc.load @emb.master : tensor<11xf32>
+// NVME: dsc.adam_update params(%[[M]] : tensor<11xf32>)
+// NVME-NEXT: dsc.transfer %{{.*}} to device : tensor<11xbf16>
+// NVME: dsc.store %{{.*}} to @emb.master : tensor<11xf32>
 
 // NONE-NOT: on host
 // NONE-NOT: dsc.transfer
