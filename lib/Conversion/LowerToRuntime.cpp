@@ -144,6 +144,8 @@ struct Streams {
   void alias(Value tensor, Value alias) {
     fromComm.alias(tensor, alias);
     fromH2d.alias(tensor, alias);
+    toHost.alias(tensor, alias);
+    fromNvme.alias(tensor, alias);
   }
 };
 } // namespace
@@ -620,7 +622,7 @@ struct LowerToRuntimePass
         streams.alias(reshape.getInput(), reshape.getResult());
         buffers.map(reshape.getResult(),
                     dscrt::ViewOp::create(builder, loc,
-                                          bufferType(reshape.getType()),
+                                          typeOf(reshape.getResult()),
                                           buffers.lookup(reshape.getInput())));
         continue;
       }

@@ -17,6 +17,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
+#include "llvm/ADT/MapVector.h"
+
 namespace mlir::dsc {
 #define GEN_PASS_DEF_OFFLOADOPTIMIZER
 #include "dsc/Transforms/Passes.h.inc"
@@ -150,6 +152,7 @@ struct OffloadOptimizerPass
     for (MultiTensorUpdateOpInterface update : updates)
       if (failed(offload(module, update)))
         return signalPassFailure();
+    copyBucketsToHost(*body);
     if (failed(MemoryTiers::compute(*body)))
       return signalPassFailure();
   }
@@ -219,6 +222,8 @@ struct OffloadOptimizerPass
           use.set(toHost(use.get()));
       // Results read on the device go back there.
       b.setInsertionPointAfter(part);
+      llvm::MapVector<Type, SmallVector<std::pair<Value, SmallVector<OpOperand *>>>>
+          backByType;
       for (Value result : part->getResults()) {
         SmallVector<OpOperand *> deviceUses;
         for (OpOperand &use : result.getUses()) {
@@ -229,15 +234,97 @@ struct OffloadOptimizerPass
           if (!state || state.getTier() == MemoryTier::device)
             deviceUses.push_back(&use);
         }
-        if (deviceUses.empty())
-          continue;
-        Value back = TransferOp::create(b, op->getLoc(), result, MemoryTier::device);
-        for (OpOperand *use : deviceUses)
-          use->set(back);
+        if (!deviceUses.empty())
+          backByType[cast<RankedTensorType>(result.getType()).getElementType()]
+              .push_back({result, deviceUses});
       }
+      for (auto &[element, results] : backByType)
+        copyBack(b, op->getLoc(), results);
     }
     op->erase();
     return success();
+  }
+
+  /// Copies `results` (host tensors of one element type, each with the
+  /// uses on the device it is for) to the device in one transfer: packed
+  /// flat on the host, copied, cut and reshaped on the device. A sub-group
+  /// then costs one copy back, whatever its number of tensors.
+  static void copyBack(
+      OpBuilder &b, Location loc,
+      ArrayRef<std::pair<Value, SmallVector<OpOperand *>>> results) {
+    auto flatType = [](Value v, int64_t n) {
+      return RankedTensorType::get(
+          {n}, cast<RankedTensorType>(v.getType()).getElementType());
+    };
+    if (results.size() == 1) {
+      Value back = TransferOp::create(b, loc, results[0].first, MemoryTier::device);
+      for (OpOperand *use : results[0].second)
+        use->set(back);
+      return;
+    }
+    SmallVector<Value> flats;
+    for (auto &[result, uses] : results) {
+      auto type = cast<RankedTensorType>(result.getType());
+      flats.push_back(type.getRank() == 1
+                          ? result
+                          : ReshapeOp::create(b, loc, flatType(result, type.getNumElements()),
+                                              result)
+                                .getResult());
+    }
+    Value packed = ConcatOp::create(b, loc, flats, 0);
+    Value back = TransferOp::create(b, loc, packed, MemoryTier::device);
+    int64_t offset = 0;
+    for (auto &[result, uses] : results) {
+      auto type = cast<RankedTensorType>(result.getType());
+      int64_t n = type.getNumElements();
+      Value part = SliceOp::create(b, loc, back, 0, offset, offset + n, 1);
+      offset += n;
+      if (type.getRank() != 1)
+        part = ReshapeOp::create(b, loc, type, part);
+      for (OpOperand *use : uses)
+        use->set(part);
+    }
+  }
+
+  /// One copy to the host per reduced bucket rather than per tensor: where
+  /// every use of a bucketed reduction's result is a slice that is copied
+  /// to the host (a gradient partition; the device may read it too, for the
+  /// clipping norm), the result is copied once, right after the reduction,
+  /// and sliced on the host.
+  static void copyBucketsToHost(Block &body) {
+    llvm::MapVector<Value, SmallVector<TransferOp>> byBucket;
+    for (auto transfer : body.getOps<TransferOp>()) {
+      auto slice = transfer.getInput().getDefiningOp<SliceOp>();
+      if (transfer.getTier() == MemoryTier::host && slice &&
+          isa_and_nonnull<ReduceScatterOp, AllReduceOp>(
+              slice.getInput().getDefiningOp()))
+        byBucket[slice.getInput()].push_back(transfer);
+    }
+    for (auto &entry : byBucket) {
+      Value bucket = entry.first;
+      ArrayRef<TransferOp> transfers = entry.second;
+      bool onlyCopied = llvm::all_of(bucket.getUsers(), [&](Operation *user) {
+        return isa<SliceOp>(user) &&
+               llvm::any_of(transfers, [&](TransferOp t) {
+                 return t.getInput().getDefiningOp() == user;
+               });
+      });
+      if (!onlyCopied || transfers.size() < 2)
+        continue;
+      OpBuilder b(bucket.getContext());
+      b.setInsertionPointAfterValue(bucket);
+      Value whole = TransferOp::create(b, bucket.getLoc(), bucket, MemoryTier::host);
+      for (TransferOp transfer : transfers) {
+        auto slice = transfer.getInput().getDefiningOp<SliceOp>();
+        b.setInsertionPoint(transfer);
+        Operation *onHost = b.clone(*slice);
+        onHost->setOperand(0, whole);
+        transfer.replaceAllUsesWith(onHost->getResult(0));
+        transfer.erase();
+        if (slice->use_empty())
+          slice.erase();
+      }
+    }
   }
 };
 } // namespace
