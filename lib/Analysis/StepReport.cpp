@@ -165,8 +165,9 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     int64_t bytes = tensorBytes(state.getType());
     if (state.getTier() == MemoryTier::host) {
       m.hostStateAllocation += roundUp(bytes);
-      (state.getRole() == StateRole::master ? m.hostMaster : m.hostOptimizer) +=
-          bytes;
+      (state.getRole() == StateRole::master      ? m.hostMaster
+       : state.getRole() == StateRole::parameter ? m.hostParameters
+                                                 : m.hostOptimizer) += bytes;
     } else if (state.getTier() == MemoryTier::nvme) {
       constexpr int64_t kBlock = int64_t(1) << 20; // NvmeOptions::blockBytes
       m.nvmeFile += (bytes + kBlock - 1) / kBlock * kBlock;
@@ -456,6 +457,8 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       os << "on the host (ZeRO-Offload), pinned memory per rank, bytes\n";
       row("master weights", m.hostMaster, "(of the model states above)");
       row("optimizer state", m.hostOptimizer, "(of the model states above)");
+      if (m.hostParameters)
+        row("parameters", m.hostParameters, "(of the model states above)");
       row("states allocated", m.hostStateAllocation,
           "(not in the device's states allocated)");
       row("host arena", m.hostArena, "(copies of gradients and updated parameters)");
@@ -565,6 +568,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"host", llvm::json::Object{
                        {"master_weights", m.hostMaster},
                        {"optimizer_state", m.hostOptimizer},
+                       {"parameters", m.hostParameters},
                        {"states_allocated", m.hostStateAllocation},
                        {"arena", m.hostArena},
                        {"pinned", m.pinned()}}},

@@ -295,12 +295,27 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
     // only offloadable, at stage 3.
     if (stage != 3)
       return error(at, "parameter offload needs ZeRO stage 3, got stage " +
-                           Twine(stage) +
-                           " (and dsc does not offload parameters yet)");
-    return error(at, "parameter offload (ZeRO-Infinity) is not built yet by "
-                     "dsc: parameters stay in the ranks' device memory; "
-                     "offload_optimizer {\"device\": \"cpu\"} moves the "
-                     "optimizer state to the host");
+                           Twine(stage));
+    bool ok = succeeded(onlyKeys(*o, at,
+                                 {"device", "nvme_path", "buffer_count",
+                                  "buffer_size", "max_in_cpu", "pin_memory"},
+                                 at));
+    if (!name || *name != "cpu")
+      return error(join(at, "device"),
+                   name && *name == "nvme"
+                       ? Twine("parameters on NVMe are not built yet by dsc; "
+                               "\"cpu\" keeps them in host memory")
+                       : Twine("expected \"none\", \"cpu\" or \"nvme\""));
+    ok &= succeeded(set(join(at, "device"), "offload-param", "cpu"));
+    ok &= succeeded(onlyBoolean(*o, at, "pin_memory", true,
+                                "dsc's host tier is pinned memory (only true, "
+                                "DeepSpeed's default)"));
+    for (StringRef knob : {"buffer_count", "buffer_size", "max_in_cpu",
+                           "nvme_path"})
+      if (get(*o, at, knob))
+        noEffect(join(at, knob), "NVMe parameter swapping, which parameters "
+                                 "in host memory do without");
+    return success(ok);
   }
   // offload_optimizer, with DeepSpeed's keys and defaults.
   bool ok = succeeded(onlyKeys(*o, at,

@@ -98,6 +98,7 @@ const Range kRanges[] = {
     choice("offload-optimizer", "none|cpu|nvme"),
     integer("zero-sub-group-size", 1, kMaxCount),
     integer("offload-buffer-count", 1, 1024),
+    choice("offload-param", "none|cpu|nvme"),
     {"nvme-path", Kind::Path},
     boolean("checkpoint-activations"),
     choice("checkpoint-segments", "blocks"),

@@ -106,6 +106,8 @@ constexpr Flag kFlags[] = {
     {"offload-optimizer", "ZeRO-Offload: none (default), cpu (optimizer state "
                           "and update on the host; ZeRO stage 1-3) or nvme "
                           "(optimizer state in per-rank files; stage 3)"},
+    {"offload-param", "ZeRO stage 3: none (default) or cpu (parameter "
+                      "partitions on the host; with --offload-optimizer)"},
     {"offload-buffer-count", "NVMe offload: sub-groups read ahead of their "
                              "host update (default 4)"},
     {"nvme-path", "NVMe offload: directory of the per-rank files"},

@@ -518,6 +518,18 @@ struct LowerToRuntimePass
       startReadAhead(graph.getLoc());
     }
 
+    // An offloaded parameter's partition (a host state the device reads
+    // through copies on "h2d") is written on the host once those copies
+    // have run. Masters and moments are not copied: their updates do not
+    // wait for the copies back of the sub-groups before them.
+    auto waitForCopiesOfParameter = [&](StoreOp store) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          module, store.getStateAttr());
+      if (streams.h2d && state && state.getRole() == StateRole::parameter)
+        dscrt::WaitOp::create(builder, store.getLoc(), streams.host,
+                              dscrt::RecordOp::create(builder, store.getLoc(),
+                                                      streams.h2d));
+    };
     // Copied into the state's memory, after every read of the old value
     // (checkStoreOrder).
     SmallVector<StoreOp> deferredStores;
@@ -526,6 +538,7 @@ struct LowerToRuntimePass
       bool onHost = tiers->isHost(store);
       if (onHost) {
         streams.toHost.waitFor(builder, loc, store.getValue());
+        waitForCopiesOfParameter(store);
       } else {
         streams.waitFor(builder, loc, store.getValue());
         // A copy to the host may still read the state's old value.
@@ -707,9 +720,11 @@ struct LowerToRuntimePass
                      return updatedTemporary(result, buffers);
                    if (Value staged = nvme->staging.lookup(store.getStateAttr()))
                      return staged;
-                   // A copy to the host may still read the state's old value.
+                   // A copy may still read the state's old value.
                    if (!onHost)
                      streams.fromDevice.waitFor(builder, at, {}, /*all=*/true);
+                   else
+                     waitForCopiesOfParameter(store);
                    return dscrt::StateOp::create(
                        builder, at, typeOf(result),
                        stateIndex.lookup(store.getStateAttr().getAttr()),

@@ -104,8 +104,15 @@ struct OffloadOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (optimizer == "none")
-      return;
+    if (optimizer == "none") {
+      if (param == "none")
+        return;
+      module.emitError() << "--dsc-offload: param=" << param
+                         << " needs the optimizer offloaded too "
+                            "(optimizer=cpu or nvme): the host update "
+                            "writes the parameters' host partitions";
+      return signalPassFailure();
+    }
     SmallVector<MultiTensorUpdateOpInterface> updates;
     module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
     // Errors at the optimizer's update, or at the module without one.
@@ -133,6 +140,22 @@ struct OffloadOptimizerPass
       at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
                          "DeepSpeed), the step is at stage " << zeroStage;
       return signalPassFailure();
+    }
+    if (param != "none") {
+      if (param != "cpu") {
+        at->emitError() << "--dsc-offload: param must be none or cpu, got '"
+                        << param
+                        << (param == "nvme"
+                                ? "' (parameters on NVMe are not built yet)"
+                                : "'");
+        return signalPassFailure();
+      }
+      if (zeroStage != 3) {
+        at->emitError() << "parameter offload needs ZeRO stage 3 (as in "
+                           "DeepSpeed), the step is at stage " << zeroStage;
+        return signalPassFailure();
+      }
+      offloadParameters(module, *updates.front()->getBlock());
     }
     if (optimizer == "nvme") {
       if (zeroStage != 3) {
@@ -180,6 +203,35 @@ struct OffloadOptimizerPass
     return {};
   }
 
+  /// ZeRO-Infinity's parameter offload (offload_param, stage 3): each
+  /// parameter partition lives on the host; every read of it on the device
+  /// (the all-gathers before its use) reads a copy made right after its
+  /// load, which the prefetch schedule already placed ahead of the gather;
+  /// the host update writes the new partition into it in place of the
+  /// copy back.
+  static void offloadParameters(ModuleOp module, Block &body) {
+    for (auto state : module.getOps<StateOp>()) {
+      if (state.getRole() != StateRole::parameter || !state.getPartitionOf())
+        continue;
+      state.setTier(MemoryTier::host);
+    }
+    for (auto load : llvm::make_early_inc_range(body.getOps<LoadOp>())) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          module, load.getStateAttr());
+      if (!state || state.getRole() != StateRole::parameter ||
+          state.getTier() != MemoryTier::host)
+        continue;
+      OpBuilder b(load->getContext());
+      b.setInsertionPointAfter(load);
+      Value device = TransferOp::create(b, load.getLoc(), load.getResult(),
+                                        MemoryTier::device);
+      load.getResult().replaceUsesWithIf(device, [&](OpOperand &use) {
+        return use.getOwner() != device.getDefiningOp() &&
+               !isa<MultiTensorUpdateOpInterface>(use.getOwner());
+      });
+    }
+  }
+
   LogicalResult offload(ModuleOp module, MultiTensorUpdateOpInterface update) {
     Operation *op = update;
     auto sizes = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
@@ -190,6 +242,12 @@ struct OffloadOptimizerPass
     auto toHost = [&](Value v) -> Value {
       if (Value h = onHost.lookup(v))
         return h;
+      // A load of a state on the host (an offloaded parameter) is there.
+      if (auto load = v.getDefiningOp<LoadOp>())
+        if (auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+                module, load.getStateAttr());
+            state && state.getTier() == MemoryTier::host)
+          return v;
       OpBuilder at(module.getContext());
       if (Operation *def = v.getDefiningOp())
         at.setInsertionPointAfter(def);

@@ -2,6 +2,7 @@
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --grad-clip=1.0 --zero-stage=2 --offload-optimizer=cpu --zero-sub-group-size=12 | FileCheck %s --check-prefix=SUB
 // RUN: dsc-opt %s --world-size=2 --optimizer=sgd --momentum=0.9 --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu | FileCheck %s --check-prefix=FP32
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=2 --offload-optimizer=none | FileCheck %s --check-prefix=NONE
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu --offload-param=cpu | FileCheck %s --check-prefix=PARAM
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=nvme --offload-buffer-count=3 --nvme-path=/scratch/nvme --zero-sub-group-size=12 | FileCheck %s --check-prefix=NVME
 
 // ZeRO-Offload of a bf16 AdamW step at stage 2 on 2 ranks: the masters and
@@ -67,6 +68,19 @@
 // NVME: dsc.adam_update params(%[[M]] : tensor<11xf32>)
 // NVME-NEXT: dsc.transfer %{{.*}} to device : tensor<11xbf16>
 // NVME: dsc.store %{{.*}} to @emb.master : tensor<11xf32>
+
+// Parameter offload (stage 3): the 16-bit partitions live on the host too;
+// each load of one is copied to the device right after it, ahead of its
+// gather; the update's new partitions are stored there from the host, with
+// no copy back.
+// PARAM: dsc.state parameter @emb on host {partition_of = array<i64: 7, 3>} : tensor<11xbf16>
+// PARAM: %[[W:.*]] = dsc.load @emb : tensor<11xbf16>
+// PARAM-NEXT: %[[WD:.*]] = dsc.transfer %[[W]] to device : tensor<11xbf16>
+// PARAM: dsc.concat(%[[WD]], {{.*}}
+// PARAM-NEXT: dsc.all_gather {{.*}} -> tensor<52xbf16>
+// PARAM: %{{.*}}, %{{.*}}, %{{.*}}, %[[NEW16:.*]]:2 = dsc.adam_update
+// PARAM-NOT: dsc.transfer {{.*}} to device
+// PARAM: dsc.store %[[NEW16]]#0 to @emb : tensor<11xbf16>
 
 // NONE-NOT: on host
 // NONE-NOT: dsc.transfer

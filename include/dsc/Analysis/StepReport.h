@@ -68,6 +68,8 @@ struct RankMemory {
   // device), their allocation (256-byte rounded, not in stateAllocation),
   // and the host arena of copies.
   int64_t hostMaster = 0, hostOptimizer = 0;
+  /// Stage 3's parameter partitions on the host (offload_param).
+  int64_t hostParameters = 0;
   int64_t hostStateAllocation = 0;
   int64_t hostArena = 0;
   int64_t pinned() const { return hostStateAllocation + hostArena; }

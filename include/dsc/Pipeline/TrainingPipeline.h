@@ -167,6 +167,12 @@ struct TrainingPipelineOptions
                      "none (the device), cpu (host memory; ZeRO-Offload) or "
                      "nvme (per-rank files; ZeRO-Infinity, stage 3)"),
       llvm::cl::init("none")};
+  Option<std::string> offloadParam{
+      *this, "offload-param",
+      llvm::cl::desc("stage 3: where the parameters' partitions live: none "
+                     "(the device) or cpu (host memory; needs the optimizer "
+                     "offloaded; nvme is not built yet)"),
+      llvm::cl::init("none")};
   Option<int64_t> offloadBufferCount{
       *this, "offload-buffer-count",
       llvm::cl::desc("NVMe offload: sub-groups read ahead of their host "

@@ -76,14 +76,19 @@ LogicalResult StateOp::verify() {
   if (failed(verifyInitRule()))
     return failure();
   // Only the optimizer's host update touches host memory and the NVMe files
-  // read into it (ZeRO-Offload, ZeRO-Infinity): the forward and backward
-  // pass read parameters and buffers on the device.
+  // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of stage 3's
+  // parameter partitions to the device (offload_param): the forward and
+  // backward pass read whole parameters and buffers on the device.
+  bool partitionedParameter =
+      getRole() == StateRole::parameter && getPartitionOf().has_value();
   if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
-      getRole() != StateRole::master)
+      getRole() != StateRole::master &&
+      !(partitionedParameter && getTier() == MemoryTier::host))
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
-                         << " state: only optimizer state and master weights "
-                            "may live on the "
+                         << " state: only optimizer state, master weights "
+                            "and partitioned parameters (on the host) may "
+                            "live on the "
                          << stringifyMemoryTier(getTier());
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
