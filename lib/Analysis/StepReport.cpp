@@ -169,7 +169,13 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     int64_t bytes = tensorBytes(state.getType());
     if (state.getTier() == MemoryTier::host) {
       m.hostStateAllocation += roundUp(bytes);
-      (state.getRole() == StateRole::master ? m.hostMaster : m.hostOptimizer) +=
+      (state.getRole() == StateRole::master      ? m.hostMaster
+       : state.getRole() == StateRole::parameter ? m.hostParameters
+                                                 : m.hostOptimizer) += bytes;
+    } else if (state.getTier() == MemoryTier::nvme) {
+      constexpr int64_t kBlock = int64_t(1) << 20; // NvmeOptions::blockBytes
+      m.nvmeFile += (bytes + kBlock - 1) / kBlock * kBlock;
+      (state.getRole() == StateRole::master ? m.nvmeMaster : m.nvmeOptimizer) +=
           bytes;
     } else {
       m.stateAllocation += roundUp(bytes);
@@ -496,10 +502,22 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       os << "on the host (ZeRO-Offload), pinned memory per rank, bytes\n";
       row("master weights", m.hostMaster, "(of the model states above)");
       row("optimizer state", m.hostOptimizer, "(of the model states above)");
+      if (m.hostParameters)
+        row("parameters", m.hostParameters, "(of the model states above)");
       row("states allocated", m.hostStateAllocation,
           "(not in the device's states allocated)");
       row("host arena", m.hostArena, "(copies of gradients and updated parameters)");
       row("pinned", m.pinned());
+    }
+    if (m.nvmeFile) {
+      os << "on NVMe (ZeRO-Infinity), this rank's file, bytes\n";
+      row("master weights", m.nvmeMaster, "(of the model states above)");
+      row("optimizer state", m.nvmeOptimizer, "(of the model states above)");
+      row("file", m.nvmeFile, "(each state's extent 1 MiB-aligned)");
+      os << "NVMe per update: reads " << transfers.nvmeReads << " ("
+         << grouped(transfers.nvmeReadBytes) << " bytes), writes "
+         << transfers.nvmeWrites << " (" << grouped(transfers.nvmeWriteBytes)
+         << " bytes)\n";
     }
     os << "copies per update: device to host " << transfers.d2hCalls << " ("
        << grouped(transfers.d2hBytes) << " bytes), host to device "
@@ -583,8 +601,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
   if (parts.memory) {
     const RankMemory &m = memory;
     llvm::json::Array ranks;
-    for (int64_t rank = 0; rank < worldSize; ++rank)
-      ranks.push_back(llvm::json::Object{
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      llvm::json::Object entry{
           {"rank", rank},
           {"parameters", m.parameters},
           {"gradients", m.gradients},
@@ -605,6 +623,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"host", llvm::json::Object{
                        {"master_weights", m.hostMaster},
                        {"optimizer_state", m.hostOptimizer},
+                       {"parameters", m.hostParameters},
                        {"states_allocated", m.hostStateAllocation},
                        {"arena", m.hostArena},
                        {"pinned", m.pinned()}}},
@@ -612,7 +631,21 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
            llvm::json::Object{{"d2h_calls", transfers.d2hCalls},
                               {"d2h_bytes", transfers.d2hBytes},
                               {"h2d_calls", transfers.h2dCalls},
-                              {"h2d_bytes", transfers.h2dBytes}}}});
+                              {"h2d_bytes", transfers.h2dBytes}}}};
+      // ZeRO-Infinity's figures, in the reports of steps that have them.
+      if (m.nvmeFile) {
+        entry["nvme"] = llvm::json::Object{{"master_weights", m.nvmeMaster},
+                                           {"optimizer_state", m.nvmeOptimizer},
+                                           {"file", m.nvmeFile}};
+        llvm::json::Object &perUpdate =
+            *entry.getObject("transfers_per_update");
+        perUpdate["nvme_reads"] = transfers.nvmeReads;
+        perUpdate["nvme_read_bytes"] = transfers.nvmeReadBytes;
+        perUpdate["nvme_writes"] = transfers.nvmeWrites;
+        perUpdate["nvme_write_bytes"] = transfers.nvmeWriteBytes;
+      }
+      ranks.push_back(std::move(entry));
+    }
     if (stage3.persistenceThreshold >= 0) {
       llvm::json::Object parameters{
           {"partitioned", stage3.partitioned},

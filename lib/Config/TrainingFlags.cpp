@@ -105,7 +105,12 @@ constexpr Flag kFlags[] = {
                                    "(default 5e8; 0: off)"},
     {"offload-optimizer", "ZeRO-Offload: none (default), cpu (optimizer state "
                           "and update on the host; ZeRO stage 1-3) or nvme "
-                          "(not built yet)"},
+                          "(optimizer state in per-rank files; stage 3)"},
+    {"offload-param", "ZeRO stage 3: none (default) or cpu (parameter "
+                      "partitions on the host; with --offload-optimizer)"},
+    {"offload-buffer-count", "NVMe offload: sub-groups read ahead of their "
+                             "host update (default 4)"},
+    {"nvme-path", "NVMe offload: directory of the per-rank files"},
     {"zero-sub-group-size", "ZeRO-Offload: elements of parameters per host "
                             "update, so copies and updates overlap (default 1e9)"},
     {"checkpoint-activations", "recompute every transformer block in the "

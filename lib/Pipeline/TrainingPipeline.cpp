@@ -214,11 +214,14 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   }
   // ZeRO-Offload, once the collectives are where they run: each gradient
   // partition is copied to the host right after its (bucketed) reduction.
-  if (options.offloadOptimizer != "none" &&
+  if ((options.offloadOptimizer != "none" || options.offloadParam != "none") &&
       options.step == TrainingPipelineOptions::Step::Train) {
     OffloadOptimizerOptions offload;
     offload.optimizer = options.offloadOptimizer;
     offload.subGroupSize = options.zeroSubGroupSize;
+    offload.bufferCount = options.offloadBufferCount;
+    offload.param = options.offloadParam;
+    offload.nvmePath = options.nvmePath;
     pm.addPass(createOffloadOptimizer(offload));
   }
   if (options.stepsPerPrint > 0 || !options.csvMonitor.empty()) {

@@ -11,6 +11,7 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/Stream.h"
@@ -652,6 +653,42 @@ TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
   EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s,
                                        CommGroup::World));
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
+}
+
+// ZeRO-Infinity's reads and writes: tasks of the stream, in its order, on
+// the run's store (state ids are the artifact's state indices), counted;
+// a wrong size or a run without a store is an Error at the call.
+TEST(DscRunStepContext, NvmeReadsAndWritesRunOnTheStream) {
+  ScratchDir dir;
+  NvmeOptions options;
+  options.path = dir.path();
+  options.notice = [](const std::string &) {};
+  NvmeStore store(options);
+  store.addState(1, 64);
+  LoopbackComm comm;
+  CpuStream s("nvme", CpuStream::Mode::Threaded);
+  RunStepContext context({nullptr, nullptr}, {}, {}, nullptr, comm, {&s});
+  EXPECT_THAT(errorOf([&] {
+                float x[16];
+                context.nvmeRead(1, x, sizeof x, s);
+              }),
+              HasSubstr("the run has no NVMe store"));
+  context.setNvmeStore(&store);
+  std::vector<float> out(16), in(16);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = float(i) + 0.5f;
+  context.nvmeWrite(1, out.data(), 64, s);
+  context.nvmeRead(1, in.data(), 64, s); // after the write: the stream's order
+  s.synchronize();
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(context.nvmeReads().calls, 1);
+  EXPECT_EQ(context.nvmeWrites().bytes, 64);
+  EXPECT_THAT(errorOf([&] { context.nvmeRead(1, in.data(), 32, s); }),
+              HasSubstr("transfers 32 bytes of NVMe state 1, which is not the "
+                        "state's size"));
+  EXPECT_THAT(errorOf([&] { context.nvmeRead(0, in.data(), 64, s); }),
+              HasSubstr("state 0"));
+  EXPECT_EQ(context.nvmeReads().calls, 1);
 }
 
 TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {

@@ -72,15 +72,26 @@ struct RankMemory {
   // device), their allocation (256-byte rounded, not in stateAllocation),
   // and the host arena of copies.
   int64_t hostMaster = 0, hostOptimizer = 0;
+  /// Stage 3's parameter partitions on the host (offload_param).
+  int64_t hostParameters = 0;
   int64_t hostStateAllocation = 0;
   int64_t hostArena = 0;
   int64_t pinned() const { return hostStateAllocation + hostArena; }
+  // ZeRO-Infinity: of the model states above, the master weights and
+  // optimizer state in this rank's NVMe file (read into the host arena for
+  // the update), and the file's size (each state's extent starts at a
+  // 1 MiB boundary, the runtime's block).
+  int64_t nvmeMaster = 0, nvmeOptimizer = 0;
+  int64_t nvmeFile = 0;
 };
 
 /// Copies between host and device memory per update (inputs, outputs and
 /// ZeRO-Offload's transfers), as dsc-run counts them.
 struct TransferReport {
   int64_t d2hCalls = 0, d2hBytes = 0, h2dCalls = 0, h2dBytes = 0;
+  /// ZeRO-Infinity's reads and writes of NVMe states per update.
+  int64_t nvmeReads = 0, nvmeReadBytes = 0, nvmeWrites = 0,
+          nvmeWriteBytes = 0;
 };
 
 /// One collective op of the step.

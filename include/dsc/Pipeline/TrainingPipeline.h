@@ -165,8 +165,24 @@ struct TrainingPipelineOptions
       *this, "offload-optimizer",
       llvm::cl::desc("where the optimizer state lives and the update runs: "
                      "none (the device), cpu (host memory; ZeRO-Offload) or "
-                     "nvme (refused: not built yet)"),
+                     "nvme (per-rank files; ZeRO-Infinity, stage 3)"),
       llvm::cl::init("none")};
+  Option<std::string> offloadParam{
+      *this, "offload-param",
+      llvm::cl::desc("stage 3: where the parameters' partitions live: none "
+                     "(the device) or cpu (host memory; needs the optimizer "
+                     "offloaded; nvme is not built yet)"),
+      llvm::cl::init("none")};
+  Option<int64_t> offloadBufferCount{
+      *this, "offload-buffer-count",
+      llvm::cl::desc("NVMe offload: sub-groups read ahead of their host "
+                     "update (offload_optimizer.buffer_count)"),
+      llvm::cl::init(4)};
+  Option<std::string> nvmePath{
+      *this, "nvme-path",
+      llvm::cl::desc("NVMe offload: directory of the per-rank files "
+                     "(nvme_path; dsc-run --nvme-path overrides it)"),
+      llvm::cl::init("")};
   Option<int64_t> zeroSubGroupSize{
       *this, "zero-sub-group-size",
       llvm::cl::desc("ZeRO-Offload: elements of parameters per host update "

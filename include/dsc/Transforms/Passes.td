@@ -894,8 +894,16 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
       right after its sub-group's update.
 
     The order is the program's, the same on every rank. `optimizer=none`
-    changes nothing; `optimizer=nvme` (ZeRO-Infinity) is refused: not built
-    yet.
+    changes nothing. `optimizer=nvme` (ZeRO-Infinity, ZeRO stage 3 as in
+    DeepSpeed) does the same but puts those states on NVMe
+    (`dsc.state ... on nvme`): each rank's in a file under `nvme-path`; a
+    load of one yields a host tensor (the lowering reads it into a host
+    buffer `buffer-count` sub-groups ahead of its update) and its store
+    writes it back after the update. `param=cpu` (ZeRO-Infinity's
+    offload_param, stage 3) also puts the parameters' partitions on the
+    host: each load of one is copied to the device right after it (where
+    the prefetch schedule put the load, ahead of its gather), and the host
+    update writes the new partition into the host state directly.
 
     ```mlir
     %g  = dsc.reduce_scatter %flat : tensor<16xbf16> -> tensor<8xbf16>
@@ -910,11 +918,21 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
            "where the optimizer state lives and the update runs: none (the "
-           "device), cpu (host memory, the host CPU) or nvme (refused: not "
-           "built yet)">,
+           "device), cpu (host memory, the host CPU) or nvme (per-rank "
+           "files, read into host memory for the host CPU's update)">,
     Option<"subGroupSize", "sub-group-size", "int64_t",
            /*default=*/"1000000000",
            "elements of parameters per host update (sub_group_size)">,
+    Option<"param", "param", "std::string", /*default=*/"\"none\"",
+           "where stage 3's parameter partitions live: none (the device) or "
+           "cpu (host memory, copied to the device ahead of their gathers; "
+           "needs the optimizer offloaded)">,
+    Option<"bufferCount", "buffer-count", "int64_t", /*default=*/"4",
+           "nvme: sub-groups whose states are in host buffers at once, read "
+           "ahead of their update (offload_optimizer.buffer_count)">,
+    Option<"nvmePath", "nvme-path", "std::string", /*default=*/"\"\"",
+           "nvme: the directory of the per-rank files (nvme_path; dsc-run's "
+           "--nvme-path overrides it)">,
   ];
 }
 

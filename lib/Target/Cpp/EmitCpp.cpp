@@ -63,10 +63,12 @@ public:
     // need host tasks ordered with CUDA streams, which are not built yet.
     if (cuda()) {
       for (auto state : module.getOps<StateOp>())
-        if (state.getTier() == MemoryTier::host)
+        if (state.getTier() != MemoryTier::device)
           return state.emitError()
-                 << "ZeRO-Offload (a state on the host) is not built for the "
-                    "CUDA target yet; compile for --target=cpu";
+                 << "ZeRO-Offload (a state on the "
+                 << stringifyMemoryTier(state.getTier())
+                 << ") is not built for the CUDA target yet; compile for "
+                    "--target=cpu";
     }
     if (split() && failed(emitParts(step)))
       return failure();
@@ -107,7 +109,8 @@ public:
   }
 
 private:
-  /// dsc-run's defaults from the config (steps_per_print, csv_monitor) and
+  /// dsc-run's defaults from the config (steps_per_print, csv_monitor,
+  /// nvme_path) and
   /// the data schedules, as
   /// `key=value` lines of an optional entry point: artifacts without it
   /// (older ones, or none set) run with dsc-run's own defaults, so the
@@ -120,6 +123,9 @@ private:
     if (auto csv =
             module->getAttrOfType<StringAttr>(DSCDialect::kCsvMonitorAttrName))
       settings += "csv_monitor=" + csv.getValue().str() + "\n";
+    if (auto nvme =
+            module->getAttrOfType<StringAttr>(DSCDialect::kNvmePathAttrName))
+      settings += "nvme_path=" + nvme.getValue().str() + "\n";
     // The data schedules and their length buckets (--dsc-data-variants):
     // dsc-run picks each step's variant with them.
     if (auto schedule =
@@ -305,7 +311,7 @@ private:
                 ", int32_t(" + commGroup(state.getPartitionGroup()) + ")";
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
-      bool host = state.getTier() == MemoryTier::host;
+      bool host = state.getTier() != MemoryTier::device;
       if (state.getInitFrom() || state.getInitUniform() || host) {
         if (!shape)
           whole = ", 0, nullptr, int32_t(" + commGroup(CollectiveGroup::world) + ")";
@@ -321,7 +327,8 @@ private:
                "ull";
       }
       if (host)
-        init += ", dsc::rt::MemoryTier::Host";
+        init += state.getTier() == MemoryTier::nvme ? ", dsc::rt::MemoryTier::Nvme"
+                                                    : ", dsc::rt::MemoryTier::Host";
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
                        ", dsc::rt::StateRole::" + runtimeRole(state.getRole()) +
                        whole + init + "}");
@@ -651,6 +658,19 @@ private:
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
                   kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",
               what);
+    } else if (isa<dscrt::NvmeReadOp, dscrt::NvmeWriteOp>(op)) {
+      // The runtime enqueues the transfer on the stream (Artifact.h).
+      auto read = dyn_cast<dscrt::NvmeReadOp>(op);
+      auto write = dyn_cast<dscrt::NvmeWriteOp>(op);
+      Value buffer = read ? read.getTarget() : write.getSource();
+      Value stream = read ? read.getStream() : write.getStream();
+      int64_t index = read ? read.getIndex() : write.getIndex();
+      auto type = cast<MemRefType>(buffer.getType());
+      unsynchronized.insert(stream);
+      code() << "  ctx->" << (read ? "nvmeRead(" : "nvmeWrite(") << index << ", "
+             << var(buffer) << ", "
+             << type.getNumElements() * bytesPerElement(type.getElementTypeBitWidth())
+             << ", " << var(stream) << ");\n";
     } else if (auto ar = dyn_cast<dscrt::AllReduceOp>(op)) {
       // The runtime enqueues the collective on the stream (Artifact.h).
       MemRefType t = ar.getBuffer().getType();

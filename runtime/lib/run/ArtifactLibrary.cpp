@@ -294,10 +294,11 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
                                       std::to_string(info.hostArenaBytes));
   for (int32_t i = 0; i < info.numStates && info.states; ++i)
     check(info.states[i].tier == MemoryTier::Device ||
-              info.states[i].tier == MemoryTier::Host,
+              info.states[i].tier == MemoryTier::Host ||
+              info.states[i].tier == MemoryTier::Nvme,
           where + ": state #" + std::to_string(i) + " has memory tier " +
               std::to_string(int32_t(info.states[i].tier)) +
-              "; expected 0 (device) or 1 (host)");
+              "; expected 0 (device), 1 (host) or 2 (nvme)");
   check(info.gradAccumSteps >= 1,
         where + ": artifact accumulates gradients over " +
             std::to_string(info.gradAccumSteps) +

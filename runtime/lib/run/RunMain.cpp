@@ -268,6 +268,8 @@ std::string summary(int rank, const MemoryUse &memory,
   if (memory.hostState || memory.hostArena)
     out << " host_state_bytes=" << memory.hostState
         << " host_arena_bytes=" << memory.hostArena;
+  if (memory.nvmeState)
+    out << " nvme_state_bytes=" << memory.nvmeState;
   out << "\n";
   for (TransferDirection direction :
        {TransferDirection::DeviceToHost, TransferDirection::HostToDevice}) {
@@ -277,6 +279,14 @@ std::string summary(int rank, const MemoryUse &memory,
         << (direction == TransferDirection::DeviceToHost ? "d2h" : "h2d")
         << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
   }
+  // ZeRO-Infinity's reads and writes of NVMe states.
+  if (memory.nvmeState)
+    for (bool read : {true, false}) {
+      const RunStepContext::TransferCounters &counters =
+          read ? context.nvmeReads() : context.nvmeWrites();
+      out << prefix << "nvme=" << (read ? "read" : "write")
+          << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
+    }
   for (CommGroup group :
        {CommGroup::World, CommGroup::Expert, CommGroup::ExpertData}) {
     const CommStats &stats = context.groupStats(group);
@@ -477,6 +487,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     options.seq = plan.seqLen;
     target = makeRunTarget(info.target);
     target->prepare(rank);
+    target->setNvmePath(options.nvmePath);
     data.emplace(options.data, plan, info);
     // Cheap checks first: the checkpoint's metadata and shard headers or
     // the weights file's header, the checkpoint root, the metrics file, and

@@ -376,13 +376,13 @@ void forEachTeacherState(
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank,
-                               MemoryPool *hostPool) {
+                               MemoryPool *hostPool, MemoryPool *nvmePool) {
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
                [&](int32_t i, const std::string &, size_t bytes, bool present) {
                  void *buffer =
-                     statePool(info.states[i], pool, hostPool).allocate(bytes);
+                     statePool(info.states[i], pool, hostPool, nvmePool).allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
                    readState(info.states[i], weights, rank,

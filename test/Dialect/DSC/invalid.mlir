@@ -1671,13 +1671,36 @@ func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
 // Memory tiers
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{'dsc.state' op @w is a parameter state: only optimizer state and master weights may live on the host}}
+// expected-error @+1 {{'dsc.state' op @w is a parameter state: only optimizer state, master weights and partitioned parameters (on the host) may live on the host}}
 dsc.state parameter @w on host : tensor<8xf32>
 
 // -----
 
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'tier' [device, host]}}
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'tier' [device, host, nvme]}}
+dsc.state optimizer @m on disk : tensor<8xf32>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @b is a buffer state: only optimizer state, master weights and partitioned parameters (on the host) may live on the nvme}}
+dsc.state buffer @b on nvme : tensor<8xf32>
+
+// -----
+
+func.func @transfer_to_nvme(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dsc.transfer' op moves a tensor to nvme, which holds states only; store it into a state on nvme}}
+  %n = dsc.transfer %g to nvme : tensor<8xf32>
+  return %n : tensor<8xf32>
+}
+
+// -----
+
 dsc.state optimizer @m on nvme : tensor<8xf32>
+func.func @store_device_into_nvme(%g: tensor<8xf32>) {
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  // expected-error @+1 {{'dsc.store' op stores a tensor copied to the device into @m, which lives on the nvme}}
+  dsc.store %d to @m : tensor<8xf32>
+  return
+}
 
 // -----
 

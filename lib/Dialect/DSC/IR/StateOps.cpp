@@ -75,14 +75,21 @@ LogicalResult StateOp::verify() {
                          << kTeacherPrefix << "<name in the teacher's model>'";
   if (failed(verifyInitRule()))
     return failure();
-  // Only the optimizer's host update touches host memory (ZeRO-Offload):
-  // the forward and backward pass read parameters and buffers on the device.
-  if (getTier() == MemoryTier::host && getRole() != StateRole::optimizer &&
-      getRole() != StateRole::master)
+  // Only the optimizer's host update touches host memory and the NVMe files
+  // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of stage 3's
+  // parameter partitions to the device (offload_param): the forward and
+  // backward pass read whole parameters and buffers on the device.
+  bool partitionedParameter =
+      getRole() == StateRole::parameter && getPartitionOf().has_value();
+  if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
+      getRole() != StateRole::master &&
+      !(partitionedParameter && getTier() == MemoryTier::host))
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
-                         << " state: only optimizer state and master weights "
-                            "may live on the host";
+                         << " state: only optimizer state, master weights "
+                            "and partitioned parameters (on the host) may "
+                            "live on the "
+                         << stringifyMemoryTier(getTier());
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -206,8 +213,11 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << state->getType() << " of " << getStateAttr();
   // A tensor just copied to a tier must be stored in a state of that tier
   // (the whole graph's tiers: MemoryTiers.h).
+  // (An NVMe state takes host tensors.)
+  MemoryTier takes = state->getTier() == MemoryTier::nvme ? MemoryTier::host
+                                                          : state->getTier();
   if (auto transfer = getValue().getDefiningOp<TransferOp>();
-      transfer && transfer.getTier() != state->getTier())
+      transfer && transfer.getTier() != takes)
     return emitOpError() << "stores a tensor copied to the "
                          << stringifyMemoryTier(transfer.getTier())
                          << " into " << getStateAttr() << ", which lives on the "
@@ -247,6 +257,11 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 // A copy to the tier its operand was just copied to, or was loaded from,
 // moves nothing (the whole graph's tiers: MemoryTiers.h).
 LogicalResult TransferOp::verify() {
+  // NVMe holds states, not tensors: a state there is read into the host by
+  // its dsc.load and written by its dsc.store.
+  if (getTier() == MemoryTier::nvme)
+    return emitOpError() << "moves a tensor to nvme, which holds states only; "
+                            "store it into a state on nvme";
   auto previous = getInput().getDefiningOp<TransferOp>();
   if (previous && previous.getTier() == getTier())
     return emitOpError() << "moves a tensor to the "

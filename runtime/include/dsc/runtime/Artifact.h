@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 15;
+constexpr int32_t kArtifactAbiVersion = 16;
 
 class Stream;
 
@@ -81,7 +81,11 @@ enum class StateRole : int32_t {
 /// pinned host memory, which only the artifact's host kernels (the
 /// optimizer's update on the host CPU) touch. On the CPU target both are
 /// host memory, in separate pools, so that every copy between them is real.
-enum class MemoryTier : int32_t { Device, Host };
+/// Nvme (ZeRO-Infinity, docs/nvme.md): the state lives in this rank's NVMe
+/// file; the artifact reads it into its own host buffers
+/// (StepContext::nvmeRead) and writes it back (nvmeWrite), and
+/// StepContext::state has no memory for it.
+enum class MemoryTier : int32_t { Device, Host, Nvme };
 
 /// The direction of a copy between host and device memory.
 enum class TransferDirection : int32_t { DeviceToHost, HostToDevice };
@@ -172,8 +176,18 @@ class StepContext {
 public:
   virtual ~StepContext() = default;
   /// Storage of state `i` (ArtifactInfo::states order), in device memory
-  /// (host memory on the CPU target).
+  /// (host memory on the CPU target); null for a state on NVMe.
   virtual void *state(int32_t i) = 0;
+  /// Enqueue on `stream` the read of all `bytes` of NVMe state `i` from
+  /// this rank's file into `buffer` (host memory), and the write of
+  /// `buffer` into it: each runs after the work enqueued on `stream`
+  /// before the call, and work enqueued there after it runs once it is
+  /// complete. A failed transfer is an error the stream reports (Stream.h).
+  /// dsc-run counts the bytes read and written.
+  virtual void nvmeRead(int32_t i, void *buffer, size_t bytes,
+                        Stream &stream) = 0;
+  virtual void nvmeWrite(int32_t i, const void *buffer, size_t bytes,
+                         Stream &stream) = 0;
   /// Input `i`, output `i`: host memory on every target (pinned on CUDA).
   /// The artifact copies them to and from device memory on its streams; the
   /// runtime reads the outputs once the step has returned.

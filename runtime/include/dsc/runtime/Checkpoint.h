@@ -185,10 +185,11 @@ public:
   /// `rank` is the loading rank: a partitioned state gets its slice
   /// (stateSlice, Run.h, with the artifact's expert-parallel size),
   /// zero-padded.
-  /// States on the host come from `hostPool` when one is given.
+  /// States on the host come from `hostPool` when one is given, states on
+  /// NVMe from `nvmePool` (statePool, Run.h).
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
-                                 int rank = 0,
-                                 MemoryPool *hostPool = nullptr) const;
+                                 int rank = 0, MemoryPool *hostPool = nullptr,
+                                 MemoryPool *nvmePool = nullptr) const;
 
   /// What metadata.json says of one tensor, for tools that read a
   /// checkpoint without its artifact (dsc-ckpt).

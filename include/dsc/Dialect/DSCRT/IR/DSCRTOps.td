@@ -457,6 +457,46 @@ def DSCRT_CopyOp : DSCRT_Op<"copy"> {
   let hasVerifier = 1;
 }
 
+def DSCRT_NvmeReadOp : DSCRT_Op<"nvme_read"> {
+  let summary = "reads an NVMe state into a host buffer, on a stream";
+  let description = [{
+    Enqueued on `stream`: the bytes of state `index` (ArtifactInfo::states,
+    a state on NVMe: ZeRO-Infinity's optimizer state) from this rank's file
+    into `target`, a host buffer of the state's type. The runtime counts the
+    bytes read. The lowering reads each sub-group's states ahead of its host
+    update on the "nvme" stream, in program order, the same on every rank.
+
+    ```mlir
+    dscrt.nvme_read 4 "w.exp_avg" to %buf on %nvme : memref<8xf32, #dscrt.host>
+    ```
+  }];
+  let arguments = (ins I64Attr:$index, StrAttr:$name,
+                       DSCRT_HostBuffer:$target, DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $index $name `to` $target `on` $stream attr-dict `:` type($target)
+  }];
+}
+
+def DSCRT_NvmeWriteOp : DSCRT_Op<"nvme_write"> {
+  let summary = "writes a host buffer into an NVMe state, on a stream";
+  let description = [{
+    Enqueued on `stream`: `source`, a host buffer of the state's type, into
+    state `index`'s extent of this rank's file (the state's new value, after
+    the host update). The runtime counts the bytes written. A later
+    `dscrt.nvme_read` on the same stream runs after it: the memory plan may
+    give its buffer's memory to a buffer read after the write.
+
+    ```mlir
+    dscrt.nvme_write %buf to 4 "w.exp_avg" on %nvme : memref<8xf32, #dscrt.host>
+    ```
+  }];
+  let arguments = (ins DSCRT_HostBuffer:$source, I64Attr:$index, StrAttr:$name,
+                       DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $source `to` $index $name `on` $stream attr-dict `:` type($source)
+  }];
+}
+
 def DSCRT_StreamOp : DSCRT_Op<"stream"> {
   let summary = "a named stream the step enqueues work on";
   let description = [{
