@@ -68,9 +68,21 @@ mlir::dsc::collectArenaBuffers(func::FuncOp func, bool host) {
     if (host) {
       // Host buffers are written and read on the copy and host streams,
       // which compute does not wait for: each keeps its memory for the
-      // whole step, as DeepSpeed keeps its pinned buffers.
-      request.firstUse = 0;
-      request.lastUse = int64_t(position.size());
+      // whole step, as DeepSpeed keeps its pinned buffers. But for the
+      // buffer of an NVMe state: the "nvme" stream reads it and, after the
+      // host update, writes it back, in order, so a buffer read after
+      // that write may take its memory (ZeRO-Infinity's swap buffers).
+      SmallVector<OpOperand *> uses = bufferUses(alloc);
+      bool swapped = llvm::any_of(uses, [](OpOperand *use) {
+        return isa<dscrt::NvmeReadOp>(use->getOwner());
+      });
+      request.firstUse = swapped ? position[alloc] : 0;
+      request.lastUse = swapped ? position[alloc] : int64_t(position.size());
+      if (swapped)
+        for (OpOperand *use : uses)
+          request.lastUse = std::max(
+              request.lastUse,
+              position[body.findAncestorOpInBlock(*use->getOwner())]);
       buffers.push_back({alloc, request});
       continue;
     }

@@ -128,6 +128,10 @@ static int64_t prefetchedBytes(Block &block) {
 StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   StepReport report;
   report.worldSize = lookupWorldSize(module).value_or(1);
+  if (auto experts = module->getAttrOfType<IntegerAttr>(
+          kExpertParallelSizeAttrName);
+      experts && experts.getInt() >= 1)
+    report.expertDataSize = report.worldSize / experts.getInt();
   report.tensorParallelSize = lookupTensorParallelSize(module);
   if (auto stage = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroStageAttrName))
@@ -166,13 +170,30 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
     int64_t bytes = tensorBytes(state.getType());
     if (state.getTier() == MemoryTier::host) {
       m.hostStateAllocation += roundUp(bytes);
-      (state.getRole() == StateRole::master ? m.hostMaster : m.hostOptimizer) +=
+      (state.getRole() == StateRole::master      ? m.hostMaster
+       : state.getRole() == StateRole::parameter ? m.hostParameters
+                                                 : m.hostOptimizer) += bytes;
+    } else if (state.getTier() == MemoryTier::nvme) {
+      constexpr int64_t kBlock = int64_t(1) << 20; // NvmeOptions::blockBytes
+      m.nvmeFile += (bytes + kBlock - 1) / kBlock * kBlock;
+      (state.getRole() == StateRole::master ? m.nvmeMaster : m.nvmeOptimizer) +=
           bytes;
     } else {
       m.stateAllocation += roundUp(bytes);
     }
-    if (state.getPartitionGroup() == CollectiveGroup::expert)
+    // An expert's state: split over its expert group, and partitioned
+    // further over its expert-data group by ZeRO.
+    CollectiveGroup group = state.getPartitionGroup();
+    bool expert = group == CollectiveGroup::expert ||
+                  group == CollectiveGroup::expert_data;
+    bool stateOfModel = state.getRole() != StateRole::buffer &&
+                        state.getRole() != StateRole::teacher;
+    if (expert)
       m.expertStates += bytes;
+    if (group == CollectiveGroup::expert_data)
+      m.expertStatesOverExpertData += bytes;
+    if (!expert && state.getPartitionOf() && stateOfModel)
+      m.worldStatesPartitioned += bytes;
     switch (state.getRole()) {
     case StateRole::parameter: {
       m.parameters += bytes;
@@ -183,8 +204,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       RankedTensorType whole = state.getWholeType();
       int64_t numel = whole.getNumElements();
       report.parameterElements += numel;
-      if (report.stage3.persistenceThreshold >= 0 &&
-          state.getPartitionGroup() != CollectiveGroup::expert) {
+      if (report.stage3.persistenceThreshold >= 0 && !expert) {
         Stage3Parameters &p = report.stage3;
         if (state.getPartitionOf()) {
           ++p.partitioned;
@@ -195,19 +215,45 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
           p.underThreshold += numel <= p.persistenceThreshold;
         }
       }
-      // An expert's gradient is its rank's experts only, a tensor-parallel
-      // weight's its slice (the declared, local shape).
+      // An expert's gradient is its rank's experts only, from stage 2 on
+      // its shard over the expert-data group.
+      int64_t ranks = report.worldSize;
+      if (expert) {
+        FailureOr<int64_t> experts =
+            lookupGroupSize(state, CollectiveGroup::expert);
+        FailureOr<int64_t> replicas =
+            lookupGroupSize(state, CollectiveGroup::expert_data);
+        if (succeeded(experts) && succeeded(replicas)) {
+          numel /= *experts;
+          ranks = *replicas;
+        }
+      }
+      if (report.stage3.persistenceThreshold >= 0 && expert) {
+        Stage3Parameters &p = report.stage3;
+        ++p.experts;
+        if (group == CollectiveGroup::expert_data)
+          ++p.expertsPartitioned;
+        else
+          p.expertsUnderThreshold += numel <= p.persistenceThreshold;
+      }
+      // A tensor-parallel weight's gradient is its slice (the declared,
+      // local shape).
       int64_t perRank =
-          state.getPartitionGroup() == CollectiveGroup::expert ||
-                  state.getPartitionGroup() == CollectiveGroup::tensor
+          state.getPartitionGroup() == CollectiveGroup::tensor
               ? state.getTensorType().getNumElements()
-          : report.zeroStage >= 2 ? shardSize(numel, report.worldSize)
+          : report.zeroStage >= 2 ? shardSize(numel, ranks)
                                   : numel;
       // The gradient has the parameter's element type (16-bit in mixed
       // precision: autodiff differentiates the 16-bit parameter).
-      m.gradients += perRank * elementBytes(whole.getElementType());
-      if (state.getPartitionGroup() == CollectiveGroup::expert)
-        m.expertStates += perRank * elementBytes(whole.getElementType());
+      int64_t gradientBytes = perRank * elementBytes(whole.getElementType());
+      m.gradients += gradientBytes;
+      bool scattered = report.zeroStage >= 2 && ranks > 1;
+      if (expert)
+        m.expertStates += gradientBytes;
+      if (expert && scattered)
+        m.expertStatesOverExpertData += gradientBytes;
+      if (!expert && scattered)
+        m.worldStatesPartitioned += gradientBytes;
       break;
     }
     case StateRole::buffer:
@@ -440,9 +486,19 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
     row("optimizer state", m.optimizer);
     row("model states", m.modelStates(),
         "(parameters + gradients + master + optimizer)");
-    if (m.expertStates)
+    if (m.expertStates) {
       row("  of experts", m.expertStates,
           "(this rank's experts: split over its expert group)");
+      row("    partitioned", m.expertStatesOverExpertData,
+          "(by ZeRO, over the expert_data group of " +
+              std::to_string(expertDataSize) + " rank(s))");
+      row("  of the others", m.modelStates() - m.expertStates);
+    }
+    if (m.worldStatesPartitioned)
+      row(m.expertStates ? "    partitioned" : "  partitioned",
+          m.worldStatesPartitioned,
+          "(by ZeRO, over the world of " + std::to_string(worldSize) +
+              " ranks)");
     row("buffers", m.buffers);
     if (m.teacher)
       row("teacher weights", m.teacher,
@@ -460,10 +516,22 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       os << "on the host (ZeRO-Offload), pinned memory per rank, bytes\n";
       row("master weights", m.hostMaster, "(of the model states above)");
       row("optimizer state", m.hostOptimizer, "(of the model states above)");
+      if (m.hostParameters)
+        row("parameters", m.hostParameters, "(of the model states above)");
       row("states allocated", m.hostStateAllocation,
           "(not in the device's states allocated)");
       row("host arena", m.hostArena, "(copies of gradients and updated parameters)");
       row("pinned", m.pinned());
+    }
+    if (m.nvmeFile) {
+      os << "on NVMe (ZeRO-Infinity), this rank's file, bytes\n";
+      row("master weights", m.nvmeMaster, "(of the model states above)");
+      row("optimizer state", m.nvmeOptimizer, "(of the model states above)");
+      row("file", m.nvmeFile, "(each state's extent 1 MiB-aligned)");
+      os << "NVMe per update: reads " << transfers.nvmeReads << " ("
+         << grouped(transfers.nvmeReadBytes) << " bytes), writes "
+         << transfers.nvmeWrites << " (" << grouped(transfers.nvmeWriteBytes)
+         << " bytes)\n";
     }
     os << "copies per update: device to host " << transfers.d2hCalls << " ("
        << grouped(transfers.d2hBytes) << " bytes), host to device "
@@ -481,18 +549,26 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       if (p.whole > p.underThreshold)
         os << ", " << p.whole - p.underThreshold << " by the unshard budget";
       os << ")\n";
+      if (p.experts)
+        os << "  and of the " << p.experts
+           << " experts' parameters (this rank's experts), "
+           << p.expertsPartitioned
+           << " partitioned over the expert_data group; "
+           << p.experts - p.expertsPartitioned << " stay whole ("
+           << p.expertsUnderThreshold
+           << " under the persistence threshold)\n";
     }
     printArenaPeak(os, arenaPeak);
   }
   if (parts.comm) {
     os << "communication per update, per rank\n";
-    os << llvm::format("  %-24s %-5s %8s %20s %20s %20s\n", "collective",
+    os << llvm::format("  %-27s %-5s %8s %20s %20s %20s\n", "collective",
                        "type", "calls", "payload bytes", "bytes sent",
                        "bus bytes");
     int64_t calls = 0, payload = 0, sent = 0;
     double bus = 0;
     for (const CollectiveTally &g : tallyCollectives(*this)) {
-      os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n",
+      os << llvm::format("  %-27s %-5s %8lld %20s %20s %20s\n",
                          g.kind.c_str(), g.element.c_str(),
                          (long long)g.calls, grouped(g.payloadBytes).c_str(),
                          grouped(g.bytesSent).c_str(),
@@ -502,7 +578,7 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       sent += g.bytesSent;
       bus += g.busBytes;
     }
-    os << llvm::format("  %-24s %-5s %8lld %20s %20s %20s\n", "total", "",
+    os << llvm::format("  %-27s %-5s %8lld %20s %20s %20s\n", "total", "",
                        (long long)calls, grouped(payload).c_str(),
                        grouped(sent).c_str(),
                        grouped(int64_t(bus + 0.5)).c_str());
@@ -540,8 +616,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
   if (parts.memory) {
     const RankMemory &m = memory;
     llvm::json::Array ranks;
-    for (int64_t rank = 0; rank < worldSize; ++rank)
-      ranks.push_back(llvm::json::Object{
+    for (int64_t rank = 0; rank < worldSize; ++rank) {
+      llvm::json::Object entry{
           {"rank", rank},
           {"parameters", m.parameters},
           {"gradients", m.gradients},
@@ -549,6 +625,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"optimizer_state", m.optimizer},
           {"model_states", m.modelStates()},
           {"expert_states", m.expertStates},
+          {"expert_states_over_expert_data", m.expertStatesOverExpertData},
+          {"world_states_partitioned", m.worldStatesPartitioned},
           {"buffers", m.buffers},
           {"teacher_weights", m.teacher},
           {"buckets", m.buckets},
@@ -560,6 +638,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
           {"host", llvm::json::Object{
                        {"master_weights", m.hostMaster},
                        {"optimizer_state", m.hostOptimizer},
+                       {"parameters", m.hostParameters},
                        {"states_allocated", m.hostStateAllocation},
                        {"arena", m.hostArena},
                        {"pinned", m.pinned()}}},
@@ -567,15 +646,37 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
            llvm::json::Object{{"d2h_calls", transfers.d2hCalls},
                               {"d2h_bytes", transfers.d2hBytes},
                               {"h2d_calls", transfers.h2dCalls},
-                              {"h2d_bytes", transfers.h2dBytes}}}});
-    if (stage3.persistenceThreshold >= 0)
-      root["stage3_parameters"] = llvm::json::Object{
+                              {"h2d_bytes", transfers.h2dBytes}}}};
+      // ZeRO-Infinity's figures, in the reports of steps that have them.
+      if (m.nvmeFile) {
+        entry["nvme"] = llvm::json::Object{{"master_weights", m.nvmeMaster},
+                                           {"optimizer_state", m.nvmeOptimizer},
+                                           {"file", m.nvmeFile}};
+        llvm::json::Object &perUpdate =
+            *entry.getObject("transfers_per_update");
+        perUpdate["nvme_reads"] = transfers.nvmeReads;
+        perUpdate["nvme_read_bytes"] = transfers.nvmeReadBytes;
+        perUpdate["nvme_writes"] = transfers.nvmeWrites;
+        perUpdate["nvme_write_bytes"] = transfers.nvmeWriteBytes;
+      }
+      ranks.push_back(std::move(entry));
+    }
+    if (stage3.persistenceThreshold >= 0) {
+      llvm::json::Object parameters{
           {"partitioned", stage3.partitioned},
           {"partitioned_elements", stage3.partitionedElements},
           {"whole", stage3.whole},
           {"whole_elements", stage3.wholeElements},
           {"under_persistence_threshold", stage3.underThreshold},
           {"persistence_threshold", stage3.persistenceThreshold}};
+      if (stage3.experts) {
+        parameters["experts"] = stage3.experts;
+        parameters["experts_partitioned"] = stage3.expertsPartitioned;
+        parameters["experts_under_persistence_threshold"] =
+            stage3.expertsUnderThreshold;
+      }
+      root["stage3_parameters"] = std::move(parameters);
+    }
     root["memory"] = std::move(ranks);
     llvm::json::Array groups;
     for (const LiveBufferGroup &g : arenaPeak.groups)

@@ -124,6 +124,17 @@ public:
     return set(join(path, key), option, std::to_string(**value));
   }
 
+  /// Sets `option` from the boolean at `key` of `object`, if there is one.
+  LogicalResult setBoolean(const Object &object, StringRef path, StringRef key,
+                           StringRef option) {
+    FailureOr<std::optional<bool>> value = boolean(object, path, key);
+    if (failed(value))
+      return failure();
+    if (!*value)
+      return success();
+    return set(join(path, key), option, **value ? "true" : "false");
+  }
+
   /// The option `path` would set: an "auto" there leaves it at its value.
   void optionOf(StringRef path, StringRef option) {
     autoOptions[path.str()] = option.str();

@@ -160,17 +160,19 @@ LogicalResult ConfigReader::readDsc(const Object &dsc) {
   return success(ok);
 }
 
-// dsc.distill: Megatron-DeepSpeed's --kd-beta-ce and --kd-temp, and the
+// dsc.distill: Megatron-DeepSpeed's --kd-beta-ce and --kd-temp, the
 // teacher's export (its --load-teacher is a checkpoint: dsc-run takes the
-// teacher's weights with --teacher-weights).
+// teacher's weights with --teacher-weights), and the step staged KD stops
+// after (the paper's; Megatron-DeepSpeed has no flag for it).
 LogicalResult ConfigReader::readDistill(const Object &distill) {
   StringRef path = "dsc.distill";
   bool ok = succeeded(onlyKeys(distill, path,
                                {"teacher", "beta", "temperature",
-                                "teacher_precision"},
+                                "teacher_precision", "stop_step"},
                                "dsc.distill"));
   ok &= succeeded(setNumber(distill, path, "beta", "kd-beta"));
   ok &= succeeded(setNumber(distill, path, "temperature", "kd-temperature"));
+  ok &= succeeded(setInteger(distill, path, "stop_step", "kd-stop-step"));
   for (auto [key, option] :
        {std::pair<StringRef, StringRef>{"teacher", "distill-from"},
         {"teacher_precision", "kd-teacher-precision"}}) {
@@ -198,7 +200,8 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
                                 "eval_capacity_factor", "min_capacity",
                                 "drop_tokens", "aux_loss_coef", "every",
                                 "experts_per_layer", "init", "seed", "ep_size",
-                                "use_rts", "noisy_gate_policy", "use_residual"},
+                                "use_rts", "noisy_gate_policy", "use_residual",
+                                "top2_2nd_expert_sampling"},
                                "dsc.moe"));
   for (auto [key, option] : {std::pair<StringRef, StringRef>{"num_experts", "moe-experts"},
                              {"k", "moe-top-k"},
@@ -212,10 +215,12 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
         {"eval_capacity_factor", "moe-eval-capacity-factor"},
         {"aux_loss_coef", "moe-aux-loss-coef"}})
     ok &= succeeded(setNumber(moe, path, key, option));
-  FailureOr<std::optional<bool>> drop = boolean(moe, path, "drop_tokens");
-  ok &= succeeded(drop) &&
-        (!*drop || succeeded(set(join(path, "drop_tokens"), "moe-drop-tokens",
-                                 **drop ? "true" : "false")));
+  for (auto [key, option] :
+       {std::pair<StringRef, StringRef>{"drop_tokens", "moe-drop-tokens"},
+        {"use_residual", "moe-residual"},
+        {"use_rts", "moe-use-rts"},
+        {"top2_2nd_expert_sampling", "moe-top2-2nd-expert-sampling"}})
+    ok &= succeeded(setBoolean(moe, path, key, option));
   if (const Value *list = get(moe, path, "experts_per_layer")) {
     const llvm::json::Array *counts = list->getAsArray();
     std::vector<std::string> items;
@@ -243,24 +248,17 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
     else
       ok &= succeeded(set(join(path, "init"), "moe-init", name->str()));
   }
-  // Accepted at the values that need nothing dsc lacks.
-  ok &= succeeded(onlyBoolean(moe, path, "use_rts", false,
-                              "random token selection needs a random-number "
-                              "op in the step, which dsc does not have yet "
-                              "(false only)"));
-  FailureOr<std::optional<bool>> residual = boolean(moe, path, "use_residual");
-  ok &= succeeded(residual) &&
-        (!*residual || succeeded(set(join(path, "use_residual"), "moe-residual",
-                                     **residual ? "true" : "false")));
+  // DeepSpeed's spellings ("None", "Jitter", "RSample") or dsc's.
   if (const Value *policy = get(moe, path, "noisy_gate_policy")) {
     std::optional<StringRef> name = policy->getAsString();
-    if (!name || *name != "none")
+    std::string lower = name ? name->lower() : "";
+    if (lower != "none" && lower != "jitter" && lower != "rsample")
       ok &= succeeded(error(join(path, "noisy_gate_policy"),
-                            "noisy gating needs a random-number op in the "
-                            "step, which dsc does not have yet (null or "
-                            "\"none\" only)"));
+                            "expected null, \"None\", \"Jitter\" or "
+                            "\"RSample\""));
     else
-      noEffect(join(path, "noisy_gate_policy"), "\"none\": no noise");
+      ok &= succeeded(set(join(path, "noisy_gate_policy"),
+                          "moe-noisy-gate-policy", lower));
   } else if (moe.get("noisy_gate_policy")) {
     noEffect(join(path, "noisy_gate_policy"), "null: no noise");
   }

@@ -144,7 +144,9 @@ LogicalResult ConfigReader::readTopLevelKey(const Object &root, StringRef k) {
     return success(ok);
   }
   if (k == "aio") {
-    noEffect(k, "asynchronous I/O serves NVMe offload, which dsc does not do");
+    noEffect(k, "dsc's NVMe engine sets its own I/O: io_uring, 1 MiB "
+                "blocks, queue depth 8 (aio's block_size and queue_depth "
+                "defaults)");
     return success();
   }
   if (llvm::is_contained(kUnsupportedKeys, k))
@@ -293,12 +295,27 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
     // only offloadable, at stage 3.
     if (stage != 3)
       return error(at, "parameter offload needs ZeRO stage 3, got stage " +
-                           Twine(stage) +
-                           " (and dsc does not offload parameters yet)");
-    return error(at, "parameter offload (ZeRO-Infinity) is not built yet by "
-                     "dsc: parameters stay in the ranks' device memory; "
-                     "offload_optimizer {\"device\": \"cpu\"} moves the "
-                     "optimizer state to the host");
+                           Twine(stage));
+    bool ok = succeeded(onlyKeys(*o, at,
+                                 {"device", "nvme_path", "buffer_count",
+                                  "buffer_size", "max_in_cpu", "pin_memory"},
+                                 at));
+    if (!name || *name != "cpu")
+      return error(join(at, "device"),
+                   name && *name == "nvme"
+                       ? Twine("parameters on NVMe are not built yet by dsc; "
+                               "\"cpu\" keeps them in host memory")
+                       : Twine("expected \"none\", \"cpu\" or \"nvme\""));
+    ok &= succeeded(set(join(at, "device"), "offload-param", "cpu"));
+    ok &= succeeded(onlyBoolean(*o, at, "pin_memory", true,
+                                "dsc's host tier is pinned memory (only true, "
+                                "DeepSpeed's default)"));
+    for (StringRef knob : {"buffer_count", "buffer_size", "max_in_cpu",
+                           "nvme_path"})
+      if (get(*o, at, knob))
+        noEffect(join(at, knob), "NVMe parameter swapping, which parameters "
+                                 "in host memory do without");
+    return success(ok);
   }
   // offload_optimizer, with DeepSpeed's keys and defaults.
   bool ok = succeeded(onlyKeys(*o, at,
@@ -309,40 +326,57 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
   std::string devicePath = join(at, "device");
   if (!name)
     return error(devicePath, "expected \"none\", \"cpu\" or \"nvme\"");
-  if (*name == "nvme")
-    return error(devicePath,
-                 stage != 3 ? "NVMe optimizer offload needs ZeRO stage 3, got "
-                              "stage " + Twine(stage) +
-                                  " (and dsc does not build it yet)"
-                            : Twine("NVMe optimizer offload (ZeRO-Infinity) is "
-                                    "not built yet by dsc; \"cpu\" keeps the "
-                                    "optimizer state in host memory"));
-  if (*name != "cpu")
+  if (*name != "cpu" && *name != "nvme")
     return error(devicePath, "expected \"none\", \"cpu\" or \"nvme\", got \"" +
                                  *name + "\"");
+  bool nvme = *name == "nvme";
+  if (nvme && stage != 3)
+    return error(devicePath, "NVMe optimizer offload needs ZeRO stage 3, got "
+                             "stage " + Twine(stage));
   if (stage < 1)
     return error(devicePath, "ZeRO-Offload needs ZeRO stage 1, 2 or 3, got "
                              "stage 0");
-  ok &= succeeded(set(devicePath, "offload-optimizer", "cpu"));
-  // What dsc's CPU offload does as DeepSpeed's defaults say; other values
-  // ask for what it does not build.
+  ok &= succeeded(set(devicePath, "offload-optimizer", name->str()));
+  // What dsc's offload does as DeepSpeed's defaults say; other values ask
+  // for what it does not build.
   ok &= succeeded(onlyBoolean(*o, at, "pin_memory", true,
                               "dsc's host tier is pinned memory (only true, "
                               "DeepSpeed's default)"));
-  for (StringRef flag : {"pipeline_read", "pipeline_write", "fast_init"})
-    ok &= succeeded(onlyBoolean(*o, at, flag, false,
-                                "NVMe swapping is not built yet by dsc (only "
-                                "false, DeepSpeed's default)"));
-  FailureOr<std::optional<int64_t>> buffers = integer(*o, at, "buffer_count");
-  ok &= succeeded(buffers);
-  if (succeeded(buffers) && *buffers) {
-    if (**buffers != 4)
-      ok &= succeeded(error(join(at, "buffer_count"),
-                            "NVMe swap buffers are not built yet by dsc (only "
-                            "4, DeepSpeed's default)"));
-    else
-      noEffect(join(at, "buffer_count"), "4, DeepSpeed's default: NVMe swap "
-                                         "buffers, which CPU offload has none of");
+  ok &= succeeded(onlyBoolean(*o, at, "fast_init", false,
+                              "dsc creates the NVMe files at start (only "
+                              "false, DeepSpeed's default)"));
+  for (StringRef flag : {"pipeline_read", "pipeline_write"}) {
+    if (!nvme) {
+      ok &= succeeded(onlyBoolean(*o, at, flag, false,
+                                  "CPU offload does no NVMe swapping (only "
+                                  "false, DeepSpeed's default)"));
+      continue;
+    }
+    FailureOr<std::optional<bool>> given = boolean(*o, at, flag);
+    ok &= succeeded(given);
+    if (succeeded(given) && *given)
+      noEffect(join(at, flag), "dsc always reads NVMe states ahead of their "
+                               "update and writes them behind it, on its "
+                               "static schedule");
+  }
+  if (nvme) {
+    ok &= succeeded(setInteger(*o, at, "buffer_count", "offload-buffer-count"));
+    if (const Value *dir = get(*o, at, "nvme_path")) {
+      std::optional<StringRef> text = dir->getAsString();
+      if (!text || text->empty())
+        ok &= succeeded(error(join(at, "nvme_path"),
+                              "expected a directory name"));
+      else
+        ok &= succeeded(set(join(at, "nvme_path"), "nvme-path", text->str()));
+    }
+  } else {
+    FailureOr<std::optional<int64_t>> buffers = integer(*o, at, "buffer_count");
+    ok &= succeeded(buffers);
+    if (succeeded(buffers) && *buffers)
+      noEffect(join(at, "buffer_count"), "NVMe swap buffers, which CPU "
+                                         "offload has none of");
+    if (get(*o, at, "nvme_path"))
+      noEffect(join(at, "nvme_path"), "only NVMe offload reads it");
   }
   FailureOr<std::optional<double>> ratio = number(*o, at, "ratio");
   ok &= succeeded(ratio);
@@ -355,8 +389,6 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
     else
       noEffect(join(at, "ratio"), "1.0, DeepSpeed's default: all of it");
   }
-  if (get(*o, at, "nvme_path"))
-    noEffect(join(at, "nvme_path"), "only NVMe offload reads it");
   return success(ok);
 }
 

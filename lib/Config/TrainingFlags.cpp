@@ -105,7 +105,12 @@ constexpr Flag kFlags[] = {
                                    "(default 5e8; 0: off)"},
     {"offload-optimizer", "ZeRO-Offload: none (default), cpu (optimizer state "
                           "and update on the host; ZeRO stage 1-3) or nvme "
-                          "(not built yet)"},
+                          "(optimizer state in per-rank files; stage 3)"},
+    {"offload-param", "ZeRO stage 3: none (default) or cpu (parameter "
+                      "partitions on the host; with --offload-optimizer)"},
+    {"offload-buffer-count", "NVMe offload: sub-groups read ahead of their "
+                             "host update (default 4)"},
+    {"nvme-path", "NVMe offload: directory of the per-rank files"},
     {"zero-sub-group-size", "ZeRO-Offload: elements of parameters per host "
                             "update, so copies and updates overlap (default 1e9)"},
     {"checkpoint-activations", "recompute every transformer block in the "
@@ -132,12 +137,23 @@ constexpr Flag kFlags[] = {
     {"moe-init", "initial experts: upcycle (copies of the dense block; "
                  "default) or random"},
     {"moe-seed", "key of the generator of the gate's initial weights (default 0)"},
+    {"moe-use-rts", "top-1: random token selection, an expert keeps its "
+                    "routes of highest random priority (default false)"},
+    {"moe-noisy-gate-policy", "none (default), jitter (the gate input times "
+                              "U(0.99, 1.01)) or rsample (Gumbel noise on the "
+                              "top-1 choice); training only"},
+    {"moe-top2-2nd-expert-sampling", "top-2: Gumbel noise on the logits that "
+                                     "choose the second expert (default true)"},
     {"distill-from", "the teacher's exported model.mlir: add Mixture-of-Students "
                      "knowledge distillation from it (docs/distillation.md)"},
     {"kd-beta", "weight of the distillation term (default 1)"},
     {"kd-temperature", "softmax temperature of the distillation term (default 1)"},
     {"kd-teacher-precision", "storage of the teacher's weights: fp32 (default) "
                              "or bf16"},
+    {"kd-stop-step", "staged KD: distill until this step, then train the "
+                     "student alone, in one artifact (default 0: every step)"},
+    {"kd-teacher-forward", "build the step with the teacher (default true; "
+                           "false: staged KD's step after the stop, dsc-compile)"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
     {"tensor-parallel", "ranks that split each attention and feed-forward "

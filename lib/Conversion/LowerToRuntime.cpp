@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -121,9 +122,13 @@ struct PendingEvents {
 /// its copy (`toHost`); compute waits for the copies from the device
 /// (`fromDevice`) before their buffers are reused and before it writes
 /// state, and for the copies back (`fromH2d`) where it reads them.
+/// ZeRO-Infinity adds the stream "nvme" of the reads and writes of NVMe
+/// states (NvmeSchedule), which host kernels wait for (`fromNvme`).
 struct Streams {
-  Value compute, comm, host, d2h, h2d;
+  Value compute, comm, host, d2h, h2d, nvme;
   PendingEvents fromComm, fromH2d, fromDevice, toHost;
+  /// ZeRO-Infinity's reads of NVMe states, which host kernels wait for.
+  PendingEvents fromNvme;
 
   /// Makes compute wait for the collectives and copies to the device that
   /// produced `operands` (all of them when `all`).
@@ -139,11 +144,65 @@ struct Streams {
   void alias(Value tensor, Value alias) {
     fromComm.alias(tensor, alias);
     fromH2d.alias(tensor, alias);
+    toHost.alias(tensor, alias);
+    fromNvme.alias(tensor, alias);
   }
 };
 } // namespace
 
 namespace {
+/// ZeRO-Infinity's static schedule of NVMe reads and writes. The host
+/// updates that read NVMe states (the sub-groups of --dsc-offload) are
+/// numbered in program order; the states of sub-group k are read into host
+/// buffers on the "nvme" stream once sub-group k - depth has been written
+/// back (the first `depth` sub-groups when the read-ahead starts: once the
+/// step is sure to reach the update, after its evaluation or micro-step
+/// exit), and written back right after their update. The stream runs in
+/// order, so a read that follows a write may reuse its buffer's memory: at
+/// most `depth` sub-groups hold host memory at once (DeepSpeed's
+/// buffer_count), and the reads run behind the updates before them.
+struct NvmeSchedule {
+  int64_t depth = 0;
+  SmallVector<SmallVector<LoadOp>> groups; // the loads of each sub-group
+  DenseMap<Operation *, unsigned> groupOf; // host update -> its sub-group
+  DenseMap<Attribute, Value> staging;      // state -> its host buffer
+  unsigned nextRead = 0;                   // the next sub-group to read
+
+  static bool onNvme(ModuleOp module, FlatSymbolRefAttr name) {
+    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(module, name);
+    return state && state.getTier() == MemoryTier::nvme;
+  }
+
+  /// The sub-groups of `body`; an error at a load of an NVMe state that
+  /// another op than one update reads.
+  static FailureOr<NvmeSchedule> plan(ModuleOp module, Block &body) {
+    NvmeSchedule schedule;
+    auto depth = module->getAttrOfType<IntegerAttr>(
+        DSCDialect::kNvmeBufferCountAttrName);
+    schedule.depth = depth ? std::max<int64_t>(depth.getInt(), 1) : 1;
+    for (Operation &op : body) {
+      auto update = dyn_cast<MultiTensorUpdateOpInterface>(op);
+      SmallVector<LoadOp> loads;
+      for (Value operand : op.getOperands()) {
+        auto load = operand.getDefiningOp<LoadOp>();
+        if (!load || !onNvme(module, load.getStateAttr()))
+          continue;
+        if (!update || !load->hasOneUse())
+          return load.emitOpError()
+                 << "reads " << load.getStateAttr()
+                 << ", a state on nvme: only one optimizer update may read "
+                    "it (its host buffer lives from its read to its write)";
+        loads.push_back(load);
+      }
+      if (loads.empty())
+        continue;
+      schedule.groupOf[&op] = schedule.groups.size();
+      schedule.groups.push_back(std::move(loads));
+    }
+    return schedule;
+  }
+};
+
 struct LowerToRuntimePass
     : public dsc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
   using LowerToRuntimeBase::LowerToRuntimeBase;
@@ -352,7 +411,8 @@ struct LowerToRuntimePass
            {std::tuple{&streams.fromComm, streams.comm, streams.compute},
             {&streams.fromH2d, streams.h2d, streams.compute},
             {&streams.fromDevice, streams.d2h, streams.compute},
-            {&streams.toHost, streams.d2h, streams.host}}) {
+            {&streams.toHost, streams.d2h, streams.host},
+            {&streams.fromNvme, streams.nvme, streams.host}}) {
         events->from = from;
         events->waiter = waiter;
       }
@@ -365,6 +425,58 @@ struct LowerToRuntimePass
     if (failed(checkStoreOrder(body, root)))
       return failure();
     DenseMap<Value, StoreOp> inPlace = inPlaceStores(body, root);
+    FailureOr<NvmeSchedule> nvme = NvmeSchedule::plan(module, body);
+    if (failed(nvme))
+      return failure();
+    // Reads sub-group `group`'s NVMe states into new host buffers, which
+    // its update then reads and writes in place.
+    auto readGroup = [&](Location loc, unsigned group) {
+      ensureStream(streams.nvme, "nvme");
+      // Its buffers may take the memory of buffers the host has used so far.
+      if (streams.host)
+        dscrt::WaitOp::create(builder, loc, streams.nvme,
+                              dscrt::RecordOp::create(builder, loc, streams.host));
+      for (LoadOp load : nvme->groups[group]) {
+        Value buffer = dscrt::AllocOp::create(builder, loc, typeOf(load.getResult()));
+        dscrt::NvmeReadOp::create(builder, loc,
+                                  stateIndex.lookup(load.getStateAttr().getAttr()),
+                                  load.getState(), buffer, streams.nvme);
+        buffers.map(load.getResult(), buffer);
+        nvme->staging[load.getStateAttr()] = buffer;
+      }
+      Value read = dscrt::RecordOp::create(builder, loc, streams.nvme);
+      for (LoadOp load : nvme->groups[group])
+        streams.fromNvme.add(load.getResult(), read);
+    };
+    // Reads ahead up to sub-group `last` (at most the last one).
+    auto readUpTo = [&](Location loc, int64_t last) {
+      while (nvme->nextRead < nvme->groups.size() &&
+             int64_t(nvme->nextRead) <= last)
+        readGroup(loc, nvme->nextRead++);
+    };
+    auto startReadAhead = [&](Location loc) { readUpTo(loc, nvme->depth - 1); };
+    // Writes NVMe states' new values back, once the host has computed them.
+    auto writeBack = [&](Location loc, ArrayRef<StoreOp> stores) {
+      if (stores.empty())
+        return;
+      dscrt::WaitOp::create(builder, loc, streams.nvme,
+                            dscrt::RecordOp::create(builder, loc, streams.host));
+      for (StoreOp store : stores)
+        dscrt::NvmeWriteOp::create(
+            builder, loc, nvme->staging.lookup(store.getStateAttr()),
+            stateIndex.lookup(store.getStateAttr().getAttr()), store.getState(),
+            streams.nvme);
+    };
+    // The NVMe stores of `op`'s results: written back after its kernel.
+    auto nvmeStoresOf = [&](Operation *op) {
+      SmallVector<StoreOp> stores;
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers())
+          if (auto store = dyn_cast<StoreOp>(user);
+              store && NvmeSchedule::onNvme(module, store.getStateAttr()))
+            stores.push_back(store);
+      return stores;
+    };
 
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     // Outputs computed once per optimizer step (from the reduced
@@ -403,8 +515,21 @@ struct LowerToRuntimePass
     if (evaluable && !outputsReady) {
       emitOutputs(graph.getLoc(), everyCall);
       dscrt::EvalExitOp::create(builder, graph.getLoc());
+      startReadAhead(graph.getLoc());
     }
 
+    // An offloaded parameter's partition (a host state the device reads
+    // through copies on "h2d") is written on the host once those copies
+    // have run. Masters and moments are not copied: their updates do not
+    // wait for the copies back of the sub-groups before them.
+    auto waitForCopiesOfParameter = [&](StoreOp store) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          module, store.getStateAttr());
+      if (streams.h2d && state && state.getRole() == StateRole::parameter)
+        dscrt::WaitOp::create(builder, store.getLoc(), streams.host,
+                              dscrt::RecordOp::create(builder, store.getLoc(),
+                                                      streams.h2d));
+    };
     // Copied into the state's memory, after every read of the old value
     // (checkStoreOrder).
     SmallVector<StoreOp> deferredStores;
@@ -413,19 +538,26 @@ struct LowerToRuntimePass
       bool onHost = tiers->isHost(store);
       if (onHost) {
         streams.toHost.waitFor(builder, loc, store.getValue());
+        waitForCopiesOfParameter(store);
       } else {
         streams.waitFor(builder, loc, store.getValue());
         // A copy to the host may still read the state's old value.
         streams.fromDevice.waitFor(builder, loc, {}, /*all=*/true);
       }
-      Value target = dscrt::StateOp::create(
-          builder, loc, typeOf(store.getValue()),
-          stateIndex.lookup(store.getStateAttr().getAttr()), store.getState());
+      bool toNvme = NvmeSchedule::onNvme(module, store.getStateAttr());
+      Value target =
+          toNvme ? nvme->staging.lookup(store.getStateAttr())
+                 : dscrt::StateOp::create(
+                       builder, loc, typeOf(store.getValue()),
+                       stateIndex.lookup(store.getStateAttr().getAttr()),
+                       store.getState());
       auto copy = dscrt::KernelOp::create(
           builder, loc, onHost ? streams.host : streams.compute,
           buffers.lookup(store.getValue()), target);
       OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
       dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
+      if (toNvme)
+        writeBack(loc, store);
     };
 
     int64_t sequence = 0;
@@ -438,7 +570,7 @@ struct LowerToRuntimePass
         // A collective nobody read has run, too, before compute is done.
         streams.waitFor(builder, loc, {}, /*all=*/true);
         for (Value stream : {streams.compute, streams.comm, streams.d2h,
-                             streams.host, streams.h2d})
+                             streams.host, streams.h2d, streams.nvme})
           if (stream)
             dscrt::SynchronizeOp::create(builder, loc, stream);
         continue;
@@ -447,6 +579,7 @@ struct LowerToRuntimePass
         if (&op == outputsReady) {
           emitOutputs(loc, everyCall);
           dscrt::EvalExitOp::create(builder, loc);
+          startReadAhead(loc);
         }
       });
       if (auto store = dyn_cast<StoreOp>(op)) {
@@ -465,6 +598,7 @@ struct LowerToRuntimePass
         // The calls that end no optimizer step end here, every stream
         // drained; the boundary's results are its operands' buffers.
         dscrt::MicroStepExitOp::create(builder, loc);
+        startReadAhead(loc);
         for (auto [in, out] :
              llvm::zip(boundary.getInputs(), boundary.getResults())) {
           buffers.map(out, buffers.lookup(in));
@@ -473,6 +607,9 @@ struct LowerToRuntimePass
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
+        // An NVMe state's host buffer is its read's (readGroup).
+        if (NvmeSchedule::onNvme(module, load.getStateAttr()))
+          continue;
         buffers.map(load.getResult(),
                     dscrt::StateOp::create(
                         builder, loc, typeOf(load.getResult()),
@@ -500,7 +637,7 @@ struct LowerToRuntimePass
         streams.alias(input, result);
         buffers.map(result,
                     dscrt::ViewOp::create(builder, loc,
-                                          bufferType(result.getType()),
+                                          typeOf(result),
                                           buffers.lookup(input)));
         continue;
       }
@@ -550,7 +687,7 @@ struct LowerToRuntimePass
             dscrt::AllocOp::create(builder, loc, bufferType(shard.getType()));
         dscrt::CopyShardOp::create(builder, loc,
                                    buffers.lookup(shard.getInput()), out,
-                                   streams.compute);
+                                   streams.compute, shard.getGroup());
         buffers.map(shard.getResult(), out);
         continue;
       }
@@ -564,11 +701,18 @@ struct LowerToRuntimePass
       bool onHost = tiers->isHost(&op);
       if (onHost)
         ensureStream(streams.host, "host");
+      std::optional<unsigned> nvmeGroup;
+      if (auto it = nvme->groupOf.find(&op); it != nvme->groupOf.end()) {
+        nvmeGroup = it->second;
+        readUpTo(loc, *nvmeGroup); // when the read-ahead has not reached it
+      }
       for (Operation *member : members[&op]) {
-        if (onHost)
+        if (onHost) {
           streams.toHost.waitFor(builder, loc, member->getOperands());
-        else
+          streams.fromNvme.waitFor(builder, loc, member->getOperands());
+        } else {
           streams.waitFor(builder, loc, member->getOperands());
+        }
       }
       emitKernel(builder, onHost ? streams.host : streams.compute, members[&op],
                  buffers, typeOf,
@@ -576,14 +720,28 @@ struct LowerToRuntimePass
                    StoreOp store = inPlace.lookup(result);
                    if (!store)
                      return updatedTemporary(result, buffers);
-                   // A copy to the host may still read the state's old value.
+                   if (Value staged = nvme->staging.lookup(store.getStateAttr()))
+                     return staged;
+                   // A copy may still read the state's old value.
                    if (!onHost)
                      streams.fromDevice.waitFor(builder, at, {}, /*all=*/true);
+                   else
+                     waitForCopiesOfParameter(store);
                    return dscrt::StateOp::create(
                        builder, at, typeOf(result),
                        stateIndex.lookup(store.getStateAttr().getAttr()),
                        store.getState());
                  });
+      // Its NVMe states' new values go back to their files, and the
+      // sub-group `depth` ahead is read into the memory they leave.
+      if (nvmeGroup) {
+        SmallVector<StoreOp> stores = nvmeStoresOf(&op);
+        llvm::erase_if(stores, [&](StoreOp store) {
+          return inPlace.lookup(store.getValue()) != store;
+        });
+        writeBack(loc, stores);
+        readUpTo(loc, int64_t(*nvmeGroup) + nvme->depth);
+      }
       llvm::erase_if(deferredStores, [&](StoreOp store) {
         if (!buffers.contains(store.getValue()))
           return false;

@@ -24,10 +24,12 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // The data schedules' variants are chosen on the exported forward; this
   // step is then built for one of them (its sequence length and kept
-  // tokens), before anything else reads the shapes. Only a training step
-  // follows the schedules: a gradients or evaluation artifact is built for
-  // the lengths its options name.
-  if ((options.curriculumSchedule != "none" || options.ltdMax > 0) &&
+  // tokens, with or without the teacher of staged KD), before anything
+  // else reads the shapes. Only a training step follows the schedules: a
+  // gradients or evaluation artifact is built for the lengths its options
+  // name.
+  bool stagedKd = options.kdStopStep > 0 && !options.distillFrom.empty();
+  if ((options.curriculumSchedule != "none" || options.ltdMax > 0 || stagedKd) &&
       options.step == TrainingPipelineOptions::Step::Train) {
     DataVariantsOptions variants;
     variants.curriculumSchedule = options.curriculumSchedule;
@@ -47,6 +49,8 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     variants.ltdLayers.assign(options.ltdLayers.begin(), options.ltdLayers.end());
     variants.budget = options.dataVariantsBudget;
     variants.output = options.dataVariantsFile;
+    if (stagedKd)
+      variants.kdStopStep = options.kdStopStep;
     pm.addPass(createDataVariants(variants));
   }
   if (options.seqlen > 0) {
@@ -86,6 +90,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     distill.beta = options.kdBeta;
     distill.temperature = options.kdTemperature;
     distill.teacherPrecision = options.kdTeacherPrecision;
+    distill.teacherForward = options.kdTeacherForward;
     pm.addPass(createDistill(distill));
   }
   // Experts before mixed precision and autodiff (their backward is derived),
@@ -107,6 +112,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.seed = options.moeSeed;
     moe.epSize = options.moeEpSize;
     moe.residual = options.moeResidual;
+    moe.useRts = options.moeUseRts;
+    // DeepSpeed's noise is for training; an evaluation step has none (a
+    // training step run by dsc-run --eval turns it off by its key).
+    moe.noisyGatePolicy = options.step == TrainingPipelineOptions::Step::Eval
+                              ? std::string("none")
+                              : std::string(options.moeNoisyGatePolicy);
+    moe.top2SecondExpertSampling = options.moeTop2SecondExpertSampling;
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Megatron's split of the blocks, on the forward graph (autodiff derives
@@ -209,11 +221,14 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   }
   // ZeRO-Offload, once the collectives are where they run: each gradient
   // partition is copied to the host right after its (bucketed) reduction.
-  if (options.offloadOptimizer != "none" &&
+  if ((options.offloadOptimizer != "none" || options.offloadParam != "none") &&
       options.step == TrainingPipelineOptions::Step::Train) {
     OffloadOptimizerOptions offload;
     offload.optimizer = options.offloadOptimizer;
     offload.subGroupSize = options.zeroSubGroupSize;
+    offload.bufferCount = options.offloadBufferCount;
+    offload.param = options.offloadParam;
+    offload.nvmePath = options.nvmePath;
     pm.addPass(createOffloadOptimizer(offload));
   }
   if (options.stepsPerPrint > 0 || !options.csvMonitor.empty()) {

@@ -133,11 +133,14 @@ private:
   int64_t elements = 0;
 };
 
-/// Builds the merged collective of a bucket just after its last member.
+/// Builds the merged collective of a bucket just after its last member,
+/// over the members' group of `world` ranks.
 class BucketBuilder {
 public:
-  BucketBuilder(ArrayRef<Operation *> members, int64_t world)
-      : members(members), world(world), b(members.back()->getContext()) {
+  BucketBuilder(ArrayRef<Operation *> members, CollectiveGroup group,
+                int64_t world)
+      : members(members), group(group), world(world),
+        b(members.back()->getContext()) {
     b.setInsertionPointAfter(members.back());
   }
 
@@ -184,8 +187,9 @@ private:
     }
     Value packed = reshape(loc, ConcatOp::create(b, loc, rows, 1),
                            flat(world * total, elem));
-    Value shard = mark(ReduceScatterOp::create(b, loc, flat(total, elem), packed))
-                      ->getResult(0);
+    Value shard =
+        mark(ReduceScatterOp::create(b, loc, flat(total, elem), packed, group))
+            ->getResult(0);
     SmallVector<Value> parts;
     int64_t offset = 0;
     for (Operation *m : members) {
@@ -205,7 +209,8 @@ private:
     }
     Value packed = ConcatOp::create(b, loc, shards, 0);
     Value whole =
-        mark(AllGatherOp::create(b, loc, flat(world * total, elem), packed))
+        mark(AllGatherOp::create(b, loc, flat(world * total, elem), packed,
+                                 group))
             ->getResult(0);
     Value rows = reshape(loc, whole, RankedTensorType::get({world, total}, elem));
     SmallVector<Value> parts;
@@ -226,9 +231,7 @@ private:
       flats.push_back(reshape(loc, m->getOperand(0), flat(n, elem)));
     }
     Value packed = ConcatOp::create(b, loc, flats, 0);
-    Value sum = mark(AllReduceOp::create(b, loc, packed,
-                                         cast<AllReduceOp>(members.front()).getGroup()))
-                    ->getResult(0);
+    Value sum = mark(AllReduceOp::create(b, loc, packed, group))->getResult(0);
     SmallVector<Value> parts;
     int64_t offset = 0;
     for (Operation *m : members) {
@@ -242,6 +245,7 @@ private:
   }
 
   ArrayRef<Operation *> members;
+  CollectiveGroup group;
   int64_t world;
   OpBuilder b;
 };
@@ -264,25 +268,25 @@ struct BucketCollectivesPass
       if (func.isExternal() || !func.getBody().hasOneBlock())
         continue;
       Block &block = func.getBody().front();
-      bucket<AllReduceOp>(block, reduceBucketSize, world);
-      bucket<ReduceScatterOp>(block, reduceBucketSize, world);
-      bucket<AllGatherOp>(block, allgatherBucketSize, world);
+      bucket<AllReduceOp>(block, reduceBucketSize);
+      bucket<ReduceScatterOp>(block, reduceBucketSize);
+      bucket<AllGatherOp>(block, allgatherBucketSize);
     }
   }
 
   /// Greedy, in block order: a collective joins the open bucket when its
-  /// element type and group match (sharded collectives: the world's only), the bucket's elements stay within `limit`, and
-  /// the members' results can wait for it; otherwise the bucket is merged
-  /// and a new one opens with it.
+  /// element type and group match (an expert's shards over its
+  /// expert-data group bucket with each other, as the world's do), the
+  /// bucket's elements stay within `limit`, and the members' results can
+  /// wait for it; otherwise the bucket is merged and a new one opens with
+  /// it.
   template <typename OpTy>
-  void bucket(Block &block, int64_t limit, int64_t world) {
+  void bucket(Block &block, int64_t limit) {
     if (limit == 0)
       return;
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (auto collective = dyn_cast<OpTy>(op);
-          collective && (isa<AllReduceOp>(op) ||
-                         collective.getGroup() == CollectiveGroup::world))
+      if (isa<OpTy>(op))
         collectives.push_back(&op);
     OpenBucket open(block);
     for (Operation *op : collectives) {
@@ -294,18 +298,22 @@ struct BucketCollectivesPass
           cast<OpTy>(op).getGroup() == cast<OpTy>(front).getGroup() &&
           open.tryAdd(op, n))
         continue;
-      merge(open, world);
+      merge<OpTy>(open);
       open.start(op, n);
     }
-    merge(open, world);
+    merge<OpTy>(open);
   }
 
-  void merge(OpenBucket &open, int64_t world) {
+  template <typename OpTy>
+  void merge(OpenBucket &open) {
     ArrayRef<Operation *> members = open.getMembers();
     if (members.size() < 2)
       return;
+    CollectiveGroup group = cast<OpTy>(members.front()).getGroup();
+    // The verifiers checked the group's size on every member.
+    int64_t ranks = *lookupGroupSize(members.front(), group);
     open.sortWaiting();
-    Operation *last = BucketBuilder(members, world).build();
+    Operation *last = BucketBuilder(members, group, ranks).build();
     for (Operation *op : open.getWaiting()) {
       op->moveAfter(last);
       last = op;

@@ -13,7 +13,8 @@
 // compile into the artifact's run settings) and writes the variants, with
 // their FLOPs, to `output` for dsc-compile. The graph itself is unchanged:
 // the pipeline's --dsc-sequence-length and --dsc-random-ltd build one
-// variant.
+// variant. Staged knowledge distillation is one more schedule of the same
+// kind: the steps after kd-stop-step run a variant without the teacher.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
+#include <tuple>
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_DATAVARIANTS
@@ -47,6 +49,7 @@ namespace rt = ::dsc::rt;
 namespace {
 struct Variant {
   int64_t seqlen, kept;
+  bool teacher; // runs the teacher of staged KD (true without staged KD)
   double flops = 0;
   int64_t steps = 0; // of the schedules' ramp
 };
@@ -56,6 +59,7 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
 
   bool curriculumOn() const { return curriculumSchedule != "none"; }
   bool ltdOn() const { return ltdMax > 0; }
+  bool stagedKdOn() const { return kdStopStep > 0; }
 
   FailureOr<rt::CurriculumSchedule> curriculum(ModuleOp module) {
     rt::CurriculumSchedule s;
@@ -131,7 +135,13 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (!curriculumOn() && !ltdOn())
+    if (kdStopStep < 0) {
+      module.emitError() << "--dsc-data-variants: kd-stop-step must be at "
+                            "least 0, got "
+                         << int64_t(kdStopStep);
+      return signalPassFailure();
+    }
+    if (!curriculumOn() && !ltdOn() && !stagedKdOn())
       return;
     if (!(budget >= 0)) {
       module.emitError() << "--dsc-data-variants: budget must be at least 0, got "
@@ -203,6 +213,11 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
                                       : cl->totalSteps + 1);
     if (ltd)
       horizon = std::max(horizon, ltd->requireSteps + 1);
+    if (stagedKdOn())
+      horizon = std::max(horizon, int64_t(kdStopStep) + 1);
+    auto teacherOf = [&](int64_t step) {
+      return !stagedKdOn() || step <= kdStopStep;
+    };
     auto seqlenOf = [&](int64_t step) {
       return cl ? rt::curriculumSeqlen(*cl, step) : fullLength;
     };
@@ -229,17 +244,19 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
       keptOverhead = rt::bucketOverhead(h, keptBuckets, *cost);
     }
 
-    // The variants the steps use, the full-length step first (evaluation's
-    // and the one without the schedules).
-    std::vector<Variant> variants{{fullLength, fullLength}};
-    std::set<std::pair<int64_t, int64_t>> seen{{fullLength, fullLength}};
+    // The variants the steps use, the full-length step with the teacher
+    // first (evaluation's and the one without the schedules).
+    std::vector<Variant> variants{{fullLength, fullLength, true}};
+    std::set<std::tuple<int64_t, int64_t, bool>> seen{
+        {fullLength, fullLength, true}};
     for (int64_t step = 1; step <= horizon; ++step) {
       int64_t s = rt::bucketFor(seqBuckets, seqlenOf(step));
       int64_t k = std::min(rt::bucketFor(keptBuckets, keptOf(step)), s);
-      if (seen.insert({s, k}).second)
-        variants.push_back({s, k});
+      bool t = teacherOf(step);
+      if (seen.insert({s, k, t}).second)
+        variants.push_back({s, k, t});
       for (Variant &v : variants)
-        if (v.seqlen == s && v.kept == k)
+        if (v.seqlen == s && v.kept == k && v.teacher == t)
           ++v.steps;
     }
     for (Variant &v : variants) {
@@ -276,6 +293,8 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
          << "\nltd_total_layers=" << ltd->totalLayers
          << "\nltd_layers=" << ltd->ltdLayers
          << "\nltd_buckets=" << list(keptBuckets) << "\n";
+    if (stagedKdOn())
+      os << "kd_stop_step=" << int64_t(kdStopStep) << "\n";
     module->setAttr(DSCDialect::kDataScheduleAttrName,
                     StringAttr::get(module.getContext(), lines));
 
@@ -285,6 +304,7 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
     for (const Variant &v : variants)
       array.push_back(llvm::json::Object{{"seqlen", v.seqlen},
                                          {"kept", v.kept},
+                                         {"teacher", v.teacher},
                                          {"flops", v.flops},
                                          {"ramp_steps", v.steps}});
     llvm::json::Object root{{"full_length", fullLength},

@@ -6,7 +6,10 @@
 // inputs, its states become frozen `teacher.` states, and the loss gains
 // Megatron-DeepSpeed's KD term. Running before autodiff, the backward of the
 // new loss is derived like any other; the teacher's states are not
-// parameters, so no gradient is built for them.
+// parameters, so no gradient is built for them. With teacher-forward=false
+// (staged KD's step after the stop) the same teacher states are declared,
+// so that both steps of one artifact share a state table, and nothing else
+// of the teacher is added.
 //
 //===----------------------------------------------------------------------===//
 
@@ -211,7 +214,9 @@ private:
   }
 
   /// Clones what the teacher's logits need into `graph`, before `at`, and
-  /// returns the cloned logits.
+  /// returns the cloned logits. Without the teacher's forward it only
+  /// declares the states the clone would read, in the same order, and
+  /// returns a null value.
   FailureOr<Value> inlineTeacher(func::FuncOp graph, func::FuncOp teacherGraph,
                                  CrossEntropyOp teacherCe, OpBuilder &b) {
     ModuleOp module = graph->getParentOfType<ModuleOp>();
@@ -271,6 +276,8 @@ private:
         FailureOr<StateOp> state = declareTeacherState(module, original);
         if (failed(state))
           return failure();
+        if (!teacherForward)
+          continue;
         Value value = LoadOp::create(b, load.getLoc(), state->getTensorType(),
                                      state->getSymName());
         if (value.getType() != load.getType())
@@ -278,13 +285,16 @@ private:
         mapping.map(load.getResult(), value);
         continue;
       }
-      if (isa<StepKeyOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {
-            return isa<DropoutOp>(u);
-          }))
+      if (!teacherForward ||
+          (isa<StepKeyOp>(op) && llvm::all_of(op.getUsers(), [](Operation *u) {
+             return isa<DropoutOp>(u);
+           })))
         continue;
       Operation *clone = b.clone(op, mapping);
       teacherFlops += matrixFlops(clone);
     }
+    if (!teacherForward)
+      return Value();
     return mapping.lookup(teacherCe.getLogits());
   }
 
@@ -337,10 +347,17 @@ private:
     if (failed(teacherLogits))
       return failure();
 
-    // KL(softmax(z_t/tau) || softmax(z_s/tau)) summed over every position
-    // and class, divided by the positions (b * s).
     Location loc = studentCe->getLoc();
     Type f32 = b.getF32Type();
+    Value loss = ret.getOperand(0);
+    RankedTensorType lossType = tensorOf(loss);
+    // After staged KD stops: the student's own loss, and a KD term of 0.
+    if (!teacherForward)
+      return appendMetrics(graph, ret, *studentCe, loss,
+                           scalar(b, loc, f32, 0.0));
+
+    // KL(softmax(z_t/tau) || softmax(z_s/tau)) summed over every position
+    // and class, divided by the positions (b * s).
     int64_t classes = studentType.getShape().back();
     int64_t positions = studentType.getNumElements() / std::max<int64_t>(classes, 1);
     int64_t last = studentType.getRank() - 1;
@@ -365,12 +382,22 @@ private:
       kd = DivOp::create(b, loc, AllReduceOp::create(b, loc, kd),
                          scalar(b, loc, f32, double(world)));
 
-    Value loss = ret.getOperand(0);
-    RankedTensorType lossType = tensorOf(loss);
     Value term = kd;
     if (lossType.getElementType() != f32)
       term = ConvertOp::create(b, loc, lossType, kd);
     ret.setOperand(0, AddOp::create(b, loc, loss, term));
+    return appendMetrics(graph, ret, *studentCe, loss, kd);
+  }
+
+  /// Appends the loss's terms as metric outputs: `loss` is the student's
+  /// own loss (before the KD term), `kd` the KD term.
+  LogicalResult appendMetrics(func::FuncOp graph, func::ReturnOp ret,
+                              CrossEntropyOp studentCe, Value loss, Value kd) {
+    OpBuilder b(ret);
+    Location loc = studentCe->getLoc();
+    Value studentLogits = studentCe.getLogits();
+    RankedTensorType lossType = tensorOf(loss);
+    int64_t world = lookupWorldSize(graph).value_or(1);
     SmallVector<std::pair<StringRef, Value>> metrics{{"lm_loss", loss},
                                                      {"kd_loss", kd}};
     // A model whose own loss adds terms to its cross-entropy (the balance
@@ -379,8 +406,8 @@ private:
     // the rest of the model's loss is the auxiliary term.
     if (!isCrossEntropyOf(loss, studentLogits)) {
       Value lm = CrossEntropyOp::create(
-          b, loc, studentLogits, studentCe->getTargets(),
-          studentCe->getIgnoreIndex(), LossReduction::mean);
+          b, loc, studentLogits, studentCe.getTargets(),
+          studentCe.getIgnoreIndex(), LossReduction::mean);
       if (tensorOf(lm) != lossType)
         lm = ConvertOp::create(b, loc, lossType, lm);
       if (world > 1)

@@ -163,8 +163,10 @@ struct MixedPrecisionPass
     // parameter's .grad). A narrowed parameter is loaded in 16 bits; a float
     // buffer is converted where it is loaded.
     DenseMap<StringAttr, Value> copies;
-    // Loads of parameters pinned to fp32 (kKeepFp32AttrName): an op that
-    // reads one computes in fp32, its 16-bit operands widened.
+    // Loads of parameters pinned to fp32 (kKeepFp32AttrName) and random
+    // draws, and the float values only they and fp32 values make (not the
+    // integers: routing slots made from noisy scores pin nothing): an op
+    // that reads one computes in fp32, its 16-bit operands widened.
     DenseSet<Value> pinned;
     SymbolTable symbols(func->getParentOfType<ModuleOp>());
     // The original ops only: rewrites insert ops that must stay as built.
@@ -199,12 +201,25 @@ struct MixedPrecisionPass
         lowering.narrow.insert(copy.getResult());
         continue;
       }
+      // Random draws are fp32, and what computes with them stays fp32, as
+      // DeepSpeed's gate noise (jitter multiplies the fp32 gate input).
+      if (isa<RandomUniformOp>(op)) {
+        pinned.insert(op->getResult(0));
+        continue;
+      }
+      bool readsPinned = llvm::any_of(op->getOperands(),
+                                      [&](Value v) { return pinned.contains(v); });
       if (llvm::none_of(op->getOperands(), [&](Value v) {
             return lowering.narrow.contains(v);
-          }))
-        continue; // no parameter or float input reaches it: stays as is
-      if (llvm::any_of(op->getOperands(),
-                       [&](Value v) { return pinned.contains(v); })) {
+          })) {
+        // No parameter or float input reaches it: stays as is.
+        if (readsPinned)
+          for (Value result : op->getResults())
+            if (isa<FloatType>(cast<ShapedType>(result.getType()).getElementType()))
+              pinned.insert(result);
+        continue;
+      }
+      if (readsPinned) {
         widenOperands(op, lowering);
         continue;
       }

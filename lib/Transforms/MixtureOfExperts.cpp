@@ -116,7 +116,7 @@ struct MixtureOfExpertsPass
       int64_t count = expertsPerLayer.empty() ? int64_t(experts)
                                               : expertsPerLayer[i];
       auto func = block->last->getParentOfType<func::FuncOp>();
-      FailureOr<Layer> layer = replace(*block, count, symbols);
+      FailureOr<Layer> layer = replace(*block, count, int64_t(i), symbols);
       if (failed(layer))
         return signalPassFailure();
       Totals &sums = totals[func];
@@ -180,6 +180,19 @@ private:
       return fail("init must be upcycle or random, got '" + init + "'");
     if (epSize < 1)
       return fail("ep-size must be at least 1, got " + Twine(int64_t(epSize)));
+    // DeepSpeed's top2gating and topkgating take neither random token
+    // selection nor RSample (they ignore them silently); here they are
+    // errors. Jitter acts on the gate's input, for any k.
+    if (noisyGatePolicy != "none" && noisyGatePolicy != "jitter" &&
+        noisyGatePolicy != "rsample")
+      return fail("noisy-gate-policy must be none, jitter or rsample, got '" +
+                  noisyGatePolicy + "'");
+    if (noisyGatePolicy == "rsample" && topK != 1)
+      return fail("noisy-gate-policy=rsample applies to top-1 gating only, "
+                  "got top-k " + Twine(int64_t(topK)));
+    if (useRts && topK != 1)
+      return fail("use-rts (random token selection) applies to top-1 gating "
+                  "only, got top-k " + Twine(int64_t(topK)));
     if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1)
       return fail("experts with tensor parallelism (DeepSpeed-TED, "
                   "tensor-parallel " +
@@ -339,8 +352,49 @@ private:
     std::string name;  // the block's module path
   };
 
-  /// Rewrites `block` into `count` gated experts.
-  FailureOr<Layer> replace(FeedForward &block, int64_t count,
+  /// The draws of replaced block `layer` (Passes.td): its sites are
+  /// 4 * layer + Site, over tensors that hold the micro-batch outermost.
+  enum Site : int64_t { kJitter = 0, kRSample = 1, kRts = 2, kSecondExpert = 3 };
+  struct Draws {
+    OpBuilder &b;
+    Location loc;
+    Value key;
+    int64_t layer, samples;
+
+    Value uniform(ArrayRef<int64_t> shape, double low, double high, Site site) {
+      return RandomUniformOp::create(
+          b, loc, RankedTensorType::get(shape, b.getF32Type()), key,
+          b.getF64FloatAttr(low), b.getF64FloatAttr(high),
+          b.getI64IntegerAttr(4 * layer + site), b.getI64IntegerAttr(samples));
+    }
+    /// Standard Gumbel noise, -log(-log(u)).
+    Value gumbel(ArrayRef<int64_t> shape, Site site) {
+      Value u = uniform(shape, 0.0, 1.0, site);
+      Value inner = NegOp::create(b, loc, LogOp::create(b, loc, u));
+      return NegOp::create(b, loc, LogOp::create(b, loc, inner));
+    }
+    /// key[3] != 0: the step trains (dsc-run --eval runs it with 0).
+    Value training() {
+      auto i64 = b.getI64Type();
+      Value flag = ReshapeOp::create(
+          b, loc, RankedTensorType::get({}, i64),
+          SliceOp::create(b, loc, key, 0, 3, 4, 1));
+      Value zero = ConstantOp::create(
+          b, loc, DenseElementsAttr::get(RankedTensorType::get({}, i64),
+                                         b.getIntegerAttr(i64, 0)));
+      return CompareOp::create(b, loc, ComparisonDirection::ne, flag, zero);
+    }
+  };
+
+  /// Whether a block routing `k` choices draws random numbers.
+  bool draws(int64_t k) const {
+    return noisyGatePolicy != "none" || (k == 1 && useRts && dropTokens) ||
+           (k == 2 && top2SecondExpertSampling);
+  }
+
+  /// Rewrites `block` into `count` gated experts; it is the `layer`-th
+  /// block replaced, in forward order.
+  FailureOr<Layer> replace(FeedForward &block, int64_t count, int64_t layer,
                            SymbolTable &symbols) {
     LinearOp last = block.last;
     Location loc = last.getLoc();
@@ -381,6 +435,20 @@ private:
       return ConstantOp::create(b, loc, DenseElementsAttr::get(type, value));
     };
 
+    // The layer's random draws: the micro-batch's samples outermost.
+    std::optional<Draws> random;
+    if (draws(k)) {
+      auto func = last->getParentOfType<func::FuncOp>();
+      std::optional<int64_t> micro = microBatchOf(func);
+      if (!micro || *micro < 1 || tokens % *micro != 0)
+        return last.emitError()
+               << "--dsc-moe: random gating numbers its draws by sample, but "
+                  "the graph's micro-batch (its inputs' leading dimension) "
+               << (micro ? "does not divide the " + std::to_string(tokens) + " tokens"
+                         : std::string("is unknown"));
+      random.emplace(Draws{b, loc, stepKeyOf(func), layer, *micro});
+    }
+
     lastDeclared = nullptr;
     Value x = block.input;
     if (inputType.getRank() != 2)
@@ -397,6 +465,13 @@ private:
     // DeepSpeed's gate stays fp32 in bf16/fp16 training.
     (*gate)->setAttr(DSCDialect::kKeepFp32AttrName, b.getUnitAttr());
     Value xf = elem == f32 ? x : ConvertOp::create(b, loc, tensor({tokens, width}, f32), x).getResult();
+    // Jitter: the gate's input times U(0.99, 1.01) while training.
+    if (noisyGatePolicy == "jitter") {
+      Value factor = SelectOp::create(
+          b, loc, random->training(),
+          random->uniform({tokens, width}, 0.99, 1.01, kJitter), constant(f32, 1.0));
+      xf = MulOp::create(b, loc, xf, factor);
+    }
     Value logits = LinearOp::create(
         b, loc, xf, LoadOp::create(b, loc, gate->getTensorType(), gate->getSymName()),
         Value());
@@ -405,17 +480,36 @@ private:
     // Choices: [S, k] expert indices, and for k >= 3 their probabilities
     // as the priority of each expert's routes.
     Value first, choices, priority;
-    if (k <= 2)
+    if (k == 1 && noisyGatePolicy == "rsample") {
+      // RSample: the argmax of logits plus Gumbel noise while training, of
+      // the probabilities otherwise; the gate value stays p.
+      Value noisy = AddOp::create(b, loc, logits,
+                                  random->gumbel({tokens, count}, kRSample));
+      Value scores = SelectOp::create(b, loc, random->training(), noisy, probs);
+      first = choices = TopKOp::create(b, loc, scores, 1, 1).getIndices();
+    } else if (k <= 2) {
       first = choices = TopKOp::create(b, loc, probs, 1, 1).getIndices();
+    }
+    // Random token selection: each route's priority is a uniform draw (at
+    // the route's token and expert), and an expert keeps its C highest.
+    if (k == 1 && useRts && dropTokens)
+      priority = GatherOp::create(
+          b, loc, random->uniform({tokens, count}, 0.0, 1.0, kRts), first, 1);
     if (k == 2) {
       Value chosen = OneHotOp::create(
           b, loc, tensor({tokens, count}, f32),
           ReshapeOp::create(b, loc, tensor({tokens}, i64), first));
       Value isFirst = CompareOp::create(b, loc, ComparisonDirection::ne, chosen,
                                         constant(f32, 0.0));
+      // Second-expert sampling: Gumbel noise on the logits it is chosen by.
+      Value scores = top2SecondExpertSampling
+                         ? AddOp::create(b, loc, logits,
+                                         random->gumbel({tokens, count}, kSecondExpert))
+                               .getResult()
+                         : logits;
       Value masked = SelectOp::create(
           b, loc, isFirst,
-          constant(f32, -std::numeric_limits<double>::infinity()), logits);
+          constant(f32, -std::numeric_limits<double>::infinity()), scores);
       Value second = TopKOp::create(b, loc, masked, 1, 1).getIndices();
       choices = ConcatOp::create(b, loc, ValueRange{first, second}, 1);
     } else if (k > 2) {

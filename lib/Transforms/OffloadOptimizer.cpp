@@ -1,7 +1,8 @@
 //===- OffloadOptimizer.cpp - --dsc-offload (ZeRO-Offload) -----------------===//
 //
 // Moves the optimizer's state and update to the host: DeepSpeed's
-// ZeRO-Offload, decided at compile time. The pass only places states and
+// ZeRO-Offload, decided at compile time; with optimizer=nvme the state
+// lives in per-rank files instead (ZeRO-Infinity). The pass only places states and
 // copies (dsc.state ... on host, dsc.transfer); where each op then runs
 // follows from the tiers of its operands (MemoryTiers.h), and the lowering
 // puts the copies on copy streams and the host ops on a host stream.
@@ -15,6 +16,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_OFFLOADOPTIMIZER
@@ -101,19 +104,20 @@ struct OffloadOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (optimizer == "none")
-      return;
+    if (optimizer == "none") {
+      if (param == "none")
+        return;
+      module.emitError() << "--dsc-offload: param=" << param
+                         << " needs the optimizer offloaded too "
+                            "(optimizer=cpu or nvme): the host update "
+                            "writes the parameters' host partitions";
+      return signalPassFailure();
+    }
     SmallVector<MultiTensorUpdateOpInterface> updates;
     module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
     // Errors at the optimizer's update, or at the module without one.
     Operation *at = updates.empty() ? module.getOperation() : updates.front();
-    if (optimizer == "nvme") {
-      at->emitError() << "--dsc-offload=optimizer=nvme (ZeRO-Infinity's "
-                         "optimizer state on NVMe) is not built yet; "
-                         "optimizer=cpu keeps it in host memory";
-      return signalPassFailure();
-    }
-    if (optimizer != "cpu") {
+    if (optimizer != "cpu" && optimizer != "nvme") {
       at->emitError() << "--dsc-offload: optimizer must be none, cpu or "
                          "nvme, got '" << optimizer << "'";
       return signalPassFailure();
@@ -123,19 +127,55 @@ struct OffloadOptimizerPass
                          "got " << subGroupSize;
       return signalPassFailure();
     }
+    if (bufferCount < 1) {
+      at->emitError() << "--dsc-offload: buffer-count must be at least 1, "
+                         "got " << bufferCount;
+      return signalPassFailure();
+    }
     if (updates.empty())
       return; // no optimizer in this step (gradients or evaluation)
     auto stage = module->getAttrOfType<IntegerAttr>(DSCDialect::kZeroStageAttrName);
-    if (!stage || stage.getInt() < 1) {
+    int64_t zeroStage = stage ? stage.getInt() : 0;
+    if (zeroStage < 1) {
       at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
-                         "DeepSpeed), the step is at stage "
-                      << (stage ? stage.getInt() : 0);
+                         "DeepSpeed), the step is at stage " << zeroStage;
       return signalPassFailure();
+    }
+    if (param != "none") {
+      if (param != "cpu") {
+        at->emitError() << "--dsc-offload: param must be none or cpu, got '"
+                        << param
+                        << (param == "nvme"
+                                ? "' (parameters on NVMe are not built yet)"
+                                : "'");
+        return signalPassFailure();
+      }
+      if (zeroStage != 3) {
+        at->emitError() << "parameter offload needs ZeRO stage 3 (as in "
+                           "DeepSpeed), the step is at stage " << zeroStage;
+        return signalPassFailure();
+      }
+      offloadParameters(module, *updates.front()->getBlock());
+    }
+    if (optimizer == "nvme") {
+      if (zeroStage != 3) {
+        at->emitError() << "NVMe optimizer offload (ZeRO-Infinity) needs ZeRO "
+                           "stage 3 (as in DeepSpeed), the step is at stage "
+                        << zeroStage;
+        return signalPassFailure();
+      }
+      Builder b(module.getContext());
+      module->setAttr(DSCDialect::kNvmeBufferCountAttrName,
+                      b.getI64IntegerAttr(bufferCount));
+      if (!nvmePath.empty())
+        module->setAttr(DSCDialect::kNvmePathAttrName,
+                        b.getStringAttr(nvmePath));
     }
     Block *body = updates.front()->getBlock();
     for (MultiTensorUpdateOpInterface update : updates)
       if (failed(offload(module, update)))
         return signalPassFailure();
+    copyBucketsToHost(*body);
     if (failed(MemoryTiers::compute(*body)))
       return signalPassFailure();
   }
@@ -163,6 +203,35 @@ struct OffloadOptimizerPass
     return {};
   }
 
+  /// ZeRO-Infinity's parameter offload (offload_param, stage 3): each
+  /// parameter partition lives on the host; every read of it on the device
+  /// (the all-gathers before its use) reads a copy made right after its
+  /// load, which the prefetch schedule already placed ahead of the gather;
+  /// the host update writes the new partition into it in place of the
+  /// copy back.
+  static void offloadParameters(ModuleOp module, Block &body) {
+    for (auto state : module.getOps<StateOp>()) {
+      if (state.getRole() != StateRole::parameter || !state.getPartitionOf())
+        continue;
+      state.setTier(MemoryTier::host);
+    }
+    for (auto load : llvm::make_early_inc_range(body.getOps<LoadOp>())) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          module, load.getStateAttr());
+      if (!state || state.getRole() != StateRole::parameter ||
+          state.getTier() != MemoryTier::host)
+        continue;
+      OpBuilder b(load->getContext());
+      b.setInsertionPointAfter(load);
+      Value device = TransferOp::create(b, load.getLoc(), load.getResult(),
+                                        MemoryTier::device);
+      load.getResult().replaceUsesWithIf(device, [&](OpOperand &use) {
+        return use.getOwner() != device.getDefiningOp() &&
+               !isa<MultiTensorUpdateOpInterface>(use.getOwner());
+      });
+    }
+  }
+
   LogicalResult offload(ModuleOp module, MultiTensorUpdateOpInterface update) {
     Operation *op = update;
     auto sizes = op->getAttrOfType<DenseI32ArrayAttr>("operandSegmentSizes");
@@ -173,6 +242,12 @@ struct OffloadOptimizerPass
     auto toHost = [&](Value v) -> Value {
       if (Value h = onHost.lookup(v))
         return h;
+      // A load of a state on the host (an offloaded parameter) is there.
+      if (auto load = v.getDefiningOp<LoadOp>())
+        if (auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+                module, load.getStateAttr());
+            state && state.getTier() == MemoryTier::host)
+          return v;
       OpBuilder at(module.getContext());
       if (Operation *def = v.getDefiningOp())
         at.setInsertionPointAfter(def);
@@ -194,7 +269,8 @@ struct OffloadOptimizerPass
       for (auto [i, result] : llvm::enumerate(part->getResults()))
         if (Value operand = partUpdate.getUpdatedOperand(i))
           if (StateOp state = ownedState(module, op, part, operand, result)) {
-            state.setTier(MemoryTier::host);
+            state.setTier(optimizer == "nvme" ? MemoryTier::nvme
+                                              : MemoryTier::host);
             for (OpOperand &use : operand.getUses())
               if (use.getOwner() == part)
                 owned.insert(use.getOperandNumber());
@@ -204,6 +280,8 @@ struct OffloadOptimizerPass
           use.set(toHost(use.get()));
       // Results read on the device go back there.
       b.setInsertionPointAfter(part);
+      llvm::MapVector<Type, SmallVector<std::pair<Value, SmallVector<OpOperand *>>>>
+          backByType;
       for (Value result : part->getResults()) {
         SmallVector<OpOperand *> deviceUses;
         for (OpOperand &use : result.getUses()) {
@@ -211,18 +289,100 @@ struct OffloadOptimizerPass
           auto state = store ? SymbolTable::lookupNearestSymbolFrom<StateOp>(
                                    module, store.getStateAttr())
                              : StateOp();
-          if (!state || state.getTier() != MemoryTier::host)
+          if (!state || state.getTier() == MemoryTier::device)
             deviceUses.push_back(&use);
         }
-        if (deviceUses.empty())
-          continue;
-        Value back = TransferOp::create(b, op->getLoc(), result, MemoryTier::device);
-        for (OpOperand *use : deviceUses)
-          use->set(back);
+        if (!deviceUses.empty())
+          backByType[cast<RankedTensorType>(result.getType()).getElementType()]
+              .push_back({result, deviceUses});
       }
+      for (auto &[element, results] : backByType)
+        copyBack(b, op->getLoc(), results);
     }
     op->erase();
     return success();
+  }
+
+  /// Copies `results` (host tensors of one element type, each with the
+  /// uses on the device it is for) to the device in one transfer: packed
+  /// flat on the host, copied, cut and reshaped on the device. A sub-group
+  /// then costs one copy back, whatever its number of tensors.
+  static void copyBack(
+      OpBuilder &b, Location loc,
+      ArrayRef<std::pair<Value, SmallVector<OpOperand *>>> results) {
+    auto flatType = [](Value v, int64_t n) {
+      return RankedTensorType::get(
+          {n}, cast<RankedTensorType>(v.getType()).getElementType());
+    };
+    if (results.size() == 1) {
+      Value back = TransferOp::create(b, loc, results[0].first, MemoryTier::device);
+      for (OpOperand *use : results[0].second)
+        use->set(back);
+      return;
+    }
+    SmallVector<Value> flats;
+    for (auto &[result, uses] : results) {
+      auto type = cast<RankedTensorType>(result.getType());
+      flats.push_back(type.getRank() == 1
+                          ? result
+                          : ReshapeOp::create(b, loc, flatType(result, type.getNumElements()),
+                                              result)
+                                .getResult());
+    }
+    Value packed = ConcatOp::create(b, loc, flats, 0);
+    Value back = TransferOp::create(b, loc, packed, MemoryTier::device);
+    int64_t offset = 0;
+    for (auto &[result, uses] : results) {
+      auto type = cast<RankedTensorType>(result.getType());
+      int64_t n = type.getNumElements();
+      Value part = SliceOp::create(b, loc, back, 0, offset, offset + n, 1);
+      offset += n;
+      if (type.getRank() != 1)
+        part = ReshapeOp::create(b, loc, type, part);
+      for (OpOperand *use : uses)
+        use->set(part);
+    }
+  }
+
+  /// One copy to the host per reduced bucket rather than per tensor: where
+  /// every use of a bucketed reduction's result is a slice that is copied
+  /// to the host (a gradient partition; the device may read it too, for the
+  /// clipping norm), the result is copied once, right after the reduction,
+  /// and sliced on the host.
+  static void copyBucketsToHost(Block &body) {
+    llvm::MapVector<Value, SmallVector<TransferOp>> byBucket;
+    for (auto transfer : body.getOps<TransferOp>()) {
+      auto slice = transfer.getInput().getDefiningOp<SliceOp>();
+      if (transfer.getTier() == MemoryTier::host && slice &&
+          isa_and_nonnull<ReduceScatterOp, AllReduceOp>(
+              slice.getInput().getDefiningOp()))
+        byBucket[slice.getInput()].push_back(transfer);
+    }
+    for (auto &entry : byBucket) {
+      Value bucket = entry.first;
+      ArrayRef<TransferOp> transfers = entry.second;
+      bool onlyCopied = llvm::all_of(bucket.getUsers(), [&](Operation *user) {
+        return isa<SliceOp>(user) &&
+               llvm::any_of(transfers, [&](TransferOp t) {
+                 return t.getInput().getDefiningOp() == user;
+               });
+      });
+      if (!onlyCopied || transfers.size() < 2)
+        continue;
+      OpBuilder b(bucket.getContext());
+      b.setInsertionPointAfterValue(bucket);
+      Value whole = TransferOp::create(b, bucket.getLoc(), bucket, MemoryTier::host);
+      for (TransferOp transfer : transfers) {
+        auto slice = transfer.getInput().getDefiningOp<SliceOp>();
+        b.setInsertionPoint(transfer);
+        Operation *onHost = b.clone(*slice);
+        onHost->setOperand(0, whole);
+        transfer.replaceAllUsesWith(onHost->getResult(0));
+        transfer.erase();
+        if (slice->use_empty())
+          slice.erase();
+      }
+    }
   }
 };
 } // namespace

@@ -94,6 +94,12 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
     }
   }
 
+  static int64_t bufferBytes(Type type) {
+    auto memref = cast<MemRefType>(type);
+    return memref.getNumElements() *
+           int64_t(memref.getElementType().getIntOrFloatBitWidth() / 8);
+  }
+
   /// Copies between host and device memory per update: those before a
   /// dscrt.micro_step_exit run on every micro-batch (gradient accumulation).
   static void countTransfers(func::FuncOp step, ModuleOp module,
@@ -103,6 +109,17 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
     bool afterExit = false;
     for (Operation &op : step.getBody().front()) {
       afterExit |= isa<dscrt::MicroStepExitOp>(op);
+      // NVMe reads and writes run once per update: after the exit.
+      if (auto read = dyn_cast<dscrt::NvmeReadOp>(op)) {
+        transfers.nvmeReads += 1;
+        transfers.nvmeReadBytes += bufferBytes(read.getTarget().getType());
+        continue;
+      }
+      if (auto write = dyn_cast<dscrt::NvmeWriteOp>(op)) {
+        transfers.nvmeWrites += 1;
+        transfers.nvmeWriteBytes += bufferBytes(write.getSource().getType());
+        continue;
+      }
       auto copy = dyn_cast<dscrt::CopyOp>(op);
       if (!copy)
         continue;
@@ -110,11 +127,8 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
       bool toHost = dscrt::DSCRTDialect::isHostMemory(copy.getTarget().getType());
       if (fromHost == toHost)
         continue;
-      MemRefType type = copy.getTarget().getType();
       int64_t times = afterExit ? 1 : perMicroBatch;
-      int64_t bytes = type.getNumElements() *
-                      int64_t(type.getElementType().getIntOrFloatBitWidth() / 8) *
-                      times;
+      int64_t bytes = bufferBytes(copy.getTarget().getType()) * times;
       if (toHost) {
         transfers.d2hCalls += times;
         transfers.d2hBytes += bytes;
@@ -136,31 +150,38 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
     if (failed(pm.run(*copy)))
       return module.emitError() << "--dsc-report: the step cannot be lowered "
                                    "to plan its memory (see the errors above)";
+    // Each arena planned as --dsc-plan-memory plans it (the host arena's
+    // copies live for the whole step; its NVMe buffers take turns).
+    auto plan = [](func::FuncOp func, bool host,
+                   SmallVector<ArenaBuffer> &buffers) -> FailureOr<BufferPlan> {
+      FailureOr<SmallVector<ArenaBuffer>> collected =
+          collectArenaBuffers(func, host);
+      if (failed(collected))
+        return failure();
+      buffers = std::move(*collected);
+      std::optional<BufferPlan> placed = planBuffers(
+          llvm::map_to_vector(buffers,
+                              [](const ArenaBuffer &b) { return b.request; }),
+          kArenaAlignment);
+      if (!placed)
+        return func.emitError() << "memory plan overflows int64";
+      return *placed;
+    };
     int64_t largest = -1;
     for (auto func : copy->getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      FailureOr<SmallVector<ArenaBuffer>> buffers = collectArenaBuffers(func);
-      if (failed(buffers))
+      SmallVector<ArenaBuffer> buffers, hostBuffers;
+      FailureOr<BufferPlan> devicePlan = plan(func, false, buffers);
+      FailureOr<BufferPlan> hostPlan = plan(func, true, hostBuffers);
+      if (failed(devicePlan) || failed(hostPlan))
         return failure();
-      std::optional<BufferPlan> plan = planBuffers(
-          llvm::map_to_vector(*buffers,
-                              [](const ArenaBuffer &b) { return b.request; }),
-          kArenaAlignment);
-      if (!plan)
-        return func.emitError() << "memory plan overflows int64";
-      arena += plan->arenaBytes;
-      // Host buffers live for the whole step: the host arena is their sum.
-      FailureOr<SmallVector<ArenaBuffer>> host =
-          collectArenaBuffers(func, /*host=*/true);
-      if (failed(host))
-        return failure();
-      for (const ArenaBuffer &b : *host)
-        hostArena += llvm::alignTo(b.request.bytes, kArenaAlignment);
+      arena += devicePlan->arenaBytes;
+      hostArena += hostPlan->arenaBytes;
       countTransfers(func, module, transfers);
-      if (plan->arenaBytes > largest) {
-        largest = plan->arenaBytes;
-        peak = describeBusiestPoint(func, *buffers, *plan);
+      if (devicePlan->arenaBytes > largest) {
+        largest = devicePlan->arenaBytes;
+        peak = describeBusiestPoint(func, buffers, *devicePlan);
       }
     }
     return success();

@@ -25,7 +25,20 @@
 // locally, and one dsc.all_reduce makes the total global where a reader
 // needs it.
 //
+// Experts split over their expert group (expert parallelism) are
+// partitioned as DeepSpeed partitions them: over their expert-data group,
+// the D = W / P ranks that hold the same experts, instead of the world.
+// Each rank's experts (the declared [E / P, ...] state) play the part of
+// the whole tensor, and every collective, dsc.local_shard and state the
+// pass makes for them is over `expert_data`. Their gradients' squared sums
+// are then partial over that group, and the sum over the expert group that
+// the optimizer put on them is a sum over the world of those partials. With
+// D = 1 (P = W) there is nothing to partition them over: they stay as
+// they are.
+//
 //===----------------------------------------------------------------------===//
+
+#include "BlockNames.h"
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
@@ -55,10 +68,10 @@ namespace {
 /// Rewrites one graph (a single block) for a stage >= 1.
 class Partitioner {
 public:
-  Partitioner(func::FuncOp func, int64_t worldSize, int64_t stage,
-              const DenseMap<StringAttr, StateOp> &partitioned)
-      : func(func), world(worldSize), stage(stage), partitioned(partitioned),
-        b(func.getContext()) {}
+  Partitioner(func::FuncOp func, int64_t worldSize, int64_t expertDataSize,
+              int64_t stage, const DenseMap<StringAttr, StateOp> &partitioned)
+      : func(func), world(worldSize), expertData(expertDataSize), stage(stage),
+        partitioned(partitioned), b(func.getContext()) {}
 
   LogicalResult run() {
     Block &body = func.getBody().front();
@@ -67,8 +80,10 @@ public:
       StringAttr name = store.getStateAttr().getAttr();
       auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
           func, store.getStateAttr());
-      // An expert's stores stay whole, and so does their update.
-      if (state && state.getPartitionGroup() == CollectiveGroup::expert)
+      // Experts alone in their expert-data group stay whole, and so does
+      // their update.
+      if (state && state.getPartitionGroup() == CollectiveGroup::expert &&
+          expertData <= 1)
         continue;
       if (partitioned.contains(name) ||
           (state && state.getRole() == StateRole::parameter) ||
@@ -108,17 +123,35 @@ public:
   }
 
 private:
-  RankedTensorType shardType(Type wholeType) {
-    auto whole = cast<RankedTensorType>(wholeType);
-    return RankedTensorType::get({shardSize(whole.getNumElements(), world)},
-                                 whole.getElementType());
+  /// The ranks of `group`: the world, or an expert-data group.
+  int64_t ranks(CollectiveGroup group) const {
+    return group == CollectiveGroup::expert_data ? expertData : world;
   }
 
-  /// `whole` flattened and padded with zeros to W * S elements.
-  Value flatPadded(Location loc, Value whole) {
+  /// The group a state is partitioned over: an expert's over its
+  /// expert-data group, any other over the world.
+  static CollectiveGroup groupOf(StateOp state) {
+    return state && state.getPartitionGroup() == CollectiveGroup::expert
+               ? CollectiveGroup::expert_data
+               : CollectiveGroup::world;
+  }
+  CollectiveGroup groupOf(FlatSymbolRefAttr name) {
+    return groupOf(SymbolTable::lookupNearestSymbolFrom<StateOp>(func, name));
+  }
+
+  RankedTensorType shardType(Type wholeType, CollectiveGroup group) {
+    auto whole = cast<RankedTensorType>(wholeType);
+    return RankedTensorType::get(
+        {shardSize(whole.getNumElements(), ranks(group))},
+        whole.getElementType());
+  }
+
+  /// `whole` flattened and padded with zeros to W * S elements, W the
+  /// ranks of `group`.
+  Value flatPadded(Location loc, Value whole, CollectiveGroup group) {
     RankedTensorType type = tensorType(whole);
     int64_t n = type.getNumElements();
-    int64_t padded = shardSize(n, world) * world;
+    int64_t padded = shardSize(n, ranks(group)) * ranks(group);
     Type elem = type.getElementType();
     Value flat = whole;
     if (type.getRank() != 1)
@@ -158,8 +191,10 @@ private:
     });
   }
 
-  /// This rank's shard of the whole tensor `v`, built once.
-  Value shard(Value v) {
+  /// This rank's shard over `group` of the whole tensor `v`, built once
+  /// (a value is a whole of one group only: an expert's rank-local
+  /// experts, or a tensor of the world's).
+  Value shard(Value v, CollectiveGroup group) {
     if (Value known = shards.lookup(v))
       return known;
     Location loc = v.getLoc();
@@ -168,40 +203,42 @@ private:
     if (auto load = dyn_cast_or_null<LoadOp>(def);
         load && partitioned.contains(load.getStateAttr().getAttr())) {
       b.setInsertionPoint(load);
-      auto shardLoad = LoadOp::create(b, loc, shardType(load.getType()),
+      auto shardLoad = LoadOp::create(b, loc, shardType(load.getType(), group),
                                       load.getStateAttr());
       shardLoads.insert(shardLoad);
       result = shardLoad;
     } else if (auto allReduce = dyn_cast_or_null<AllReduceOp>(def);
-               allReduce && stage >= 2 &&
-               allReduce.getGroup() == CollectiveGroup::world) {
+               allReduce && stage >= 2 && allReduce.getGroup() == group) {
       // The gradient's sum goes to the owner of each shard only.
       b.setInsertionPoint(allReduce);
-      Value flat = flatPadded(loc, allReduce.getInput());
-      result = world > 1 ? ReduceScatterOp::create(b, loc, shardType(v.getType()),
-                                                   flat)
-                               .getResult()
-                         : flat;
+      Value flat = flatPadded(loc, allReduce.getInput(), group);
+      result = ranks(group) > 1
+                   ? ReduceScatterOp::create(b, loc, shardType(v.getType(), group),
+                                             flat, group)
+                         .getResult()
+                   : flat;
       replaced.insert(allReduce);
-      scattered.push_back(allReduce.getResult());
+      scattered.push_back({allReduce.getResult(), group});
     } else if (auto update = dyn_cast_or_null<MultiTensorUpdateOpInterface>(def)) {
-      shardUpdate(update);
+      shardUpdate(update, group);
       return shards.lookup(v);
     } else if (isShardable(def)) {
       SmallVector<Value> operands;
       for (Value operand : def->getOperands())
-        operands.push_back(tensorType(operand).getRank() == 0 ? operand
-                                                              : shard(operand));
+        operands.push_back(tensorType(operand).getRank() == 0
+                               ? operand
+                               : shard(operand, group));
       b.setInsertionPoint(def);
       Operation *clone = b.clone(*def);
       clone->setOperands(operands);
-      clone->getResult(0).setType(shardType(v.getType()));
+      clone->getResult(0).setType(shardType(v.getType(), group));
       result = clone->getResult(0);
     } else {
       b.setInsertionPointAfterValue(v);
-      Value flat = flatPadded(loc, v);
-      result = world > 1
-                   ? LocalShardOp::create(b, loc, shardType(v.getType()), flat)
+      Value flat = flatPadded(loc, v, group);
+      result = ranks(group) > 1
+                   ? LocalShardOp::create(b, loc, shardType(v.getType(), group),
+                                          flat, group)
                          .getResult()
                    : flat;
     }
@@ -211,17 +248,19 @@ private:
 
   /// A multi-tensor optimizer update on shards: every per-tensor operand
   /// replaced by its shard (whatever its rank), the shared scalars kept;
-  /// every result is then the shard of the whole one.
-  void shardUpdate(MultiTensorUpdateOpInterface update) {
+  /// every result is then the shard of the whole one. The optimizer gives
+  /// experts updates of their own, so all of an update's tensors are
+  /// partitioned over one group.
+  void shardUpdate(MultiTensorUpdateOpInterface update, CollectiveGroup group) {
     Operation *op = update;
     SmallVector<Value> operands(op->getOperands());
     for (unsigned i = 0; i < update.getNumTensorOperands(); ++i)
-      operands[i] = shard(operands[i]);
+      operands[i] = shard(operands[i], group);
     b.setInsertionPoint(op);
     Operation *clone = b.clone(*op);
     clone->setOperands(operands);
     for (auto [whole, part] : llvm::zip(op->getResults(), clone->getResults())) {
-      part.setType(shardType(whole.getType()));
+      part.setType(shardType(whole.getType(), group));
       shards[whole] = part;
     }
   }
@@ -231,7 +270,10 @@ private:
   /// shards just before its first use in the forward pass (up to the op
   /// that computes the graph's last output) and again just before its first
   /// use in the backward pass; the gathered buffer is released after its
-  /// last use (the memory plan reuses it).
+  /// last use (the memory plan reuses it). An expert's gathers go before
+  /// the first use, in that phase, of any expert of its block: a layer's
+  /// local experts are gathered together, in declaration order, which
+  /// --dsc-bucket-collectives merges into one bucket.
   void gatherParameters(Block &body) {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Operation *forwardEnd =
@@ -241,50 +283,99 @@ private:
       if (partitioned.contains(load.getStateAttr().getAttr()) &&
           !shardLoads.contains(load))
         wholeLoads.push_back(load);
-    for (LoadOp load : wholeLoads) {
-      // Uses by phase, each phase's first user first.
-      SmallVector<OpOperand *> forward, backward;
+    // Uses by phase (forward, backward), and each phase's first user.
+    struct Phase {
+      SmallVector<OpOperand *> uses;
+      Operation *first = nullptr;
+    };
+    SmallVector<std::array<Phase, 2>> phases(wholeLoads.size());
+    SmallVector<StringRef> names;
+    for (auto [name, state] : partitioned)
+      names.push_back(name.getValue());
+    BlockNames blocks(names);
+    llvm::StringMap<std::array<Operation *, 2>> firstOfBlock;
+    auto earlier = [](Operation *a, Operation *b) {
+      return !a || (b && b->isBeforeInBlock(a)) ? b : a;
+    };
+    for (auto [load, phase] : llvm::zip(wholeLoads, phases)) {
       for (OpOperand &use : load->getUses()) {
         Operation *user = body.findAncestorOpInBlock(*use.getOwner());
         bool inForward = forwardEnd && (user == forwardEnd ||
                                         user->isBeforeInBlock(forwardEnd));
-        (inForward ? forward : backward).push_back(&use);
+        Phase &p = phase[inForward ? 0 : 1];
+        p.uses.push_back(&use);
+        p.first = earlier(p.first, user);
       }
-      for (ArrayRef<OpOperand *> uses : {ArrayRef(forward), ArrayRef(backward)}) {
-        if (uses.empty())
+      if (StringRef block = expertBlock(load, blocks); !block.empty())
+        for (int i : {0, 1})
+          firstOfBlock[block][i] =
+              earlier(firstOfBlock[block][i], phase[i].first);
+    }
+    // A block's gathers are issued back to back, their unpadding after the
+    // last of them: nothing between them to end a bucket.
+    SmallVector<std::tuple<Operation *, Value, size_t, int>> unpadLater;
+    for (auto [index, load, phase] :
+         llvm::enumerate(wholeLoads, phases)) {
+      StringRef block = expertBlock(load, blocks);
+      CollectiveGroup group = groupOf(load.getStateAttr());
+      for (int i : {0, 1}) {
+        if (phase[i].uses.empty())
           continue;
-        Operation *first = nullptr;
-        for (OpOperand *use : uses) {
-          Operation *user = body.findAncestorOpInBlock(*use->getOwner());
-          if (!first || user->isBeforeInBlock(first))
-            first = user;
-        }
-        b.setInsertionPoint(first);
+        Operation *at = block.empty() ? phase[i].first : firstOfBlock[block][i];
+        b.setInsertionPoint(at);
         Location loc = load.getLoc();
         RankedTensorType whole = load.getType();
-        auto shardLoad =
-            LoadOp::create(b, loc, shardType(whole), load.getStateAttr());
+        auto shardLoad = LoadOp::create(b, loc, shardType(whole, group),
+                                        load.getStateAttr());
         shardLoads.insert(shardLoad);
-        Value gathered = gather(loc, shardLoad, whole);
-        for (OpOperand *use : uses)
+        Value gathered = gatherFlat(loc, shardLoad, whole, group);
+        if (!block.empty()) {
+          unpadLater.push_back({at, gathered, index, i});
+          continue;
+        }
+        gathered = unpadded(loc, gathered, whole);
+        for (OpOperand *use : phase[i].uses)
           use->set(gathered);
       }
-      load.erase();
     }
+    for (auto [at, gathered, index, i] : unpadLater) {
+      b.setInsertionPoint(at);
+      LoadOp load = wholeLoads[index];
+      Value whole = unpadded(load.getLoc(), gathered, load.getType());
+      for (OpOperand *use : phases[index][i].uses)
+        use->set(whole);
+    }
+    for (LoadOp load : wholeLoads)
+      load.erase();
   }
 
-  /// The whole tensor of type `whole` from this rank's shard `part`.
-  Value gather(Location loc, Value part, RankedTensorType whole) {
-    Value gathered =
-        world > 1 ? AllGatherOp::create(
-                        b, loc,
-                        RankedTensorType::get({shardSize(whole.getNumElements(),
-                                                         world) * world},
-                                              whole.getElementType()),
-                        part)
-                        .getResult()
-                  : part;
-    return unpadded(loc, gathered, whole);
+  /// The block (`h.3`) of the expert that `load` reads, or "" for a state
+  /// that is not an expert's or in no block.
+  StringRef expertBlock(LoadOp load, const BlockNames &blocks) {
+    if (groupOf(load.getStateAttr()) != CollectiveGroup::expert_data)
+      return "";
+    return blocks.blockOf(load.getStateAttr().getValue());
+  }
+
+  /// The shards of every rank of `group`, this rank's `part` among them:
+  /// the whole tensor of type `whole`, flat and padded.
+  Value gatherFlat(Location loc, Value part, RankedTensorType whole,
+                   CollectiveGroup group) {
+    int64_t n = ranks(group);
+    if (n <= 1)
+      return part;
+    return AllGatherOp::create(
+        b, loc,
+        RankedTensorType::get({shardSize(whole.getNumElements(), n) * n},
+                              whole.getElementType()),
+        part, group);
+  }
+
+  /// The whole tensor of type `whole` from this rank's shard `part` over
+  /// `group`.
+  Value gather(Location loc, Value part, RankedTensorType whole,
+               CollectiveGroup group) {
+    return unpadded(loc, gatherFlat(loc, part, whole, group), whole);
   }
 
   /// The store's value sharded; a parameter gathered back whole.
@@ -294,13 +385,15 @@ private:
     if (whole.getRank() == 0 &&
         !store.getValue().getDefiningOp<MultiTensorUpdateOpInterface>())
       return success(); // a scalar state is not partitioned
-    Value part = shard(store.getValue());
+    CollectiveGroup group = groupOf(store.getStateAttr());
+    Value part = shard(store.getValue(), group);
     b.setInsertionPoint(store);
     if (partitioned.contains(store.getStateAttr().getAttr())) {
       StoreOp::create(b, loc, part, store.getStateAttr());
       return success();
     }
-    StoreOp::create(b, loc, gather(loc, part, whole), store.getStateAttr());
+    StoreOp::create(b, loc, gather(loc, part, whole, group),
+                    store.getStateAttr());
     return success();
   }
 
@@ -308,10 +401,13 @@ private:
   /// update, read its shard instead. Elementwise readers are sharded; a
   /// sum over every element becomes this rank's partial sum.
   LogicalResult shardGradientReaders() {
-    SmallVector<Value> worklist(scattered.begin(), scattered.end());
-    DenseSet<Value> seen(worklist.begin(), worklist.end());
+    SmallVector<std::pair<Value, CollectiveGroup>> worklist(scattered.begin(),
+                                                            scattered.end());
+    DenseSet<Value> seen;
+    for (auto [whole, group] : worklist)
+      seen.insert(whole);
     while (!worklist.empty()) {
-      Value whole = worklist.pop_back_val();
+      auto [whole, group] = worklist.pop_back_val();
       for (Operation *user : llvm::make_early_inc_range(whole.getUsers())) {
         if (isa<StoreOp>(user))
           continue; // replaced by the store of the shard
@@ -322,26 +418,30 @@ private:
           if (!partials.contains(sum.getResult())) {
             SmallVector<Value> parts;
             for (Value input : sum.getInputs())
-              parts.push_back(shard(input));
+              parts.push_back(shard(input, group));
             b.setInsertionPoint(sum);
-            partials[sum.getResult()] = SumSquaresOp::create(
-                b, sum.getLoc(), sum.getType(), parts, sum.getScale());
+            partials[sum.getResult()] = {
+                SumSquaresOp::create(b, sum.getLoc(), sum.getType(), parts,
+                                     sum.getScale()),
+                group};
           }
           continue;
         }
         if (isShardable(user)) {
-          shard(user->getResult(0));
+          shard(user->getResult(0), group);
           if (seen.insert(user->getResult(0)).second)
-            worklist.push_back(user->getResult(0));
+            worklist.push_back({user->getResult(0), group});
           continue;
         }
         auto sum = dyn_cast<ReduceSumOp>(user);
         if (sum && tensorType(sum.getResult()).getRank() == 0) {
           if (!partials.contains(sum.getResult())) {
-            Value part = shard(whole);
+            Value part = shard(whole, group);
             b.setInsertionPoint(sum);
-            partials[sum.getResult()] = ReduceSumOp::create(
-                b, sum.getLoc(), part, ArrayRef<int64_t>{0}, false);
+            partials[sum.getResult()] = {
+                ReduceSumOp::create(b, sum.getLoc(), part, ArrayRef<int64_t>{0},
+                                    false),
+                group};
           }
           continue;
         }
@@ -354,34 +454,54 @@ private:
     return success();
   }
 
-  /// Partial sums add up locally; any other reader gets their sum over the
-  /// ranks, one dsc.all_reduce per partial value read that way.
+  /// Partial sums of one group add up locally; any other reader gets
+  /// their sum over the group, one dsc.all_reduce per partial value read
+  /// that way. An expert-data partial summed over the expert group (the
+  /// optimizer's sum of the experts' squares) is a partial of the world:
+  /// the two groups cross in every rank once.
   LogicalResult globalizePartialSums(Block &body) {
     if (partials.empty())
       return success();
     for (Operation &op : body) {
+      if (auto reduce = dyn_cast<AllReduceOp>(op);
+          reduce && reduce.getGroup() == CollectiveGroup::expert) {
+        auto known = partials.find(reduce.getInput());
+        if (known == partials.end() ||
+            known->second.second != CollectiveGroup::expert_data)
+          continue;
+        partials[reduce.getResult()] = {known->second.first,
+                                        CollectiveGroup::world};
+        replaced.insert(reduce);
+        continue;
+      }
       auto add = dyn_cast<AddOp>(op);
       if (!add || !partials.contains(add.getLhs()) ||
           !partials.contains(add.getRhs()))
         continue;
+      auto [lhs, lhsGroup] = partials[add.getLhs()];
+      auto [rhs, rhsGroup] = partials[add.getRhs()];
+      if (lhsGroup != rhsGroup)
+        continue;
       b.setInsertionPoint(add);
-      partials[add.getResult()] = AddOp::create(
-          b, add.getLoc(), partials[add.getLhs()], partials[add.getRhs()]);
+      partials[add.getResult()] = {AddOp::create(b, add.getLoc(), lhs, rhs),
+                                   lhsGroup};
     }
     for (auto [whole, partial] : llvm::to_vector(partials)) {
+      auto [value, group] = partial;
       SmallVector<OpOperand *> readers;
       for (OpOperand &use : whole.getUses()) {
-        auto add = dyn_cast<AddOp>(use.getOwner());
-        if (!add || !partials.contains(add.getResult()))
+        Operation *user = use.getOwner();
+        if ((!isa<AddOp>(user) || !partials.contains(user->getResult(0))) &&
+            !replaced.contains(user))
           readers.push_back(&use);
       }
       if (readers.empty())
         continue;
-      b.setInsertionPointAfterValue(partial);
-      Value global = world > 1
-                         ? AllReduceOp::create(b, partial.getLoc(), partial)
-                               .getResult()
-                         : partial;
+      b.setInsertionPointAfterValue(value);
+      Value global =
+          ranks(group) > 1
+              ? AllReduceOp::create(b, value.getLoc(), value, group).getResult()
+              : value;
       for (OpOperand *use : readers)
         use->set(global);
     }
@@ -389,12 +509,15 @@ private:
   }
 
   func::FuncOp func;
-  int64_t world, stage;
+  int64_t world, expertData, stage;
   const DenseMap<StringAttr, StateOp> &partitioned;
   OpBuilder b;
-  DenseMap<Value, Value> shards;   // whole value -> this rank's shard
-  DenseMap<Value, Value> partials; // whole scalar sum -> rank-partial sum
-  SmallVector<Value> scattered;    // gradients now reduce-scattered
+  DenseMap<Value, Value> shards; // whole value -> this rank's shard
+  // Whole scalar sum -> rank-partial sum, and the group whose sum of it
+  // is the whole.
+  DenseMap<Value, std::pair<Value, CollectiveGroup>> partials;
+  // Gradients now reduce-scattered, and over which group.
+  SmallVector<std::pair<Value, CollectiveGroup>> scattered;
   llvm::SetVector<Operation *> replaced; // whole collectives to remove
   DenseSet<Operation *> shardLoads;      // loads of partitioned states
 };
@@ -409,7 +532,7 @@ struct ZeroPartitionPass
   /// term per byte, so per byte it costs most for the smallest tensors:
   /// they are kept first (ties by name, so every rank decides alike).
   void unshardWithinBudget(DenseMap<StringAttr, StateOp> &partitioned,
-                           int64_t world) {
+                           int64_t world, int64_t expertData) {
     if (unshardBudget == 0)
       return;
     SmallVector<StateOp> parameters;
@@ -425,7 +548,10 @@ struct ZeroPartitionPass
     for (StateOp state : parameters) {
       RankedTensorType type = state.getTensorType();
       int64_t numel = type.getNumElements();
-      int64_t extra = (numel - shardSize(numel, world)) *
+      int64_t ranks =
+          state.getPartitionGroup() == CollectiveGroup::expert ? expertData
+                                                               : world;
+      int64_t extra = (numel - shardSize(numel, ranks)) *
                       bytesPerElement(type.getElementTypeBitWidth());
       if (spent + extra > unshardBudget)
         break;
@@ -472,18 +598,29 @@ struct ZeroPartitionPass
       return signalPassFailure();
     }
 
+    // Experts split over their expert group (expert parallelism) are
+    // partitioned over their expert-data group of D = W / P ranks.
+    FailureOr<int64_t> expertData =
+        lookupGroupSize(module, CollectiveGroup::expert_data);
+    if (failed(expertData))
+      return signalPassFailure();
+
     // Every optimizer state of a parameter's shape and every fp32 master
     // weight (mixed precision) is partitioned, and at stage 3 every
     // parameter; the step count (a scalar) stays whole.
     DenseMap<StringAttr, StateOp> partitioned;
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
-      // An expert split over its expert group (expert parallelism) stays
-      // as it is, with its gradient, moments and master: it is not
-      // partitioned further over its expert-data group.
-      if (state.getPartitionGroup() == CollectiveGroup::expert)
+      // An expert's state, split over its expert group: its rank-local
+      // experts are what the expert-data group partitions, and with one
+      // rank in that group it stays as it is.
+      bool expert = state.getPartitionGroup() == CollectiveGroup::expert;
+      if (expert && *expertData <= 1) {
+        if (state.getRole() == StateRole::optimizer)
+          trains = true;
         continue;
-      if (state.getPartitionOf()) {
+      }
+      if (state.getPartitionOf() && !expert) {
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();
       }
@@ -510,19 +647,20 @@ struct ZeroPartitionPass
       // Padded to W * S elements, which for a world size near int64's
       // limit no longer fits (the ops built from it could not exist).
       RankedTensorType type = state.getTensorType();
-      int64_t shard = shardSize(type.getNumElements(), *world);
-      if (!checkedByteSize({shard, *world},
+      int64_t ranks = expert ? *expertData : *world;
+      int64_t shard = shardSize(type.getNumElements(), ranks);
+      if (!checkedByteSize({shard, ranks},
                            type.getElementType().getIntOrFloatBitWidth())) {
-        state.emitError() << "partitioned over " << *world
+        state.emitError() << "partitioned over " << ranks
                           << " ranks, its padded size (" << shard << " x "
-                          << *world
+                          << ranks
                           << " elements) has more elements or bytes than fit "
                              "in int64";
         return signalPassFailure();
       }
       partitioned[state.getSymNameAttr()] = state;
     }
-    unshardWithinBudget(partitioned, *world);
+    unshardWithinBudget(partitioned, *world, *expertData);
     if (stage >= 3 && failed(warnWhenNothingPartitioned(module, partitioned)))
       return signalPassFailure();
     if (!trains) {
@@ -539,7 +677,8 @@ struct ZeroPartitionPass
                          << func.getBody().getBlocks().size();
         return signalPassFailure();
       }
-      if (failed(Partitioner(func, *world, stage, partitioned).run()))
+      if (failed(Partitioner(func, *world, *expertData, stage, partitioned)
+                     .run()))
         return signalPassFailure();
     }
     OpBuilder builder(module.getContext());
@@ -550,10 +689,17 @@ struct ZeroPartitionPass
       module->setAttr(DSCDialect::kZeroPersistenceThresholdAttrName,
                       builder.getI64IntegerAttr(persistenceThreshold));
     for (auto [name, state] : partitioned) {
-      RankedTensorType whole = state.getTensorType();
-      state.setPartitionOf(whole.getShape());
+      // An expert's rank-local experts over its expert-data group; its
+      // `partition_of` stays the whole [E, ...].
+      RankedTensorType local = state.getTensorType();
+      bool expert = state.getPartitionGroup() == CollectiveGroup::expert;
+      if (expert)
+        state.setPartitionGroup(CollectiveGroup::expert_data);
+      else
+        state.setPartitionOf(local.getShape());
       state.setType(RankedTensorType::get(
-          {shardSize(whole.getNumElements(), *world)}, whole.getElementType()));
+          {shardSize(local.getNumElements(), expert ? *expertData : *world)},
+          local.getElementType()));
     }
   }
 

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from .philox import dropout_arguments
+from .philox import Exporting, dropout_arguments
 
 
 class NamedState:
@@ -277,7 +277,7 @@ class Capture:
         factories = _FactoriesOnMeta() if self.meta else contextlib.nullcontext()
 
         def forward(state_list, *inputs):
-            with _OneHotAsCompare(), _DropoutAsOneOp(), factories:
+            with _OneHotAsCompare(), _DropoutAsOneOp(), factories, Exporting():
                 return _functional_call(model, dict(zip(names, state_list)), inputs)
 
         with _record_stack_traces(), _record_module_paths(self.model), torch.no_grad():

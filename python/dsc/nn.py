@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import moe_ops  # noqa: F401  (defines torch.ops.dsc.moe_*)
+from . import philox
 
 
 class StackedLinear(nn.Module):
@@ -104,6 +105,10 @@ def capacity(tokens, num_experts, k, capacity_factor, min_capacity):
     return max(c, int(min_capacity))
 
 
+# The sites of an MoE layer's draws, 4 * layer + these (as --dsc-moe).
+_JITTER, _RSAMPLE, _RTS, _SECOND_EXPERT = range(4)
+
+
 class MoE(nn.Module):
     """DeepSpeed's mixture-of-experts layer, numerically.
 
@@ -139,17 +144,21 @@ class MoE(nn.Module):
         (dsc's routing is index-based already).
     enable_expert_tensor_parallelism: recorded; parallelism is dsc-compile's.
 
-    Randomness. dsc has no random-number op for routing yet, so the options
-    by which DeepSpeed draws from torch's global generator raise
-    NotImplementedError at forward when they would change the result:
-    use_rts (top-1: over-capacity tokens dropped at random; accepted where
-    the capacity holds every token, drop_tokens=False or capacity >= tokens,
-    since nothing is dropped), top2_2nd_expert_sampling (top-2: Gumbel noise
-    on the second choice, in training and eval), noisy_gate_policy
-    'Jitter' (any k) and 'RSample' (top-1), both in training only. Pass
-    use_rts=False, top2_2nd_expert_sampling=False: top-1 then drops the
-    tokens past the capacity in token order (DeepSpeed leaves that order to
-    torch.topk's ties).
+    Randomness: DeepSpeed's options that draw random numbers, use_rts
+    (top-1: an expert keeps its `capacity` routes of highest priority
+    mask * U(0, 1)), noisy_gate_policy 'Jitter' (the gate's fp32 input times
+    U(0.99, 1.01), any k) and 'RSample' (top-1: the expert is the argmax of
+    logits plus Gumbel noise -log(-log(u)); the gate value stays the
+    probability), both in training only, and top2_2nd_expert_sampling (top-2:
+    the second expert is the argmax of logits plus Gumbel noise, in training
+    and eval). Inside a dsc.philox.DscDropout context (dsc.golden) the
+    numbers are dsc's, those dsc.random_uniform draws in the --dsc-moe
+    rewrite (the n-th MoE layer called is replaced block n; sites 4n + 0..3
+    for jitter, rsample, use_rts and the second expert, over [tokens, M] and
+    [tokens, E]), so a compiled step and this layer route alike. Outside
+    one they come from torch's global generator, as DeepSpeed draws them.
+    As in DeepSpeed, use_rts and 'RSample' do nothing for k >= 2 and
+    top2_2nd_expert_sampling nothing for k != 2.
 
     Gating, as DeepSpeed's: logits = x_f32 @ gate.weight^T (fp32, no bias),
     probabilities = softmax. Top-1 takes the argmax, weight p (not
@@ -209,30 +218,38 @@ class MoE(nn.Module):
         factor = self.capacity_factor if self.training else self.eval_capacity_factor
         return capacity(tokens, self.num_experts, self.k, factor, self.min_capacity)
 
-    def _refuse_randomness(self, tokens, cap):
-        why = None
-        if self.k == 1 and self.use_rts and cap < tokens:
-            why = ("use_rts=True (random token selection drops over-capacity tokens at "
-                   "random); pass use_rts=False to drop them in token order")
-        elif self.k == 2 and self.top2_2nd_expert_sampling:
-            why = ("top2_2nd_expert_sampling=True (Gumbel noise picks the second "
-                   "expert); pass top2_2nd_expert_sampling=False for the argmax")
-        elif self.training and (self.noisy_gate_policy == "Jitter" or
-                                (self.noisy_gate_policy == "RSample" and self.k == 1)):
-            why = f"noisy_gate_policy={self.noisy_gate_policy!r} in training"
-        if why:
+    def _noise(self, shape, low, high, site):
+        """U(low, high) of `shape`: dsc's draw at this layer's `site` inside
+        a DscDropout context, torch's global generator outside one."""
+        context = philox.active()
+        if isinstance(context, philox.Exporting):
             raise NotImplementedError(
-                f"dsc.nn.MoE: {why}. DeepSpeed draws these random numbers from torch's "
-                "global generator; dsc has no reproducible generator for routing yet")
+                "dsc.nn.MoE: the random gating options (use_rts dropping tokens, "
+                "noisy_gate_policy in training, top2_2nd_expert_sampling) do not export "
+                "yet; export with use_rts=False, noisy_gate_policy=None, "
+                "top2_2nd_expert_sampling=False, or export the dense model and set them "
+                "with dsc-opt's --moe-* flags (docs/moe.md)")
+        if context is None:
+            return torch.rand(shape) * (high - low) + low
+        return context.uniform(shape, low, high, 4 * self._layer + site)
+
+    def _gumbel(self, shape, site):
+        return -torch.log(-torch.log(self._noise(shape, 0.0, 1.0, site)))
 
     def _choose(self, logits, probs):
         """[S, k] experts, as DeepSpeed picks them: first the argmax of the
-        probabilities; top-2's second the argmax of the logits with the first
-        masked, k >= 3's next ones the argmax of the probabilities with the
-        earlier ones masked (its top-k, in order). argmax takes the lowest
-        index on ties."""
-        choices = [torch.argmax(probs, dim=1, keepdim=True)]
+        probabilities (with RSample in training, of logits plus Gumbel
+        noise); top-2's second the argmax of the logits (plus Gumbel noise
+        with second-expert sampling) with the first masked, k >= 3's next
+        ones the argmax of the probabilities with the earlier ones masked
+        (its top-k, in order). argmax takes the lowest index on ties."""
+        first = probs
+        if self.k == 1 and self.training and self.noisy_gate_policy == "RSample":
+            first = logits + self._gumbel(logits.shape, _RSAMPLE).to(logits.device)
+        choices = [torch.argmax(first, dim=1, keepdim=True)]
         masked = logits if self.k == 2 else probs
+        if self.k == 2 and self.top2_2nd_expert_sampling:
+            masked = logits + self._gumbel(logits.shape, _SECOND_EXPERT).to(logits.device)
         expert_ids = torch.arange(self.num_experts, device=logits.device)
         for _ in range(1, self.k):
             masked = masked.masked_fill(choices[-1] == expert_ids, float("-inf"))
@@ -258,13 +275,23 @@ class MoE(nn.Module):
         x = hidden_states.reshape(-1, shape[-1])
         tokens, E = x.shape[0], self.num_experts
         cap = self.capacity(tokens)
-        self._refuse_randomness(tokens, cap)
+        context = philox.active()
+        self._layer = (context.next_moe_layer()
+                       if isinstance(context, philox.DscDropout) else 0)
 
-        logits = F.linear(x.float(), self.gate.weight.float())
+        gate_input = x.float()
+        if self.training and self.noisy_gate_policy == "Jitter":
+            gate_input = gate_input * self._noise(gate_input.shape, 0.99, 1.01,
+                                                  _JITTER).to(x.device)
+        logits = F.linear(gate_input, self.gate.weight.float())
         probs = F.softmax(logits, dim=1)
         experts = self._choose(logits, probs)
         chosen = torch.gather(probs, 1, experts)
         priority = chosen if self.k >= 3 and self.drop_tokens else None
+        if self.k == 1 and self.use_rts and self.drop_tokens:
+            # DeepSpeed's mask1 * uniform: the route's priority.
+            uniform = self._noise((tokens, E), 0.0, 1.0, _RTS).to(x.device)
+            priority = torch.gather(uniform, 1, experts)
         slots, counts = torch.ops.dsc.moe_slots(experts, priority, E, cap)
         weights = chosen * (slots >= 0).float()
         if self.k >= 2:

@@ -44,26 +44,57 @@ def philox4x32(counter, key):
     return [x.astype(np.uint32) for x in c]
 
 
-def dropout_mask(shape, p, site, seed, step, first_sample, samples):
-    """The float32 multiplier (0 or 1/(1-p)) of every element of a dropout
-    input of `shape` holding `samples` samples, the first of which is
-    sample `first_sample` of the step's global batch."""
-    numel = math.prod(shape)
+def _batch_words(numel, site, key, step, first_sample, samples):
+    """Word g % 4 of philox4x32(counter=(g // 4 mod 2^32, g // 2^34, site,
+    step), key) for every element of a tensor of `numel` elements holding
+    `samples` samples, g its index in the global batch (the first sample
+    being sample `first_sample`)."""
     if samples < 1 or numel % samples:
         raise ValueError(f"{samples} samples do not divide a tensor of {numel} elements")
     g = np.uint64(first_sample * (numel // samples)) + np.arange(numel, dtype=np.uint64)
     block = g >> np.uint64(2)
     words = philox4x32((block & _MASK32, block >> np.uint64(32),
                         np.full_like(block, site & 0xFFFFFFFF),
-                        np.full_like(block, step & 0xFFFFFFFF)),
-                       (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF))
-    lane = (g & np.uint64(3)).astype(np.int64)
-    word = np.choose(lane, words)
+                        np.full_like(block, step & 0xFFFFFFFF)), key)
+    return np.choose((g & np.uint64(3)).astype(np.int64), words)
+
+
+def dropout_mask(shape, p, site, seed, step, first_sample, samples):
+    """The float32 multiplier (0 or 1/(1-p)) of every element of a dropout
+    input of `shape` holding `samples` samples, the first of which is
+    sample `first_sample` of the step's global batch."""
+    word = _batch_words(math.prod(shape), site,
+                        (seed & 0xFFFFFFFF, (seed >> 32) & 0xFFFFFFFF),
+                        step, first_sample, samples)
     threshold = math.ceil(p * 16777216.0)
     scale = np.float32(1.0 / (1.0 - p))
     keep = (word >> np.uint32(8)) >= threshold
     return torch.from_numpy(np.where(keep, scale, np.float32(0)).astype(np.float32)
                             .reshape(shape))
+
+
+UNIFORM_KEY_TAG = 0x554E4900
+
+
+def random_uniform(shape, low, high, site, seed, step, first_sample, samples):
+    """dsc.random_uniform: float32 values of `shape` in [low, high]. Element
+    g of the global batch (as for dropout_mask) is low + (high - low) * u in
+    double, rounded once to float32, with u = (2 * (w >> 9) + 1) / 2^24 in
+    (0, 1) and w word g % 4 of
+
+        philox4x32(counter=(g // 4 mod 2^32, g // 2^34, site mod 2^32,
+                            step mod 2^32),
+                   key=(seed mod 2^32, (seed // 2^32) ^ 0x554E4900))
+
+    (runtime/include/dsc/kernels/Random.h computes the same)."""
+    word = _batch_words(math.prod(shape), site,
+                        (seed & 0xFFFFFFFF,
+                         ((seed >> 32) ^ UNIFORM_KEY_TAG) & 0xFFFFFFFF),
+                        step, first_sample, samples)
+    u = (np.uint64(2) * (word.astype(np.uint64) >> np.uint64(9)) +
+         np.uint64(1)).astype(np.float64) * 2.0 ** -24
+    value = np.float64(low) + (np.float64(high) - np.float64(low)) * u
+    return torch.from_numpy(value.astype(np.float32).reshape(shape))
 
 
 def apply_dropout(x, mask):
@@ -79,17 +110,58 @@ def dropout_arguments(args, kwargs):
     return bound["input"], bound.get("p", 0.5), bound.get("training", True)
 
 
+_active = []  # the DscDropout and Exporting contexts entered, innermost last
+
+
+def active():
+    """The innermost DscDropout or Exporting context entered, or None."""
+    return _active[-1] if _active else None
+
+
+class Exporting:
+    """Entered by the exporter while it traces a model: layers whose random
+    numbers have no dsc op to export to (dsc.nn.MoE's gating noise) refuse."""
+
+    def __enter__(self):
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _active.remove(self)
+
+
 class DscDropout(torch.overrides.TorchFunctionMode):
     """Within it, F.dropout (nn.Dropout) draws dsc's masks: the n-th call is
     site n, for a forward of `samples` samples (the inputs' leading
     dimension), the first of which is sample `first_sample` of optimizer step
-    `step` (1-based)."""
+    `step` (1-based). dsc.nn.MoE layers draw their gating noise from it too
+    (`uniform`): the n-th MoE layer the forward calls is replaced block n of
+    --dsc-moe."""
 
     def __init__(self, step, first_sample, samples, seed=DEFAULT_SEED):
         super().__init__()
         self.step, self.first_sample, self.samples = step, first_sample, samples
         self.seed = seed
         self.site = 0
+        self.moe_layer = 0
+
+    def __enter__(self):
+        _active.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        _active.remove(self)
+        return super().__exit__(*exc)
+
+    def next_moe_layer(self):
+        """The index of the MoE layer that asks, in the forward's order."""
+        self.moe_layer += 1
+        return self.moe_layer - 1
+
+    def uniform(self, shape, low, high, site):
+        """dsc.random_uniform of `shape` (this forward's samples outermost)."""
+        return random_uniform(shape, low, high, site, self.seed, self.step,
+                              self.first_sample, self.samples)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

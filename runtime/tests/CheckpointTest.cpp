@@ -746,13 +746,16 @@ constexpr int64_t kExpertsShape[] = {4, 3}; // 4 experts of 3: 12 elements
 /// The states of a job of `worldSize` ranks and expert-parallel size `p`: a
 /// replicated parameter, the experts [4, 3] partitioned over `experts`
 /// (the Expert group: shards of ceil(12 / P); the World: ZeRO's, of
-/// ceil(12 / W)), and their moment partitioned over the World by ZeRO.
+/// ceil(12 / W); the ExpertData group: ZeRO's of the rank's 12 / P
+/// elements over W / P ranks), and their moment partitioned over the World
+/// by ZeRO.
 class ExpertStates {
 public:
   ExpertStates(int worldSize, int p, CommGroup experts = CommGroup::Expert)
-      : expertShard_{experts == CommGroup::Expert
-                         ? (12 + p - 1) / p
-                         : (12 + worldSize - 1) / worldSize},
+      : expertShard_{experts == CommGroup::Expert ? (12 + p - 1) / p
+                     : experts == CommGroup::World
+                         ? (12 + worldSize - 1) / worldSize
+                         : (12 / p + worldSize / p - 1) / (worldSize / p)},
         momentShard_{(12 + worldSize - 1) / worldSize},
         states_{{{"head.weight", ElementType::F32, 2, kHeadShape},
                  StateRole::Parameter},
@@ -803,6 +806,15 @@ protected:
     return out;
   }
 
+  /// What a rank holds of `whole` in a shard of `shard` elements: its
+  /// slice, zero after it.
+  static std::vector<float> held(const std::vector<float> &whole,
+                                 StateSlice slice, int64_t shard) {
+    std::vector<float> out = piece(whole, slice.begin, slice.count);
+    out.resize(size_t(shard), 0.0f);
+    return out;
+  }
+
   /// A save by every rank of a job of `worldSize` ranks and expert-parallel
   /// size `p`, each holding its storage of the states.
   void save(int worldSize, int p, CommGroup experts = CommGroup::Expert) {
@@ -812,8 +824,7 @@ protected:
     std::vector<std::string> reports;
     for (int r = 0; r < worldSize; ++r) {
       StateSlice mine = stateSlice(states.info().states[1], r, p);
-      std::vector<float> expert =
-          piece(experts_, mine.begin, states.expertShard());
+      std::vector<float> expert = held(experts_, mine, states.expertShard());
       std::vector<float> moment =
           piece(moment_, r * states.momentShard(), states.momentShard());
       reports.push_back(writeCheckpointShard(
@@ -826,10 +837,11 @@ protected:
   /// Loads the checkpoint as rank `rank` of a job of `worldSize` ranks and
   /// expert-parallel size `p`, and expects that rank's storage of each
   /// state: its experts, its ZeRO shard of the moment, the parameter whole.
-  void expectLoads(int worldSize, int p, int rank) {
+  void expectLoads(int worldSize, int p, int rank,
+                   CommGroup experts = CommGroup::Expert) {
     SCOPED_TRACE("W=" + std::to_string(worldSize) + " P=" + std::to_string(p) +
                  " rank " + std::to_string(rank));
-    ExpertStates states(worldSize, p);
+    ExpertStates states(worldSize, p, experts);
     MemoryPool pool("state");
     std::vector<void *> loaded =
         Checkpoint::open(root_).loadStates(states.info(), pool, rank);
@@ -840,7 +852,8 @@ protected:
     EXPECT_EQ(floats(0, 8), head_);
     int64_t expertShard = states.expertShard();
     EXPECT_EQ(floats(1, expertShard),
-              piece(experts_, (rank % p) * expertShard, expertShard));
+              held(experts_, stateSlice(states.info().states[1], rank, p),
+                   expertShard));
     int64_t momentShard = states.momentShard();
     EXPECT_EQ(floats(2, momentShard),
               piece(moment_, rank * momentShard, momentShard));
@@ -934,6 +947,59 @@ TEST_F(DscRunExpertCheckpoint, ExportsAndDescribesTheWholeTensor) {
   // The experts' partition says nothing of ZeRO's stage; the moment does.
   EXPECT_THAT(info, HasSubstr("zero stage: 1 or 2 (optimizer state "
                               "partitioned, no gradient state)"));
+}
+
+TEST_F(DscRunExpertCheckpoint, WritesExpertDataPiecesByOffset) {
+  // ZeRO's partition of the experts over expert-data groups of 2 (W = 4,
+  // P = 2): every rank writes its piece of its experts; rank r holds block
+  // r % 2, so by offset the pieces are ranks 0, 2, 1, 3.
+  save(4, 2, CommGroup::ExpertData);
+  json meta = metadata();
+  const json &experts = meta["tensors"]["experts.w"];
+  EXPECT_EQ(experts["partition"], json({{"world_size", 4},
+                                        {"group", "expert_data"},
+                                        {"group_size", 2},
+                                        {"shard_elements", 3}}));
+  ASSERT_EQ(experts["pieces"].size(), 4u);
+  const std::vector<std::string> shards = {"shard-0-of-4.safetensors",
+                                           "shard-2-of-4.safetensors",
+                                           "shard-1-of-4.safetensors",
+                                           "shard-3-of-4.safetensors"};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(experts["pieces"][i]["offset"], 3 * int64_t(i)) << i;
+    EXPECT_EQ(experts["pieces"][i]["shard"], shards[i]) << i;
+  }
+  std::vector<float> whole(12);
+  Checkpoint::open(root_).readTensor("experts.w", whole.data(),
+                                     whole.size() * sizeof(float));
+  EXPECT_EQ(whole, experts_);
+  std::string info = describeCheckpoint(Checkpoint::open(root_));
+  EXPECT_THAT(info, HasSubstr("  experts.w  parameter F32 [4, 3]  partitioned "
+                              "over the expert group (2 of 4 ranks), then "
+                              "over the expert_data group (2 ranks) by 3, 4 "
+                              "piece(s)\n"));
+  EXPECT_THAT(info, HasSubstr("  parameter: 2 tensor(s), 20 element(s), 0 "
+                              "partitioned, 1 experts' over their expert-data "
+                              "group\n"));
+}
+
+TEST_F(DscRunExpertCheckpoint, ReshardsExpertDataPartitions) {
+  // Saved by 8 ranks over expert-data groups of 4 (shards of 2 of each
+  // rank's 6 elements; the last index of each group holds padding only and
+  // writes nothing), loaded as expert parallelism's partition, as ZeRO's of
+  // other sizes, and back.
+  save(8, 2, CommGroup::ExpertData);
+  EXPECT_EQ(metadata()["tensors"]["experts.w"]["pieces"].size(), 6u);
+  for (auto [worldSize, p] : {std::pair{4, 2}, {2, 1}, {4, 4}})
+    for (int r = 0; r < worldSize; ++r)
+      expectLoads(worldSize, p, r);
+  for (auto [worldSize, p] : {std::pair{4, 2}, {8, 2}, {6, 2}, {2, 1}})
+    for (int r = 0; r < worldSize; ++r)
+      expectLoads(worldSize, p, r, CommGroup::ExpertData);
+  fs::remove_all(root_);
+  save(4, 2);
+  for (int r = 0; r < 8; ++r)
+    expectLoads(8, 2, r, CommGroup::ExpertData);
 }
 
 TEST_F(DscRunExpertCheckpoint, RefusesAnUnknownPartitionGroup) {

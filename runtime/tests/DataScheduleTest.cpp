@@ -227,6 +227,28 @@ TEST(DataScheduleTest, RunSettingsPlanPicksEachStepsBuckets) {
   EXPECT_EQ(none.stepLengths(5, 16), std::make_pair(int64_t(16), int64_t(16)));
 }
 
+TEST(DataScheduleTest, StagedKdRunsTheTeacherUpToItsStop) {
+  // What --dsc-data-variants compiles in for --kd-stop-step=3: steps 1-3
+  // with the teacher, the later ones without; the lengths stay full.
+  DataSchedulePlan plan;
+  EXPECT_TRUE(isDataScheduleSetting("kd_stop_step"));
+  EXPECT_EQ(readDataScheduleSetting(plan, "kd_stop_step", "3"), std::nullopt);
+  EXPECT_EQ(checkDataSchedulePlan(plan), std::nullopt);
+  EXPECT_FALSE(plan.empty());
+  EXPECT_FALSE(plan.changesLengths());
+  EXPECT_TRUE(plan.teacherRuns(1));
+  EXPECT_TRUE(plan.teacherRuns(3));
+  EXPECT_FALSE(plan.teacherRuns(4));
+  EXPECT_FALSE(plan.teacherRuns(1000));
+  EXPECT_EQ(plan.stepLengths(4, 16), std::make_pair(int64_t(16), int64_t(16)));
+  // Without staged KD every step runs the teacher (of an artifact that has one).
+  EXPECT_TRUE(DataSchedulePlan().teacherRuns(1000));
+  EXPECT_THAT(readDataScheduleSetting(plan, "kd_stop_step", "0"),
+              Optional(HasSubstr("expected a positive integer, got '0'")));
+  EXPECT_THAT(readDataScheduleSetting(plan, "kd_stop_step", "two"),
+              Optional(HasSubstr("expected a positive integer")));
+}
+
 TEST(DataScheduleTest, RunSettingsErrors) {
   DataSchedulePlan plan;
   EXPECT_FALSE(isDataScheduleSetting("steps_per_print"));

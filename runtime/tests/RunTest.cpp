@@ -11,6 +11,7 @@
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/Stream.h"
@@ -437,9 +438,22 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "size 2"},
       {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
        "state 'w' is not partitioned but names partition group 1"},
-      {[](FakeArtifact &f) { f.partition(CommGroup::ExpertData); },
-       "state 'w' is partitioned over group 2; only the world (0), the "
-       "expert group (1) and the tensor group (3) partition states"},
+      {[](FakeArtifact &f) { f.partition(CommGroup::Data); },
+       "state 'w' is partitioned over group 4; only the world (0), the "
+       "expert group (1), the expert-data group (2) and the tensor group (3) "
+       "partition states"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::ExpertData);
+         f.info.expertParallelSize = 2;
+       },
+       "state 'w' partitions the experts of [3, 5] over expert groups of 2 "
+       "rank(s), which must divide its leading dimension"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::ExpertData); // P = 1: D = 2, shards of 8
+         f.shardShape[0] = 15;
+       },
+       "state 'w' is a shard of 15 elements, but its whole tensor [3, 5] over "
+       "the expert_data group of 2 rank(s) needs shards of 8"},
       {[](FakeArtifact &f) {
          f.partition(CommGroup::World);
          f.shardShape[0] = 7;
@@ -463,6 +477,11 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
     fake.info.expertParallelSize = 1;
     fake.shardShape[0] = 15;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    // ZeRO's partition of the rank's experts over its expert-data group:
+    // with P = 1 all of w over D = 2 ranks.
+    fake.partition(CommGroup::ExpertData);
+    fake.shardShape[0] = 8;
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
   }
   for (const Case &c : cases) {
@@ -636,6 +655,42 @@ TEST(DscRunStepContext, SequenceNumbersMustGrowWithinAStep) {
   EXPECT_NO_THROW(context.allReduceSum(&value, 1, ElementType::F32, 1, s,
                                        CommGroup::World));
   EXPECT_EQ(comm.stats()[CollectiveKind::AllReduce].calls, 3u);
+}
+
+// ZeRO-Infinity's reads and writes: tasks of the stream, in its order, on
+// the run's store (state ids are the artifact's state indices), counted;
+// a wrong size or a run without a store is an Error at the call.
+TEST(DscRunStepContext, NvmeReadsAndWritesRunOnTheStream) {
+  ScratchDir dir;
+  NvmeOptions options;
+  options.path = dir.path();
+  options.notice = [](const std::string &) {};
+  NvmeStore store(options);
+  store.addState(1, 64);
+  LoopbackComm comm;
+  CpuStream s("nvme", CpuStream::Mode::Threaded);
+  RunStepContext context({nullptr, nullptr}, {}, {}, nullptr, comm, {&s});
+  EXPECT_THAT(errorOf([&] {
+                float x[16];
+                context.nvmeRead(1, x, sizeof x, s);
+              }),
+              HasSubstr("the run has no NVMe store"));
+  context.setNvmeStore(&store);
+  std::vector<float> out(16), in(16);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = float(i) + 0.5f;
+  context.nvmeWrite(1, out.data(), 64, s);
+  context.nvmeRead(1, in.data(), 64, s); // after the write: the stream's order
+  s.synchronize();
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(context.nvmeReads().calls, 1);
+  EXPECT_EQ(context.nvmeWrites().bytes, 64);
+  EXPECT_THAT(errorOf([&] { context.nvmeRead(1, in.data(), 32, s); }),
+              HasSubstr("transfers 32 bytes of NVMe state 1, which is not the "
+                        "state's size"));
+  EXPECT_THAT(errorOf([&] { context.nvmeRead(0, in.data(), 64, s); }),
+              HasSubstr("state 0"));
+  EXPECT_EQ(context.nvmeReads().calls, 1);
 }
 
 TEST(DscRunStepContext, RefusesTypesTheCommunicatorCannotSum) {
@@ -822,6 +877,32 @@ TEST(DscRunMetrics, CsvMonitorWritesDeepSpeedsLayout) {
             "step,lr\n8,0.5\n16,0.25\n");
   EXPECT_THAT(errorOf([&] { CsvMonitor(dir.file("out/job/Train_Samples_lr.csv")); }),
               HasSubstr("cannot create the csv_monitor directory"));
+}
+
+TEST(DscRunMetrics, CsvMonitorWritesTheDataSchedulesFields) {
+  ScratchDir dir;
+  CsvMonitor monitor(dir.path());
+  StepRecord record = makeStepRecord(1, 0.25, ElementType::F32, 2, 4, 16);
+  record.seqlen = 16;
+  record.ltdKept = 8;
+  record.layerTokens = 96;
+  monitor.append(record);
+  record = makeStepRecord(2, 0.125, ElementType::F32, 2, 4, 16);
+  record.seqlen = 16;
+  record.ltdKept = 16;
+  record.layerTokens = 224;
+  monitor.append(record);
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_seqlen.csv")),
+            "step,seqlen\n4,16\n8,16\n");
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_ltd_kept.csv")),
+            "step,ltd_kept\n4,8\n8,16\n");
+  EXPECT_EQ(dsc::rt::test::readBytes(dir.file("Train_Samples_layer_tokens.csv")),
+            "step,layer_tokens\n4,96\n8,224\n");
+  // Without data schedules there are no such files.
+  ScratchDir plain;
+  CsvMonitor(plain.path()).append(makeStepRecord(1, 0.5, ElementType::F32, 2, 4, 16));
+  EXPECT_FALSE(std::filesystem::exists(plain.file("Train_Samples_seqlen.csv")));
+  EXPECT_FALSE(std::filesystem::exists(plain.file("Train_Samples_ltd_kept.csv")));
 }
 
 TEST(DscRunMetrics, LossRoundTrips) {

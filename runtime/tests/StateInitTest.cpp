@@ -250,6 +250,44 @@ struct ExpertRows {
                   0};
 };
 
+/// ExpertRows' whole tensor, element i = i + 0.5, in a weights file in
+/// `dir`.
+std::vector<float> writeExpertRows(const ScratchDir &dir) {
+  std::vector<float> whole(12);
+  for (int i = 0; i < 12; ++i)
+    whole[size_t(i)] = float(i) + 0.5f;
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"experts.w", DType::F32, {4, 3}, whole.data()}});
+  return whole;
+}
+
+TEST(StateInit, ExpertDataPartitionsCutTheRanksExperts) {
+  // ZeRO's partition of the rank's experts over its expert-data group: 8
+  // ranks, P = 2 (rows 0-1 or 2-3: 6 elements), D = 4, shards of 2, the
+  // last index of each group holding none of them (padding only).
+  ExpertRows e;
+  int64_t shard[1] = {2};
+  e.state.tensor.shape = shard;
+  e.state.partitionGroup = int32_t(CommGroup::ExpertData);
+  const std::vector<int64_t> begins = {0, 6, 2, 8, 4, 10, 6, 12};
+  const std::vector<int64_t> counts = {2, 2, 2, 2, 2, 2, 0, 0};
+  for (int r = 0; r < 8; ++r) {
+    StateSlice slice = stateSlice(e.state, r, 2);
+    EXPECT_EQ(slice.begin, begins[size_t(r)]) << r;
+    EXPECT_EQ(slice.count, counts[size_t(r)]) << r;
+  }
+  // From a weights file holding the whole tensor: rank 3 (experts 2-3,
+  // index 1 of its expert-data group) holds elements 8 and 9.
+  ScratchDir dir;
+  writeExpertRows(dir);
+  SafeTensorsFile weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  std::vector<float> mine(2, -1.0f);
+  readState(e.state, weights, 3, 2, mine.data());
+  EXPECT_EQ(mine, (std::vector<float>{8.5f, 9.5f}));
+  readState(e.state, weights, 7, 2, mine.data());
+  EXPECT_EQ(mine, (std::vector<float>{0.0f, 0.0f}));
+}
+
 TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
   ExpertRows e;
   const std::vector<int64_t> begins = {0, 6, 0, 6};
@@ -268,11 +306,7 @@ TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
 
   // From a weights file holding the whole tensor.
   ScratchDir dir;
-  std::vector<float> whole(12);
-  for (int i = 0; i < 12; ++i)
-    whole[size_t(i)] = float(i) + 0.5f;
-  writeSafeTensors(dir.file("w.safetensors"),
-                   {{"experts.w", DType::F32, {4, 3}, whole.data()}});
+  std::vector<float> whole = writeExpertRows(dir);
   auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
   for (int r = 0; r < 4; ++r) {
     std::vector<float> mine(6, -1);

@@ -24,17 +24,20 @@ dsc_kernels_cuda_test(KernelsBatchedGemmCudaTest kernels/BatchedGemmCudaTest.cu)
 # Copy and GEMM calls of generated code: copy, linear, a broadcast batch.
 dsc_runtime_test(KernelCopyGemmTest kernels/CopyGemmTest.cpp)
 
-# Reductions, embedding, permutes, indexing and routing: each against a
+# Reductions, embedding, permutes, slices/concats/broadcasts/causal masks,
+# indexing and routing: each against a
 # naive reference in double.
 dsc_runtime_test(ReduceKernelTest kernels/ReduceTest.cpp)
 dsc_runtime_test(EmbeddingKernelTest kernels/EmbeddingTest.cpp)
 dsc_runtime_test(PermuteKernelTest kernels/PermuteTest.cpp)
+dsc_runtime_test(LayoutKernelTest kernels/LayoutTest.cpp)
 dsc_runtime_test(RoutingKernelTest kernels/RoutingTest.cpp)
 
 # Their CUDA kernels against the CPU ones.
 dsc_kernels_cuda_test(ReduceKernelCudaTest kernels/ReduceCudaTest.cu)
 dsc_kernels_cuda_test(EmbeddingKernelCudaTest kernels/EmbeddingCudaTest.cu)
 dsc_kernels_cuda_test(RoutingKernelCudaTest kernels/RoutingCudaTest.cu)
+dsc_kernels_cuda_test(LayoutKernelCudaTest kernels/LayoutCudaTest.cu)
 # Row kernels and the fused classifier.
 dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
 dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)

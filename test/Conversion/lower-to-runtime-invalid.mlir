@@ -101,3 +101,26 @@ func.func @transfer_to_where_it_is(%x: tensor<4xf32> {dsc.input = "x"}) -> tenso
   %d = dsc.transfer %x to device : tensor<4xf32>
   return %d : tensor<4xf32>
 }
+
+// -----
+
+// A load of an NVMe state yields a host tensor (ZeRO-Infinity).
+dsc.state optimizer @m on nvme : tensor<4xf32>
+func.func @nvme_on_device(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  %m = dsc.load @m : tensor<4xf32>
+  // expected-error @+1 {{'dsc.add' op reads tensors on the host and on the device; copy them to one tier with dsc.transfer}}
+  %s = dsc.add %m, %x : tensor<4xf32>, tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Its host buffer lives from its read to its write: one update reads it.
+dsc.state optimizer @m on nvme : tensor<4xf32>
+func.func @nvme_not_an_update(%x: tensor<4xf32> {dsc.input = "x"}) -> tensor<4xf32> {
+  // expected-error @+1 {{'dsc.load' op reads @m, a state on nvme: only one optimizer update may read it (its host buffer lives from its read to its write)}}
+  %m = dsc.load @m : tensor<4xf32>
+  %s = dsc.add %m, %m : tensor<4xf32>, tensor<4xf32>
+  %d = dsc.transfer %s to device : tensor<4xf32>
+  return %d : tensor<4xf32>
+}

@@ -1,5 +1,5 @@
 // RUN: dsc-opt %s --dsc-lower-to-runtime --split-input-file | FileCheck %s
-// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory --split-input-file | dsc-translate --dscrt-to-cpp --split-input-file | FileCheck %s --check-prefix=CPP
+// RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory --split-input-file | dsc-translate --dscrt-to-cpp --split-input-file | FileCheck %s --check-prefix=CPP
 
 // A training step (it stores state): the loss is written as soon as it is
 // computed and the step may end there (dscrt.eval_exit, for dsc-run

@@ -138,6 +138,26 @@ func.func @embedding(%t: tensor<2x3xi64> {dsc.input = "tokens"}) -> (tensor<f32>
 
 // -----
 
+// A table used as an embedding and as the output projection (GPT-2's tied
+// wte): the embedding's rows are scatter-added into the projection's
+// gradient, with no table of zeros and no separate sum.
+// CHECK-LABEL: func.func @tied_embedding
+// CHECK: %[[DW:.*]] = dsc.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<3x8xf32>, tensor<3x4xf32>
+// CHECK-NOT: tensor<f32> -> tensor<8x4xf32>
+// CHECK: %[[DT:.*]] = dsc.scatter_add %[[DW]], %{{.*}}, %{{.*}}, dim = 0 : tensor<8x4xf32>, tensor<3x4xi64>, tensor<3x4xf32>
+// CHECK-NOT: dsc.add
+// CHECK: return %{{.*}}, %[[DT]]
+dsc.state parameter @wte : tensor<8x4xf32>
+func.func @tied_embedding(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @wte : tensor<8x4xf32>
+  %h = dsc.embedding %w, %ids : tensor<8x4xf32>, tensor<3xi64>
+  %logits = dsc.linear %h, %w : tensor<3x4xf32>, tensor<8x4xf32>
+  %loss = dsc.cross_entropy %logits, %ids : tensor<3x8xf32>, tensor<3xi64>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // World size 2: every gradient is summed over the ranks; the all-reduce in
 // the forward (the data-parallel loss) passes its cotangent through.
 // CHECK-LABEL: func.func @data_parallel

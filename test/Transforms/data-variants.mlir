@@ -2,6 +2,10 @@
 // RUN: FileCheck %s --check-prefix=LTDJSON < %t.ltd.json
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-variants="curriculum-schedule=fixed_linear curriculum-min=2 curriculum-max=8 curriculum-total-steps=6 curriculum-difficulty-step=2 budget=0.3 output=%t.cl.json" | FileCheck %s --check-prefix=CL
 // RUN: FileCheck %s --check-prefix=CLJSON < %t.cl.json
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-variants="kd-stop-step=3 output=%t.kd.json" | FileCheck %s --check-prefix=KD
+// RUN: FileCheck %s --check-prefix=KDJSON < %t.kd.json
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-variants="ltd-min=2 ltd-max=8 ltd-require-steps=6 ltd-seq-per-step=2 kd-stop-step=3 output=%t.both.json" | FileCheck %s --check-prefix=BOTH
+// RUN: FileCheck %s --check-prefix=BOTHJSON < %t.both.json
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-variants > %t.none
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir > %t.plain
 // RUN: diff %t.plain %t.none
@@ -39,3 +43,46 @@
 // CLJSON-NEXT: "kept": 4,
 // CLJSON-NEXT: "ramp_steps": 3,
 // CLJSON-NEXT: "seqlen": 4
+
+// Staged KD alone (the teacher until step 3): two full-length variants,
+// with the teacher (steps 1-3) and without it (step 4 on).
+// KD: module attributes {dsc.data_schedule = "kd_stop_step=3\0A"}
+// KDJSON: "kept": 8,
+// KDJSON-NEXT: "ramp_steps": 3,
+// KDJSON-NEXT: "seqlen": 8,
+// KDJSON-NEXT: "teacher": true
+// KDJSON: "kept": 8,
+// KDJSON-NEXT: "ramp_steps": 1,
+// KDJSON-NEXT: "seqlen": 8,
+// KDJSON-NEXT: "teacher": false
+// KDJSON-NOT: "teacher"
+
+// With random-LTD (kept 2, 2, 4, 4, 6, 6, 8): a step runs its kept length
+// with the teacher up to step 3 and without it after, so kept 4 comes in
+// both kinds (steps 3 and 4) and the full-length step with the teacher,
+// variant 0, is in no step of the ramp.
+// BOTH: ltd_buckets=2,4,6,8\0Akd_stop_step=3\0A"
+// BOTHJSON: "kept": 8,
+// BOTHJSON-NEXT: "ramp_steps": 0,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": true
+// BOTHJSON: "kept": 2,
+// BOTHJSON-NEXT: "ramp_steps": 2,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": true
+// BOTHJSON: "kept": 4,
+// BOTHJSON-NEXT: "ramp_steps": 1,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": true
+// BOTHJSON: "kept": 4,
+// BOTHJSON-NEXT: "ramp_steps": 1,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": false
+// BOTHJSON: "kept": 6,
+// BOTHJSON-NEXT: "ramp_steps": 2,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": false
+// BOTHJSON: "kept": 8,
+// BOTHJSON-NEXT: "ramp_steps": 1,
+// BOTHJSON-NEXT: "seqlen": 8,
+// BOTHJSON-NEXT: "teacher": false

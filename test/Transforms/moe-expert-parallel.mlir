@@ -11,6 +11,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --grad-clip=1.0 --loss-scaling | FileCheck %s --check-prefix=CLIP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 | FileCheck %s --check-prefix=ZERO3
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --moe-experts=4 --moe-ep-size=2 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --dsc-report=memory,comm -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT3
 
 // EP: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
 // The gate is replicated; the experts hold 2 of 4 each.
@@ -72,13 +73,30 @@
 
 // ZeRO stage 3 with expert parallelism: the gate (and every other
 // non-expert state) is partitioned over the 4 ranks and gathered for use;
-// the experts stay split over their expert group, whole on each replica,
-// updated by a multi-tensor update of their own, their gradients summed
-// over the expert-data group, not reduce-scattered.
+// each rank's experts over its expert-data group of 2 (zero-experts.mlir
+// has the details), updated by a multi-tensor update of their own, their
+// gradients reduce-scattered over the expert-data group.
 // ZERO3: dsc.state parameter @h.0.mlp.gate.weight {{.*}}partition_of = array<i64: 4, 4>} : tensor<4xf32>
-// ZERO3: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
-// ZERO3: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x16x4xf32>
-// ZERO3-NOT: reduce_scatter {{.*}} over expert_data
-// ZERO3: dsc.all_reduce %{{.*}} over expert_data
+// ZERO3: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_group = 2 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<64xf32>
+// ZERO3: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_group = 2 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<64xf32>
+// ZERO3: dsc.all_gather %{{.*}} over expert_data
+// ZERO3-NOT: dsc.all_reduce %{{.*}} over expert_data
+// ZERO3: dsc.reduce_scatter %{{.*}} over expert_data
 // ZERO3: dsc.adam_update params({{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
-// ZERO3: dsc.adam_update params({{.*}} : tensor<2x16x4xf32>, tensor<2x16xf32>,
+// ZERO3: dsc.adam_update params({{.*}} : tensor<64xf32>, tensor<16xf32>,
+
+// The report of stage 3: the experts' states halved by their expert-data
+// group of 2 (488 of the rank's 976 expert elements, 4 bytes, 4 states:
+// 7,808 bytes), the others' over the world (all but the 4-byte step); the
+// experts' gathers and reduce-scatters over the expert-data group, no
+// all-reduce over it.
+// REPORT3: model states
+// REPORT3-NEXT: of experts 7,808 0.00 GB (this rank's experts: split over its expert group)
+// REPORT3-NEXT: partitioned 7,808 0.00 GB (by ZeRO, over the expert_data group of 2 rank(s))
+// REPORT3-NEXT: of the others 196 0.00 GB
+// REPORT3-NEXT: partitioned 192 0.00 GB (by ZeRO, over the world of 4 ranks)
+// REPORT3: stage 3 partitions 3 of 3 trained parameters
+// REPORT3-NEXT: and of the 11 experts' parameters (this rank's experts), 11 partitioned over the expert_data group; 0 stay whole (0 under the persistence threshold)
+// REPORT3: all_gather[expert_data] f32 5 3,488 3,488 3,488
+// REPORT3-NOT: all_reduce[expert_data]
+// REPORT3: reduce_scatter[expert_data] f32 3 1,952 1,952 1,952

@@ -9,6 +9,10 @@
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4" --dsc-moe="experts=6 ep-size=3" 2>&1 | FileCheck %s --check-prefix=EPWORLD
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 ep-size=2" 2>&1 | FileCheck %s --check-prefix=EPNOWORLD
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 ep-size=0" 2>&1 | FileCheck %s --check-prefix=EPZERO
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 top-k=2 noisy-gate-policy=rsample" 2>&1 | FileCheck %s --check-prefix=RSAMPLEK
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 top-k=3 use-rts=true" 2>&1 | FileCheck %s --check-prefix=RTSK
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 noisy-gate-policy=gaussian" 2>&1 | FileCheck %s --check-prefix=POLICY
+// RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --moe-experts=4 --moe-noisy-gate-policy=Jitter 2>&1 | FileCheck %s --check-prefix=POLICYFLAG
 // EPEXPERTS: error: --dsc-moe: ep-size 4 must divide the 6 experts of a block
 // EPWORLD: error: --dsc-moe: ep-size 3 must divide the world size 4 (run --dsc-data-parallel first)
 // EPNOWORLD: error: --dsc-moe: ep-size 2 must divide the world size 1 (run --dsc-data-parallel first)
@@ -19,6 +23,11 @@
 // INIT: error: --dsc-moe: init must be upcycle or random, got 'zeros'
 // EVERY: error: --dsc-moe: every must be at least 1, got 0
 // NONE: error: --dsc-moe: needs experts >= 1 (or experts-per-layer)
+// DeepSpeed's top2gating and topkgating ignore RSample and use_rts: errors.
+// RSAMPLEK: two-mlp-blocks.mlir:0:0: error: --dsc-moe: noisy-gate-policy=rsample applies to top-1 gating only, got top-k 2
+// RTSK: two-mlp-blocks.mlir:0:0: error: --dsc-moe: use-rts (random token selection) applies to top-1 gating only, got top-k 3
+// POLICY: error: --dsc-moe: noisy-gate-policy must be none, jitter or rsample, got 'gaussian'
+// POLICYFLAG: dsc-opt: error: --moe-noisy-gate-policy: 'Jitter' is not one of none, jitter, rsample
 
 // A model without a feed-forward block: one linear map, no activation.
 // expected-error @+1 {{--dsc-moe found no feed-forward block to replace}}

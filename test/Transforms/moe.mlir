@@ -1,4 +1,4 @@
-// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 top-k=2" | FileCheck %s --check-prefix=TOP2
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 top-k=2 top2-2nd-expert-sampling=false" | FileCheck %s --check-prefix=TOP2
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 capacity-factor=0.5 min-capacity=1" | FileCheck %s --check-prefix=TOP1
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts=4 top-k=3 every=2 init=random seed=7" | FileCheck %s --check-prefix=TOPK
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-moe="experts-per-layer=2,4,8 drop-tokens=false" | FileCheck %s --check-prefix=PYRAMID

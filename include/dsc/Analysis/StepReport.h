@@ -45,8 +45,12 @@ struct RankMemory {
   }
   // Of the model states, those of the experts this rank holds (expert
   // parallelism: split over the expert group, replicated over the
-  // expert-data group); the rest are the world's.
+  // expert-data group), and of those, the ones ZeRO partitions over the
+  // expert-data group; the rest are the world's, and of those, the ones
+  // ZeRO partitions over the world.
   int64_t expertStates = 0;
+  int64_t expertStatesOverExpertData = 0;
+  int64_t worldStatesPartitioned = 0;
   // Other state: buffers that are not trained (running statistics, masks).
   int64_t buffers = 0;
   // A frozen teacher's weights (--dsc-distill): read by the forward only,
@@ -68,15 +72,26 @@ struct RankMemory {
   // device), their allocation (256-byte rounded, not in stateAllocation),
   // and the host arena of copies.
   int64_t hostMaster = 0, hostOptimizer = 0;
+  /// Stage 3's parameter partitions on the host (offload_param).
+  int64_t hostParameters = 0;
   int64_t hostStateAllocation = 0;
   int64_t hostArena = 0;
   int64_t pinned() const { return hostStateAllocation + hostArena; }
+  // ZeRO-Infinity: of the model states above, the master weights and
+  // optimizer state in this rank's NVMe file (read into the host arena for
+  // the update), and the file's size (each state's extent starts at a
+  // 1 MiB boundary, the runtime's block).
+  int64_t nvmeMaster = 0, nvmeOptimizer = 0;
+  int64_t nvmeFile = 0;
 };
 
 /// Copies between host and device memory per update (inputs, outputs and
 /// ZeRO-Offload's transfers), as dsc-run counts them.
 struct TransferReport {
   int64_t d2hCalls = 0, d2hBytes = 0, h2dCalls = 0, h2dBytes = 0;
+  /// ZeRO-Infinity's reads and writes of NVMe states per update.
+  int64_t nvmeReads = 0, nvmeReadBytes = 0, nvmeWrites = 0,
+          nvmeWriteBytes = 0;
 };
 
 /// One collective op of the step.
@@ -110,6 +125,7 @@ struct DeepSpeedEstimate {
 
 struct StepReport {
   int64_t worldSize = 1;
+  int64_t expertDataSize = 1; // W / P: the ranks that hold the same experts
   int64_t tensorParallelSize = 1; // the mesh's tensor groups (Megatron's)
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
@@ -129,6 +145,9 @@ struct StepReport {
     int64_t whole = 0, wholeElements = 0;
     int64_t underThreshold = 0;
     int64_t persistenceThreshold = -1; // -1: not stage 3
+    // The experts' (counted apart, by the rank's experts): partitioned
+    // over their expert-data group, or whole on the rank.
+    int64_t experts = 0, expertsPartitioned = 0, expertsUnderThreshold = 0;
   } stage3;
   /// What fills the arena where its live bytes peak (set with the arena).
   ArenaPeak arenaPeak;

@@ -175,8 +175,24 @@ struct TrainingPipelineOptions
       *this, "offload-optimizer",
       llvm::cl::desc("where the optimizer state lives and the update runs: "
                      "none (the device), cpu (host memory; ZeRO-Offload) or "
-                     "nvme (refused: not built yet)"),
+                     "nvme (per-rank files; ZeRO-Infinity, stage 3)"),
       llvm::cl::init("none")};
+  Option<std::string> offloadParam{
+      *this, "offload-param",
+      llvm::cl::desc("stage 3: where the parameters' partitions live: none "
+                     "(the device) or cpu (host memory; needs the optimizer "
+                     "offloaded; nvme is not built yet)"),
+      llvm::cl::init("none")};
+  Option<int64_t> offloadBufferCount{
+      *this, "offload-buffer-count",
+      llvm::cl::desc("NVMe offload: sub-groups read ahead of their host "
+                     "update (offload_optimizer.buffer_count)"),
+      llvm::cl::init(4)};
+  Option<std::string> nvmePath{
+      *this, "nvme-path",
+      llvm::cl::desc("NVMe offload: directory of the per-rank files "
+                     "(nvme_path; dsc-run --nvme-path overrides it)"),
+      llvm::cl::init("")};
   Option<int64_t> zeroSubGroupSize{
       *this, "zero-sub-group-size",
       llvm::cl::desc("ZeRO-Offload: elements of parameters per host update "
@@ -243,6 +259,17 @@ struct TrainingPipelineOptions
   Option<int64_t> moeSeed{*this, "moe-seed",
                           llvm::cl::desc("key of the gate's generator"),
                           llvm::cl::init(0)};
+  Option<bool> moeUseRts{
+      *this, "moe-use-rts",
+      llvm::cl::desc("top-1: random token selection"), llvm::cl::init(false)};
+  Option<std::string> moeNoisyGatePolicy{
+      *this, "moe-noisy-gate-policy",
+      llvm::cl::desc("none, jitter or rsample (training only)"),
+      llvm::cl::init("none")};
+  Option<bool> moeTop2SecondExpertSampling{
+      *this, "moe-top2-2nd-expert-sampling",
+      llvm::cl::desc("top-2: Gumbel noise on the second choice"),
+      llvm::cl::init(true)};
   Option<int64_t> moeEpSize{
       *this, "moe-ep-size",
       llvm::cl::desc("ranks each layer's experts are split over (expert "
@@ -266,6 +293,19 @@ struct TrainingPipelineOptions
       *this, "kd-teacher-precision",
       llvm::cl::desc("storage of the teacher's weights: fp32 or bf16"),
       llvm::cl::init("fp32")};
+  // Staged KD: the step after kd-stop-step is a variant without the
+  // teacher (--dsc-data-variants' kd-stop-step), built with
+  // kd-teacher-forward=false (--dsc-distill's teacher-forward).
+  Option<int64_t> kdStopStep{
+      *this, "kd-stop-step",
+      llvm::cl::desc("distill until this step, then train the student alone "
+                     "(0: distill every step)"),
+      llvm::cl::init(0)};
+  Option<bool> kdTeacherForward{
+      *this, "kd-teacher-forward",
+      llvm::cl::desc("build the step with the teacher (false: the step after "
+                     "kd-stop-step)"),
+      llvm::cl::init(true)};
   // Curriculum learning and random-LTD: the schedules (--dsc-data-variants'
   // options of the same names), and the variant this step is built for
   // (--dsc-sequence-length, --dsc-random-ltd).

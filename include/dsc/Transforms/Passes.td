@@ -303,6 +303,14 @@ def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
     variant into one artifact). The graph is unchanged. With neither
     schedule set the pass does nothing.
 
+    Staged knowledge distillation (`kd-stop-step` S > 0) is a schedule too:
+    steps up to S run with the teacher, later ones without it
+    (`--dsc-distill`'s `teacher-forward=false`). Each variant says whether
+    it runs the teacher (`teacher` in the JSON), the lengths of the steps
+    after S come in a second copy without the teacher, and S joins
+    `dsc.data_schedule` (`kd_stop_step`). Its FLOPs are the student's; the
+    teacher is inlined later.
+
     Example:
 
     ```
@@ -341,6 +349,8 @@ def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
            "FLOPs the buckets may add to the exact schedules', as a share">,
     Option<"output", "output", "std::string", /*default=*/"\"\"",
            "write the variants as JSON to this file">,
+    Option<"kdStopStep", "kd-stop-step", "int64_t", /*default=*/"0",
+           "staged KD: the last step with the teacher (0: no staged KD)">,
   ];
 }
 
@@ -477,6 +487,22 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     same exchanges backwards. Two all-to-alls per layer forward, two
     backward, shapes fixed at compile time.
 
+    Randomness, as DeepSpeed's gating draws it but from
+    `dsc.random_uniform` (seeded, counter-based: the same numbers on any
+    world size): `use-rts` (top-1 only) gives each route the priority of a
+    uniform draw and each expert keeps its C routes of highest priority;
+    `noisy-gate-policy=jitter` multiplies the gate's fp32 input by
+    U(0.99, 1.01), `rsample` (top-1 only) chooses the expert by the argmax
+    of logits plus Gumbel noise `-log(-log(u))` (the gate value stays the
+    noiseless probability), both only while the step trains (`key[3]`, so
+    `dsc-run --eval` is noiseless); `top2-2nd-expert-sampling` (k = 2, on
+    by default as in DeepSpeed's MoE layer, in training and evaluation)
+    chooses the second expert by the argmax of logits plus Gumbel noise.
+    Replaced block i (in forward order) draws at sites 4i (jitter), 4i + 1
+    (rsample), 4i + 2 (random token selection) and 4i + 3 (second expert),
+    over `[S, M]` for jitter and `[S, E]` otherwise, the micro-batch (the
+    leading dimension of the graph's inputs) outermost.
+
     Run it after `--dsc-data-parallel` (the capacity counts the tokens of a
     rank's micro-batch, as DeepSpeed's does) and before `--dsc-autodiff`.
 
@@ -513,6 +539,16 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     Option<"residual", "residual", "bool", /*default=*/"false",
            "residual MoE (PR-MoE): the dense block kept beside the experts, "
            "their outputs mixed by a learned coefficient">,
+    Option<"useRts", "use-rts", "bool", /*default=*/"false",
+           "top-1: random token selection (an expert keeps its routes of "
+           "highest random priority)">,
+    Option<"noisyGatePolicy", "noisy-gate-policy", "std::string",
+           /*default=*/"\"none\"",
+           "none, jitter (the gate input times U(0.99, 1.01), any k) or "
+           "rsample (Gumbel noise on the top-1 choice); training only">,
+    Option<"top2SecondExpertSampling", "top2-2nd-expert-sampling", "bool",
+           /*default=*/"true",
+           "top-2: Gumbel noise on the logits that choose the second expert">,
   ];
 }
 
@@ -556,6 +592,14 @@ def Distill : Pass<"dsc-distill", "::mlir::ModuleOp"> {
     feed-forward blocks are not parameters, so the experts pass leaves them
     dense) and `--dsc-autodiff`.
 
+    Staged KD (distillation stopped after a step S) builds the step a second
+    time with `teacher-forward=false`: the student's step after S. The
+    teacher's states are declared exactly as for the step with the teacher
+    (the same names, types and order, so that both steps share one state
+    table in one artifact), but nothing reads them; the teacher's forward
+    and the KD term are left out, the loss is the student's own (LM + aux),
+    and `kd_loss` is the constant 0.
+
     Example:
 
     ```
@@ -572,6 +616,9 @@ def Distill : Pass<"dsc-distill", "::mlir::ModuleOp"> {
     Option<"teacherPrecision", "teacher-precision", "std::string",
            /*default=*/"\"fp32\"",
            "storage of the teacher's float weights: fp32 (as exported) or bf16">,
+    Option<"teacherForward", "teacher-forward", "bool", /*default=*/"true",
+           "run the teacher and add the KD term (false: the step after "
+           "staged KD stops, the teacher's states declared but unread)">,
   ];
 }
 
@@ -909,8 +956,16 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
       right after its sub-group's update.
 
     The order is the program's, the same on every rank. `optimizer=none`
-    changes nothing; `optimizer=nvme` (ZeRO-Infinity) is refused: not built
-    yet.
+    changes nothing. `optimizer=nvme` (ZeRO-Infinity, ZeRO stage 3 as in
+    DeepSpeed) does the same but puts those states on NVMe
+    (`dsc.state ... on nvme`): each rank's in a file under `nvme-path`; a
+    load of one yields a host tensor (the lowering reads it into a host
+    buffer `buffer-count` sub-groups ahead of its update) and its store
+    writes it back after the update. `param=cpu` (ZeRO-Infinity's
+    offload_param, stage 3) also puts the parameters' partitions on the
+    host: each load of one is copied to the device right after it (where
+    the prefetch schedule put the load, ahead of its gather), and the host
+    update writes the new partition into the host state directly.
 
     ```mlir
     %g  = dsc.reduce_scatter %flat : tensor<16xbf16> -> tensor<8xbf16>
@@ -925,11 +980,21 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"none\"",
            "where the optimizer state lives and the update runs: none (the "
-           "device), cpu (host memory, the host CPU) or nvme (refused: not "
-           "built yet)">,
+           "device), cpu (host memory, the host CPU) or nvme (per-rank "
+           "files, read into host memory for the host CPU's update)">,
     Option<"subGroupSize", "sub-group-size", "int64_t",
            /*default=*/"1000000000",
            "elements of parameters per host update (sub_group_size)">,
+    Option<"param", "param", "std::string", /*default=*/"\"none\"",
+           "where stage 3's parameter partitions live: none (the device) or "
+           "cpu (host memory, copied to the device ahead of their gathers; "
+           "needs the optimizer offloaded)">,
+    Option<"bufferCount", "buffer-count", "int64_t", /*default=*/"4",
+           "nvme: sub-groups whose states are in host buffers at once, read "
+           "ahead of their update (offload_optimizer.buffer_count)">,
+    Option<"nvmePath", "nvme-path", "std::string", /*default=*/"\"\"",
+           "nvme: the directory of the per-rank files (nvme_path; dsc-run's "
+           "--nvme-path overrides it)">,
   ];
 }
 

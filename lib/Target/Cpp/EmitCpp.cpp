@@ -18,297 +18,6 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
-static const char *kCommonPreamble = R"cpp(
-#include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <limits>
-#include <stdexcept>
-#include <string>
-#include <vector>
-)cpp";
-
-// Kernels are written once against these macros (see KernelEmitter.h).
-static const char *kCpuPreamble = R"cpp(
-#define DSC_GLOBAL static
-#define DSC_FOR(i, n) _Pragma("omp parallel for") for (int64_t i = 0; i < (n); ++i)
-#define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
-// An index check inside a loop records the first bad index and skips the
-// element (an exception must not leave an OpenMP region); each launch raises
-// what its loop recorded, as an error of the stream task running the kernel.
-#define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
-#define DSC_LAUNCH_SERIAL(f, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
-#define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta)
-#define DSC_INF(T) std::numeric_limits<T>::infinity()
-#define DSC_NAN(T) std::numeric_limits<T>::quiet_NaN()
-#define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
-#define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
-#define DSC_HD
-
-namespace {
-using dsc::rt::ElementType;
-// A kernel is one task of its stream: it needs no handle (KernelEmitter.h).
-// Library kernels (dsc/kernels/) take the CPU's empty queue in its place.
-using dsc_stream_t = dsc::kernels::cpu::Queue;
-namespace dsc_kernels = dsc::kernels::cpu;
-#define DSC_LIB(p) (p)
-// Library kernels that check indices throw on the CPU (no record argument).
-#define DSC_INDEX_FAULT
-// Multi-tensor kernels (optimizer updates) read a table of tensors: on the
-// CPU the rows the call built; scratch memory is kept by each call site.
-template <typename T> struct dsc_lib_type { using type = T; };
-template <typename E, int64_t N> struct dsc_table_t {
-  const E *get(const E *rows, dsc_stream_t) const { return rows; }
-};
-struct dsc_workspace_t {
-  std::vector<double> scratch;
-  void *get(size_t bytes) {
-    if (scratch.size() * sizeof(double) < bytes)
-      scratch.resize((bytes + sizeof(double) - 1) / sizeof(double));
-    return scratch.data();
-  }
-};
-// 16-bit floats: 2-byte words read as float, rounded to nearest even when
-// written (dsc/runtime/Float16.h).
-using dsc_bf16 = dsc::rt::BFloat16;
-using dsc_f16 = dsc::rt::Half;
-inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const float *a, const float *b,
-                     float *c, float alpha, float beta) {
-  dsc::rt::cpu::gemmF32(s, a, b, c, alpha, beta);
-}
-inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_bf16 *a, const dsc_bf16 *b,
-                     dsc_bf16 *c, float alpha, float beta) {
-  dsc::rt::cpu::gemmBF16(s, a, b, c, alpha, beta);
-}
-inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_f16 *a, const dsc_f16 *b,
-                     dsc_f16 *c, float alpha, float beta) {
-  dsc::rt::cpu::gemmF16(s, a, b, c, alpha, beta);
-}
-// Unqualified math calls pick the float overloads for float arguments.
-using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
-using std::tanh; using std::cos; using std::sin;
-
-// The first index outside its table that a loop found (DSC_INDEX_ERROR).
-struct dsc_index_fault_t {
-  std::atomic<int> state{0}; // 0 none, 1 being written, 2 recorded
-  const char *op = nullptr;
-  int64_t index = 0, size = 0;
-};
-dsc_index_fault_t dsc_index_fault;
-void dsc_index_error(const char *op, int64_t index, int64_t size) {
-  int none = 0;
-  if (!dsc_index_fault.state.compare_exchange_strong(none, 1))
-    return;
-  dsc_index_fault.op = op;
-  dsc_index_fault.index = index;
-  dsc_index_fault.size = size;
-  dsc_index_fault.state.store(2, std::memory_order_release);
-}
-void dsc_raise_index_error() {
-  if (dsc_index_fault.state.load(std::memory_order_acquire) != 2)
-    return;
-  std::string message = std::string(dsc_index_fault.op) + ": index " +
-                        std::to_string(dsc_index_fault.index) + " is outside [0, " +
-                        std::to_string(dsc_index_fault.size) + ")";
-  dsc_index_fault.state.store(0);
-  throw std::out_of_range(message);
-}
-)cpp";
-
-static const char *kCudaPreamble = R"cpp(
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
-// A unit of a split artifact uses only some of the helpers below: no
-// "declared but never referenced" for them.
-#pragma nv_diag_suppress 177
-
-#define DSC_GLOBAL static __global__
-#define DSC_FOR(i, n) for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
-#define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
-#define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
-#define DSC_LAUNCH_SERIAL(f, ...) f<<<1, 1, 0, stream>>>(__VA_ARGS__)
-#define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta, stream)
-#define DSC_INF(T) static_cast<T>(INFINITY)
-#define DSC_NAN(T) static_cast<T>(NAN)
-#define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
-// An index check records the first bad index in device memory and skips
-// the element; the host reads the record once the step's streams are
-// synchronized (dsc_raise_index_error) and fails the step.
-#define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
-#define DSC_HD __host__ __device__
-
-// The runtime's cuBLASLt GEMM and CUDA streams, resolved when dsc-run loads
-// the artifact.
-#include "dsc/runtime/CudaGemm.h"
-#include "dsc/runtime/CudaStream.h"
-
-// 16-bit floats: CUDA's __nv_bfloat16 / __half, read as float and rounded
-// to nearest even when written (CUDA's own conversions). Wrapped so that
-// they convert to and from float only: CUDA's types also convert to every
-// integer type and define 16-bit arithmetic operators, which makes the
-// kernels' mixed float expressions ambiguous. Outside the anonymous
-// namespace: nvcc warns about its unused functions.
-struct dsc_bf16 {
-  __nv_bfloat16 value;
-  dsc_bf16() = default;
-  DSC_HD dsc_bf16(float v) : value(__float2bfloat16(v)) {}
-  DSC_HD operator float() const { return __bfloat162float(value); }
-};
-struct dsc_f16 {
-  __half value;
-  dsc_f16() = default;
-  DSC_HD dsc_f16(float v) : value(__float2half(v)) {}
-  DSC_HD operator float() const { return __half2float(value); }
-};
-static_assert(sizeof(dsc_bf16) == 2 && sizeof(dsc_f16) == 2, "2-byte elements");
-struct dsc_index_fault_t {
-  int state; // 0 none, 1 recorded
-  long long index, size;
-  char op[32];
-};
-// Static: each translation unit of a split artifact has its own record (a
-// device variable is not shared between nvcc's whole-program units), and
-// the step reads every one (dsc_raise_index_errors).
-static __device__ dsc_index_fault_t dsc_index_fault;
-inline __device__ void dsc_index_error(const char *op, int64_t index, int64_t size) {
-  if (atomicCAS(&dsc_index_fault.state, 0, 1) != 0)
-    return;
-  dsc_index_fault.index = index;
-  dsc_index_fault.size = size;
-  int k = 0;
-  for (; k < 31 && op[k]; ++k)
-    dsc_index_fault.op[k] = op[k];
-  dsc_index_fault.op[k] = 0;
-  __threadfence();
-}
-inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const float *a, const float *b,
-                     float *c, float alpha, float beta, cudaStream_t stream) {
-  dsc::rt::cuda::gemmF32(s, a, b, c, alpha, beta, stream);
-}
-inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_bf16 *a, const dsc_bf16 *b,
-                     dsc_bf16 *c, float alpha, float beta, cudaStream_t stream) {
-  dsc::rt::cuda::gemmBF16(s, reinterpret_cast<const uint16_t *>(a),
-                          reinterpret_cast<const uint16_t *>(b),
-                          reinterpret_cast<uint16_t *>(c), alpha, beta, stream);
-}
-inline void dsc_gemm(const dsc::rt::cuda::GemmShape &s, const dsc_f16 *a, const dsc_f16 *b,
-                     dsc_f16 *c, float alpha, float beta, cudaStream_t stream) {
-  dsc::rt::cuda::gemmF16(s, reinterpret_cast<const uint16_t *>(a),
-                         reinterpret_cast<const uint16_t *>(b),
-                         reinterpret_cast<uint16_t *>(c), alpha, beta, stream);
-}
-
-namespace {
-using dsc::rt::ElementType;
-using dsc_stream_t = cudaStream_t;
-namespace dsc_kernels = dsc::kernels::cuda;
-// Library kernels take CUDA's own 16-bit types; dsc_bf16 and dsc_f16 are
-// the same 2-byte words.
-template <typename T> T *dsc_lib(T *p) { return p; }
-inline __nv_bfloat16 *dsc_lib(dsc_bf16 *p) { return reinterpret_cast<__nv_bfloat16 *>(p); }
-inline const __nv_bfloat16 *dsc_lib(const dsc_bf16 *p) {
-  return reinterpret_cast<const __nv_bfloat16 *>(p);
-}
-inline __half *dsc_lib(dsc_f16 *p) { return reinterpret_cast<__half *>(p); }
-inline const __half *dsc_lib(const dsc_f16 *p) { return reinterpret_cast<const __half *>(p); }
-#define DSC_LIB(p) dsc_lib(p)
-template <typename T> struct dsc_lib_type { using type = T; };
-template <> struct dsc_lib_type<dsc_bf16> { using type = __nv_bfloat16; };
-template <> struct dsc_lib_type<dsc_f16> { using type = __half; };
-
-inline unsigned dsc_blocks(int64_t n) {
-  int64_t blocks = (n + 255) / 256;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
-}
-inline void dsc_check(cudaError_t status, const char *what) {
-  if (status != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-}
-// Multi-tensor kernels (optimizer updates) read a table of tensors in device
-// memory: each call site uploads its rows when they differ from the last
-// ones it uploaded (the step's buffers do not move: once), and keeps its
-// scratch memory.
-template <typename E, int64_t N> struct dsc_table_t {
-  E last[N];
-  E *device = nullptr;
-  const E *get(const E *rows, cudaStream_t stream) {
-    if (device && std::memcmp(last, rows, sizeof last) == 0)
-      return device;
-    if (!device)
-      dsc_check(cudaMalloc(&device, sizeof last), "cudaMalloc of a kernel's table");
-    std::memcpy(last, rows, sizeof last);
-    dsc_check(cudaMemcpyAsync(device, last, sizeof last, cudaMemcpyHostToDevice, stream),
-              "uploading a kernel's table");
-    return device;
-  }
-};
-struct dsc_workspace_t {
-  void *device = nullptr;
-  size_t size = 0;
-  void *get(size_t bytes) {
-    if (bytes > size) {
-      if (device)
-        dsc_check(cudaFree(device), "cudaFree of a kernel's scratch");
-      dsc_check(cudaMalloc(&device, bytes), "cudaMalloc of a kernel's scratch");
-      size = bytes;
-    }
-    return device;
-  }
-};
-// The CUDA stream behind a stream the runtime hands a CUDA artifact.
-inline cudaStream_t dsc_handle(dsc::rt::Stream &stream) {
-  if (std::strcmp(stream.backend(), "cuda") != 0)
-    throw std::runtime_error("stream '" + stream.name() + "' is not a CUDA stream");
-  return static_cast<dsc::rt::cuda::CudaStream &>(stream).handle();
-}
-// After every stream of the step is synchronized: fails the step when a
-// kernel recorded an index outside its table.
-inline void dsc_raise_index_error() {
-  dsc_index_fault_t fault;
-  dsc_check(cudaMemcpyFromSymbol(&fault, dsc_index_fault, sizeof fault),
-            "reading the kernels' index check");
-  if (fault.state == 0)
-    return;
-  const dsc_index_fault_t none = {};
-  dsc_check(cudaMemcpyToSymbol(dsc_index_fault, &none, sizeof none),
-            "clearing the kernels' index check");
-  throw std::out_of_range(std::string(fault.op) + ": index " + std::to_string(fault.index) +
-                          " is outside [0, " + std::to_string(fault.size) + ")");
-}
-// Library kernels that check indices record the first bad one in
-// dsc_index_fault too (dsc/kernels/cuda/IndexFault.cuh has its layout), as
-// their last argument.
-static_assert(sizeof(dsc_index_fault_t) == sizeof(dsc::kernels::cuda::IndexFault),
-              "one layout for the index record");
-inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
-  static void *const address = [] { // looked up once, by whichever stream comes first
-    void *a = nullptr;
-    dsc_check(cudaGetSymbolAddress(&a, dsc_index_fault), "locating the kernels' index check");
-    return a;
-  }();
-  return static_cast<dsc::kernels::cuda::IndexFault *>(address);
-}
-#define DSC_INDEX_FAULT , dsc_index_fault_record()
-template <typename T> const T *dsc_upload(const T *host, size_t bytes) {
-  void *device = nullptr;
-  dsc_check(cudaMalloc(&device, bytes), "cudaMalloc of a constant");
-  dsc_check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy of a constant");
-  return static_cast<const T *>(device);
-}
-)cpp";
-
-static const char *kMinMax = R"cpp(
-// NaN-propagating maximum and minimum, as torch.maximum / torch.minimum.
-template <typename T> DSC_HD inline T dsc_max(T a, T b) { return a != a || a > b ? a : b; }
-template <typename T> DSC_HD inline T dsc_min(T a, T b) { return a != a || a < b ? a : b; }
-
-)cpp";
-
 static std::string elementTypeEnum(Type t) {
   if (t.isF64()) return "ElementType::F64";
   if (t.isF32()) return "ElementType::F32";
@@ -354,10 +63,12 @@ public:
     // need host tasks ordered with CUDA streams, which are not built yet.
     if (cuda()) {
       for (auto state : module.getOps<StateOp>())
-        if (state.getTier() == MemoryTier::host)
+        if (state.getTier() != MemoryTier::device)
           return state.emitError()
-                 << "ZeRO-Offload (a state on the host) is not built for the "
-                    "CUDA target yet; compile for --target=cpu";
+                 << "ZeRO-Offload (a state on the "
+                 << stringifyMemoryTier(state.getTier())
+                 << ") is not built for the CUDA target yet; compile for "
+                    "--target=cpu";
     }
     if (split() && failed(emitParts(step)))
       return failure();
@@ -398,7 +109,8 @@ public:
   }
 
 private:
-  /// dsc-run's defaults from the config (steps_per_print, csv_monitor) and
+  /// dsc-run's defaults from the config (steps_per_print, csv_monitor,
+  /// nvme_path) and
   /// the data schedules, as
   /// `key=value` lines of an optional entry point: artifacts without it
   /// (older ones, or none set) run with dsc-run's own defaults, so the
@@ -411,6 +123,9 @@ private:
     if (auto csv =
             module->getAttrOfType<StringAttr>(DSCDialect::kCsvMonitorAttrName))
       settings += "csv_monitor=" + csv.getValue().str() + "\n";
+    if (auto nvme =
+            module->getAttrOfType<StringAttr>(DSCDialect::kNvmePathAttrName))
+      settings += "nvme_path=" + nvme.getValue().str() + "\n";
     // The data schedules and their length buckets (--dsc-data-variants):
     // dsc-run picks each step's variant with them.
     if (auto schedule =
@@ -422,18 +137,16 @@ private:
        << cString(settings) << "; }\n\n";
   }
 
-  /// The top of every translation unit: includes and the target's preamble,
-  /// which leaves the anonymous namespace open.
+  /// The top of every translation unit: the runtime's header for generated
+  /// code of the target (dsc/runtime/GeneratedCode.h or .cuh: the loop
+  /// macros, 16-bit types, index checks and library-call helpers), then
+  /// the anonymous namespace that holds the unit's kernels.
   void emitHeader() {
     code() << "// Generated by dsc-translate --dscrt-to-" << (cuda() ? "cuda" : "cpp")
-          << ". Do not edit.\n"
-          << "#include \"dsc/runtime/Artifact.h\"\n"
-          << "#include \"dsc/runtime/CpuGemm.h\"\n"
-          << (cuda() ? "" : "#include \"dsc/runtime/Float16.h\"\n")
-          << (cuda() ? "#include \"dsc/kernels/cuda/Kernels.cuh\"\n"
-                     : "#include \"dsc/kernels/Kernels.h\"\n")
-          << "#include \"dsc/runtime/Stream.h\"\n"
-          << kCommonPreamble << (cuda() ? kCudaPreamble : kCpuPreamble) << kMinMax;
+           << ". Do not edit.\n"
+           << (cuda() ? "#include \"dsc/runtime/GeneratedCode.cuh\"\n"
+                      : "#include \"dsc/runtime/GeneratedCode.h\"\n")
+           << "\nnamespace {\n\n";
     if (split())
       // Kernels the step calls from other units link inside the artifact
       // only; it exports dsc_artifact_info and dsc_artifact_step alone.
@@ -602,7 +315,7 @@ private:
                 ", int32_t(" + commGroup(state.getPartitionGroup()) + ")";
       // A state a rewrite added says how to fill it (Artifact.h).
       std::string init;
-      bool host = state.getTier() == MemoryTier::host;
+      bool host = state.getTier() != MemoryTier::device;
       std::optional<int64_t> blocks = state.getPartitionBlocks();
       if (state.getInitFrom() || state.getInitUniform() || host || blocks) {
         if (!shape)
@@ -619,8 +332,9 @@ private:
                "ull";
       }
       if (host || blocks)
-        init += host ? ", dsc::rt::MemoryTier::Host"
-                     : ", dsc::rt::MemoryTier::Device";
+        init += state.getTier() == MemoryTier::nvme   ? ", dsc::rt::MemoryTier::Nvme"
+                : state.getTier() == MemoryTier::host ? ", dsc::rt::MemoryTier::Host"
+                                                      : ", dsc::rt::MemoryTier::Device";
       if (blocks)
         init += ", " + std::to_string(*blocks);
       states.push_back("{" + tensorDesc(state.getSymName(), state.getTensorType()) +
@@ -953,6 +667,19 @@ private:
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + src + ", " + bytes + ", " +
                   kind + ", " + var(copy.getStream()) + "_h), \"" + what + "\")",
               what);
+    } else if (isa<dscrt::NvmeReadOp, dscrt::NvmeWriteOp>(op)) {
+      // The runtime enqueues the transfer on the stream (Artifact.h).
+      auto read = dyn_cast<dscrt::NvmeReadOp>(op);
+      auto write = dyn_cast<dscrt::NvmeWriteOp>(op);
+      Value buffer = read ? read.getTarget() : write.getSource();
+      Value stream = read ? read.getStream() : write.getStream();
+      int64_t index = read ? read.getIndex() : write.getIndex();
+      auto type = cast<MemRefType>(buffer.getType());
+      unsynchronized.insert(stream);
+      code() << "  ctx->" << (read ? "nvmeRead(" : "nvmeWrite(") << index << ", "
+             << var(buffer) << ", "
+             << type.getNumElements() * bytesPerElement(type.getElementTypeBitWidth())
+             << ", " << var(stream) << ");\n";
     } else if (auto ar = dyn_cast<dscrt::AllReduceOp>(op)) {
       // The runtime enqueues the collective on the stream (Artifact.h).
       MemRefType t = ar.getBuffer().getType();
@@ -986,11 +713,15 @@ private:
             << op.getAttrOfType<IntegerAttr>("sequence").getInt() << ", " << var(stream) << ", "
             << commGroup(group) << ");\n";
     } else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op)) {
-      // The rank is read on the host, when the step is issued.
+      // The rank's index in its group is read on the host, when the step
+      // is issued.
       MemRefType to = copy.getTarget().getType();
       std::string src = var(copy.getSource()), dst = var(copy.getTarget());
       std::string count = std::to_string(to.getNumElements());
-      std::string from = src + " + static_cast<int64_t>(ctx->rank()) * " + count;
+      std::string index = copy.getGroup() == CollectiveGroup::world
+                              ? "ctx->rank()"
+                              : "ctx->groupRank(" + commGroup(copy.getGroup()) + ")";
+      std::string from = src + " + static_cast<int64_t>(" + index + ") * " + count;
       std::string bytes = count + " * sizeof(*" + dst + ")";
       enqueue(copy.getStream(), copyTask(dst, from, to),
               "dsc_check(cudaMemcpyAsync(" + dst + ", " + from + ", " + bytes +

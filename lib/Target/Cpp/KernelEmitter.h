@@ -2,7 +2,8 @@
 //
 // A dscrt.kernel becomes a host function `kernelN(...)` that launches one or
 // more loop functions. Loop bodies are written once and compiled for either
-// target through the macros of the emitted preamble: DSC_GLOBAL/DSC_FOR are
+// target through the macros of the runtime's header for generated code
+// (dsc/runtime/GeneratedCode.h, .cuh): DSC_GLOBAL/DSC_FOR are
 // an OpenMP loop on the CPU and a grid-stride loop in a __global__ function
 // on CUDA; DSC_LAUNCH calls or launches it; DSC_GEMM is the runtime's GEMM
 // for the target (OpenBLAS or cuBLASLt) and the element type (f32, or bf16
@@ -34,7 +35,7 @@ std::string cType(Type elementType);
 std::string computeType(Type elementType);
 
 /// A C/CUDA literal of `value` in `t`'s compute type (infinities and NaN
-/// through the preamble's DSC_INF / DSC_NAN).
+/// through GeneratedCode.h's DSC_INF / DSC_NAN).
 std::string literal(double value, Type t);
 
 /// Row-major strides of `shape`.

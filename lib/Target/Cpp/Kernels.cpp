@@ -1,17 +1,21 @@
 //===- Kernels.cpp - loops for dsc ops, static shapes, CPU or CUDA ---------===//
 //
-// Each kernel is a host function launching loop functions whose shapes are
-// compile-time constants in the emitted text. A parallel loop computes one
-// output element (or one independent row) per iteration; a serial loop runs
-// in order on one thread (scatter-add, a summed loss). Reductions accumulate
+// The kernels the library does not compute (LibraryCalls.h has those):
+// chains of elementwise ops fused into one loop, and the few forms
+// docs/kernels.md lists under "what is still generated". Each is a host
+// function launching loop functions whose shapes are compile-time
+// constants in the emitted text, written against the macros of the
+// runtime's dsc/runtime/GeneratedCode.h (.cuh on CUDA). A parallel loop
+// computes one output element (or one independent row) per iteration; a
+// serial loop runs in order on one thread (scatter-add, a summed loss). Reductions accumulate
 // in double (float inputs) or int64 so results stay within fp32 tolerance
 // of PyTorch's. Loop bodies use only what both compilers accept in device
 // code: arithmetic, <cmath> functions, no allocation, no exceptions.
 //
 // 16-bit float tensors (bf16, f16) are arrays of dsc_bf16 / dsc_f16, 2-byte
 // words that widen to float implicitly where they are read and round to
-// nearest even where they are written (the preamble defines them per
-// target). So every loop below computes in float (or its double
+// nearest even where they are written (GeneratedCode.h and .cuh define
+// them per target). So every loop below computes in float (or its double
 // accumulators) for them too, and rounds once per op result, as PyTorch's
 // 16-bit kernels do; literals are float literals, and GEMMs take 16-bit
 // operands and accumulate in fp32.
@@ -122,13 +126,6 @@ static void split(ArrayRef<int64_t> shape, int64_t dim, int64_t &outer,
   inner = numel(shape.drop_front(dim + 1));
 }
 
-/// `value` as an element of type `t` (a float literal is no 16-bit element:
-/// both arms of a conditional need one type).
-static std::string storedLiteral(double value, Type t) {
-  std::string lit = literal(value, t);
-  return computeType(t) == cType(t) ? lit : cType(t) + "(" + lit + ")";
-}
-
 /// The runtime has GEMMs over these (DSC_GEMM).
 static bool hasGemm(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
 
@@ -204,13 +201,8 @@ private:
     SmallVector<Operation *> ops;
     for (Operation &op : block.without_terminator())
       ops.push_back(&op);
-    if (ops.empty()) { // a kernel that yields its inputs is a copy
-      for (auto [k, v] : llvm::enumerate(yield.getValues())) {
-        beginLoop(numel(tensorOf(v).getShape()));
-        body << "    out" << k << "[i] = " << ptr[v] << "[i];\n";
-      }
-      return success();
-    }
+    // A kernel that yields its inputs is the library's copy (any type).
+    assert(!ops.empty() && "copies are library kernels");
     if (llvm::all_of(ops, [](Operation *op) { return isElementwise(op); }))
       return emitElementwise(ops, yield);
     if (ops.size() != 1)
@@ -328,23 +320,9 @@ private:
           in(op, 1), t[1], t[0], in(op, 0));
       return success();
     }
-    if (auto l = dyn_cast<LinearOp>(op)) {
-      if (!hasGemm(outElem))
-        return op->emitError("dsc.linear needs f32, bf16 or f16 on the CPU and CUDA targets");
-      ArrayRef<int64_t> w = tensorOf(l.getWeight()).getShape();
-      int64_t m = numel(outShape) / w[0];
-      std::string beta = "0.0f";
-      if (l.getBias()) { // out = bias, then out = x @ W^T + out
-        beginLoop(numel(outShape));
-        body << "    out0[i] = " << in(op, 2) << "[i % " << w[0] << "];\n";
-        beta = "1.0f";
-      }
-      hostLine(llvm::formatv(
-          "  {{ dsc::rt::cpu::GemmShape s; s.m = {0}; s.n = {1}; s.k = {2}; "
-          "s.transB = true;\n    DSC_GEMM(s, {3}, {4}, out0, 1.0f, {5}); }\n",
-          m, w[0], w[1], in(op, 0), in(op, 1), beta));
-      return success();
-    }
+    // dsc.linear is the library's GEMM (f32, bf16, f16 data) only.
+    if (isa<LinearOp>(op))
+      return op->emitError("dsc.linear needs f32, bf16 or f16 on the CPU and CUDA targets");
     if (auto mm = dyn_cast<MatmulOp>(op))
       return emitMatmul(mm, outShape);
     // Only the kernel library computes attention (LibraryAttention.cpp);
@@ -353,11 +331,6 @@ private:
       return op->emitError() << "'" << op->getName()
                              << "' runs as the library kernel 'attention' "
                                 "only: f32, bf16 or f16 data, after "
-                                "--dscrt-select-library";
-    // Likewise the multi-tensor optimizer ops (LibraryOptimizer.cpp).
-    if (isa<AdamUpdateOp, SgdUpdateOp, SumSquaresOp>(op))
-      return op->emitError() << "'" << op->getName()
-                             << "' runs as a library kernel only, after "
                                 "--dscrt-select-library";
     if (auto ln = dyn_cast<LayerNormOp>(op)) {
       int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
@@ -409,53 +382,6 @@ private:
              << "] - m) / sum);\n";
       return success();
     }
-    if (auto cm = dyn_cast<CausalMaskOp>(op)) {
-      int64_t q = outShape[outShape.size() - 2], k = outShape.back();
-      double fill = cm.getFillValue() ? cm.getFillValue()->convertToDouble()
-                                      : -std::numeric_limits<double>::infinity();
-      int64_t r = outShape.size();
-      beginLoop(outShape);
-      body << "    out0[i] = c" << r - 1 << " > c" << r - 2 << " + " << (k - q)
-           << " ? " << storedLiteral(fill, outElem) << " : " << in(op, 0) << "[i];\n";
-      return success();
-    }
-    if (auto t = dyn_cast<TransposeOp>(op)) {
-      SmallVector<int64_t> perm;
-      for (int64_t d = 0; d < int64_t(outShape.size()); ++d)
-        perm.push_back(d);
-      std::swap(perm[t.getDim0()], perm[t.getDim1()]);
-      return emitPermute(op, perm);
-    }
-    if (auto p = dyn_cast<PermuteOp>(op))
-      return emitPermute(op, p.getPermutation());
-    if (auto s = dyn_cast<SliceOp>(op)) {
-      ArrayRef<int64_t> inShape = tensorOf(s.getInput()).getShape();
-      SmallVector<std::string> c = coords(outShape.size());
-      int64_t d = s.getDim();
-      c[d] = std::to_string(int64_t(s.getStart())) + " + c" + std::to_string(d) +
-             " * " + std::to_string(int64_t(s.getStep()));
-      beginLoop(outShape);
-      body << "    out0[i] = " << in(op, 0) << "[" << linear(c, inShape) << "];\n";
-      return success();
-    }
-    if (auto c = dyn_cast<ConcatOp>(op)) {
-      int64_t dim = c.getDim(), start = 0;
-      for (Value input : c.getInputs()) {
-        ArrayRef<int64_t> inShape = tensorOf(input).getShape();
-        SmallVector<std::string> oc = coords(inShape.size());
-        oc[dim] = "c" + std::to_string(dim) + " + " + std::to_string(start);
-        beginLoop(inShape);
-        body << "    out0[" << linear(oc, outShape) << "] = " << ptr[input] << "[i];\n";
-        start += inShape[dim];
-      }
-      return success();
-    }
-    if (isa<BroadcastOp>(op)) {
-      beginLoop(outShape);
-      body << "    out0[i] = " << in(op, 0) << "["
-           << broadcastIndex(tensorOf(op->getOperand(0)).getShape(), outShape) << "];\n";
-      return success();
-    }
     if (auto g = dyn_cast<GatherOp>(op)) {
       ArrayRef<int64_t> inShape = tensorOf(g.getInput()).getShape();
       int64_t size = inShape[g.getDim()];
@@ -488,46 +414,6 @@ private:
            << in(op, 2) << "[" << linear(c, srcShape) << "];\n";
       return success();
     }
-    if (auto tk = dyn_cast<TopKOp>(op)) {
-      ArrayRef<int64_t> inShape = tensorOf(tk.getInput()).getShape();
-      int64_t outer, n, inner;
-      split(inShape, tk.getDim(), outer, n, inner);
-      // k passes of a scan: the largest element ranked after the previous
-      // pick (value descending, then index ascending). No allocation, so it
-      // runs on either target; k is small (gating).
-      beginLoop(outer * inner);
-      body << llvm::formatv(
-          "    const int64_t o = i / {1}, q = i % {1};\n"
-          "    const {4} *x = {2} + o * {0} * {1} + q;\n"
-          "    int64_t prev = -1;\n"
-          "    for (int64_t r = 0; r < {3}; ++r) {{\n"
-          "      int64_t best = -1;\n"
-          "      for (int64_t j = 0; j < {0}; ++j) {{\n"
-          "        if (prev >= 0 && (x[j * {1}] > x[prev * {1}] ||\n"
-          "            (x[j * {1}] == x[prev * {1}] && j <= prev))) continue;\n"
-          "        if (best < 0 || x[j * {1}] > x[best * {1}]) best = j;\n"
-          "      }\n"
-          "      out0[o * {3} * {1} + r * {1} + q] = x[best * {1}];\n"
-          "      out1[o * {3} * {1} + r * {1} + q] = best;\n"
-          "      prev = best;\n"
-          "    }\n",
-          n, inner, in(op, 0), int64_t(tk.getK()), cType(tensorOf(tk.getInput()).getElementType()));
-      return success();
-    }
-    if (auto cs = dyn_cast<CumsumOp>(op)) {
-      int64_t outer, n, inner;
-      split(outShape, cs.getDim(), outer, n, inner);
-      beginLoop(outer * inner);
-      body << llvm::formatv(
-          "    const int64_t o = i / {1}, q = i % {1};\n"
-          "    {4} acc = 0;\n"
-          "    for (int64_t j = 0; j < {0}; ++j) {{\n"
-          "      acc += {2}[o * {0} * {1} + j * {1} + q];\n"
-          "      out0[o * {0} * {1} + j * {1} + q] = acc;\n"
-          "    }\n",
-          n, inner, in(op, 0), oty, computeType(outElem));
-      return success();
-    }
     if (isa<OneHotOp>(op)) {
       int64_t classes = outShape.back();
       beginLoop(numel(outShape));
@@ -547,20 +433,11 @@ private:
     if (isa<MoeDispatchOp, MoeCombineOp, MoeRouteDotOp>(op))
       return op->emitError() << op->getName()
                              << " needs f32, bf16 or f16 on the CPU and CUDA targets";
-    return op->emitError() << "the CPU and CUDA targets cannot emit '"
-                           << op->getName() << "' yet";
-  }
-
-  LogicalResult emitPermute(Operation *op, ArrayRef<int64_t> perm) {
-    ArrayRef<int64_t> outShape = tensorOf(op->getResult(0)).getShape();
-    ArrayRef<int64_t> inShape = tensorOf(op->getOperand(0)).getShape();
-    // Output dimension d is input dimension perm[d].
-    SmallVector<std::string> c(inShape.size());
-    for (size_t d = 0; d < perm.size(); ++d)
-      c[perm[d]] = "c" + std::to_string(d);
-    beginLoop(outShape);
-    body << "    out0[i] = " << in(op, 0) << "[" << linear(c, inShape) << "];\n";
-    return success();
+    // Everything else (layout, top-k, cumsum, ...) is a library kernel for
+    // every type it takes (the lowering has top-k write both its results).
+    return op->emitError() << "'" << op->getName()
+                           << "' runs as a library kernel only, after "
+                              "--dscrt-select-library";
   }
 
   LogicalResult emitMatmul(MatmulOp mm, ArrayRef<int64_t> outShape) {

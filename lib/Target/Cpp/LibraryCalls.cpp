@@ -39,15 +39,15 @@ static FamilyEmitter familyOf(StringRef library) {
       .Case("copy", emitCopyCall)
       .Case("gemm", emitGemmCall)
       .Case("reduce", emitReduceCall)
-      .Cases({"embedding", "permute", "gather", "scatter_add", "top_k", "cumsum",
-              "one_hot"},
+      .Cases({"embedding", "permute", "slice", "concat", "broadcast", "causal_mask",
+              "gather", "scatter_add", "top_k", "cumsum", "one_hot"},
              emitLayoutCall)
       .Case("row", emitRowCall)
       .Case("classifier", emitClassifierCall)
       .Case("attention", emitAttentionCall)
       .Cases({"adam_update", "sgd_update", "sum_squares"}, emitOptimizerCall)
       .Cases({"moe_slots", "moe_dispatch", "moe_combine", "moe_route_dot"}, emitMoeCall)
-      .Cases({"dropout", "random_ltd_indices"}, emitRandomCall)
+      .Cases({"dropout", "random_ltd_indices", "random_uniform"}, emitRandomCall)
       .Default(nullptr);
 }
 

@@ -5,9 +5,10 @@
 // generated loops. Each family of the library has its own emitter here
 // (Library<Family>.cpp), registered in LibraryCalls.cpp's table by the
 // library kernel's name. The call's text is the same for both targets: the
-// preamble makes `dsc_kernels` the target's namespace (dsc::kernels::cpu or
-// ::cuda), `dsc_stream_t` its queue type, and DSC_LIB(p) the pointer type
-// the library takes (CUDA's own 16-bit types there).
+// runtime's dsc/runtime/GeneratedCode.h (.cuh) makes `dsc_kernels` the
+// target's namespace (dsc::kernels::cpu or ::cuda), `dsc_stream_t` its
+// queue type, and DSC_LIB(p) the pointer type the library takes (CUDA's own
+// 16-bit types there).
 //
 //===----------------------------------------------------------------------===//
 

@@ -3,7 +3,7 @@
 // A per-token dsc.cross_entropy (reduction = none; the lowering expands sum
 // and mean into it) is one call into the classifier (dsc/kernels/
 // Classifier.h). Targets outside the classes fail the step: the CPU kernel
-// throws; the CUDA kernel records them where the preamble's index check
+// throws; the CUDA kernel records them where GeneratedCode.cuh's index check
 // reads them (DSC_INDEX_FAULT adds that argument on CUDA).
 //
 //===----------------------------------------------------------------------===//

@@ -1,8 +1,9 @@
 //===- LibraryLayout.cpp - lookups, layout and routing as library calls ---===//
 //
 // dsc.embedding (dsc/kernels/Embedding.h); dsc.transpose and dsc.permute
-// (Permute.h); dsc.gather, dsc.scatter_add, dsc.top_k, dsc.cumsum and
-// dsc.one_hot (Routing.h). Whole shapes travel as dsc::kernels::Dims
+// (Permute.h); dsc.slice, dsc.concat (one call per input), dsc.broadcast
+// and dsc.causal_mask (Layout.h); dsc.gather, dsc.scatter_add, dsc.top_k,
+// dsc.cumsum and dsc.one_hot (Routing.h). Whole shapes travel as dsc::kernels::Dims
 // literals; a reduction-like op along `dim` as its (outer, n, inner) view.
 // The kernels that check indices take the target's index-fault record last
 // (DSC_INDEX_FAULT: nothing on the CPU, whose kernels throw).
@@ -11,10 +12,14 @@
 
 #include "LibraryCalls.h"
 
+#include "KernelEmitter.h"
+
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::dsc;
@@ -39,8 +44,36 @@ static std::string aroundDim(ArrayRef<int64_t> shape, int64_t dim) {
       .str();
 }
 
-static LogicalResult emitPermute(LibraryCall &call, Value input, ArrayRef<int64_t> perm) {
-  ArrayRef<int64_t> shape = shapeOf(input);
+/// Shapes the library takes whole (dsc::kernels::Dims) have this rank at
+/// most.
+constexpr size_t kMaxRank = 6; // dsc::kernels::kMaxRank
+
+/// Fails on an op whose `shape` the library cannot take whole.
+static LogicalResult checkRank(Operation *op, ArrayRef<int64_t> shape) {
+  if (shape.size() <= kMaxRank)
+    return success();
+  return op->emitError() << "'" << op->getName() << "' of rank " << shape.size()
+                         << " exceeds the kernel library's rank limit " << kMaxRank;
+}
+
+static LogicalResult emitPermute(LibraryCall &call, Value input,
+                                 ArrayRef<int64_t> fullPerm) {
+  // Dimensions of size 1 move nothing: dropped here, so that only the
+  // dimensions that move count against the library's rank.
+  ArrayRef<int64_t> fullShape = shapeOf(input);
+  SmallVector<int64_t> shape, perm, newIndex(fullShape.size(), -1);
+  for (auto [d, size] : llvm::enumerate(fullShape))
+    if (size != 1) {
+      newIndex[d] = shape.size();
+      shape.push_back(size);
+    }
+  for (int64_t d : fullPerm)
+    if (newIndex[d] >= 0)
+      perm.push_back(newIndex[d]);
+  if (shape.empty())
+    shape = {1}, perm = {0};
+  if (failed(checkRank(call.op(), shape)))
+    return failure();
   int64_t rank = shape.size();
   // The last two dimensions swapped: a batch of matrix transposes.
   bool lastTwo = rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1;
@@ -49,7 +82,7 @@ static LogicalResult emitPermute(LibraryCall &call, Value input, ArrayRef<int64_
   if (lastTwo) {
     call.text += llvm::formatv("  dsc_kernels::transpose(stream, {0}, {1}, {2}, {3}, {4});\n",
                                call.in(input), call.out(0),
-                               ShapedType::getNumElements(shape.drop_back(2)),
+                               ShapedType::getNumElements(ArrayRef<int64_t>(shape).drop_back(2)),
                                shape[rank - 2], shape[rank - 1]);
     return success();
   }
@@ -78,7 +111,61 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
         return emitPermute(call, t.getInput(), perm);
       })
       .Case([&](PermuteOp p) { return emitPermute(call, p.getInput(), p.getPermutation()); })
+      .Case([&](SliceOp sl) {
+        ArrayRef<int64_t> in = shapeOf(sl.getInput());
+        int64_t dim = sl.getDim();
+        call.text += llvm::formatv(
+            "  dsc_kernels::slice(stream, {0}, {1}, {2}, {3}, {4}, {5});\n",
+            call.in(sl.getInput()), call.out(0), aroundDim(in, dim), int64_t(sl.getStart()),
+            int64_t(sl.getStep()), shapeOf(sl.getResult())[dim]);
+        return success();
+      })
+      .Case([&](ConcatOp c) {
+        ArrayRef<int64_t> out = shapeOf(c.getResult());
+        int64_t dim = c.getDim(), offset = 0;
+        for (Value part : c.getInputs()) {
+          call.text += llvm::formatv(
+              "  dsc_kernels::concatPart(stream, {0}, {1}, {2}, {3}, {4});\n", call.in(part),
+              call.out(0), aroundDim(shapeOf(part), dim), out[dim], offset);
+          offset += shapeOf(part)[dim];
+        }
+        return success();
+      })
+      .Case([&](BroadcastOp b) {
+        // NumPy rules align the shapes at the right: the input gets leading
+        // 1s. Result dimensions of size 1 are dropped (both sides have 1
+        // there), so only those that hold elements count against the rank.
+        ArrayRef<int64_t> fullOut = shapeOf(b.getResult());
+        SmallVector<int64_t> fullIn(fullOut.size() - shapeOf(b.getInput()).size(), 1);
+        llvm::append_range(fullIn, shapeOf(b.getInput()));
+        SmallVector<int64_t> in, out;
+        for (auto [i, o] : llvm::zip(fullIn, fullOut))
+          if (o != 1)
+            in.push_back(i), out.push_back(o);
+        if (out.empty())
+          in = out = {1};
+        if (failed(checkRank(b, out)))
+          return failure();
+        call.text += llvm::formatv("  dsc_kernels::broadcast(stream, {0}, {1}, {2}, {3});\n",
+                                   call.in(b.getInput()), call.out(0), dimsLiteral(in),
+                                   dimsLiteral(out));
+        return success();
+      })
+      .Case([&](CausalMaskOp m) {
+        ArrayRef<int64_t> shape = shapeOf(m.getResult());
+        int64_t rows = shape[shape.size() - 2], cols = shape.back();
+        double fill = m.getFillValue() ? m.getFillValue()->convertToDouble()
+                                       : -std::numeric_limits<double>::infinity();
+        call.text += llvm::formatv(
+            "  dsc_kernels::causalMask(stream, {0}, {1}, {2}, {3}, {4}, {5});\n",
+            call.in(m.getInput()), call.out(0),
+            ShapedType::getNumElements(shape.drop_back(2)), rows, cols,
+            literal(fill, Float64Type::get(m.getContext())));
+        return success();
+      })
       .Case([&](GatherOp g) {
+        if (failed(checkRank(g, shapeOf(g.getInput()))))
+          return failure();
         call.text += llvm::formatv(
             "  dsc_kernels::gather(stream, {0}, {1}, {2}, {3}, {4}, {5} DSC_INDEX_FAULT);\n",
             call.in(g.getInput()), call.in(g.getIndex()), call.out(0),
@@ -87,6 +174,8 @@ LogicalResult mlir::dsc::cpp::emitLayoutCall(LibraryCall &call) {
         return success();
       })
       .Case([&](ScatterAddOp s) {
+        if (failed(checkRank(s, shapeOf(s.getInput()))))
+          return failure();
         call.text += llvm::formatv(
             "  dsc_kernels::scatterAdd(stream, {0}, {1}, {2}, {3}, {4}, {5}, {6}, {7} "
             "DSC_INDEX_FAULT);\n",

@@ -4,7 +4,7 @@
 // into the multi-tensor optimizer kernels (dsc/kernels/Optimizer.h), over a
 // table with one row per tensor: pointers and sizes, chunks numbered by the
 // library's assignChunks. The table is built on every call (the pointers
-// are the call's arguments), and on CUDA uploaded, by the preamble's
+// are the call's arguments), and on CUDA uploaded, by GeneratedCode.cuh's
 // dsc_table_t, only when it differs from the last one (once: the step's
 // buffers do not move). The library updates in place: a result whose
 // buffer is not its operand's (a shard that is gathered afterwards) gets

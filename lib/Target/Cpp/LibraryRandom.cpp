@@ -4,7 +4,9 @@
 // dsc::kernels::DropoutSite literal {numel, perSample, p, seed}; p is
 // printed with 17 significant digits, which read back the same double.
 // dsc.random_ltd_indices: one call with a dsc::kernels::LtdSite literal
-// {samples, length, kept, seed}.
+// {samples, length, kept, seed}. dsc.random_uniform: one call with a
+// dsc::kernels::UniformSite literal {numel, perSample, low, high, seed},
+// the bounds printed with 17 significant digits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,16 @@ LogicalResult mlir::dsc::cpp::emitRandomCall(LibraryCall &call) {
         "dsc::kernels::LtdSite{{{2}, {3}, {4}, {5}});\n",
         call.in(ltd.getKey()), call.out(0), shape[0], ltd.getLength(), shape[1],
         ltd.getSeed());
+    return success();
+  }
+  if (auto uniform = dyn_cast_or_null<RandomUniformOp>(call.op())) {
+    int64_t numel = uniform.getResult().getType().getNumElements();
+    call.text += llvm::formatv(
+        "  dsc_kernels::randomUniform(stream, {0}, {1}, "
+        "dsc::kernels::UniformSite{{{2}, {3}, {4:e17}, {5:e17}, {6}});\n",
+        call.in(uniform.getKey()), call.out(0), numel, numel / uniform.getSamples(),
+        uniform.getLow().convertToDouble(), uniform.getHigh().convertToDouble(),
+        uniform.getSeed());
     return success();
   }
   auto dropout = dyn_cast_or_null<DropoutOp>(call.op());

@@ -8,6 +8,26 @@
 
 namespace dsc::kernels::cpu {
 
+namespace {
+/// Calls draw(e, word) for each element e of a call of `n` elements, the
+/// first of which is element `first` of the global batch: word g % 4 of
+/// Philox at dropout's counter for `site`, under the key (key0, key1).
+template <typename Draw>
+void forEachWord(uint64_t first, int64_t n, int64_t site, int64_t step,
+                 uint32_t key0, uint32_t key1, Draw draw) {
+  // Blocks of four elements of the global batch that this call touches.
+  const int64_t blocks = int64_t((first + uint64_t(n) - 1) / 4 - first / 4) + 1;
+#pragma omp parallel for schedule(static) if (n >= 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t block = first / 4 + uint64_t(b);
+    const PhiloxWords words = philox4x32(dropoutCounter(block, site, step), key0, key1);
+    for (int lane = 0; lane < 4; ++lane)
+      if (const int64_t e = dropoutElement(block, lane, first, n); e >= 0)
+        draw(e, words.w[lane]);
+  }
+}
+} // namespace
+
 template <typename T>
 void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
   const int64_t n = site.numel;
@@ -22,18 +42,22 @@ void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
   const uint64_t seed = static_cast<uint64_t>(key[0]);
   const uint64_t first = static_cast<uint64_t>(key[2]) *
                          static_cast<uint64_t>(site.perSample);
-  // Blocks of four elements of the global batch that this tensor touches.
-  const int64_t blocks = int64_t((first + uint64_t(n) - 1) / 4 - first / 4) + 1;
-#pragma omp parallel for schedule(static) if (n >= 65536)
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint64_t block = first / 4 + uint64_t(b);
-    const PhiloxWords words =
-        philox4x32(dropoutCounter(block, site.seed, key[1]), uint32_t(seed),
-                   uint32_t(seed >> 32));
-    for (int lane = 0; lane < 4; ++lane)
-      if (const int64_t e = dropoutElement(block, lane, first, n); e >= 0)
-        y[e] = T(float(x[e]) * dropoutMultiplier(words.w[lane], draw));
-  }
+  forEachWord(first, n, site.seed, key[1], uint32_t(seed), uint32_t(seed >> 32),
+              [&](int64_t e, uint32_t word) {
+                y[e] = T(float(x[e]) * dropoutMultiplier(word, draw));
+              });
+}
+
+void randomUniform(Queue, const int64_t *key, float *out, UniformSite site) {
+  if (site.numel <= 0)
+    return;
+  const uint64_t seed = static_cast<uint64_t>(key[0]);
+  const uint64_t first = static_cast<uint64_t>(key[2]) *
+                         static_cast<uint64_t>(site.perSample);
+  forEachWord(first, site.numel, site.seed, key[1], uint32_t(seed),
+              uint32_t(seed >> 32) ^ kUniformKeyTag, [&](int64_t e, uint32_t word) {
+                out[e] = uniformValue(word, site.low, site.high);
+              });
 }
 
 void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site) {

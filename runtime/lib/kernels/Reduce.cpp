@@ -110,16 +110,38 @@ template <bool Squares> struct SumOp {
   template <typename A> static A combine(A a, A b) { return a + b; }
 };
 
+/// The maximum of a row in kMaxLanes independent running maxima (element i
+/// goes to lane i % kMaxLanes), combined in lane order at the end. A
+/// float maximum written as a select is no reduction the vectorizer may
+/// reorder without -ffinite-math, but lanes that never meet until the end
+/// vectorize as plain selects. NaN is tracked on the side and wins.
+constexpr int64_t kMaxLanes = 16;
 template <typename T> DSC_INLINE Wide<T> maxRowBody(const T *x, int64_t len, Wide<T> m) {
-  bool nan = false;
-#pragma omp simd reduction(max : m) reduction(|| : nan)
-  for (int64_t i = 0; i < len; ++i) {
-    Wide<T> v = Wide<T>(x[i]);
-    nan = nan || v != v;
-    m = v > m ? v : m;
+  Wide<T> lane[kMaxLanes];
+  bool nan[kMaxLanes];
+  for (int64_t j = 0; j < kMaxLanes; ++j)
+    lane[j] = m, nan[j] = false;
+  int64_t i = 0;
+  for (; i + kMaxLanes <= len; i += kMaxLanes) {
+#pragma omp simd
+    for (int64_t j = 0; j < kMaxLanes; ++j) {
+      Wide<T> v = Wide<T>(x[i + j]);
+      nan[j] = nan[j] || v != v;
+      lane[j] = v > lane[j] ? v : lane[j];
+    }
+  }
+  for (int64_t j = 0; i + j < len; ++j) {
+    Wide<T> v = Wide<T>(x[i + j]);
+    nan[j] = nan[j] || v != v;
+    lane[j] = v > lane[j] ? v : lane[j];
+  }
+  bool anyNan = false;
+  for (int64_t j = 0; j < kMaxLanes; ++j) {
+    anyNan = anyNan || nan[j];
+    m = lane[j] > m ? lane[j] : m;
   }
   if constexpr (std::numeric_limits<Wide<T>>::has_quiet_NaN)
-    if (nan)
+    if (anyNan)
       return std::numeric_limits<Wide<T>>::quiet_NaN();
   return m;
 }

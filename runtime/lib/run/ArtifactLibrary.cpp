@@ -2,6 +2,7 @@
 
 #include "dsc/runtime/ArtifactLibrary.h"
 
+#include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
 
@@ -117,12 +118,10 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(group));
     return;
   }
-  check(group == static_cast<int32_t>(CommGroup::World) ||
-            group == static_cast<int32_t>(CommGroup::Expert) ||
-            group == static_cast<int32_t>(CommGroup::Tensor),
+  check(isCommGroup(group) && group != static_cast<int32_t>(CommGroup::Data),
         named + " is partitioned over group " + std::to_string(group) +
-            "; only the world (0), the expert group (1) and the tensor group "
-            "(3) partition states");
+            "; only the world (0), the expert group (1), the expert-data "
+            "group (2) and the tensor group (3) partition states");
   TensorDesc whole = state.tensor;
   whole.rank = state.wholeRank;
   whole.shape = state.wholeShape;
@@ -142,10 +141,19 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(ranks) + " rank(s), which does not tile it");
     return;
   }
-  int64_t members = group == static_cast<int32_t>(CommGroup::World)
-                        ? info.worldSize
-                        : info.expertParallelSize;
+  GroupLayout layout(info.worldSize, info.expertParallelSize);
+  int64_t members = layout.size(static_cast<CommGroup>(group));
   int64_t numel = numElements(whole);
+  if (group == static_cast<int32_t>(CommGroup::ExpertData)) {
+    // The rank's experts, a block of the leading dimension, partitioned.
+    int64_t experts = info.expertParallelSize;
+    check(whole.rank >= 1 && whole.shape[0] % experts == 0,
+          named + " partitions the experts of " +
+              formatShape(whole.rank, whole.shape) + " over expert groups of " +
+              std::to_string(experts) +
+              " rank(s), which must divide its leading dimension");
+    numel /= experts;
+  }
   int64_t shard = (numel + members - 1) / members;
   check(numElements(state.tensor) == shard,
         named + " is a shard of " + std::to_string(numElements(state.tensor)) +
@@ -303,10 +311,11 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
                                       std::to_string(info.hostArenaBytes));
   for (int32_t i = 0; i < info.numStates && info.states; ++i)
     check(info.states[i].tier == MemoryTier::Device ||
-              info.states[i].tier == MemoryTier::Host,
+              info.states[i].tier == MemoryTier::Host ||
+              info.states[i].tier == MemoryTier::Nvme,
           where + ": state #" + std::to_string(i) + " has memory tier " +
               std::to_string(int32_t(info.states[i].tier)) +
-              "; expected 0 (device) or 1 (host)");
+              "; expected 0 (device), 1 (host) or 2 (nvme)");
   check(info.gradAccumSteps >= 1,
         where + ": artifact accumulates gradients over " +
             std::to_string(info.gradAccumSteps) +
@@ -408,6 +417,8 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
       check(v.seqlen >= 1 && v.kept >= 1 && v.kept <= v.seqlen,
             named + " needs 1 <= kept <= seqlen, got seqlen " +
                 std::to_string(v.seqlen) + " kept " + std::to_string(v.kept));
+      check(v.teacher == 0 || v.teacher == 1,
+            named + " needs teacher 0 or 1, got " + std::to_string(v.teacher));
       check(v.arenaBytes >= 0 && v.arenaBytes <= library->info_->arenaBytes,
             named + "'s arena of " + std::to_string(v.arenaBytes) +
                 " bytes exceeds the artifact's " +

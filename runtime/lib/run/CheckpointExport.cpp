@@ -148,9 +148,11 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
       << "\n";
 
   // Per role: tensors, elements, and how many are partitioned (ZeRO's
-  // partitions over the world, expert parallelism's over its group).
+  // partitions over the world, expert parallelism's over its group, ZeRO's
+  // of experts over their expert-data group).
   struct Count {
-    size_t tensors = 0, partitioned = 0, expertPartitioned = 0;
+    size_t tensors = 0, partitioned = 0, expertPartitioned = 0,
+           expertDataPartitioned = 0;
     int64_t elements = 0;
   };
   std::map<std::string, Count> counts;
@@ -161,9 +163,12 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     Count &count = counts[role];
     ++count.tensors;
     count.elements += record.numel();
-    bool expert = record.partitionGroup == CommGroup::Expert;
-    count.partitioned += record.partitionWorldSize > 0 && !expert;
-    count.expertPartitioned += record.partitionWorldSize > 0 && expert;
+    bool split = record.partitionWorldSize > 0;
+    count.partitioned += split && record.partitionGroup == CommGroup::World;
+    count.expertPartitioned +=
+        split && record.partitionGroup == CommGroup::Expert;
+    count.expertDataPartitioned +=
+        split && record.partitionGroup == CommGroup::ExpertData;
   }
   out << "tensors: " << records.size() << "\n";
   for (const char *role :
@@ -177,6 +182,9 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
         << " partitioned";
     if (count.expertPartitioned)
       out << ", " << count.expertPartitioned << " over the expert group";
+    if (count.expertDataPartitioned)
+      out << ", " << count.expertDataPartitioned
+          << " experts' over their expert-data group";
     out << "\n";
   }
 
@@ -184,10 +192,12 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
   // (those under the persistence threshold stay whole), stages 1 and 2 the
   // optimizer state and fp32 masters (stage 2 also the gradient
   // accumulators, which exist only with gradient accumulation), stage 0
-  // nothing. Expert parallelism's partitions say nothing of the stage.
+  // nothing. Expert parallelism's partitions say nothing of the stage;
+  // ZeRO's of the experts, over their expert-data group, do.
   auto partitioned = [&](const char *role) {
     auto found = counts.find(role);
-    return found != counts.end() && found->second.partitioned > 0;
+    return found != counts.end() && (found->second.partitioned > 0 ||
+                                     found->second.expertDataPartitioned > 0);
   };
   std::string stage;
   if (anyUnknown)
@@ -196,8 +206,10 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
     // Those at most stage3_param_persistence_threshold elements (or kept
     // by the unshard budget) stay whole on every rank.
     const Count &p = counts["parameter"];
-    size_t whole = p.tensors - p.partitioned - p.expertPartitioned;
-    stage = "3 (parameters partitioned: " + std::to_string(p.partitioned) +
+    size_t whole = p.tensors - p.partitioned - p.expertPartitioned -
+                   p.expertDataPartitioned;
+    stage = "3 (parameters partitioned: " +
+            std::to_string(p.partitioned + p.expertDataPartitioned) +
             " partitioned, " + std::to_string(whole) +
             " whole on every rank under the persistence threshold)";
   }
@@ -219,6 +231,14 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
           << record.partitionGroupSize << " of " << record.partitionWorldSize
           << " ranks) by " << record.shardElements << ", " << record.pieces
           << " piece(s)";
+    else if (record.partitionWorldSize > 0 &&
+             record.partitionGroup == CommGroup::ExpertData)
+      out << "  partitioned over the expert group ("
+          << record.partitionWorldSize / record.partitionGroupSize << " of "
+          << record.partitionWorldSize
+          << " ranks), then over the expert_data group ("
+          << record.partitionGroupSize << " ranks) by " << record.shardElements
+          << ", " << record.pieces << " piece(s)";
     else if (record.partitionWorldSize > 0)
       out << "  partitioned over " << record.partitionWorldSize << " by "
           << record.shardElements << ", " << record.pieces << " piece(s)";

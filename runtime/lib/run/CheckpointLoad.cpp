@@ -363,7 +363,8 @@ struct Checkpoint::ReadCache {
 
 std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
                                            MemoryPool &pool, int rank,
-                                           MemoryPool *hostPool) const {
+                                           MemoryPool *hostPool,
+                                           MemoryPool *nvmePool) const {
   const std::string where = "checkpoint " + directory_;
   // All buffers first, in state order, as loadStates from a weights file
   // allocates them; then each piece a state needs is read from its shard.
@@ -395,7 +396,7 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
               stateRoleName(expected) + " state");
   }
   for (int32_t i = 0; i < info.numStates; ++i)
-    buffers.push_back(statePool(info.states[i], pool, hostPool)
+    buffers.push_back(statePool(info.states[i], pool, hostPool, nvmePool)
                           .allocate(tensorBytes(info.states[i].tensor)));
 
   ReadCache cache;

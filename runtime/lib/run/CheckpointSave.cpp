@@ -26,6 +26,7 @@
 #include "../io/PosixFile.h"
 #include "dsc/runtime/ArtifactLibrary.h"
 #include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
 
@@ -212,6 +213,15 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
             "tensor '" + name + "' was written by two ranks");
     }
   }
+  // Pieces by offset: an ExpertData partition's ranks hold their pieces
+  // in another order (rank r the block r % P).
+  for (auto &[name, merged] : tensors)
+    if (merged.contains("pieces"))
+      std::sort(merged["pieces"].begin(), merged["pieces"].end(),
+                [](const ordered_json &a, const ordered_json &b) {
+                  return a.at("offset").get<int64_t>() <
+                         b.at("offset").get<int64_t>();
+                });
   return tensors;
 }
 
@@ -301,9 +311,10 @@ std::string writeCheckpointShard(const std::string &root,
       entry["shard_elements"] = numElements(state);
       if (partitionGroup(desc) != CommGroup::World) {
         entry["group"] = name(partitionGroup(desc));
-        entry["group_size"] = partitionGroup(desc) == CommGroup::Tensor
-                                  ? tensorParallelSize(info)
-                                  : info.expertParallelSize;
+        entry["group_size"] =
+            GroupLayout(job.worldSize, info.expertParallelSize,
+                        tensorParallelSize(info))
+                .size(partitionGroup(desc));
       }
       if (slice.blocks > 1) { // a tensor-parallel slice of several blocks
         entry["blocks"] = slice.blocks;

@@ -219,7 +219,7 @@ std::optional<std::vector<int64_t>> parseIntegers(const std::string &text) {
 
 bool isDataScheduleSetting(const std::string &key) {
   return key.rfind("curriculum_", 0) == 0 || key.rfind("ltd_", 0) == 0 ||
-         key == "seqlen_buckets";
+         key == "seqlen_buckets" || key == "kd_stop_step";
 }
 
 std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
@@ -264,6 +264,12 @@ std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
     return std::nullopt;
   }
   std::optional<int64_t> number = parseInteger(value);
+  if (key == "kd_stop_step") {
+    if (!number || *number < 1)
+      return bad("a positive integer");
+    plan.kdStopStep = *number;
+    return std::nullopt;
+  }
   int64_t *field = nullptr;
   if (key == "curriculum_min")
     field = &plan.curriculum->minDifficulty;

@@ -269,6 +269,8 @@ std::string summary(int rank, const MemoryUse &memory,
   if (memory.hostState || memory.hostArena)
     out << " host_state_bytes=" << memory.hostState
         << " host_arena_bytes=" << memory.hostArena;
+  if (memory.nvmeState)
+    out << " nvme_state_bytes=" << memory.nvmeState;
   out << "\n";
   for (TransferDirection direction :
        {TransferDirection::DeviceToHost, TransferDirection::HostToDevice}) {
@@ -278,6 +280,14 @@ std::string summary(int rank, const MemoryUse &memory,
         << (direction == TransferDirection::DeviceToHost ? "d2h" : "h2d")
         << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
   }
+  // ZeRO-Infinity's reads and writes of NVMe states.
+  if (memory.nvmeState)
+    for (bool read : {true, false}) {
+      const RunStepContext::TransferCounters &counters =
+          read ? context.nvmeReads() : context.nvmeWrites();
+      out << prefix << "nvme=" << (read ? "read" : "write")
+          << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
+    }
   for (CommGroup group : {CommGroup::World, CommGroup::Expert,
                           CommGroup::ExpertData, CommGroup::Tensor,
                           CommGroup::Data}) {
@@ -479,6 +489,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     options.seq = plan.seqLen;
     target = makeRunTarget(info.target);
     target->prepare(rank);
+    target->setNvmePath(options.nvmePath);
     data.emplace(options.data, plan, info);
     // Cheap checks first: the checkpoint's metadata and shard headers or
     // the weights file's header, the checkpoint root, the metrics file, and
@@ -493,16 +504,33 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     } else {
       weights = SafeTensorsFile::open(options.weights);
     }
+    // Staged KD: a run that starts after the teacher's last step never
+    // runs it, so never reads it (evaluation runs variant 0, with it).
+    const DataSchedulePlan &stages = options.dataSchedule;
+    const int64_t firstStep = resumed ? resumed->job().step + 1 : 1;
+    const bool teacherRead =
+        hasTeacher(info) && (options.eval || stages.teacherRuns(firstStep));
+    std::string until =
+        stages.kdStopStep
+            ? " (it distills until step " + std::to_string(*stages.kdStopStep) +
+                  "; a run that starts after it needs none)"
+            : std::string();
+    check(!teacherRead || !options.teacherWeights.empty(),
+          options.artifact + ": the artifact distills from a teacher; give "
+                             "its weights with --teacher-weights FILE" + until);
+    check(hasTeacher(info) || options.teacherWeights.empty(),
+          "--teacher-weights: " + options.artifact +
+              " has no teacher (compile it with --distill-from)");
     std::optional<SafeTensorsFile> teacher;
-    check(hasTeacher(info) == !options.teacherWeights.empty(),
-          hasTeacher(info)
-              ? options.artifact + ": the artifact distills from a teacher; "
-                                   "give its weights with --teacher-weights "
-                                   "FILE"
-              : "--teacher-weights: " + options.artifact +
-                    " has no teacher (compile it with --distill-from)");
-    if (!options.teacherWeights.empty())
+    if (teacherRead)
       teacher = SafeTensorsFile::open(options.teacherWeights);
+    else if (!options.teacherWeights.empty() && rank == 0)
+      std::fprintf(stderr,
+                   "dsc-run: note: --teacher-weights is not read: staged KD "
+                   "stopped after step %lld, before this run's first step "
+                   "%lld\n",
+                   static_cast<long long>(*stages.kdStopStep),
+                   static_cast<long long>(firstStep));
     if (!options.save.empty())
       createCheckpointRoot(options.save);
     if (rank == 0) {
@@ -512,7 +540,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           options.metrics.empty()
               ? nullptr
               : std::make_unique<MetricsCsv>(options.metrics,
-                                             !options.dataSchedule.empty(),
+                                             options.dataSchedule.changesLengths(),
                                              expertLayerNames(info, plan),
                                              lossTermNames(info, plan)),
           options.csvMonitor.empty()
@@ -638,22 +666,26 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (int code = save(firstStep - 1))
       return code;
   // Data schedules: each step runs the variant of its sequence length and
-  // kept tokens, the same on every rank (a function of the step number);
-  // evaluation runs the full-length variant 0. DeepSpeed's layer-token
-  // counter is a sum over the steps so far, resumed runs included.
+  // kept tokens, with or without the teacher of staged KD, the same on
+  // every rank (a function of the step number); evaluation runs the
+  // full-length variant 0. DeepSpeed's layer-token counter is a sum over
+  // the steps so far, resumed runs included.
   const DataSchedulePlan &schedule = options.dataSchedule;
   const std::vector<StepVariant> &variants = artifact->variants();
   auto variantOf = [&](int64_t step) -> size_t {
     if (variants.empty() || options.eval)
       return 0;
     auto [seqlen, kept] = schedule.stepLengths(step, variants.front().seqlen);
+    const bool teacher = schedule.teacherRuns(step);
     for (size_t i = 0; i < variants.size(); ++i)
-      if (variants[i].seqlen == seqlen && variants[i].kept == kept)
+      if (variants[i].seqlen == seqlen && variants[i].kept == kept &&
+          (variants[i].teacher != 0) == teacher)
         return i;
     throw Error(options.artifact + ": no step variant for step " +
                 std::to_string(step) + " (sequence length " +
                 std::to_string(seqlen) + ", " + std::to_string(kept) +
-                " kept tokens)");
+                " kept tokens, " + (teacher ? "with" : "without") +
+                " the teacher)");
   };
   auto keptOfStep = [&](int64_t step) {
     return randomLtdKept(*schedule.randomLtd, step);
@@ -667,15 +699,28 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     std::fprintf(stderr, "dsc-run: %zu step variants (data schedules):",
                  variants.size());
     for (const StepVariant &v : variants)
-      std::fprintf(stderr, " [seqlen %lld kept %lld: %.4g FLOPs, arena %lld B]",
+      std::fprintf(stderr, " [seqlen %lld kept %lld%s: %.4g FLOPs, arena %lld B]",
                    static_cast<long long>(v.seqlen),
-                   static_cast<long long>(v.kept), v.flops,
-                   static_cast<long long>(v.arenaBytes));
+                   static_cast<long long>(v.kept),
+                   !schedule.kdStopStep ? ""
+                   : v.teacher          ? " teacher"
+                                        : " no teacher",
+                   v.flops, static_cast<long long>(v.arenaBytes));
     std::fprintf(stderr, "\n");
     std::fflush(stderr);
   }
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
+      if (rank == 0 && schedule.kdStopStep && !options.eval &&
+          step == *schedule.kdStopStep + 1) {
+        std::fprintf(stderr,
+                     "dsc-run: staged KD stopped after step %lld: from step "
+                     "%lld the student trains alone (the teacher does not "
+                     "run)\n",
+                     static_cast<long long>(*schedule.kdStopStep),
+                     static_cast<long long>(step));
+        std::fflush(stderr);
+      }
       auto start = std::chrono::steady_clock::now();
       const size_t variant = variantOf(step);
       for (int64_t micro = 0; micro < microSteps; ++micro) {
@@ -703,7 +748,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
             variants.empty() ? options.seq : variants[variant].seqlen;
         StepRecord record = makeStepRecord(step, loss, lossType, elapsed.count(),
                                            options.batch, seqlen);
-        if (!variants.empty())
+        if (schedule.changesLengths())
           record.seqlen = seqlen;
         if (schedule.randomLtd && !options.eval) {
           record.ltdKept = variants[variant].kept;

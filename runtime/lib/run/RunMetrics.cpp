@@ -211,6 +211,14 @@ void CsvMonitor::append(const StepRecord &record) {
     write("memory_gib", record.samples, gib(*record.memoryBytes));
   if (record.moeDropped)
     write("moe_dropped", record.samples, std::to_string(*record.moeDropped));
+  // Data schedules: the step's lengths and DeepSpeed's layer-token counter,
+  // under the step line's names.
+  if (record.seqlen)
+    write("seqlen", record.samples, std::to_string(*record.seqlen));
+  if (record.ltdKept)
+    write("ltd_kept", record.samples, std::to_string(*record.ltdKept));
+  if (record.layerTokens)
+    write("layer_tokens", record.samples, std::to_string(*record.layerTokens));
 }
 
 StepLog::StepLog(int64_t stepsPerPrint, int64_t firstStep, int64_t lastStep,

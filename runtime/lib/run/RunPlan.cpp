@@ -272,6 +272,14 @@ StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
     int64_t chunk = shard / blocks;
     return {index * chunk, chunk, blocks, chunk * tensorParallelSize};
   }
+  if (partitionGroup(state) == CommGroup::ExpertData) {
+    // A shard of the rank's experts: block r % P of the whole.
+    int64_t block = numel / expertParallelSize;
+    int64_t first =
+        block * groupIndex(CommGroup::Expert, rank, expertParallelSize);
+    int64_t begin = std::min(block, shard * index);
+    return {first + begin, std::min(shard, block - begin)};
+  }
   int64_t begin = std::min(numel, shard * index);
   return {begin, std::min(shard, numel - begin)};
 }
@@ -385,13 +393,13 @@ void forEachTeacherState(
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank,
-                               MemoryPool *hostPool) {
+                               MemoryPool *hostPool, MemoryPool *nvmePool) {
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
                [&](int32_t i, const std::string &, size_t bytes, bool present) {
                  void *buffer =
-                     statePool(info.states[i], pool, hostPool).allocate(bytes);
+                     statePool(info.states[i], pool, hostPool, nvmePool).allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
                    readState(info.states[i], weights, rank,

@@ -2,6 +2,7 @@
 
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/CommGroups.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Stream.h"
 
@@ -68,6 +69,47 @@ void RunStepContext::countTransfer(TransferDirection direction, size_t bytes) {
   TransferCounters &counters = transfers_.at(size_t(direction));
   counters.calls += 1;
   counters.bytes += int64_t(bytes);
+}
+
+void RunStepContext::checkNvme(int32_t i, size_t bytes,
+                               TransferCounters &counters) {
+  check(nvme_ != nullptr, "the artifact reads or writes state " +
+                              std::to_string(i) +
+                              " on NVMe, but the run has no NVMe store");
+  check(i >= 0 && static_cast<size_t>(i) < states_.size() &&
+            nvme_->stateBytes(NvmeStore::StateId(i)) == bytes,
+        "the artifact transfers " + std::to_string(bytes) +
+            " bytes of NVMe state " + std::to_string(i) +
+            ", which is not the state's size");
+  counters.calls += 1;
+  counters.bytes += int64_t(bytes);
+}
+
+// The stream's task issues the request and waits for it: the stream runs
+// in order, so the next read or write starts once this one is complete,
+// and the events recorded after it stand for its completion.
+void RunStepContext::nvmeRead(int32_t i, void *buffer, size_t bytes,
+                              Stream &stream) {
+  enqueueNvme(true, i, buffer, bytes, stream);
+}
+
+void RunStepContext::nvmeWrite(int32_t i, const void *buffer, size_t bytes,
+                               Stream &stream) {
+  enqueueNvme(false, i, const_cast<void *>(buffer), bytes, stream);
+}
+
+void RunStepContext::enqueueNvme(bool read, int32_t i, void *buffer,
+                                 size_t bytes, Stream &stream) {
+  checkNvme(i, bytes, read ? nvmeReads_ : nvmeWrites_);
+  NvmeStore *store = nvme_;
+  auto id = NvmeStore::StateId(i);
+  stream.enqueue(
+      [store, read, id, buffer, bytes] {
+        store->wait(read ? store->read(id, 0, buffer, bytes)
+                         : store->write(id, 0, buffer, bytes));
+      },
+      std::string(read ? "NVMe read" : "NVMe write") + " of state " +
+          std::to_string(i));
 }
 
 const int64_t *RunStepContext::stepKey() {

@@ -12,6 +12,7 @@
 #include "dsc/runtime/Checkpoint.h"
 #include "dsc/runtime/MemoryPool.h"
 #include "dsc/runtime/MpiComm.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Stream.h"
 
@@ -39,6 +40,25 @@ public:
     // ZeRO-Offload's host memory in pools of its own, apart from the
     // "device" pools, so that the copies between them are real and counted.
     hostArena_ = hostArenaPool_.allocate(static_cast<size_t>(info.hostArenaBytes));
+    // ZeRO-Infinity: the NVMe states' file, created (with the states'
+    // extents reserved) before any state is read.
+    bool nvme = false;
+    for (int32_t i = 0; i < info.numStates; ++i)
+      nvme |= info.states[i].tier == MemoryTier::Nvme;
+    if (nvme) {
+      check(!nvmePath_.empty(),
+            std::string("the artifact keeps optimizer state on NVMe "
+                        "(ZeRO-Infinity): give dsc-run --nvme-path DIR, or "
+                        "compile with --nvme-path (nvme_path)"));
+      NvmeOptions options;
+      options.path = nvmePath_;
+      options.rank = rank_;
+      nvme_ = std::make_unique<NvmeStore>(options);
+      for (int32_t i = 0; i < info.numStates; ++i)
+        if (info.states[i].tier == MemoryTier::Nvme)
+          nvme_->addState(NvmeStore::StateId(i),
+                          tensorBytes(info.states[i].tensor));
+    }
     for (int32_t i = 0; i < info.numStreams; ++i) {
       const StreamDesc &desc = info.streams[i];
       streams_.push_back(std::make_unique<CpuStream>(
@@ -53,11 +73,15 @@ public:
 
   void loadStates(const ArtifactInfo &info,
                   const SafeTensorsFile &weights) override {
-    states_ = dsc::rt::loadStates(info, weights, statePool_, rank_, &hostStatePool_);
+    states_ = dsc::rt::loadStates(info, weights, statePool_, rank_,
+                                  &hostStatePool_, &nvmeLoadPool_);
+    moveToNvme(info);
   }
   void loadStates(const ArtifactInfo &info,
                   const Checkpoint &checkpoint) override {
-    states_ = checkpoint.loadStates(info, statePool_, rank_, &hostStatePool_);
+    states_ = checkpoint.loadStates(info, statePool_, rank_, &hostStatePool_,
+                                    &nvmeLoadPool_);
+    moveToNvme(info);
   }
   void loadTeacherStates(const ArtifactInfo &info,
                          const SafeTensorsFile &teacher) override {
@@ -88,15 +112,28 @@ public:
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
         expertParallelSize_, RunStepContext::LocalCopy(), tensorParallelSize_);
     context_->setHostArena(hostArena_);
+    context_->setNvmeStore(nvme_.get());
     return *context_;
   }
 
   void *hostInput(int32_t i) override { return inputs_.at(size_t(i)); }
   const void *hostOutput(int32_t i) override { return outputs_.at(size_t(i)); }
 
-  std::vector<void *> hostStates(const ArtifactInfo &, int, int,
-                                 MemoryPool &) override {
-    return states_;
+  // An NVMe state is read from its file into `scratch` (every step has
+  // written its states back before it returned).
+  std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
+                                 int worldSize, MemoryPool &scratch) override {
+    std::vector<void *> host = states_;
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      if (info.states[i].tier != MemoryTier::Nvme ||
+          !checkpointWrites(info.states[i], i, rank, worldSize,
+                            info.expertParallelSize))
+        continue;
+      size_t bytes = tensorBytes(info.states[i].tensor);
+      host[size_t(i)] = scratch.allocate(bytes);
+      nvme_->wait(nvme_->read(NvmeStore::StateId(i), 0, host[size_t(i)], bytes));
+    }
+    return host;
   }
 
   MemoryUse memoryUse() const override {
@@ -106,12 +143,35 @@ public:
     use.io = ioPool_.highWaterMark();
     use.hostState = hostStatePool_.highWaterMark();
     use.hostArena = hostArenaPool_.highWaterMark();
+    if (nvme_)
+      use.nvmeState = nvmeBytes_;
     return use;
   }
 
 private:
+  /// Writes each NVMe state, read into nvmeLoadPool_, into its file, and
+  /// releases its memory: during the steps only the artifact's host
+  /// buffers hold it.
+  void moveToNvme(const ArtifactInfo &info) {
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      if (info.states[i].tier != MemoryTier::Nvme)
+        continue;
+      size_t bytes = tensorBytes(info.states[i].tensor);
+      void *&state = states_[size_t(i)];
+      nvme_->wait(nvme_->write(NvmeStore::StateId(i), 0, state, bytes));
+      nvmeLoadPool_.release(state);
+      state = nullptr;
+      nvmeBytes_ += bytes;
+    }
+  }
+
   MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"},
-      hostStatePool_{"host state"}, hostArenaPool_{"host arena"};
+      hostStatePool_{"host state"}, hostArenaPool_{"host arena"},
+      nvmeLoadPool_{"NVMe state being loaded"};
+  // Destroyed after the context and the streams that use it (declared
+  // before them), which removes the rank's file.
+  std::unique_ptr<NvmeStore> nvme_;
+  size_t nvmeBytes_ = 0;
   void *hostArena_ = nullptr;
   int rank_ = 0;
   std::vector<void *> states_, inputs_, outputs_;

@@ -34,6 +34,7 @@ template <typename T> std::string typeName() {
   if constexpr (std::is_same_v<T, Half>) return "f16";
   if constexpr (std::is_same_v<T, int64_t>) return "i64";
   if constexpr (std::is_same_v<T, int32_t>) return "i32";
+  if constexpr (std::is_same_v<T, uint8_t>) return "u8";
   return "?";
 }
 

@@ -2,7 +2,8 @@
 //
 // Dropout: the same draws and one rounded product per element, bit for
 // bit, for any offset of the call in the global batch, in training and
-// evaluation. Random-LTD's indices: the CPU kernel's, for any offset.
+// evaluation. Random-LTD's indices and uniform draws: the CPU kernel's,
+// bit for bit, for any offset.
 
 #include "dsc/kernels/Random.h"
 #include "dsc/kernels/cuda/Random.cuh"
@@ -58,6 +59,23 @@ TEST(RandomCudaKernels, RandomLtdIndicesAreTheCpuKernels) {
       gpu::randomLtdIndices(nullptr, dkey.get(), dout.get(), site);
       EXPECT_EQ(dout.host(), want) << length << " tokens, " << kept << " kept";
     }
+}
+
+TEST(RandomCudaKernels, UniformIsTheCpuKernels) {
+  DSC_REQUIRE_GPU();
+  for (int64_t first : {0, 1, 3})
+    for (auto [samples, perSample] : {std::pair{3, 7}, {4, 4096}, {1, 1}})
+      for (auto [low, high] : {std::pair{0.0, 1.0}, {0.99, 1.01}, {-2.5, 3.0}}) {
+        const std::vector<int64_t> key{1234, 3, first, 1};
+        const dsc::kernels::UniformSite site{samples * perSample, perSample, low, high, 6};
+        std::vector<float> want(size_t(site.numel));
+        cpu::randomUniform(cpu::Queue{}, key.data(), want.data(), site);
+        DeviceBuffer<int64_t> dkey(key);
+        DeviceBuffer<float> dout(want.size());
+        gpu::randomUniform(nullptr, dkey.get(), dout.get(), site);
+        EXPECT_TRUE(bitwiseEqual(dout.host(), want))
+            << samples << "x" << perSample << " [" << low << ", " << high << "]";
+      }
 }
 
 } // namespace

@@ -4,7 +4,8 @@
 // Random123 library; the dropout kernel against its definition (Random.h),
 // element by element, and against the properties dsc relies on: a batch
 // split into calls (ranks, micro-batches) draws the masks of the whole
-// batch, evaluation is the identity, threads change nothing.
+// batch, evaluation is the identity, threads change nothing. The uniform
+// draws against their definition and against python/dsc/philox.py's values.
 
 #include "dsc/kernels/Random.h"
 
@@ -248,3 +249,113 @@ TEST(RandomLtdKernel, ASplitBatchDrawsTheWholeBatchsIndices) {
 }
 
 } // namespace
+
+namespace {
+
+std::vector<float> uniform(const int64_t key[4], dsc::kernels::UniformSite site) {
+  std::vector<float> out(size_t(site.numel), -1.0f);
+  cpu::randomUniform(cpu::Queue{}, key, out.data(), site);
+  return out;
+}
+
+/// dsc.random_uniform's element e by its definition (Random.h, written out
+/// again), for a call whose first element is element `first` of the batch.
+float uniformByDefinition(const int64_t key[4], uint64_t g, double low, double high,
+                          int64_t site) {
+  const uint64_t seed = uint64_t(key[0]), block = g / 4;
+  PhiloxWords counter{{uint32_t(block), uint32_t(block >> 32), uint32_t(site),
+                       uint32_t(key[1])}};
+  uint32_t word = philox4x32(counter, uint32_t(seed),
+                             uint32_t(seed >> 32) ^ 0x554E4900u).w[g % 4];
+  double u = (2.0 * double(word >> 9) + 1.0) / 16777216.0;
+  volatile double scaled = (high - low) * u;
+  return float(low + scaled);
+}
+
+TEST(UniformKernel, MatchesItsDefinition) {
+  const int64_t key[4] = {int64_t(0x1234567890ll), 7, 3, 1};
+  for (auto [low, high] : {std::pair{0.0, 1.0}, {0.99, 1.01}, {-2.5, 3.0}}) {
+    dsc::kernels::UniformSite site{5 * 9, 9, low, high, 11};
+    std::vector<float> got = uniform(key, site);
+    for (int64_t e = 0; e < site.numel; ++e)
+      EXPECT_EQ(got[size_t(e)],
+                uniformByDefinition(key, uint64_t(key[2] * 9 + e), low, high, 11))
+          << "element " << e << " of [" << low << ", " << high << "]";
+  }
+}
+
+// The values python/dsc/philox.py's random_uniform((2, 5), low, high,
+// site=3, seed=1234, step=7, first_sample=2, samples=2) computes.
+TEST(UniformKernel, IsPythonsReplay) {
+  const int64_t key[4] = {1234, 7, 2, 1};
+  const std::vector<float> unit{0x1.8be376p-1f, 0x1.2424b2p-1f, 0x1.3a973p-4f,
+                                0x1.e0508cp-2f, 0x1.da8cbep-1f, 0x1.a398f6p-1f,
+                                0x1.fda424p-2f, 0x1.fea6ecp-2f, 0x1.e57cf8p-3f,
+                                0x1.a98f72p-1f};
+  const std::vector<float> jitter{0x1.01661ep+0f, 0x1.005c86p+0f, 0x1.fbaa9ep-1f,
+                                  0x1.ffaee2p-1f, 0x1.022f7cp+0f, 0x1.01a2d0p+0f,
+                                  0x1.fff9f6p-1f, 0x1.fffc8cp-1f, 0x1.fd4eb4p-1f,
+                                  0x1.01b214p+0f};
+  EXPECT_EQ(uniform(key, {10, 5, 0.0, 1.0, 3}), unit);
+  EXPECT_EQ(uniform(key, {10, 5, 0.99, 1.01, 3}), jitter);
+}
+
+TEST(UniformKernel, ASplitBatchDrawsTheWholeBatch) {
+  // Parts of 1, 2 and 3 samples of 7 elements (not aligned to Philox's
+  // blocks of four) at their offsets are the call of 6 samples; another
+  // site, step or seed draws other values; key[3] changes nothing.
+  const int64_t key[4] = {42, 3, 0, 1};
+  dsc::kernels::UniformSite whole{6 * 7, 7, 0.0, 1.0, 2};
+  std::vector<float> all = uniform(key, whole);
+  for (int64_t each : {1, 2, 3}) {
+    std::vector<float> parts;
+    for (int64_t first = 0; first < 6; first += each) {
+      const int64_t at[4] = {42, 3, first, 1};
+      std::vector<float> part = uniform(at, {each * 7, 7, 0.0, 1.0, 2});
+      parts.insert(parts.end(), part.begin(), part.end());
+    }
+    EXPECT_EQ(parts, all) << each << " samples per call";
+  }
+  const int64_t eval[4] = {42, 3, 0, 0}, step[4] = {42, 4, 0, 1}, seed[4] = {43, 3, 0, 1};
+  EXPECT_EQ(uniform(eval, whole), all);
+  EXPECT_NE(uniform(step, whole), all);
+  EXPECT_NE(uniform(seed, whole), all);
+  whole.seed = 3;
+  EXPECT_NE(uniform(key, whole), all);
+}
+
+TEST(UniformKernel, OpenUnitIntervalAndItsMean) {
+  // u lies strictly inside (0, 1), and the mean of n draws is 1/2 within
+  // 6 standard deviations (sqrt(1/12n)).
+  const int64_t key[4] = {1234, 1, 0, 1};
+  const int64_t n = 1 << 18;
+  std::vector<float> u = uniform(key, {n, n, 0.0, 1.0, 0});
+  double sum = 0;
+  for (float v : u) {
+    ASSERT_GT(v, 0.0f);
+    ASSERT_LT(v, 1.0f);
+    sum += v;
+  }
+  EXPECT_NEAR(sum / double(n), 0.5, 6.0 * std::sqrt(1.0 / (12.0 * double(n))));
+  EXPECT_EQ(dsc::kernels::unitUniform(0u), 0x1p-24f);
+  EXPECT_EQ(dsc::kernels::unitUniform(0xFFFFFFFFu), 1.0f - 0x1p-24f);
+}
+
+TEST(UniformKernel, NotDropoutsStream) {
+  // The same site, step, seed and elements as a dropout: the key tag gives
+  // other words (dropout with p = 1/2 keeps the elements whose word's top
+  // bit is set; the uniform's top bit is u >= 1/2).
+  const int64_t key[4] = {1234, 2, 0, 1};
+  const int64_t n = 256;
+  std::vector<float> ones(n, 1.0f), kept(n);
+  cpu::dropout(cpu::Queue{}, ones.data(), key, kept.data(), DropoutSite{n, n, 0.5, 5});
+  std::vector<float> u = uniform(key, {n, n, 0.0, 1.0, 5});
+  int64_t same = 0;
+  for (int64_t e = 0; e < n; ++e)
+    same += (kept[size_t(e)] != 0.0f) == (u[size_t(e)] >= 0.5f);
+  EXPECT_LT(same, 3 * n / 4);
+  EXPECT_GT(same, n / 4);
+}
+
+} // namespace
+

@@ -619,6 +619,38 @@ func.func @random_ltd_indices_key(%key: tensor<2xi64>) {
 
 // -----
 
+func.func @random_uniform_bounds(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op needs finite low < high, got [1.000000e+00, 1.000000e+00]}}
+  %0 = dsc.random_uniform %key, low = 1.0, high = 1.0, seed = 0, samples = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_infinite(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op needs finite low < high, got [0.000000e+00, INF]}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 0x7FF0000000000000, seed = 0, samples = 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_samples(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op samples must be >= 1 and divide the result's 6 elements, got 4}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 0, samples = 4 : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @random_uniform_type(%key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.random_uniform' op result #0 must be statically shaped tensor of 32-bit float values, but got 'tensor<4xbf16>'}}
+  %0 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 0, samples = 1 : tensor<4xbf16>
+  return
+}
+
+// -----
+
 func.func @step_key_type() {
   // expected-error @+1 {{'dsc.step_key' op result #0 must be tensor<4xi64>, but got 'tensor<4xi32>'}}
   %0 = dsc.step_key : tensor<4xi32>
@@ -1594,15 +1626,115 @@ module attributes {dsc.world_size = 4 : i64} {
 
 // -----
 
-module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e is partitioned over the expert_data group; states are partitioned over the world, an expert group or a tensor group}}
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions a rank's 6 elements of 'tensor<4x3xf32>' over the 4 ranks of an expert-data group, so it must be 'tensor<2xf32>', not 'tensor<2x3xf32>'}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 2 : i32} : tensor<2x3xf32>
 }
 
 // -----
 
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 4 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions 'tensor<6x3xf32>' over the 4 ranks of an expert group, which must divide its leading dimension}}
+  dsc.state parameter @e {partition_of = array<i64: 6, 3>, partition_group = 2 : i32} : tensor<3xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64} {
+  func.func @local_shard_expert_data(%x: tensor<8xf32>) {
+    // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but its expert_data group has 4 ranks}}
+    %0 = dsc.local_shard %x over expert_data : tensor<8xf32> -> tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+func.func @two_boundaries(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{appears twice in the graph: a step has one boundary}}
+  %c = dsc.optimizer_boundary %b : (tensor<4xf32>) -> tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+
+// -----
+
+func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{results must have the types of the operands, in order}}
+  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<3xf32>
+  return %b : tensor<3xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Memory tiers
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'dsc.state' op @w is a parameter state: only optimizer state, master weights and partitioned parameters (on the host) may live on the host}}
+dsc.state parameter @w on host : tensor<8xf32>
+
+// -----
+
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'tier' [device, host, nvme]}}
+dsc.state optimizer @m on disk : tensor<8xf32>
+
+// -----
+
+// expected-error @+1 {{'dsc.state' op @b is a buffer state: only optimizer state, master weights and partitioned parameters (on the host) may live on the nvme}}
+dsc.state buffer @b on nvme : tensor<8xf32>
+
+// -----
+
+func.func @transfer_to_nvme(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dsc.transfer' op moves a tensor to nvme, which holds states only; store it into a state on nvme}}
+  %n = dsc.transfer %g to nvme : tensor<8xf32>
+  return %n : tensor<8xf32>
+}
+
+// -----
+
+dsc.state optimizer @m on nvme : tensor<8xf32>
+func.func @store_device_into_nvme(%g: tensor<8xf32>) {
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  // expected-error @+1 {{'dsc.store' op stores a tensor copied to the device into @m, which lives on the nvme}}
+  dsc.store %d to @m : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @transfer_twice(%g: tensor<8xf32>) -> tensor<8xf32> {
+  %h = dsc.transfer %g to host : tensor<8xf32>
+  // expected-error @+1 {{'dsc.transfer' op moves a tensor to the host, where the transfer before it put it}}
+  %h2 = dsc.transfer %h to host : tensor<8xf32>
+  %d = dsc.transfer %h2 to device : tensor<8xf32>
+  return %d : tensor<8xf32>
+}
+
+// -----
+
+func.func @transfer_type(%g: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dsc.transfer' op requires the same type for all operands and results}}
+  %h = "dsc.transfer"(%g) {tier = 1 : i32} : (tensor<8xf32>) -> tensor<4xf32>
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  return %d : tensor<8xf32>
+}
+
+// -----
+
+dsc.state optimizer @m on host : tensor<8xf32>
+func.func @store_wrong_tier(%g: tensor<8xf32>) {
+  %d = dsc.transfer %g to device : tensor<8xf32>
+  // expected-error @+1 {{'dsc.store' op stores a tensor copied to the device into @m, which lives on the host}}
+  dsc.store %d to @m : tensor<8xf32>
+  return
+}
+
+// -----
+
 module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e is partitioned over the data group; states are partitioned over the world, an expert group or a tensor group}}
+  // expected-error @+1 {{'dsc.state' op @e is partitioned over the data group; states are partitioned over the world, an expert or expert-data group or a tensor group}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 4 : i32} : tensor<2x3xf32>
 }
 
@@ -1643,65 +1775,5 @@ module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 3 : i64}
 func.func @replicate_changes_type(%x: tensor<4xf32>) {
   // expected-error @+1 {{'dsc.replicate' op requires the same type for all operands and results}}
   %0 = "dsc.replicate"(%x) : (tensor<4xf32>) -> tensor<8xf32>
-  return
-}
-
-// -----
-
-func.func @two_boundaries(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<4xf32>
-  // expected-error @+1 {{appears twice in the graph: a step has one boundary}}
-  %c = dsc.optimizer_boundary %b : (tensor<4xf32>) -> tensor<4xf32>
-  return %c : tensor<4xf32>
-}
-
-// -----
-
-func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
-  // expected-error @+1 {{results must have the types of the operands, in order}}
-  %b = dsc.optimizer_boundary %a : (tensor<4xf32>) -> tensor<3xf32>
-  return %b : tensor<3xf32>
-}
-
-// -----
-
-//===----------------------------------------------------------------------===//
-// Memory tiers
-//===----------------------------------------------------------------------===//
-
-// expected-error @+1 {{'dsc.state' op @w is a parameter state: only optimizer state and master weights may live on the host}}
-dsc.state parameter @w on host : tensor<8xf32>
-
-// -----
-
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'tier' [device, host]}}
-dsc.state optimizer @m on nvme : tensor<8xf32>
-
-// -----
-
-func.func @transfer_twice(%g: tensor<8xf32>) -> tensor<8xf32> {
-  %h = dsc.transfer %g to host : tensor<8xf32>
-  // expected-error @+1 {{'dsc.transfer' op moves a tensor to the host, where the transfer before it put it}}
-  %h2 = dsc.transfer %h to host : tensor<8xf32>
-  %d = dsc.transfer %h2 to device : tensor<8xf32>
-  return %d : tensor<8xf32>
-}
-
-// -----
-
-func.func @transfer_type(%g: tensor<8xf32>) -> tensor<8xf32> {
-  // expected-error @+1 {{'dsc.transfer' op requires the same type for all operands and results}}
-  %h = "dsc.transfer"(%g) {tier = 1 : i32} : (tensor<8xf32>) -> tensor<4xf32>
-  %d = dsc.transfer %g to device : tensor<8xf32>
-  return %d : tensor<8xf32>
-}
-
-// -----
-
-dsc.state optimizer @m on host : tensor<8xf32>
-func.func @store_wrong_tier(%g: tensor<8xf32>) {
-  %d = dsc.transfer %g to device : tensor<8xf32>
-  // expected-error @+1 {{'dsc.store' op stores a tensor copied to the device into @m, which lives on the host}}
-  dsc.store %d to @m : tensor<8xf32>
   return
 }

@@ -161,6 +161,10 @@ func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
   %10 = dsc.random_ltd_indices %key, length = 8, seed = 3 : tensor<2x4xi64>
   // CHECK: dsc.random_ltd_indices %[[KEY]], length = 8, seed = 0 : tensor<2x8xi64>
   %11 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<2x8xi64>
+  // CHECK: dsc.random_uniform %[[KEY]], low = 0.000000e+00, high = 1.000000e+00, seed = 2, samples = 2 : tensor<16x4xf32>
+  %12 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 2, samples = 2 : tensor<16x4xf32>
+  // CHECK: dsc.random_uniform %[[KEY]], low = 0.98999999999999999, high = 1.010000e+00, seed = 0, samples = 1 : tensor<f32>
+  %13 = dsc.random_uniform %key, low = 0.99, high = 1.01, seed = 0, samples = 1 : tensor<f32>
   return
 }
 
@@ -272,6 +276,25 @@ module attributes {dsc.world_size = 2 : i64} {
     // CHECK: dsc.load @m : tensor<8xf32>
     %3 = dsc.load @m : tensor<8xf32>
     return %2, %0 : tensor<16xf32>, tensor<8xf32>
+  }
+}
+
+// ZeRO on an expert's states: the rank's experts (8 / P = 4 of them, 4x3
+// each) partitioned over the D = 2 ranks of its expert-data group.
+// CHECK-LABEL: module attributes {dsc.expert_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // CHECK: dsc.state optimizer @e {partition_group = 2 : i32, partition_of = array<i64: 8, 4, 3>} : tensor<24xf32>
+  dsc.state optimizer @e {partition_of = array<i64: 8, 4, 3>, partition_group = 2 : i32} : tensor<24xf32>
+  // CHECK-LABEL: func.func @expert_shards
+  func.func @expert_shards(%experts: tensor<48xf32>) -> tensor<48xf32> {
+    // CHECK: dsc.local_shard %{{.*}} over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %0 = dsc.local_shard %experts over expert_data : tensor<48xf32> -> tensor<24xf32>
+    // CHECK: dsc.reduce_scatter %{{.*}} over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %1 = dsc.reduce_scatter %experts over expert_data : tensor<48xf32> -> tensor<24xf32>
+    %2 = dsc.add %0, %1 : tensor<24xf32>, tensor<24xf32>
+    // CHECK: dsc.all_gather %{{.*}} over expert_data : tensor<24xf32> -> tensor<48xf32>
+    %3 = dsc.all_gather %2 over expert_data : tensor<24xf32> -> tensor<48xf32>
+    return %3 : tensor<48xf32>
   }
 }
 

@@ -59,6 +59,8 @@ module attributes {dsc.world_size = 2 : i64} {
     %comm = dscrt.stream "comm"
     // CHECK: dscrt.copy_shard %{{.*}} to %{{.*}} on %{{.*}} : memref<16xf32> to memref<8xf32>
     dscrt.copy_shard %whole to %shard on %compute : memref<16xf32> to memref<8xf32>
+    // CHECK: dscrt.copy_shard %{{.*}} to %{{.*}} on %{{.*}} over expert_data : memref<16xf32> to memref<8xf32>
+    dscrt.copy_shard %whole to %shard on %compute over expert_data : memref<16xf32> to memref<8xf32>
     // CHECK: dscrt.reduce_scatter %{{.*}} to %{{.*}} on %{{.*}} {sequence = 0 : i64} : memref<16xf32> to memref<8xf32>
     dscrt.reduce_scatter %whole to %shard on %comm {sequence = 0 : i64} : memref<16xf32> to memref<8xf32>
     // CHECK: dscrt.all_gather %{{.*}} to %{{.*}} on %{{.*}} {sequence = 1 : i64} : memref<8xf32> to memref<16xf32>

@@ -71,3 +71,41 @@ module {
     return
   }
 }
+
+// -----
+
+// A broadcast whose result has 7 dims larger than 1: more than the
+// library's shapes (dsc::kernels::Dims) hold.
+module {
+  func.func @step() attributes {dscrt.arena_bytes = 4096 : i64} {
+    %s = dscrt.stream "compute"
+    %x = dscrt.state 0 "x" : memref<2x2x2x2x2x2x1xf32>
+    %b = dscrt.buffer 0 : memref<2x2x2x2x2x2x2xf32>
+    dscrt.kernel "broadcast" on %s ins(%x : memref<2x2x2x2x2x2x1xf32>) outs(%b : memref<2x2x2x2x2x2x2xf32>) {
+    ^bb0(%t: tensor<2x2x2x2x2x2x1xf32>):
+      // expected-error @+1 {{'dsc.broadcast' of rank 7 exceeds the kernel library's rank limit 6}}
+      %r = dsc.broadcast %t : tensor<2x2x2x2x2x2x1xf32> -> tensor<2x2x2x2x2x2x2xf32>
+      dscrt.yield %r : tensor<2x2x2x2x2x2x2xf32>
+    }
+    return
+  }
+}
+
+// -----
+
+// A concat without --dscrt-select-library: only elementwise chains are
+// emitted loops.
+module {
+  func.func @step() attributes {dscrt.arena_bytes = 4096 : i64} {
+    %s = dscrt.stream "compute"
+    %x = dscrt.state 0 "x" : memref<2xf32>
+    %b = dscrt.buffer 0 : memref<4xf32>
+    dscrt.kernel on %s ins(%x : memref<2xf32>) outs(%b : memref<4xf32>) {
+    ^bb0(%t: tensor<2xf32>):
+      // expected-error @+1 {{'dsc.concat' runs as a library kernel only, after --dscrt-select-library}}
+      %r = dsc.concat(%t, %t), dim = 0 : tensor<2xf32>, tensor<2xf32>
+      dscrt.yield %r : tensor<4xf32>
+    }
+    return
+  }
+}

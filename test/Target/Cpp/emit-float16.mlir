@@ -1,21 +1,17 @@
 // 16-bit kernels: the graph below, computed in bf16 or fp16 by
 // --dsc-mixed-precision, emitted for the CPU and CUDA. 16-bit tensors are
 // arrays of dsc_bf16 / dsc_f16 that widen to float where read; literals are
-// float literals; GEMMs take the 16-bit operands; reductions accumulate in
-// double and round once. The CPU source must also compile.
-// RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp > %t.bf16.cpp
+// float literals; library calls take the 16-bit buffers. The CPU source
+// must also compile.
+// RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp > %t.bf16.cpp
 // RUN: FileCheck %s --input-file=%t.bf16.cpp
 // RUN: c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror -I %dsc_src_root/runtime/include %t.bf16.cpp
-// RUN: dsc-opt %s --dsc-mixed-precision=precision=fp16 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp > %t.f16.cpp
+// RUN: dsc-opt %s --dsc-mixed-precision=precision=fp16 --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp > %t.f16.cpp
 // RUN: FileCheck %s --check-prefix=F16 --input-file=%t.f16.cpp
 // RUN: c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror -I %dsc_src_root/runtime/include %t.f16.cpp
-// RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: dsc-opt %s --dsc-mixed-precision=precision=bf16 --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
 
-// CHECK: #include "dsc/runtime/Float16.h"
-// CHECK: using dsc_bf16 = dsc::rt::BFloat16;
-// CHECK: inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_bf16 *a,
-// CHECK-NEXT: dsc_bf16 *c, float alpha, float beta) {
-// CHECK-NEXT: dsc::rt::cpu::gemmBF16(s, a, b, c, alpha, beta);
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
 // The parameters are bf16 states beside their fp32 masters; inputs keep
 // their fp32 tables.
 // CHECK: {{[{][{]}}"w", ElementType::BF16, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter},
@@ -24,54 +20,43 @@
 // The fp32 input becomes a 16-bit copy.
 // CHECK: DSC_GLOBAL void kernel0_0(const float *__restrict in0, dsc_bf16 *__restrict out0) {
 // CHECK: const dsc_bf16 t0 = static_cast<dsc_bf16>((in0[i]));
-// dsc.linear: a bf16 GEMM into the bias-filled bf16 output.
+// dsc.linear: the library's bf16 GEMM onto the bf16 bias.
 // CHECK: static void kernel{{[0-9]+}}(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const dsc_bf16 *__restrict in1, const dsc_bf16 *__restrict in2, dsc_bf16 *__restrict out0) {
-// CHECK: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
+// CHECK-NEXT: dsc_kernels::linear(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), 2, 8, 8);
 // Constants are rebuilt in 16 bits and written as float literals.
 // CHECK: alignas(64) const dsc_bf16 kConst0[] = {1.25000000000000000e-01f};
 // Elementwise: arithmetic on floats, each op's result rounded to bf16.
 // CHECK: const dsc_bf16 t0 = (in0[i]) * (in1[0]);
 // CHECK: const dsc_bf16 t0 = 5.00000000000000000e-01f * (in0[i]) * (1.00000000000000000e+00f + erf((in0[i]) * 7.07106781186547573e-01f));
-// Batched matmul.
-// CHECK: DSC_GEMM(s, in0 + (c0 * 1) * 8, in0 + (c0 * 1) * 8, out0 + i * 16, 1.0f, 0.0f);
-// The causal mask fills a bf16 element.
-// CHECK: out0[i] = c2 > c1 + 0 ? dsc_bf16(-DSC_INF(float)) : in0[i];
-// Softmax: a bf16 running max, the sum in double.
-// CHECK: dsc_bf16 m = -DSC_INF(float);
-// CHECK-NEXT: for
-// CHECK-NEXT: double sum = 0;
-// CHECK: y[j * 1] = static_cast<dsc_bf16>(exp(x[j * 1] - m) / sum);
-// Layer norm: mean and variance in double, rounded once.
-// CHECK: double mean = 0, var = 0;
-// CHECK: out0[i * 8 + j] = static_cast<dsc_bf16>(y);
-// Cumulative sum in float; scatter-add widens, adds, rounds.
-// CHECK: float acc = 0;
-// CHECK: out0[(c0) * 8 + (j) * 1] = out0[(c0) * 8 + (j) * 1] + in2[(c0) * 8 + (c1) * 1];
-// The max in bf16 from -inf.
-// CHECK: dsc_bf16 a = -DSC_INF(float);
-// The loss: per-token losses in double, rounded to bf16, widened and
-// summed in fp32 (--dsc-mixed-precision's loss), divided by an fp32 count.
-// CHECK: double m = x[0];
-// CHECK: out0[r] = static_cast<dsc_bf16>(loss);
+// The rest are library calls on bf16 data (their rounding is the
+// library's: dsc/kernels/): the batched matmul, the causal mask's fill,
+// softmax, layer norm, cumsum, scatter-add, the max and the per-token loss.
+// CHECK: dsc_kernels::batchedGemm(stream, s, DSC_LIB(in0), DSC_LIB(in0), DSC_LIB(out0), 1.0f, 0.0f); }
+// CHECK: dsc_kernels::causalMask(stream, DSC_LIB(in0), DSC_LIB(out0), 2, 4, 4, -DSC_INF(double));
+// CHECK: dsc_kernels::softmaxForward(stream, DSC_LIB(in0), DSC_LIB(out0), 8, 4, 1);
+// CHECK: dsc_kernels::layerNormForward(
+// CHECK: dsc_kernels::cumsum(stream, DSC_LIB(in0), DSC_LIB(out0), 2, 8, 1);
+// CHECK: dsc_kernels::scatterAdd(
+// CHECK: dsc_kernels::reduceMax(stream, DSC_LIB(in0), DSC_LIB(out0), 1, 32, 1);
+// CHECK: static void kernel{{[0-9]+}}(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const int64_t *__restrict in1, dsc_bf16 *__restrict out0) {
+// CHECK-NEXT: dsc_kernels::crossEntropyForward(
+// The loss is widened and summed in fp32 (--dsc-mixed-precision's loss).
 // CHECK: DSC_GLOBAL void kernel{{[0-9]+}}_0(const dsc_bf16 *__restrict in0, float *__restrict out0) {
 // CHECK: const float t0 = static_cast<float>((in0[i]));
-// CHECK: DSC_GLOBAL void kernel{{[0-9]+}}_0(const float *__restrict in0, float *__restrict out0) {
-// CHECK-NEXT: DSC_FOR(i, 1) {
-// CHECK-NEXT: double a = double(0);
+// CHECK: dsc_kernels::reduceSum(stream, DSC_LIB(in0), DSC_LIB(out0), 1, 2, 1);
 // CHECK-LABEL: extern "C" void dsc_artifact_step(
 
-// F16: using dsc_f16 = dsc::rt::Half;
-// F16: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
+// F16: #include "dsc/runtime/GeneratedCode.h"
+// F16: dsc_kernels::linear(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), 2, 8, 8);
 // F16: alignas(64) const dsc_f16 kConst{{[0-9]+}}[] = {1.25000000000000000e-01f};
-// F16: dsc_f16 m = -DSC_INF(float);
+// F16: dsc_kernels::softmaxForward(
 
-// CUDA: #include <cuda_bf16.h>
-// CUDA: struct dsc_bf16 {
-// CUDA-NEXT: __nv_bfloat16 value;
-// CUDA: DSC_HD dsc_bf16(float v) : value(__float2bfloat16(v)) {}
-// CUDA-NEXT: DSC_HD operator float() const { return __bfloat162float(value); }
-// CUDA: dsc::rt::cuda::gemmBF16(s, reinterpret_cast<const uint16_t *>(a),
-// CUDA: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
+// The CUDA text is the same; 16-bit pointers become CUDA's types in the
+// library calls (DSC_LIB).
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
+// CUDA: static void kernel{{[0-9]+}}(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const dsc_bf16 *__restrict in1, const dsc_bf16 *__restrict in2, dsc_bf16 *__restrict out0) {
+// CUDA-NEXT: dsc_kernels::linear(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), 2, 8, 8);
+// CUDA: dsc_kernels::causalMask(stream, DSC_LIB(in0), DSC_LIB(out0), 2, 4, 4, -DSC_INF(double));
 
 dsc.state parameter @w : tensor<8x8xf32>
 dsc.state parameter @b : tensor<8xf32>

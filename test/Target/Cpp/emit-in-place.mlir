@@ -1,4 +1,4 @@
-// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
+// RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
 
 // A kernel that writes a state it also reads (the lowering stores the new
 // value in place) takes plain pointers: its input and output alias, so

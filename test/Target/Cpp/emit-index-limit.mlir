@@ -1,4 +1,4 @@
-// RUN: dsc-opt %s -split-input-file --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp -split-input-file | FileCheck %s
+// RUN: dsc-opt %s -split-input-file --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp -split-input-file | FileCheck %s
 
 // An input that indexes a table records the bound dsc-run checks its values
 // against as it feeds them (TensorDesc::indexLimit): cross-entropy targets

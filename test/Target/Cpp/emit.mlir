@@ -1,14 +1,12 @@
-// RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
+// RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s
 
 // The artifact's tables: states by name and role, inputs (y, the targets of
 // a cross-entropy over 4 classes, without an index limit: its ignore_index,
 // the default -100, is a valid target outside [0, 4); emit-index-limit.mlir),
 // outputs, the world size and the planned arena.
-// CHECK: #include "dsc/runtime/Artifact.h"
-// An index check records the first bad index and skips the element; each
-// launch raises what its loop recorded (no exception leaves an OpenMP loop).
-// CHECK: #define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
-// CHECK: #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
+// The loop macros, index checks and library helpers are the runtime's
+// (dsc/runtime/GeneratedCode.h).
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
 // Every task the step enqueues is one type: a function, the buffers (at
 // most 4 here: the linear's 3 inputs and output) and a copy's byte count.
 // CHECK: struct dsc_task_t {
@@ -30,16 +28,9 @@
 // CHECK-NEXT: {"comm", true, true},
 // CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0, 1};
 
-// dsc.linear: the bias broadcast into the output, then a GEMM against the
-// [out, in] weight accumulating into it (beta = 1).
-// CHECK-LABEL: DSC_GLOBAL void kernel0_0(const float *__restrict in0, const float *__restrict in1, const float *__restrict in2, float *__restrict out0) {
-// CHECK-NEXT: DSC_FOR(i, 8) {
-// CHECK-NEXT: out0[i] = in2[i % 4];
+// dsc.linear: a call of the library's GEMM onto the bias (dsc/kernels/).
 // CHECK-LABEL: static void kernel0(dsc_stream_t stream, const float *__restrict in0,
-// CHECK-NEXT: (void)stream;
-// CHECK-NEXT: DSC_LAUNCH(kernel0_0, 8, in0, in1, in2, out0);
-// CHECK-NEXT: s.m = 2; s.n = 4; s.k = 8; s.transB = true;
-// CHECK-NEXT: DSC_GEMM(s, in0, in1, out0, 1.0f, 1.0f);
+// CHECK-NEXT: dsc_kernels::linear(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(out0), 2, 4, 8);
 // Its task: the buffers, typed back.
 // CHECK: static void kernel0_task(const dsc_task_t &t) { kernel0(dsc_stream_t{}, static_cast<const float *>(t.p[0]), static_cast<const float *>(t.p[1]), static_cast<const float *>(t.p[2]), static_cast<float *>(t.p[3])); }
 
@@ -52,16 +43,12 @@
 // CHECK-NEXT: const float t3 = sin((t2));
 // CHECK-NEXT: out0[i] = t3;
 
-// The loss is per-token losses, one parallel iteration per token, then a
+// The loss is per-token losses (the library's classifier), then a
 // reduction; the data-parallel pass removed the rank-local mean.
-// CHECK-LABEL: DSC_GLOBAL void kernel2_0(
-// CHECK-NEXT: DSC_FOR(i, 2) {
-// CHECK: if (t != -100) {
-// CHECK: out0[r] = static_cast<float>(loss);
-// CHECK-LABEL: DSC_GLOBAL void kernel3_0(
-// CHECK-NEXT: DSC_FOR(i, 1) {
-// CHECK: a += v;
-// CHECK-NOT: / static_cast<double>(count)
+// CHECK-LABEL: static void kernel2(
+// CHECK-NEXT: dsc_kernels::crossEntropyForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 2, 4, -100 DSC_INDEX_FAULT);
+// CHECK-LABEL: static void kernel3(
+// CHECK-NEXT: dsc_kernels::reduceSum(stream, DSC_LIB(in0), DSC_LIB(out0), 1, 2, 1);
 
 // The step: the streams, state and inputs from the context, buffers at
 // arena offsets; inputs copied in and kernels run as tasks of compute; the
@@ -98,24 +85,13 @@
 // host/device copies with cudaMemcpyAsync on the compute stream, no thread
 // of its own for any stream, and the step ends synchronizing its streams
 // after an error check.
-// RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
-// CUDA: #define DSC_GLOBAL static __global__
-// CUDA: #define DSC_LAUNCH(f, n, ...) f<<<dsc_blocks(n), 256, 0, stream>>>(__VA_ARGS__)
-// CUDA: #define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta, stream)
-// A bad index is recorded in device memory and the element skipped; the
-// host fails the step once its streams are synchronized.
-// CUDA: #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
-// CUDA: #include "dsc/runtime/CudaStream.h"
-// CUDA: __device__ dsc_index_fault_t dsc_index_fault;
-// CUDA: using dsc_stream_t = cudaStream_t;
-// CUDA: inline void dsc_raise_index_error() {
-// CUDA-NEXT: dsc_index_fault_t fault;
-// CUDA-NEXT: dsc_check(cudaMemcpyFromSymbol(&fault, dsc_index_fault, sizeof fault),
+// RUN: dsc-opt %s --dsc-data-parallel=world-size=2 --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 // CUDA: const dsc::rt::StreamDesc kStreams[] = {
 // CUDA-NEXT: {"compute", false, false},
 // CUDA-NEXT: {"comm", false, true},
 // CUDA: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cuda",
-// CUDA: DSC_GLOBAL void kernel0_0(
+// CUDA: DSC_GLOBAL void kernel1_0(
 // CUDA-LABEL: extern "C" void dsc_artifact_step(
 // CUDA: dsc::rt::Stream &[[S:s[0-9]+]] = ctx->stream(0);
 // CUDA-NEXT: cudaStream_t [[S]]_h = dsc_handle([[S]]);

@@ -13,13 +13,13 @@
 // IR: dscrt.kernel "attention" {{.*}} outs({{.*}} : memref<2x2x8x16xf32>, memref<2x2x8x16xf32>, memref<2x2x8x16xf32>)
 
 // The mask [S] broadcasts over B, H and T: strides 0, 0, 0, 1.
-// CHECK: #include "dsc/kernels/Kernels.h"
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
 // CHECK: static void kernel0(dsc_stream_t stream, const float *__restrict in0, const float *__restrict in1, const float *__restrict in2, const uint8_t *__restrict in3, float *__restrict out0, float *__restrict out1) {
 // CHECK-NEXT: dsc_kernels::attentionForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(in3), 0, 0, 0, 1, DSC_LIB(out0), DSC_LIB(out1), 2, 2, 8, 8, 16, 16, 2.50000000000000000e-01, true);
 // CHECK: dsc_kernels::attentionBackward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(in2), DSC_LIB(in3), DSC_LIB(in4), DSC_LIB(in5), DSC_LIB(in6), 0, 0, 0, 1, DSC_LIB(out0), DSC_LIB(out1), DSC_LIB(out2), 2, 2, 8, 8, 16, 16, 2.50000000000000000e-01, true);
 
 // bf16 data, the log-sum-exp fp32.
-// CUDA: #include "dsc/kernels/cuda/Kernels.cuh"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 // CUDA: static void kernel0(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const dsc_bf16 *__restrict in1, const dsc_bf16 *__restrict in2, const uint8_t *__restrict in3, dsc_bf16 *__restrict out0, float *__restrict out1) {
 // CUDA-NEXT: dsc_kernels::attentionForward(stream,
 // CUDA: dsc_kernels::attentionBackward(stream,

@@ -4,12 +4,8 @@
 // A kernel with a library name is one call into the kernel library, the
 // same text for both targets: `dsc_kernels` is the target's namespace,
 // DSC_LIB the pointer type its kernels take.
-// CHECK: #include "dsc/kernels/Kernels.h"
-// CHECK: using dsc_stream_t = dsc::kernels::cpu::Queue;
-// CHECK: namespace dsc_kernels = dsc::kernels::cpu;
-// CUDA: #include "dsc/kernels/cuda/Kernels.cuh"
-// CUDA: namespace dsc_kernels = dsc::kernels::cuda;
-// CUDA: #define DSC_LIB(p) dsc_lib(p)
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 dsc.state parameter @w : tensor<16x8xbf16>
 dsc.state parameter @b : tensor<16xbf16>

@@ -4,9 +4,8 @@
 // Per-token cross-entropy is one call into the classifier
 // (dsc/kernels/Classifier.h). Bad targets: the CPU kernel throws, the CUDA
 // kernel records them in the preamble's index check (DSC_INDEX_FAULT).
-// CHECK: #define DSC_INDEX_FAULT{{$}}
-// CUDA: inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
-// CUDA: #define DSC_INDEX_FAULT , dsc_index_fault_record()
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 func.func @forward(%logits: tensor<2x4x50xf32>, %t: tensor<2x4xi64>, %hl: tensor<3x10xbf16>,
                    %ht: tensor<3xi64>, %t32: tensor<2x4xi32>)

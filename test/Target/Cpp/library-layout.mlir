@@ -5,9 +5,8 @@
 // Routing.h) as library calls. Whole shapes are dsc::kernels::Dims
 // literals. The kernels that read indices take the index-fault record last
 // on CUDA; on the CPU they throw and DSC_INDEX_FAULT is empty.
-// CHECK: #define DSC_INDEX_FAULT{{$}}
-// CUDA: inline dsc::kernels::cuda::IndexFault *dsc_index_fault_record() {
-// CUDA: #define DSC_INDEX_FAULT , dsc_index_fault_record()
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 func.func @forward(%wte: tensor<50x8xf32>, %ids: tensor<2x3xi64>, %k: tensor<2x3x4x5xf32>,
                    %p: tensor<16x4xf32>, %e: tensor<16x1xi64>, %acc: tensor<7x8xf32>,

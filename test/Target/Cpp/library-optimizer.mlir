@@ -2,11 +2,10 @@
 // RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // The multi-tensor optimizer kernels: one call over a table with a row per
-// tensor (dsc/kernels/Optimizer.h), the same text on both targets. The CUDA
-// preamble keeps each call site's table in device memory, uploaded when it
-// changes.
-// CUDA: template <typename E, int64_t N> struct dsc_table_t {
-// CUDA: cudaMemcpyAsync(device, last, sizeof last, cudaMemcpyHostToDevice, stream)
+// tensor (dsc/kernels/Optimizer.h), the same text on both targets. On CUDA
+// each call site keeps its table in device memory (dsc_table_t of
+// dsc/runtime/GeneratedCode.cuh), uploaded when it changes.
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 dsc.state parameter @w : tensor<4x3xbf16>
 dsc.state master @w.master : tensor<4x3xf32>

@@ -4,17 +4,24 @@
 // A dropout is one library call (dsc/kernels/Random.h) with its site's
 // constants {numel, perSample, p, seed}; the step key is the runtime's
 // (StepContext::stepKey), copied to the device before the step's kernels.
+// So is a uniform draw, with {numel, perSample, low, high, seed}, the bounds
+// printed with 17 significant digits.
 
-func.func @forward(%x: tensor<4x6x5xbf16> {dsc.input = "x"}) -> tensor<4x6x5xbf16> {
+func.func @forward(%x: tensor<4x6x5xbf16> {dsc.input = "x"}) -> (tensor<4x6x5xbf16>, tensor<4x6x5xf32>) {
   // CHECK-LABEL: static void kernel0(dsc_stream_t stream, const dsc_bf16 *__restrict in0, const int64_t *__restrict in1, dsc_bf16 *__restrict out0) {
   // CHECK-NEXT: dsc_kernels::dropout(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), dsc::kernels::DropoutSite{120, 30, 2.50000000000000000e-01, 3});
   // CUDA-LABEL: static void kernel0(
   // CUDA-NEXT: dsc_kernels::dropout(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), dsc::kernels::DropoutSite{120, 30, 2.50000000000000000e-01, 3});
+  // CHECK-LABEL: static void kernel1(dsc_stream_t stream, const int64_t *__restrict in0, float *__restrict out0) {
+  // CHECK-NEXT: dsc_kernels::randomUniform(stream, DSC_LIB(in0), DSC_LIB(out0), dsc::kernels::UniformSite{120, 30, 9.89999999999999991e-01, 1.01000000000000001e+00, 5});
+  // CUDA-LABEL: static void kernel1(
+  // CUDA-NEXT: dsc_kernels::randomUniform(stream, DSC_LIB(in0), DSC_LIB(out0), dsc::kernels::UniformSite{120, 30, 9.89999999999999991e-01, 1.01000000000000001e+00, 5});
   // CHECK: dsc_artifact_step
   // CHECK: ctx->stepKey()
   // CUDA: ctx->stepKey()
   // CUDA: cudaMemcpyHostToDevice
   %key = dsc.step_key : tensor<4xi64>
   %y = dsc.dropout %x, %key, p = 0.25, seed = 3, samples = 4 : tensor<4x6x5xbf16>
-  return %y : tensor<4x6x5xbf16>
+  %u = dsc.random_uniform %key, low = 0.99, high = 1.01, seed = 5, samples = 4 : tensor<4x6x5xf32>
+  return %y, %u : tensor<4x6x5xbf16>, tensor<4x6x5xf32>
 }

@@ -3,7 +3,7 @@
 
 // A reduction over adjacent dims is one call on the (outer, n, inner) view
 // of its input (dsc/kernels/Reduce.h), the same text on both targets.
-// CUDA: #include "dsc/kernels/cuda/Kernels.cuh"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 func.func @forward(%x: tensor<4x6x5xf32>, %b: tensor<2x3x4xbf16>, %i: tensor<2x3x4xi64>)
     -> (tensor<5xf32>, tensor<4x6xf32>, tensor<4x1x1xf32>, tensor<2x4xbf16>,

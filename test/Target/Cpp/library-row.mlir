@@ -3,8 +3,8 @@
 
 // Softmax, log-softmax and layer norm are calls into the row kernels
 // (dsc/kernels/Row.h), the same text for both targets.
-// CHECK: #include "dsc/kernels/Kernels.h"
-// CUDA: #include "dsc/kernels/cuda/Kernels.cuh"
+// CHECK: #include "dsc/runtime/GeneratedCode.h"
+// CUDA: #include "dsc/runtime/GeneratedCode.cuh"
 
 dsc.state parameter @g : tensor<32xf32>
 dsc.state parameter @b : tensor<32xf32>

@@ -8,7 +8,9 @@ Usage: compare_gradients.py GOLD_DIR OUTPUTS.safetensors [...] [--rtol R] [--ato
 Every parameter of the golden file must have a gradient of the same shape,
 each element within atol + rtol * |pytorch| (fp32 defaults 1e-5 / 1e-6); a
 parameter PyTorch leaves without a gradient (it does not reach the loss)
-must have a zero one.
+must have a zero one. Any other output (a metric) must be zero, or the
+value of the same name in GOLD_DIR/outputs_step1.safetensors where the
+reference wrote one (the expert routing counts of an MoE model).
 Prints one line per run and tensor with its largest absolute and relative
 errors, then `max abs error ...` over everything.
 """
@@ -30,6 +32,8 @@ args = p.parse_args()
 
 gold, _ = load_numpy(os.path.join(args.gold, "grads_step1.safetensors"))
 loss = np.float64(json.load(open(os.path.join(args.gold, "losses.json")))["losses"][0])
+metrics_file = os.path.join(args.gold, "outputs_step1.safetensors")
+metrics = load_numpy(metrics_file)[0] if os.path.exists(metrics_file) else {}
 failed = False
 worst_abs = worst_rel = 0.0
 
@@ -58,7 +62,13 @@ for run in args.runs:
     for name, want in sorted(gold.items()):
         compare(run, "grad." + name, outputs.get("grad." + name), want)
     for name in sorted(set(outputs) - {"loss"} - {"grad." + n for n in gold}):
-        compare(run, name + " (none in PyTorch)", outputs[name],
-                np.zeros_like(outputs[name]))
+        if name in metrics and metrics[name].size == outputs[name].size:
+            # A scalar may have been written as [1].
+            compare(run, name, outputs[name], metrics[name].reshape(outputs[name].shape))
+        elif name in metrics:
+            compare(run, name, outputs[name], metrics[name])
+        else:
+            compare(run, name + " (none in PyTorch)", outputs[name],
+                    np.zeros_like(outputs[name]))
 print(f"max abs error {worst_abs:.3g} over {len(args.runs)} run(s)")
 sys.exit(1 if failed else 0)

@@ -10,7 +10,10 @@ expert and expert-data groups of expert parallelism: the report's
 report's per-update figures; the copies between host and device memory per
 direction (dsc-run's `transfer=d2h|h2d` lines) equal STEPS times the
 report's `transfers_per_update`, and with ZeRO-Offload (`host_state_bytes`)
-the host states and host arena the report's `host` figures. Prints one line
+the host states and host arena the report's `host` figures; with
+ZeRO-Infinity, the bytes of the NVMe states (`nvme_state_bytes`) the
+report's `nvme` master weights and optimizer state, and the NVMe reads and
+writes (`nvme=read|write` lines) STEPS times the report's. Prints one line
 per rank and figure, "ok" or "MISMATCH".
 """
 import json
@@ -52,15 +55,26 @@ def main(report_path, run_path, steps):
                                        ("host arena", arena, want["arena"])):
                     print(f"rank {rank} {name} {got} vs report {exp}: "
                           f"{'ok' if got == exp else 'MISMATCH'}")
+            nvme = re.search(r"nvme_state_bytes=(\d+)", line)
+            if nvme:
+                want = memory[rank]["nvme"]
+                got = int(nvme.group(1))
+                exp = want["master_weights"] + want["optimizer_state"]
+                print(f"rank {rank} nvme states {got} vs report {exp}: "
+                      f"{'ok' if got == exp else 'MISMATCH'}")
             continue
-        m = re.match(r"\[rank (\d+)\] transfer=(d2h|h2d) calls=(\d+) bytes=(\d+)",
-                     line)
+        m = re.match(r"\[rank (\d+)\] (transfer|nvme)=(d2h|h2d|read|write) "
+                     r"calls=(\d+) bytes=(\d+)", line)
         if m:
-            rank, way = int(m.group(1)), m.group(2)
+            rank, way = int(m.group(1)), m.group(3)
             want = memory[rank]["transfers_per_update"]
-            got = (int(m.group(3)), int(m.group(4)))
-            exp = (want[f"{way}_calls"] * steps, want[f"{way}_bytes"] * steps)
-            print(f"rank {rank} {way} transfers calls, bytes {got} vs report {exp}: "
+            name, calls, size = (
+                (f"{way} transfers", f"{way}_calls", f"{way}_bytes")
+                if m.group(2) == "transfer" else
+                (f"nvme {way}s", f"nvme_{way}s", f"nvme_{way}_bytes"))
+            got = (int(m.group(4)), int(m.group(5)))
+            exp = (want[calls] * steps, want[size] * steps)
+            print(f"rank {rank} {name} calls, bytes {got} vs report {exp}: "
                   f"{'ok' if got == exp else 'MISMATCH'}")
             continue
         m = re.match(r"\[rank (\d+)\] (?:group=(\w+) )?collective=(\w+) "

@@ -8,12 +8,22 @@ its outputs kept only at the kept positions; the dropped ones pass the
 block's input through. The kept positions are dsc's (dsc.philox's
 random_ltd_indices for the run's seed, step 1 and each sample's place in
 the batch), a formulation that shares nothing with dsc's gather and
-scatter. Writes GOLD/losses.json and GOLD/grads_step1.safetensors as
+scatter. With --moe "k=K capacity_factor=C ..." the model is the zoo
+GPT-2 as dsc-opt's --moe-experts rewrite makes it (gpt2_moe_rewrite.py,
+with those settings); its random-LTD blocks then run on the kept tokens
+alone (gathered in PyTorch, the block's own causal attention over them,
+the outputs put back at their positions): an expert layer routes and
+counts capacity over the tokens it is given, so the masked formulation,
+whose block sees every token, is not the model; the reference then also
+writes GOLD/outputs_step1.safetensors with the rewrite's metrics (each
+layer's routes per expert, the routes dropped, the balance term).
+Writes GOLD/losses.json and GOLD/grads_step1.safetensors as
 dsc.golden does, for compare_gradients.py; with --indices FILE also the
 indices (int64 [batch, kept]) as text, one row per line.
 
 Usage: data_efficiency_reference.py --weights W --data D --batch B --seq T
-           [--seqlen S] [--kept K --layers 1[,2...]] -o GOLD [--seed S]
+           [--seqlen S] [--kept K --layers 1[,2...]] [--moe SETTINGS]
+           -o GOLD [--seed S]
 """
 import argparse
 import json
@@ -44,12 +54,22 @@ p.add_argument("--kept", type=int, default=0)
 p.add_argument("--layers", default="")
 p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 p.add_argument("--indices")
+p.add_argument("--moe", help="settings of gpt2_moe_rewrite.build, as 'k=1 capacity_factor=0.5'")
 p.add_argument("-o", "--output", required=True)
 args = p.parse_args()
 torch.use_deterministic_algorithms(True)
 torch.set_num_threads(1)
 
-model, _ = gpt2.build("tiny", batch=args.batch, seq=args.seq)
+if args.moe is None:
+    model, _ = gpt2.build("tiny", batch=args.batch, seq=args.seq)
+else:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gpt2_moe_rewrite  # noqa: E402
+    settings = {}
+    for item in args.moe.split():
+        key, value = item.split("=", 1)
+        settings[key] = float(value) if "." in value else int(value)
+    model, _ = gpt2_moe_rewrite.build("tiny", batch=args.batch, seq=args.seq, **settings)
 state = load_weights(model, args.weights)
 tokens, targets = (torch.from_numpy(a) for a in
                    data.batch(data.load(args.data), 0, args.batch, args.seq))
@@ -84,8 +104,18 @@ def dropping_block(block):
     return forward
 
 
+def gathering_block(block):
+    forward = block.forward
+    where = indices[:, :, None].expand(-1, -1, model.transformer.wte.weight.shape[1])
+
+    def run(x):
+        return x.scatter(1, where, forward(x.gather(1, where)))
+    return run
+
+
 for layer in (int(i) for i in args.layers.split(",") if args.kept and i):
-    model.transformer.h[layer].forward = dropping_block(model.transformer.h[layer])
+    block = model.transformer.h[layer]
+    block.forward = (dropping_block if args.moe is None else gathering_block)(block)
 loss = model(tokens, targets)
 loss.backward()
 os.makedirs(args.output, exist_ok=True)
@@ -94,6 +124,18 @@ grads = {name: t.grad.detach().numpy() for name, t in state.tensors.items()
 safetensors.save(grads, os.path.join(args.output, "grads_step1.safetensors"))
 with open(os.path.join(args.output, "losses.json"), "w") as f:
     json.dump({"losses": [float(loss)]}, f)
+if args.moe is not None:
+    metrics, dropped, aux = {}, 0, 0.0
+    for i, block in enumerate(model.transformer.h):
+        moe = block.mlp
+        counts = moe.exp_counts.detach().numpy().astype(np.int64)
+        capacity = moe.capacity(int(counts.sum()) // moe.k)
+        dropped += int(np.maximum(counts - capacity, 0).sum())
+        aux += float(moe.l_aux)
+        metrics[f"moe.exp_counts.transformer.h.{i}.mlp"] = counts
+    metrics["moe.dropped"] = np.array(dropped, dtype=np.float32)
+    metrics["aux_loss"] = np.array(model.aux_loss_coef * aux, dtype=np.float32)
+    safetensors.save(metrics, os.path.join(args.output, "outputs_step1.safetensors"))
 if args.indices:
     with open(args.indices, "w") as f:
         for row in indices.tolist():

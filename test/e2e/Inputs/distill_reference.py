@@ -6,11 +6,13 @@ log_softmax(z_s / tau), softmax(z_t / tau)) / seq over [b, s, V], the
 teacher in eval mode without gradients. With RANKS > 1 every term is the
 mean over the ranks of each rank's micro-batch (data parallelism). The
 logits of both models are taken where dsc takes them: the input of the
-model's cross-entropy.
+model's cross-entropy. With --kd-stop-step S (staged KD) the steps after
+S train the student alone: the teacher does not run, the loss is the
+student's own and its KD term 0.
 
 Usage: distill_reference.py MODEL.py STUDENT.safetensors TEACHER.safetensors
            DATA STEPS BATCH SEQ RANKS LR BETA TAU OUT.json [--momentum M]
-           [student key=value ...] -- [teacher key=value ...]
+           [--kd-stop-step S] [student key=value ...] -- [teacher key=value ...]
 
 Writes OUT.json: `losses`, `lm_loss`, `kd_loss` and `aux_loss` (the total
 minus the LM loss: zero for a dense student), one per step.
@@ -30,9 +32,13 @@ from dsc.golden import load_weights
 steps, batch, seq, ranks = int(steps), int(batch), int(seq), int(ranks)
 lr, beta, tau = float(lr), float(beta), float(tau)
 rest = sys.argv[13:]
-momentum = 0.0
-if rest[:1] == ["--momentum"]:
-    momentum, rest = float(rest[1]), rest[2:]
+momentum, stop = 0.0, 0
+while rest[:1] in (["--momentum"], ["--kd-stop-step"]):
+    if rest[0] == "--momentum":
+        momentum = float(rest[1])
+    else:
+        stop = int(rest[1])
+    rest = rest[2:]
 split = rest.index("--") if "--" in rest else len(rest)
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
@@ -76,11 +82,14 @@ for step in range(steps):
         x, y = (torch.from_numpy(a) for a in
                 data.batch(tokens, step, batch, seq, rank=r, world=ranks))
         loss, lm, z_s = run(student, x, y)
-        with torch.no_grad():
-            _, _, z_t = run(teacher, x, y)
-        kd = tau * tau * torch.nn.KLDivLoss(reduction="batchmean")(
-            F.log_softmax(z_s / tau, dim=2), F.softmax(z_t / tau, dim=2))
-        kd = kd.div(seq) * beta
+        if stop and step + 1 > stop:
+            kd = torch.zeros(())
+        else:
+            with torch.no_grad():
+                _, _, z_t = run(teacher, x, y)
+            kd = tau * tau * torch.nn.KLDivLoss(reduction="batchmean")(
+                F.log_softmax(z_s / tau, dim=2), F.softmax(z_t / tau, dim=2))
+            kd = kd.div(seq) * beta
         total = loss + kd
         (total / ranks).backward()
         for key, value in (("losses", total), ("lm_loss", lm), ("kd_loss", kd),

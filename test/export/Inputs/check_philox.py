@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from dsc.philox import DscDropout, apply_dropout, dropout_mask, philox4x32
+from dsc.philox import DscDropout, apply_dropout, dropout_mask, philox4x32, random_uniform
 
 KNOWN = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
          ((0xffffffff,) * 4, (0xffffffff,) * 2,
@@ -37,6 +37,23 @@ dropped = int((mask == 0).sum())
 assert abs(dropped - n * q) <= 6 * math.sqrt(n * q * (1 - q)), dropped
 assert set(np.unique(mask.numpy()).tolist()) == {0.0, float(np.float32(1 / (1 - p)))}
 print("share dropped: ok")
+
+# Uniform draws: parts of a batch are the whole batch's; values strictly
+# inside (0, 1) on the 2^23-point grid; another stream than dropout's.
+whole = random_uniform((6, 7), 0.0, 1.0, 2, 42, 3, 0, 6)
+for each in (1, 2, 3):
+    parts = [random_uniform((each, 7), 0.0, 1.0, 2, 42, 3, first, each)
+             for first in range(0, 6, each)]
+    assert torch.equal(torch.cat(parts), whole), each
+u = random_uniform((1 << 16,), 0.0, 1.0, 0, 1234, 1, 0, 1).double()
+assert 0 < u.min() and u.max() < 1 and torch.equal(u * 2 ** 24 % 2, torch.ones_like(u))
+assert abs(u.mean().item() - 0.5) < 6 * (1 / (12 * u.numel())) ** 0.5
+jitter = random_uniform((1 << 12,), 0.99, 1.01, 0, 1234, 1, 0, 1)
+assert 0.99 <= jitter.min() and jitter.max() <= 1.01
+kept = dropout_mask((1 << 12,), 0.5, 0, 1234, 1, 0, 1) != 0
+high = random_uniform((1 << 12,), 0.0, 1.0, 0, 1234, 1, 0, 1) >= 0.5
+assert 0.4 < (kept == high).double().mean() < 0.6
+print("uniform draws: ok")
 
 
 class Two(nn.Module):

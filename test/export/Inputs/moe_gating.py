@@ -23,6 +23,7 @@ import torch.nn.functional as F
 import dsc.moe_ops  # noqa: F401
 from dsc.golden import _Float32AsFloat64
 from dsc.nn import MoE, StackedLinear, capacity
+from dsc.philox import DscDropout, random_uniform
 
 RTOL, ATOL = 1e-5, 1e-6
 RTOL64, ATOL64 = 1e-9, 1e-12
@@ -195,13 +196,20 @@ print("moe_dispatch, moe_combine, moe_route_dot: equal the loops; gradients pass
 
 # -- the layer against DeepSpeed's rules, as loops -----------------------------------
 
-def reference_moe(x, logits, k, C, expert_weights, expert_bias):
+def reference_moe(x, logits, k, C, expert_weights, expert_bias, rsample=None,
+                  second_noise=None, rts=None):
     """DeepSpeed's gating by its rules, token by token, and the MLP of each
     route's expert applied token by token. Returns (output, l_aux, counts,
-    kept routes)."""
+    kept routes). Its random numbers, when given ([S, E] each): top-1's
+    RSample Gumbel noise (the first choice is the argmax of logits + noise),
+    top-2's second-expert Gumbel noise (the second choice is the argmax of
+    logits + noise but the first) and top-1's random token selection's
+    uniforms (DeepSpeed's topk over mask1 * uniform per expert)."""
     probs = torch.softmax(logits, dim=1)
     S, E = probs.shape
     p, lg = probs.tolist(), logits.tolist()
+    first = (logits + rsample).tolist() if rsample is not None else p
+    second = (logits + second_noise).tolist() if second_noise is not None else lg
 
     def argmax(row, skip):
         best = None
@@ -212,13 +220,20 @@ def reference_moe(x, logits, k, C, expert_weights, expert_bias):
 
     choices = []
     for s in range(S):
-        chosen = [argmax(p[s], ())]
+        chosen = [argmax(first[s], ())]
         for j in range(1, k):
-            chosen.append(argmax(lg[s] if k == 2 else p[s], chosen))
+            chosen.append(argmax(second[s] if k == 2 else p[s], chosen))
         choices.append(chosen)
     counts = [sum(c.count(e) for c in choices) for e in range(E)]
     kept = set()
-    if k <= 2:
+    if rts is not None:
+        mask1 = torch.zeros(S, E)
+        for s in range(S):
+            mask1[s, choices[s][0]] = 1
+        top_idx = torch.topk(mask1 * rts, k=C, dim=0)[1]
+        keep = mask1 * torch.zeros_like(mask1).scatter_(0, top_idx, 1)
+        kept = {(s, 0) for s in range(S) if keep[s, choices[s][0]] == 1}
+    elif k <= 2:
         # First choices in token order, then second choices behind all of them.
         queued = [0] * E
         for j in range(k):
@@ -528,15 +543,66 @@ plain, _, _ = moe(x)
 coef = F.softmax(moe.coefficient(x), dim=-1)
 close(out, plain * coef[..., 0:1] + dense(x) * coef[..., 1:], "residual MoE")
 
-expect_error(NotImplementedError, "use_rts=True", lambda: MoE(8, Expert(8, 16), 4)(x))
-expect_error(NotImplementedError, "top2_2nd_expert_sampling=True",
-             lambda: MoE(8, Expert(8, 16), 4, k=2)(x))
-expect_error(NotImplementedError, "noisy_gate_policy='Jitter' in training",
-             lambda: MoE(8, Expert(8, 16), 4, k=3, noisy_gate_policy="Jitter")(x))
-# Random token selection cannot matter when the capacity holds every token.
-MoE(8, Expert(8, 16), 4, drop_tokens=False)(x)
-eval_moe = MoE(8, Expert(8, 16), 4, k=3, noisy_gate_policy="Jitter").eval()
-eval_moe(x)
+# -- randomness: dsc's draws inside a DscDropout context ----------------------------
+# The layer's noise is dsc.philox's random_uniform at sites 4n + (0 jitter,
+# 1 rsample, 2 use_rts, 3 second expert), n the MoE layer's call index;
+# routing by it is DeepSpeed's top1gating / top2gating fed those numbers.
+
+def draws(site, shape, low=0.0, high=1.0):
+    return random_uniform(shape, low, high, site, 5, 3, 2, 2)
+
+
+def gumbel(site, shape):
+    return -torch.log(-torch.log(draws(site, shape)))
+
+
+xr = torch.randn(2, 12, 8, generator=g)
+flat = xr.reshape(-1, 8)
+weights = lambda m: ((m.experts.c_fc.weight, m.experts.c_proj.weight),  # noqa: E731
+                     (m.experts.c_fc.bias, m.experts.c_proj.bias))
+rts_changed = False
+for layer_index in (0, 1):
+    # The second MoE layer of a forward draws at sites 4..7.
+    site = 4 * layer_index
+    for k, kw, noise in ((1, dict(use_rts=True), "rts"),
+                         (1, dict(use_rts=True, noisy_gate_policy="RSample"), "rts+rsample"),
+                         (1, dict(noisy_gate_policy="Jitter"), "jitter"),
+                         (2, dict(top2_2nd_expert_sampling=True), "second"),
+                         (2, dict(top2_2nd_expert_sampling=True,
+                                  noisy_gate_policy="Jitter"), "second+jitter")):
+        moe = layer(8, 4, k, min_capacity=1, capacity_factor=0.5, **kw)
+        for training in (True, False):
+            moe.train(training)
+            with DscDropout(step=3, first_sample=2, samples=2, seed=5) as context:
+                context.moe_layer = layer_index
+                out, aux, counts = moe(xr)
+            S, C = flat.shape[0], moe.capacity(flat.shape[0])
+            gate_in = flat
+            if training and "jitter" in noise:
+                gate_in = flat * draws(site + 0, (S, 8), 0.99, 1.01)
+            ref, ref_aux, ref_counts, kept = reference_moe(
+                flat, gate_in @ moe.gate.weight.t(), k, C, *weights(moe),
+                rsample=gumbel(site + 1, (S, 4)) if training and "rsample" in noise else None,
+                second_noise=gumbel(site + 3, (S, 4)) if "second" in noise else None,
+                rts=draws(site + 2, (S, 4)) if "rts" in noise else None)
+            what = f"{noise} (layer {layer_index}, training {training})"
+            close(out.reshape(S, -1), ref, f"{what}: output")
+            close(aux, ref_aux, f"{what}: l_aux")
+            assert counts.tolist() == ref_counts, (what, counts, ref_counts)
+            assert len(kept) < S * k, (what, "nothing dropped")
+            if noise == "rts":
+                # Random token selection keeps other tokens than the first C.
+                plain = reference_moe(flat, flat @ moe.gate.weight.t(), 1, C, *weights(moe))[3]
+                rts_changed |= plain != kept
+assert rts_changed, "random token selection kept the first tokens everywhere"
+# Outside a context the numbers are torch's global generator's, as DeepSpeed's.
+moe = layer(8, 4, 1, min_capacity=1, capacity_factor=0.5, use_rts=True)
+torch.manual_seed(0)
+a = moe(xr)[0]
+torch.manual_seed(0)
+assert torch.equal(moe(xr)[0], a)
+print("dsc.nn.MoE: use_rts, RSample, Jitter and second-expert sampling draw dsc's numbers "
+      "and route as DeepSpeed's gating fed them")
 
 
 class Normed(nn.Module):

@@ -170,5 +170,5 @@ LogicalResult AllToAllOp::verify() {
 
 LogicalResult LocalShardOp::verify() {
   return verifyShardOfWhole(*this, getType(), getInput().getType(),
-                            CollectiveGroup::world);
+                            getGroup());
 }

@@ -276,6 +276,19 @@ LogicalResult RandomLtdIndicesOp::verify() {
   return success();
 }
 
+LogicalResult RandomUniformOp::verify() {
+  double low = getLow().convertToDouble(), high = getHigh().convertToDouble();
+  if (!std::isfinite(low) || !std::isfinite(high) || !(low < high))
+    return emitOpError() << "needs finite low < high, got [" << low << ", "
+                         << high << "]";
+  int64_t samples = getSamples();
+  int64_t numel = getResult().getType().getNumElements();
+  if (samples < 1 || numel % samples != 0)
+    return emitOpError() << "samples must be >= 1 and divide the result's "
+                         << numel << " elements, got " << samples;
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//

@@ -3,10 +3,12 @@
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
+using namespace mlir::dsc;
 
 Operation *mlir::dsc::lastProducer(
     ValueRange values, llvm::function_ref<Operation *(Operation *)> placed) {
@@ -51,4 +53,32 @@ LogicalResult mlir::dsc::appendOutput(func::FuncOp func, func::ReturnOp ret,
     return func.emitError() << "cannot add the output '" << name << "'";
   ret->insertOperands(index, value);
   return success();
+}
+
+std::optional<int64_t> mlir::dsc::microBatchOf(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(func.getArgument(i).getType());
+    if (func.getArgAttr(i, DSCDialect::kInputAttrName) && type &&
+        type.getRank() > 0 && !type.isDynamicDim(0))
+      return type.getDimSize(0);
+  }
+  return std::nullopt;
+}
+
+Value mlir::dsc::stepKeyOf(func::FuncOp func) {
+  StepKeyOp key;
+  func.walk([&](StepKeyOp op) {
+    key = op;
+    return WalkResult::interrupt();
+  });
+  Block &body = func.getBody().front();
+  // It has no operands: at the start it dominates every use.
+  if (key) {
+    key->moveBefore(&body, body.begin());
+    return key;
+  }
+  auto builder = OpBuilder::atBlockBegin(&body);
+  return StepKeyOp::create(
+      builder, func.getLoc(),
+      RankedTensorType::get({4}, builder.getI64Type()));
 }

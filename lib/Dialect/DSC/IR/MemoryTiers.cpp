@@ -8,9 +8,14 @@
 using namespace mlir;
 using namespace mlir::dsc;
 
+/// The tier of the tensors a state's loads yield and its stores take: an
+/// NVMe state is read into and written from host memory.
 static MemoryTier stateTier(Operation *user, FlatSymbolRefAttr name) {
   auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(user, name);
-  return state ? state.getTier() : MemoryTier::device;
+  if (!state)
+    return MemoryTier::device;
+  return state.getTier() == MemoryTier::nvme ? MemoryTier::host
+                                             : state.getTier();
 }
 
 FailureOr<MemoryTiers> MemoryTiers::compute(Block &body) {

@@ -75,14 +75,21 @@ LogicalResult StateOp::verify() {
                          << kTeacherPrefix << "<name in the teacher's model>'";
   if (failed(verifyInitRule()))
     return failure();
-  // Only the optimizer's host update touches host memory (ZeRO-Offload):
-  // the forward and backward pass read parameters and buffers on the device.
-  if (getTier() == MemoryTier::host && getRole() != StateRole::optimizer &&
-      getRole() != StateRole::master)
+  // Only the optimizer's host update touches host memory and the NVMe files
+  // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of stage 3's
+  // parameter partitions to the device (offload_param): the forward and
+  // backward pass read whole parameters and buffers on the device.
+  bool partitionedParameter =
+      getRole() == StateRole::parameter && getPartitionOf().has_value();
+  if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
+      getRole() != StateRole::master &&
+      !(partitionedParameter && getTier() == MemoryTier::host))
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
-                         << " state: only optimizer state and master weights "
-                            "may live on the host";
+                         << " state: only optimizer state, master weights "
+                            "and partitioned parameters (on the host) may "
+                            "live on the "
+                         << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor)
     return emitOpError() << "@" << getSymName()
                          << " has partition_blocks, which only a slice over "
@@ -138,16 +145,40 @@ LogicalResult StateOp::verify() {
                            << ", not " << type;
     return success();
   }
+  case CollectiveGroup::expert_data: {
+    // An expert's rank-local experts (as for `expert`), partitioned over
+    // the expert-data group in shards (as for `world`).
+    FailureOr<int64_t> experts = lookupGroupSize(*this, CollectiveGroup::expert);
+    if (failed(experts))
+      return failure();
+    FailureOr<int64_t> replicas =
+        lookupGroupSize(*this, CollectiveGroup::expert_data);
+    if (failed(replicas))
+      return failure();
+    if (whole->empty() || (*whole)[0] % *experts != 0)
+      return emitOpError() << "@" << getSymName() << " partitions "
+                           << getWholeType() << " over the " << *experts
+                           << " ranks of an expert group, which must divide "
+                              "its leading dimension";
+    int64_t shard = shardSize(elements / *experts, *replicas);
+    if (type.getRank() != 1 || type.getDimSize(0) != shard)
+      return emitOpError() << "@" << getSymName() << " partitions a rank's "
+                           << elements / *experts << " elements of "
+                           << getWholeType() << " over the " << *replicas
+                           << " ranks of an expert-data group, so it must be "
+                           << RankedTensorType::get({shard}, type.getElementType())
+                           << ", not " << type;
+    return success();
+  }
   case CollectiveGroup::tensor:
     return verifyTensorSplit(*whole);
-  case CollectiveGroup::expert_data:
   case CollectiveGroup::data:
     break;
   }
   return emitOpError() << "@" << getSymName() << " is partitioned over the "
                        << stringifyCollectiveGroup(getPartitionGroup())
                        << " group; states are partitioned over the world, an "
-                          "expert group or a tensor group";
+                          "expert or expert-data group or a tensor group";
 }
 
 /// A tensor-parallel slice: the whole shape with one dimension divided by
@@ -224,8 +255,11 @@ LogicalResult StoreOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                          << state->getType() << " of " << getStateAttr();
   // A tensor just copied to a tier must be stored in a state of that tier
   // (the whole graph's tiers: MemoryTiers.h).
+  // (An NVMe state takes host tensors.)
+  MemoryTier takes = state->getTier() == MemoryTier::nvme ? MemoryTier::host
+                                                          : state->getTier();
   if (auto transfer = getValue().getDefiningOp<TransferOp>();
-      transfer && transfer.getTier() != state->getTier())
+      transfer && transfer.getTier() != takes)
     return emitOpError() << "stores a tensor copied to the "
                          << stringifyMemoryTier(transfer.getTier())
                          << " into " << getStateAttr() << ", which lives on the "
@@ -265,6 +299,11 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 // A copy to the tier its operand was just copied to, or was loaded from,
 // moves nothing (the whole graph's tiers: MemoryTiers.h).
 LogicalResult TransferOp::verify() {
+  // NVMe holds states, not tensors: a state there is read into the host by
+  // its dsc.load and written by its dsc.store.
+  if (getTier() == MemoryTier::nvme)
+    return emitOpError() << "moves a tensor to nvme, which holds states only; "
+                            "store it into a state on nvme";
   auto previous = getInput().getDefiningOp<TransferOp>();
   if (previous && previous.getTier() == getTier())
     return emitOpError() << "moves a tensor to the "

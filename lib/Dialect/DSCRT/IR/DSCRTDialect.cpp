@@ -252,7 +252,8 @@ Value mlir::dscrt::getCollectiveStream(Operation *op) {
 Value mlir::dscrt::getAsyncStream(Operation *op) {
   Value stream = llvm::TypeSwitch<Operation *, Value>(op)
                      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                           KernelOp, CopyOp, CopyShardOp>(
+                           KernelOp, CopyOp, CopyShardOp, NvmeReadOp,
+                           NvmeWriteOp>(
                          [](auto work) { return work.getStream(); })
                      .Default([](Operation *) { return Value(); });
   auto named = stream ? stream.getDefiningOp<StreamOp>() : StreamOp();
@@ -278,6 +279,10 @@ static LogicalResult verifyCollectiveStream(Operation *collective) {
       other = copy.getStream();
     else if (auto copy = dyn_cast<CopyShardOp>(op))
       other = copy.getStream();
+    else if (auto read = dyn_cast<NvmeReadOp>(op))
+      other = read.getStream();
+    else if (auto write = dyn_cast<NvmeWriteOp>(op))
+      other = write.getStream();
     if (other == stream) {
       InFlightDiagnostic diag = collective->emitOpError()
                                 << "runs on stream " << streamName(stream)
@@ -358,5 +363,5 @@ LogicalResult AllToAllOp::verify() {
 
 LogicalResult CopyShardOp::verify() {
   return verifyShardOfWhole(*this, getTarget().getType(), getSource().getType(),
-                            dsc::CollectiveGroup::world);
+                            getGroup());
 }

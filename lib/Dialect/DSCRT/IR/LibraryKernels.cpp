@@ -14,9 +14,10 @@ using namespace mlir::dsc;
 static constexpr llvm::StringLiteral kNames[] = {
     "copy",      "gemm",    "row",    "classifier", "reduce",  "embedding",
     "permute",   "gather",  "scatter_add", "top_k", "cumsum",  "one_hot",
-    "attention", "adam_update", "sgd_update", "sum_squares", "moe_slots",
-    "moe_dispatch", "moe_combine", "moe_route_dot", "dropout",
-    "random_ltd_indices"};
+    "slice",     "concat",  "broadcast", "causal_mask", "attention",
+    "adam_update", "sgd_update", "sum_squares", "moe_slots", "moe_dispatch",
+    "moe_combine", "moe_route_dot", "dropout", "random_ltd_indices",
+    "random_uniform"};
 
 llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
   return kNames;
@@ -26,6 +27,41 @@ llvm::ArrayRef<llvm::StringLiteral> mlir::dscrt::libraryKernelNames() {
 static bool isLibraryType(Type type) {
   Type elem = cast<ShapedType>(type).getElementType();
   return elem.isF32() || elem.isBF16() || elem.isF16() || elem.isInteger(64);
+}
+
+static Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+/// Ops whose kernels are instantiated for f64 and i32 data besides the
+/// library's types (Reduce.h, Routing.h, Embedding.h, Layout.h's causal
+/// mask: every type their ops take but i1); their index operands are int64
+/// all the same.
+static bool takesEveryNumericType(Operation *op) {
+  Value index;
+  if (auto s = dyn_cast<ScatterAddOp>(op))
+    index = s.getIndex();
+  else if (auto e = dyn_cast<EmbeddingOp>(op))
+    index = e.getIndices();
+  else if (auto o = dyn_cast<OneHotOp>(op))
+    index = o.getIndices();
+  else if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, TopKOp, CumsumOp, CausalMaskOp>(op))
+    return false;
+  if (index && !elementOf(index).isInteger(64))
+    return false;
+  auto numeric = [](Type type) {
+    Type elem = cast<ShapedType>(type).getElementType();
+    return isa<FloatType>(elem) || elem.isInteger(64) || elem.isInteger(32);
+  };
+  return llvm::all_of(op->getOperandTypes(), numeric) &&
+         llvm::all_of(op->getResultTypes(), numeric);
+}
+
+/// Ops whose kernels only move elements: they copy words of the element's
+/// width (Permute.h, Layout.h, Routing.h's gather), so every element type
+/// of the dialect is theirs; a gather's index is int64 all the same.
+static bool movesElements(Operation *op) {
+  if (auto g = dyn_cast<GatherOp>(op))
+    return elementOf(g.getIndex()).isInteger(64);
+  return isa<TransposeOp, PermuteOp, SliceOp, ConcatOp, BroadcastOp>(op);
 }
 
 std::optional<int64_t>
@@ -54,11 +90,8 @@ static bool reducesAdjacentDims(ArrayRef<int64_t> dims) {
 }
 
 /// Reductions (Reduce.h), lookups, layout and routing (Embedding.h,
-/// Permute.h, Routing.h). Shapes the library takes whole (dsc::kernels::Dims)
-/// have rank 6 at most; top-k needs both its results in memory.
+/// Permute.h, Layout.h, Routing.h). Top-k needs both its results in memory.
 static std::optional<StringRef> matchLayoutOp(Operation *op) {
-  constexpr size_t kMaxRank = 6; // dsc::kernels::kMaxRank
-  auto rank = [](Value v) { return shapeOf(v).size(); };
   if (auto r = dyn_cast<ReduceSumOp>(op); r && reducesAdjacentDims(r.getDims()))
     return StringRef("reduce");
   if (auto r = dyn_cast<ReduceMeanOp>(op); r && reducesAdjacentDims(r.getDims()))
@@ -67,9 +100,21 @@ static std::optional<StringRef> matchLayoutOp(Operation *op) {
     return StringRef("reduce");
   if (isa<EmbeddingOp>(op))
     return StringRef("embedding");
-  if (isa<TransposeOp, PermuteOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+  // Permutes, broadcasts, gathers and scatters above the library's rank
+  // (dsc::kernels::kMaxRank) are refused by the emitter, with their op's
+  // location.
+  if (isa<TransposeOp, PermuteOp>(op))
     return StringRef("permute");
-  if (isa<GatherOp, ScatterAddOp>(op) && rank(op->getOperand(0)) <= kMaxRank)
+  if (isa<BroadcastOp>(op))
+    return StringRef("broadcast");
+  // Slices and concats take any rank: the (outer, n, inner) view.
+  if (isa<SliceOp>(op))
+    return StringRef("slice");
+  if (isa<ConcatOp>(op))
+    return StringRef("concat");
+  if (isa<CausalMaskOp>(op))
+    return StringRef("causal_mask");
+  if (isa<GatherOp, ScatterAddOp>(op))
     return isa<GatherOp>(op) ? StringRef("gather") : StringRef("scatter_add");
   if (isa<TopKOp>(op) && llvm::all_of(op->getResults(), [&](Value v) {
         return llvm::is_contained(op->getBlock()->getTerminator()->getOperands(), v);
@@ -123,6 +168,8 @@ static std::optional<StringRef> matchOp(Operation *op) {
     return StringRef("dropout");
   if (isa<RandomLtdIndicesOp>(op))
     return StringRef("random_ltd_indices");
+  if (isa<RandomUniformOp>(op))
+    return StringRef("random_uniform");
   // Mixture-of-experts routing (dsc/kernels/Moe.h): every form the ops
   // take, rows of the library's float types.
   return llvm::TypeSwitch<Operation *, std::optional<StringRef>>(op)
@@ -135,6 +182,16 @@ static std::optional<StringRef> matchOp(Operation *op) {
 
 std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   auto yield = cast<YieldOp>(body.getTerminator());
+  // A body that yields its inputs unchanged copies them, bytes of any type.
+  if (&body.front() == yield.getOperation())
+    return llvm::all_of(yield.getValues(), llvm::IsaPred<BlockArgument>)
+               ? std::optional<StringRef>("copy")
+               : std::nullopt;
+  if (std::next(body.begin()) != std::prev(body.end()))
+    return std::nullopt; // more than one op: a fused elementwise chain
+  Operation *op = &body.front();
+  if (movesElements(op) || takesEveryNumericType(op))
+    return matchOp(op);
   auto isArgumentType = [&](Type type) {
     // An attention mask may be i1 (a boolean mask), and so is the flag
     // that skips an optimizer update.
@@ -146,12 +203,5 @@ std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   if (!llvm::all_of(body.getArgumentTypes(), isArgumentType) ||
       !llvm::all_of(yield.getValues().getTypes(), isLibraryType))
     return std::nullopt;
-  // A body that yields its inputs unchanged copies them.
-  if (&body.front() == yield.getOperation())
-    return llvm::all_of(yield.getValues(), llvm::IsaPred<BlockArgument>)
-               ? std::optional<StringRef>("copy")
-               : std::nullopt;
-  if (std::next(body.begin()) != std::prev(body.end()))
-    return std::nullopt; // more than one op: a fused elementwise chain
-  return matchOp(&body.front());
+  return matchOp(op);
 }

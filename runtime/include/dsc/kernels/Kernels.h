@@ -12,6 +12,7 @@
 #include "dsc/kernels/Copy.h"
 #include "dsc/kernels/Embedding.h"
 #include "dsc/kernels/Gemm.h"
+#include "dsc/kernels/Layout.h"
 #include "dsc/kernels/Moe.h"
 #include "dsc/kernels/Optimizer.h"
 #include "dsc/kernels/Permute.h"

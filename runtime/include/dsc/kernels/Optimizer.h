@@ -110,6 +110,18 @@ struct GradFactors {
   float apply(float g) const { return (g * unscale) * clipCoef; }
 };
 
+/// The correctly rounded square root, as std::sqrt, that never sets errno:
+/// the update loops then vectorise whatever -fmath-errno the including file
+/// is compiled with (a test or a benchmark need not repeat the library's
+/// flags). Other compilers get std::sqrt.
+inline float sqrtNoErrno(float x) {
+#if defined(__clang__)
+  return __builtin_elementwise_sqrt(x);
+#else
+  return std::sqrt(x);
+#endif
+}
+
 /// Adam's per-call scalars (Optimizer.h's header: the pass's formulas).
 struct AdamScalars {
   float stepSize, correction2Sqrt, decayFactor;
@@ -133,7 +145,7 @@ DSC_KERNELS_CPU_LOOP void adamRange(const AdamTensor<T> &e, int64_t begin, int64
       g = g + p * c.weightDecay;
     const float mi = m[i] * c.beta1 + g * c.oneMinusBeta1;
     const float vi = v[i] * c.beta2 + (g * g) * c.oneMinusBeta2;
-    const float denom = std::sqrt(vi) / k.correction2Sqrt + c.eps;
+    const float denom = sqrtNoErrno(vi) / k.correction2Sqrt + c.eps;
     p = p - (mi / denom) * k.stepSize;
     m[i] = mi;
     v[i] = vi;

@@ -1,4 +1,4 @@
-//===- Random.h - random ops: dropout, random-LTD's indices -----*- C++ -*-===//
+//===- Random.h - random ops: dropout, random-LTD, uniform ------*- C++ -*-===//
 //
 // dsc.dropout as one kernel for both targets (cuda/Random.cuh). Element e
 // of a dropout's input is element g = key[2] * perSample + e of the
@@ -23,6 +23,20 @@
 // the priority ltdPriority(...) below, and each sample keeps its K
 // positions of least (priority, position), in increasing order.
 // python/dsc/philox.py computes the same indices.
+//
+// dsc.random_uniform: element e of sample j (of `perSample` elements each)
+// is element g = (key[2] + j) * perSample + e of the global batch, and its
+// value is uniformValue(word) of word g % 4 of
+//
+//   Philox4x32-10(counter = {low, high 32 bits of g / 4, site seed, step},
+//                 key = {low 32 bits of the run's seed,
+//                        high 32 bits ^ kUniformKeyTag})
+//
+// dropout's counter under another key: the tag keeps the two streams
+// apart for every site, and random-LTD's key tag (0x4C544400 ^ its site,
+// a site below 2^24) differs from it in the top byte. The draws do not
+// depend on key[3]: the ops that read them decide what evaluation means.
+// python/dsc/philox.py computes the same values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,6 +112,40 @@ DSC_PHILOX_HD inline uint64_t ltdRankKey(uint32_t priority, int64_t t) {
   return (uint64_t(priority) << 32) | uint64_t(uint32_t(t));
 }
 
+/// What sets the key of dsc.random_uniform's draws apart from dropout's
+/// ('UNI' in the high word's top bytes).
+constexpr uint32_t kUniformKeyTag = 0x554E4900u;
+
+/// A word as a float32 in (0, 1): (2 * (word >> 9) + 1) / 2^24, 2^23 values
+/// spaced 2^-23, each exact in float32 and symmetric about 1/2 (neither 0
+/// nor 1, so log(u) and log(1 - u) are finite).
+DSC_PHILOX_HD inline float unitUniform(uint32_t word) {
+  return float(2u * (word >> 9) + 1u) * 0x1p-24f;
+}
+
+/// low + (high - low) * u in double, rounded once to float; the two
+/// operations are kept apart (no fused multiply-add) so that every target
+/// and python/dsc/philox.py round alike.
+DSC_PHILOX_HD inline float uniformValue(uint32_t word, double low, double high) {
+  const double u = double(unitUniform(word));
+#ifdef __CUDA_ARCH__
+  return float(__dadd_rn(low, __dmul_rn(high - low, u)));
+#else
+  volatile double scaled = (high - low) * u;
+  return float(low + scaled);
+#endif
+}
+
+/// One dsc.random_uniform: `numel` values in [low, high], `perSample` of
+/// them per sample, the site's `seed`.
+struct UniformSite {
+  int64_t numel;
+  int64_t perSample;
+  double low;
+  double high;
+  int64_t seed;
+};
+
 /// One dsc.random_ltd_indices: `samples` rows of `kept` of `length`.
 struct LtdSite {
   int64_t samples;
@@ -110,6 +158,9 @@ namespace cpu {
 
 /// indices[j][0..kept) = the kept positions of sample key[2] + j.
 void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site);
+
+/// out = dsc.random_uniform (see above): `site.numel` floats.
+void randomUniform(Queue, const int64_t *key, float *out, UniformSite site);
 
 /// y = dsc.dropout(x) (see above); x and y may be the same buffer.
 template <typename T>

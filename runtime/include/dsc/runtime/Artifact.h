@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 15;
+constexpr int32_t kArtifactAbiVersion = 17;
 
 class Stream;
 
@@ -93,7 +93,11 @@ enum class StateRole : int32_t {
 /// pinned host memory, which only the artifact's host kernels (the
 /// optimizer's update on the host CPU) touch. On the CPU target both are
 /// host memory, in separate pools, so that every copy between them is real.
-enum class MemoryTier : int32_t { Device, Host };
+/// Nvme (ZeRO-Infinity, docs/nvme.md): the state lives in this rank's NVMe
+/// file; the artifact reads it into its own host buffers
+/// (StepContext::nvmeRead) and writes it back (nvmeWrite), and
+/// StepContext::state has no memory for it.
+enum class MemoryTier : int32_t { Device, Host, Nvme };
 
 /// The direction of a copy between host and device memory.
 enum class TransferDirection : int32_t { DeviceToHost, HostToDevice };
@@ -114,7 +118,11 @@ struct StateDesc {
   /// holds shard r), Expert for expert parallelism's (docs/moe.md; G = P,
   /// rank r holds shard r % P: for experts stacked [E, ...] with P dividing
   /// E, exactly its E/P experts, which the ranks of its ExpertData group
-  /// hold alike). World (0) for a state that is not partitioned.
+  /// hold alike), ExpertData for ZeRO's partitions of those experts
+  /// (docs/zero.md): of block r % P of the whole (its n/P elements), rank r
+  /// holds [d * S, (d + 1) * S) with d = r / P and S = ceil(n / P / D) over
+  /// the D = W/P ranks of its ExpertData group, the block's tail past n/P
+  /// zero. World (0) for a state that is not partitioned.
   int32_t partitionGroup;
   /// How a weights file that lacks this parameter fills it (the states a
   /// rewrite adds, such as experts; StateInit.cpp, docs/moe.md). With
@@ -190,8 +198,18 @@ class StepContext {
 public:
   virtual ~StepContext() = default;
   /// Storage of state `i` (ArtifactInfo::states order), in device memory
-  /// (host memory on the CPU target).
+  /// (host memory on the CPU target); null for a state on NVMe.
   virtual void *state(int32_t i) = 0;
+  /// Enqueue on `stream` the read of all `bytes` of NVMe state `i` from
+  /// this rank's file into `buffer` (host memory), and the write of
+  /// `buffer` into it: each runs after the work enqueued on `stream`
+  /// before the call, and work enqueued there after it runs once it is
+  /// complete. A failed transfer is an error the stream reports (Stream.h).
+  /// dsc-run counts the bytes read and written.
+  virtual void nvmeRead(int32_t i, void *buffer, size_t bytes,
+                        Stream &stream) = 0;
+  virtual void nvmeWrite(int32_t i, const void *buffer, size_t bytes,
+                         Stream &stream) = 0;
   /// Input `i`, output `i`: host memory on every target (pinned on CUDA).
   /// The artifact copies them to and from device memory on its streams; the
   /// runtime reads the outputs once the step has returned.
@@ -264,16 +282,18 @@ public:
 };
 
 /// One static-shape variant of the step, for curriculum learning's sequence
-/// lengths and random-LTD's kept tokens (docs/training.md). An artifact
-/// built with data schedules holds several: they share ArtifactInfo's
-/// states, inputs (the full-length batch: a variant cuts it itself),
-/// outputs and streams, and the one arena of ArtifactInfo::arenaBytes,
-/// the largest variant's plan. dsc-run picks each step's variant from the
-/// schedules in the run settings; variant 0 is the full-length step,
-/// dsc_artifact_step's.
+/// lengths, random-LTD's kept tokens (docs/training.md) and staged
+/// knowledge distillation (docs/distillation.md). An artifact built with
+/// such schedules holds several: they share ArtifactInfo's states (a
+/// variant without the teacher declares the teacher's states and reads
+/// none), inputs (the full-length batch: a variant cuts it itself), outputs
+/// and streams, and the one arena of ArtifactInfo::arenaBytes, the largest
+/// variant's plan. dsc-run picks each step's variant from the schedules in
+/// the run settings; variant 0 is the full-length step, dsc_artifact_step's.
 struct StepVariant {
   int64_t seqlen;     // tokens of each sequence the step runs on
   int64_t kept;       // tokens the random-LTD blocks run on (seqlen: all)
+  int32_t teacher;    // 1: runs the teacher (distillation), 0: the student alone
   int64_t arenaBytes; // this variant's own memory plan, <= arenaBytes
   double flops;       // the forward's matrix-product FLOPs per rank
   void (*step)(StepContext *context);

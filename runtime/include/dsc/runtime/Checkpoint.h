@@ -28,7 +28,10 @@
 // partitioned over the Expert group (expert parallelism: P ranks hold one
 // piece each, the W/P ranks of an ExpertData group the same one) is stored
 // the same way, each piece once, by ranks 0 .. P-1; its "partition" adds
-// "group": "expert" and "group_size": P. Loading reads, for each rank, the
+// "group": "expert" and "group_size": P. ZeRO's partitions of those
+// experts over the ExpertData group (every rank a piece of its experts)
+// add "group": "expert_data" and "group_size": W/P, their pieces listed by
+// offset like the others. Loading reads, for each rank, the
 // pieces that overlap the part it holds, whatever world size, expert-
 // parallel size and partitioning saved them.
 //
@@ -85,7 +88,8 @@ int checkpointWriter(int32_t index, int worldSize);
 /// Whether `rank` writes state `index` in a job of `worldSize` ranks and
 /// expert-parallel size `expertParallelSize`: its checkpointWriter for
 /// replicated state; every rank, its own piece, for a state partitioned
-/// over the World (ZeRO); the ranks of the first ExpertData index (rank <
+/// over the World or the ExpertData group (ZeRO); the ranks of the first
+/// ExpertData index (rank <
 /// P), their own pieces, for a state partitioned over the Expert group,
 /// whose other ranks hold copies of those pieces.
 /// A tensor-parallel slice (partitioned over the Tensor group, T ranks)
@@ -184,10 +188,11 @@ public:
   /// `rank` is the loading rank: a partitioned state gets its slice
   /// (stateSlice, Run.h, with the artifact's expert-parallel size),
   /// zero-padded.
-  /// States on the host come from `hostPool` when one is given.
+  /// States on the host come from `hostPool` when one is given, states on
+  /// NVMe from `nvmePool` (statePool, Run.h).
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
-                                 int rank = 0,
-                                 MemoryPool *hostPool = nullptr) const;
+                                 int rank = 0, MemoryPool *hostPool = nullptr,
+                                 MemoryPool *nvmePool = nullptr) const;
 
   /// What metadata.json says of one tensor, for tools that read a
   /// checkpoint without its artifact (dsc-ckpt).
@@ -203,7 +208,8 @@ public:
     int64_t shardElements = 0;
     size_t pieces = 1;
     /// The group it was partitioned over and that group's size: the World
-    /// and partitionWorldSize for ZeRO, Expert and P for expert parallelism.
+    /// and partitionWorldSize for ZeRO, Expert and P for expert parallelism,
+    /// ExpertData and W/P for ZeRO's partitions of experts.
     CommGroup partitionGroup = CommGroup::World;
     int partitionGroupSize = 0;
     int64_t numel() const;

@@ -143,8 +143,17 @@ struct DataSchedulePlan {
   std::optional<RandomLtdSchedule> randomLtd;
   std::vector<int64_t> seqlenBuckets;
   std::vector<int64_t> keptBuckets;
+  /// Staged knowledge distillation (`kd_stop_step`): the last step that
+  /// runs the teacher.
+  std::optional<int64_t> kdStopStep;
 
-  bool empty() const { return !curriculum && !randomLtd; }
+  bool empty() const { return !curriculum && !randomLtd && !kdStopStep; }
+  /// Whether a schedule changes the lengths steps run at.
+  bool changesLengths() const { return curriculum || randomLtd; }
+  /// Whether step `step` runs the teacher (every step without staged KD).
+  bool teacherRuns(int64_t step) const {
+    return !kdStopStep || step <= *kdStopStep;
+  }
   /// The sequence length and kept length step `step` runs at: each
   /// schedule's length rounded up to its bucket (`fullLength` for a
   /// schedule that is off), the kept length at most the sequence length.

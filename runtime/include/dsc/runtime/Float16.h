@@ -15,7 +15,7 @@
 // uses the compiler's IEEE binary16 type (_Float16: GCC >= 12 and clang on
 // x86-64, F16C instructions where enabled, libgcc otherwise), so rounding,
 // subnormals, infinities and NaN are the standard's. The CUDA target uses
-// the same layout with CUDA's own conversions (see the emitted preamble).
+// the same layout with CUDA's own conversions (dsc/runtime/GeneratedCode.cuh).
 //
 //===----------------------------------------------------------------------===//
 

@@ -35,6 +35,7 @@ class Checkpoint;
 class Communicator;
 class Stream;
 class MemoryPool;
+class NvmeStore;
 class SafeTensorsFile;
 enum class DType;
 enum class CommDType : std::uint8_t;
@@ -262,7 +263,8 @@ TensorDesc wholeTensor(const StateDesc &state);
 /// begin + count): all of them for a state that is not partitioned; for a
 /// partitioned one, the `count` first elements of the shard of the rank's
 /// index in the partition's group (fewer than the shard's on the last
-/// indices, whose tail is zero).
+/// indices, whose tail is zero); for one partitioned over the ExpertData
+/// group, of the shard within the rank's block of experts (Artifact.h).
 ///
 /// A tensor-parallel slice (partitioned over the Tensor group) is `blocks`
 /// such ranges, `stride` elements apart: [begin + b * stride, begin + b *
@@ -330,16 +332,22 @@ void forEachTeacherState(
 /// the file lacks it or holds it with another dtype or shape (both shapes in
 /// the message), or when what it reads holds NaN or an infinity (readState).
 /// Tensors of the file that no state names are ignored. States on the host
-/// (MemoryTier::Host) come from `hostPool` when one is given.
+/// (MemoryTier::Host) come from `hostPool` when one is given, states on
+/// NVMe from `nvmePool` (host memory the target writes them from into
+/// their files, then releases).
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank = 0,
-                               MemoryPool *hostPool = nullptr);
+                               MemoryPool *hostPool = nullptr,
+                               MemoryPool *nvmePool = nullptr);
 
-/// The pool state `desc` lives in: `hostPool` for a state on the host when
-/// there is one, `pool` otherwise.
+/// The pool state `desc` is read into: `hostPool` for a state on the host
+/// and `nvmePool` for one on NVMe when there is one, `pool` otherwise.
 inline MemoryPool &statePool(const StateDesc &desc, MemoryPool &pool,
-                             MemoryPool *hostPool) {
+                             MemoryPool *hostPool,
+                             MemoryPool *nvmePool = nullptr) {
+  if (desc.tier == MemoryTier::Nvme && nvmePool)
+    return *nvmePool;
   return desc.tier == MemoryTier::Host && hostPool ? *hostPool : pool;
 }
 
@@ -396,6 +404,18 @@ public:
   const TransferCounters &transfers(TransferDirection direction) const {
     return transfers_[size_t(direction)];
   }
+  /// ZeRO-Infinity: the store of this rank's NVMe states (ids: state
+  /// indices), which the target created; nvmeRead and nvmeWrite enqueue a
+  /// task on the stream that issues the request and waits for it, and
+  /// throw Error without a store or for a size other than the state's.
+  void setNvmeStore(NvmeStore *store) { nvme_ = store; }
+  void nvmeRead(int32_t i, void *buffer, size_t bytes, Stream &stream) override;
+  void nvmeWrite(int32_t i, const void *buffer, size_t bytes,
+                 Stream &stream) override;
+  /// Requests and bytes of the NVMe reads and writes the artifact
+  /// enqueued, over the run.
+  const TransferCounters &nvmeReads() const { return nvmeReads_; }
+  const TransferCounters &nvmeWrites() const { return nvmeWrites_; }
   Stream &stream(int32_t i) override;
   /// Goes to Communicator::allReduce (in place, sum) of `group`'s
   /// communicator, which numbers, counts and watches it: on a CPU stream as
@@ -468,6 +488,13 @@ private:
   void *arena_;
   void *hostArena_ = nullptr;
   std::array<TransferCounters, 2> transfers_{};
+  NvmeStore *nvme_ = nullptr;
+  TransferCounters nvmeReads_, nvmeWrites_;
+  /// Checks an NVMe request for state `i` of `bytes` and counts it.
+  void checkNvme(int32_t i, size_t bytes, TransferCounters &counters);
+  /// Checks, counts and enqueues a read (into `buffer`) or a write.
+  void enqueueNvme(bool read, int32_t i, void *buffer, size_t bytes,
+                   Stream &stream);
   Communicator &comm_;
   std::vector<Stream *> streams_;
   int32_t collectiveStream_;
@@ -494,6 +521,8 @@ struct MemoryUse {
   /// Pinned host memory of ZeRO-Offload: states on the host and the host
   /// arena (pools "host state" and "host arena").
   size_t hostState = 0, hostArena = 0;
+  /// Bytes of the states in this rank's NVMe file (ZeRO-Infinity).
+  size_t nvmeState = 0;
   /// Where those pools are: "" for host memory (the CPU target), "device"
   /// for GPU memory (CUDA; the summary then says memory=device).
   std::string where;
@@ -545,6 +574,13 @@ public:
                                          int worldSize,
                                          MemoryPool &scratch) = 0;
   virtual MemoryUse memoryUse() const = 0;
+  /// The directory of the per-rank NVMe files (dsc-run --nvme-path, or the
+  /// artifact's nvme_path), before allocate(); "" when none is given. A
+  /// target that holds no state on NVMe ignores it.
+  virtual void setNvmePath(const std::string &path) { nvmePath_ = path; }
+
+protected:
+  std::string nvmePath_;
 };
 
 using RunTargetFactory = std::unique_ptr<RunTarget> (*)();

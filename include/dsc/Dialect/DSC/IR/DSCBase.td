@@ -75,6 +75,14 @@ def DSC_Dialect : Dialect {
     /// settings lines (`--dsc-data-variants`).
     static constexpr ::llvm::StringLiteral kDataScheduleAttrName =
         "dsc.data_schedule";
+    /// Module attributes of ZeRO-Infinity (`--dsc-offload=optimizer=nvme`):
+    /// the sub-groups whose NVMe states are read ahead of the host update
+    /// (DeepSpeed's buffer_count), and the directory of the per-rank files
+    /// (nvme_path, a run setting dsc-run's --nvme-path overrides).
+    static constexpr ::llvm::StringLiteral kNvmeBufferCountAttrName =
+        "dsc.nvme_buffer_count";
+    static constexpr ::llvm::StringLiteral kNvmePathAttrName =
+        "dsc.nvme_path";
     /// Module attribute: the ZeRO stage `--dsc-zero` partitioned the step
     /// for; absent means 0.
     static constexpr ::llvm::StringLiteral kZeroStageAttrName =

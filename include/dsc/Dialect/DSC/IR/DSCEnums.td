@@ -29,12 +29,15 @@ def DSC_StateRole : I32EnumAttr<"StateRole", "role of a named model tensor", [
 }
 
 // Where a state lives (ZeRO-Offload, --dsc-offload): device memory, where
-// kernels and collectives run, or pinned host memory, where only the
-// optimizer's host update reads and writes it. NVMe (ZeRO-Infinity) is to be
-// a third case: files the runtime reads into and writes from host buffers.
+// kernels and collectives run; pinned host memory, where only the
+// optimizer's host update reads and writes it; or NVMe (ZeRO-Infinity), a
+// per-rank file the runtime reads into host buffers before that update and
+// writes back after it. Tensors live on the device or the host only: a
+// load of an NVMe state yields a host tensor.
 def DSC_MemoryTier : I32EnumAttr<"MemoryTier", "where a state lives", [
     I32EnumAttrCase<"device", 0>,
     I32EnumAttrCase<"host", 1>,
+    I32EnumAttrCase<"nvme", 2>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

@@ -82,6 +82,21 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
         : tensor<2x128x32xf32>   // 8 experts over 4 ranks
     ```
 
+    With `partition_group` = 2 (`CollectiveGroup::expert_data`, set by
+    `--dsc-zero` on an expert's states), the rank's E / P experts are
+    partitioned further over the D = W / P ranks of its expert-data group,
+    as ZeRO partitions the other states over the world: of the rank's
+    experts (block r % P of the leading dimension, n / P elements,
+    flattened) it holds `S = ceil(n / P / D)` consecutive elements from
+    element `(r / P) * S`, the last shard's tail padded with zeros. The
+    declared type is that 1-D shard.
+
+    ```mlir
+    dsc.state optimizer @"h.0.mlp.experts.c_fc.weight.exp_avg"
+        {partition_of = array<i64: 8, 128, 32>, partition_group = 2 : i32}
+        : tensor<4096xf32>   // 8 experts over P = 4, D = 2: 2x128x32 / 2
+    ```
+
     A parameter that rewrites add (mixture of experts) says how a weights
     file without it fills it: `init_from` names a stored tensor that the
     state repeats along its leading dimension (each expert a copy of the
@@ -1261,6 +1276,56 @@ def DSC_RandomLtdIndicesOp : DSC_Op<"random_ltd_indices", [Pure]> {
   let hasVerifier = 1;
 }
 
+def DSC_RandomUniformOp : DSC_Op<"random_uniform", [Pure]> {
+  let summary = "uniform floats drawn from a counter-based generator";
+  let description = [{
+    f32 values in `[low, high]`, one per element, for a tensor that holds
+    `samples` samples outermost (the micro-batch): element e of sample j is
+    element g = (key[2] + j) * (numel / samples) + e of the optimizer step's
+    global batch, and its value is `low + (high - low) * u`, computed in
+    double and rounded once to f32, with
+
+    ```
+    u = (2 * (w >> 9) + 1) / 2^24         in (0, 1), never 0 or 1
+    w = word g % 4 of Philox4x32-10(
+          counter = {low, high 32 bits of g / 4, seed, step},
+          key = {low 32 bits of the run's seed,
+                 high 32 bits ^ 0x554E4900})
+    ```
+
+    (step = key[1], the run's seed = key[0], `seed` this op's site, taken
+    modulo 2^32). The key's tag sets these draws apart from dsc.dropout's,
+    which use the same counter under the untagged key, and from
+    dsc.random_ltd_indices' (another tag), whatever the sites. Nothing but
+    the run's seed, the step, the site and the element's place in the
+    global batch enters a draw: the values do not depend on the world size,
+    the micro-batch split or recomputation. Unlike dsc.dropout, the op draws
+    in evaluation too (`key[3]` is not read): what evaluation means is the
+    reader's choice. The result depends on no float operand, so autodiff
+    takes it as a constant. `low < high`, both finite.
+
+    Mixture-of-experts gating draws its noise with it (`--dsc-moe`): random
+    token selection's priorities, jitter's factors, Gumbel noise
+    `-log(-log(u))`.
+
+    Example (4 samples of 16 tokens, 8 experts):
+
+    ```mlir
+    %key = dsc.step_key : tensor<4xi64>
+    %u = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 2, samples = 4
+        : tensor<64x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_StepKeyTensor:$key, F64Attr:$low, F64Attr:$high,
+                       I64Attr:$seed, I64Attr:$samples);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $key `,` `low` `=` $low `,` `high` `=` $high `,` `seed` `=` $seed `,`
+    `samples` `=` $samples attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
@@ -1455,20 +1520,27 @@ def DSC_LocalShardOp : DSC_Op<"local_shard", [
   let summary = "this rank's shard of a replicated tensor (no communication)";
   let description = [{
     Rank r's elements [r * S, (r + 1) * S) of `input`, a whole tensor of
-    W * S elements that every rank holds (W is the enclosing module's
-    `dsc.world_size`). The only dsc op whose value depends on the rank: ZeRO
-    stage 1 takes each rank's part of a replicated parameter and gradient
-    with it. No gradient rule.
+    W * S elements that every rank of the group `over` holds (W is the
+    group's size, the module's `dsc.world_size` for `world`; r the rank's
+    index in its group). The only dsc op whose value depends on the rank:
+    ZeRO stage 1 takes each rank's part of a replicated parameter and
+    gradient with it, an expert's over its expert-data group. No gradient
+    rule.
 
     Example (W = 2):
 
     ```mlir
     %mine = dsc.local_shard %whole : tensor<16xf32> -> tensor<8xf32>
+    %expert = dsc.local_shard %experts over expert_data
+        : tensor<16xf32> -> tensor<8xf32>
     ```
   }];
-  let arguments = (ins DSC_Tensor:$input);
+  let arguments = (ins DSC_Tensor:$input,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let results = (outs DSC_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat =
+      "$input (`over` $group^)? attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

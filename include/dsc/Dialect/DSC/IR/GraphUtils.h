@@ -30,6 +30,15 @@ std::optional<unsigned> findOutput(func::FuncOp func, StringRef name);
 LogicalResult appendOutput(func::FuncOp func, func::ReturnOp ret, Value value,
                            StringRef name);
 
+/// The micro-batch of `func`: the leading dimension of its first graph
+/// input (`dsc.input`; every input's leading dimension is the micro-batch),
+/// if it has one.
+std::optional<int64_t> microBatchOf(func::FuncOp func);
+
+/// `func`'s dsc.step_key, at the start of its body (moved there, or created
+/// when it has none), so that it dominates any op of the body.
+Value stepKeyOf(func::FuncOp func);
+
 } // namespace mlir::dsc
 
 #endif // DSC_DIALECT_DSC_IR_GRAPHUTILS_H

@@ -396,19 +396,25 @@ def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
 def DSCRT_CopyShardOp : DSCRT_Op<"copy_shard"> {
   let summary = "copies this rank's block of a buffer, on a stream";
   let description = [{
-    `target` (S elements) receives elements [rank * S, (rank + 1) * S) of
-    `source` (W * S elements, W the module's `dsc.world_size`): the
+    `target` (S elements) receives elements [r * S, (r + 1) * S) of
+    `source` (W * S elements, W the size of the group `over`, the module's
+    `dsc.world_size` for `world`; r the rank's index in that group): the
     lowering of `dsc.local_shard`, the one copy whose source offset depends
     on the rank.
 
     ```mlir
     dscrt.copy_shard %whole to %mine on %compute : memref<16xf32> to memref<8xf32>
+    dscrt.copy_shard %experts to %mine on %compute over expert_data
+        : memref<16xf32> to memref<8xf32>
     ```
   }];
   let arguments = (ins DSCRT_Buffer:$source, DSCRT_Buffer:$target,
-                       DSCRT_StreamType:$stream);
+                       DSCRT_StreamType:$stream,
+                       DefaultValuedAttr<DSC_CollectiveGroup,
+                           "::mlir::dsc::CollectiveGroup::world">:$group);
   let assemblyFormat = [{
-    $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
+    $source `to` $target `on` $stream (`over` $group^)? attr-dict `:`
+    type($source) `to` type($target)
   }];
   let hasVerifier = 1;
 }
@@ -449,6 +455,46 @@ def DSCRT_CopyOp : DSCRT_Op<"copy"> {
     $source `to` $target `on` $stream attr-dict `:` type($source) `to` type($target)
   }];
   let hasVerifier = 1;
+}
+
+def DSCRT_NvmeReadOp : DSCRT_Op<"nvme_read"> {
+  let summary = "reads an NVMe state into a host buffer, on a stream";
+  let description = [{
+    Enqueued on `stream`: the bytes of state `index` (ArtifactInfo::states,
+    a state on NVMe: ZeRO-Infinity's optimizer state) from this rank's file
+    into `target`, a host buffer of the state's type. The runtime counts the
+    bytes read. The lowering reads each sub-group's states ahead of its host
+    update on the "nvme" stream, in program order, the same on every rank.
+
+    ```mlir
+    dscrt.nvme_read 4 "w.exp_avg" to %buf on %nvme : memref<8xf32, #dscrt.host>
+    ```
+  }];
+  let arguments = (ins I64Attr:$index, StrAttr:$name,
+                       DSCRT_HostBuffer:$target, DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $index $name `to` $target `on` $stream attr-dict `:` type($target)
+  }];
+}
+
+def DSCRT_NvmeWriteOp : DSCRT_Op<"nvme_write"> {
+  let summary = "writes a host buffer into an NVMe state, on a stream";
+  let description = [{
+    Enqueued on `stream`: `source`, a host buffer of the state's type, into
+    state `index`'s extent of this rank's file (the state's new value, after
+    the host update). The runtime counts the bytes written. A later
+    `dscrt.nvme_read` on the same stream runs after it: the memory plan may
+    give its buffer's memory to a buffer read after the write.
+
+    ```mlir
+    dscrt.nvme_write %buf to 4 "w.exp_avg" on %nvme : memref<8xf32, #dscrt.host>
+    ```
+  }];
+  let arguments = (ins DSCRT_HostBuffer:$source, I64Attr:$index, StrAttr:$name,
+                       DSCRT_StreamType:$stream);
+  let assemblyFormat = [{
+    $source `to` $index $name `on` $stream attr-dict `:` type($source)
+  }];
 }
 
 def DSCRT_StreamOp : DSCRT_Op<"stream"> {

@@ -23,7 +23,9 @@ namespace mlir::dscrt {
 /// The name of the library kernel that computes `body` (a dscrt.kernel's
 /// body), or nullopt when only generated loops can: the body holds an op
 /// no library kernel implements, or an element type the library is not
-/// instantiated for (it has f32, bf16, f16 and i64).
+/// instantiated for (f32, bf16, f16 and i64 everywhere; every type for the
+/// kernels that only move elements; f64 and i32 too for reductions,
+/// routing, embedding and the causal mask).
 std::optional<llvm::StringRef> matchLibraryKernel(Block &body);
 
 /// The batch stride, in elements, of a dsc.matmul operand of shape

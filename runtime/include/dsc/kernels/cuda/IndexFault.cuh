@@ -4,8 +4,9 @@
 // (an embedding id, a class target) skips the element and records the first
 // such index here, in device memory the caller passes; the host reads the
 // record after synchronizing and raises "<op>: index I is outside [0, N)",
-// as the CPU kernels do. The layout is that of the record the generated
-// CUDA preamble keeps (dsc_index_fault_t), so either can be passed.
+// as the CPU kernels do. The layout is that of the record generated CUDA
+// code keeps (dsc_index_fault_t, dsc/runtime/GeneratedCode.cuh), so either
+// can be passed.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,6 +13,7 @@
 #include "dsc/kernels/cuda/Copy.cuh"
 #include "dsc/kernels/cuda/Embedding.cuh"
 #include "dsc/kernels/cuda/Gemm.cuh"
+#include "dsc/kernels/cuda/Layout.cuh"
 #include "dsc/kernels/cuda/Moe.cuh"
 #include "dsc/kernels/cuda/Optimizer.cuh"
 #include "dsc/kernels/cuda/Permute.cuh"

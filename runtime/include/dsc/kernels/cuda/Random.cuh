@@ -22,6 +22,18 @@ namespace random_detail {
 
 constexpr int kThreads = 256;
 
+/// The blocks of four that a call of n elements touches, at most n / 4 + 2
+/// whatever its offset in the batch (the kernels skip the elements outside
+/// it), and the grid whose threads take one each.
+struct FourBlocks {
+  int64_t blocks;
+  unsigned grid;
+};
+inline FourBlocks fourBlocks(int64_t n) {
+  const int64_t blocks = n / 4 + 2;
+  return {blocks, blocksFor((blocks + kThreads - 1) / kThreads)};
+}
+
 template <typename T>
 __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
                               int64_t perSample, int64_t site, DropoutDraw draw,
@@ -44,6 +56,22 @@ __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
                                                      dropoutMultiplier(words.w[lane], draw)))
                       : x[e];
     }
+  }
+}
+
+static __global__ void uniformKernel(const int64_t *key, float *out, UniformSite site,
+                                     int64_t blocksBound) {
+  const uint64_t seed = uint64_t(key[0]);
+  const uint64_t first = uint64_t(key[2]) * uint64_t(site.perSample);
+  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocksBound;
+       b += int64_t(gridDim.x) * blockDim.x) {
+    const uint64_t block = first / 4 + uint64_t(b);
+    const PhiloxWords words =
+        philox4x32(dropoutCounter(block, site.seed, key[1]), uint32_t(seed),
+                   uint32_t(seed >> 32) ^ kUniformKeyTag);
+    for (int lane = 0; lane < 4; ++lane)
+      if (const int64_t e = dropoutElement(block, lane, first, site.numel); e >= 0)
+        out[e] = uniformValue(words.w[lane], site.low, site.high);
   }
 }
 
@@ -93,19 +121,25 @@ inline void randomLtdIndices(cudaStream_t stream, const int64_t *key, int64_t *i
   check(cudaGetLastError(), "random_ltd_indices: launching the kernel");
 }
 
+/// out = dsc.random_uniform (Random.h); `key` in device memory.
+inline void randomUniform(cudaStream_t stream, const int64_t *key, float *out,
+                          UniformSite site) {
+  if (site.numel <= 0)
+    return;
+  const auto [blocks, grid] = random_detail::fourBlocks(site.numel);
+  random_detail::uniformKernel<<<grid, random_detail::kThreads, 0, stream>>>(
+      key, out, site, blocks);
+  check(cudaGetLastError(), "random_uniform: launching the kernel");
+}
+
 /// y = dsc.dropout(x) (Random.h); `key` in device memory.
 template <typename T>
 void dropout(cudaStream_t stream, const T *x, const int64_t *key, T *y,
              DropoutSite site) {
   if (site.numel <= 0)
     return;
-  // The blocks of four a tensor of n elements touches: at most n / 4 + 2,
-  // whatever its offset (the kernel skips the elements outside it).
-  const int64_t blocks = site.numel / 4 + 2;
-  const int64_t grid =
-      (blocks + random_detail::kThreads - 1) / random_detail::kThreads;
-  random_detail::dropoutKernel<T><<<blocksFor(grid), random_detail::kThreads, 0,
-                                    stream>>>(x, key, y, site.numel, site.perSample,
+  const auto [blocks, grid] = random_detail::fourBlocks(site.numel);
+  random_detail::dropoutKernel<T><<<grid, random_detail::kThreads, 0, stream>>>(x, key, y, site.numel, site.perSample,
                                               site.seed, dropoutDraw(site.p), blocks);
   check(cudaGetLastError(), "dropout: launching the kernel");
 }
