@@ -2,7 +2,7 @@
 // tensor group and, for a row-parallel weight, its blocks (one per row);
 // ArtifactInfo ends with the tensor-parallel size; the forward sums run
 // over the tensor group, the loss's over the data group.
-// RUN: dsc-opt %S/../../Transforms/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-tensor-parallel --dsc-autodiff --dsc-lower-to-runtime --dsc-plan-memory -o %t.mlir
+// RUN: dsc-opt %S/../../Transforms/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-tensor-parallel --dsc-autodiff --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory -o %t.mlir
 // RUN: dsc-translate --dscrt-to-cpp %t.mlir | FileCheck %s
 // CHECK: const dsc::rt::StateDesc kStates[] = {
 // CHECK-NEXT: {{[{][{]}}"h.0.mlp.c_fc.weight", ElementType::F32, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter, 2, kShape{{[0-9]+}}, int32_t(dsc::rt::CommGroup::Tensor)},
