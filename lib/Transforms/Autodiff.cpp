@@ -248,7 +248,9 @@ private:
   /// neither a table of zeros nor a sum beside the head's gradient (GPT-2
   /// 124M: two [50257, 768] f32 buffers fewer at the backward's peak). The
   /// additions into an element happen in another order than PyTorch's
-  /// (head gradient first), a rounding difference within fp32 tolerance.
+  /// (head gradient first), a rounding difference within fp32 tolerance;
+  /// 16-bit gradients keep PyTorch's order (their sum of the rows, then one
+  /// addition), since each addition there rounds to 8 or 11 bits.
   static Value add(OpBuilder &b, Value sum, Value term) {
     if (!sum)
       return term;
@@ -264,6 +266,7 @@ private:
   static Value scatterInto(OpBuilder &b, Value scatter, Value base) {
     auto op = scatter.getDefiningOp<ScatterAddOp>();
     if (!op || !scatter.use_empty() || base.getType() != scatter.getType() ||
+        getElementTypeOrSelf(scatter).getIntOrFloatBitWidth() < 32 ||
         !isZeros(op.getInput()))
       return Value();
     Value zeros = op.getInput();
