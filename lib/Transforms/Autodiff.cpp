@@ -261,26 +261,19 @@ private:
     return AddOp::create(b, term.getLoc(), sum, term).getResult();
   }
 
-  /// `scatter` (a dsc.scatter_add into zeros, unread) redone into `base`;
-  /// null where `scatter` is not such an op.
+  /// `scatter` (a dsc.scatter_add into zeros, unread so far) redone into
+  /// `base`; null where `scatter` is not such an op.
   static Value scatterInto(OpBuilder &b, Value scatter, Value base) {
     auto op = scatter.getDefiningOp<ScatterAddOp>();
     if (!op || !scatter.use_empty() || base.getType() != scatter.getType() ||
         getElementTypeOrSelf(scatter).getIntOrFloatBitWidth() < 32 ||
         !isZeros(op.getInput()))
       return Value();
-    Value zeros = op.getInput();
+    // The scatter into zeros is left for the pass's final sweep of dead
+    // ops: another cotangent may still name it (rules that pass a
+    // cotangent through to several operands), so it is not erased here.
     Value into = ScatterAddOp::create(b, op.getLoc(), base, op.getIndex(),
                                       op.getSrc(), op.getDim());
-    op.erase();
-    // The table of zeros (a broadcast of a scalar constant) is dead now.
-    for (Operation *dead = zeros.getDefiningOp(); dead && dead->use_empty();) {
-      Operation *producer = dead->getNumOperands() == 1
-                                ? dead->getOperand(0).getDefiningOp()
-                                : nullptr;
-      dead->erase();
-      dead = producer;
-    }
     return into;
   }
 

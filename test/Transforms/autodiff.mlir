@@ -158,6 +158,28 @@ func.func @tied_embedding(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f3
 
 // -----
 
+// A scatter-add into zeros that is the cotangent of two values (an add
+// passes it to both operands): folded into @p's other term, it stays for
+// @q, whose gradient it is.
+// CHECK-LABEL: func.func @shared_cotangent
+// CHECK: %[[Z:.*]] = dsc.broadcast %{{.*}} : tensor<f32> -> tensor<8x4xf32>
+// CHECK: %[[DQ:.*]] = dsc.scatter_add %[[Z]], %[[I:.*]], %[[S:.*]], dim = 0
+// CHECK: %[[DP:.*]] = dsc.scatter_add %{{.*}}, %[[I]], %[[S]], dim = 0
+// CHECK: return %{{.*}}, %[[DP]], %[[DQ]]
+dsc.state parameter @p : tensor<8x4xf32>
+dsc.state parameter @q : tensor<8x4xf32>
+func.func @shared_cotangent(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f32> {dsc.output = "loss"}) {
+  %a = dsc.load @p : tensor<8x4xf32>
+  %c = dsc.load @q : tensor<8x4xf32>
+  %t = dsc.add %a, %c : tensor<8x4xf32>, tensor<8x4xf32>
+  %h = dsc.embedding %t, %ids : tensor<8x4xf32>, tensor<3xi64>
+  %logits = dsc.linear %h, %a : tensor<3x4xf32>, tensor<8x4xf32>
+  %loss = dsc.cross_entropy %logits, %ids : tensor<3x8xf32>, tensor<3xi64>
+  return %loss : tensor<f32>
+}
+
+// -----
+
 // World size 2: every gradient is summed over the ranks; the all-reduce in
 // the forward (the data-parallel loss) passes its cotangent through.
 // CHECK-LABEL: func.func @data_parallel
