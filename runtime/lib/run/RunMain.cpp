@@ -534,9 +534,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (!options.save.empty())
       createCheckpointRoot(options.save);
     if (rank == 0) {
-      int64_t first = resumed ? resumed->job().step + 1 : 1;
       log = std::make_unique<StepLog>(
-          options.stepsPerPrint, first, first + options.steps - 1,
+          options.stepsPerPrint, firstStep, firstStep + options.steps - 1,
           options.metrics.empty()
               ? nullptr
               : std::make_unique<MetricsCsv>(options.metrics,
