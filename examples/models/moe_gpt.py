@@ -2,10 +2,12 @@
 DeepSpeed MoE layer, around GPT-2's MLP.
 
     build(size="tiny", experts=4, k=1|2|..., capacity_factor=1.0, min_capacity=4,
-          aux_loss_coef=0.01, batch=2, seq=None)
+          aux_loss_coef=0.01, batch=2, seq=None, use_rts=False,
+          noisy_gate_policy=None, top2_2nd_expert_sampling=False)
 
-Gating is DeepSpeed's without its randomness (use_rts=False,
-top2_2nd_expert_sampling=False): softmax gates in fp32; top-1 takes the
+Gating is DeepSpeed's, by default without its randomness (use_rts=False,
+top2_2nd_expert_sampling=False, noisy_gate_policy=None; set them to draw
+DeepSpeed's noise from dsc's generator, dsc.nn.MoE): softmax gates in fp32; top-1 takes the
 argmax; top-2 takes the argmax and the argmax of the rest, places first
 choices before second choices and renormalizes the two gates. Each expert
 takes at most `capacity = max(min_capacity, ceil(tokens / experts * k *
@@ -83,7 +85,8 @@ class MoEGPT(gpt2.GPT):
 
 
 def build(size="tiny", experts=4, k=1, capacity_factor=1.0, min_capacity=4,
-          aux_loss_coef=0.01, batch=2, seq=None, vocab=None, layers=None):
+          aux_loss_coef=0.01, batch=2, seq=None, vocab=None, layers=None,
+          use_rts=False, noisy_gate_policy=None, top2_2nd_expert_sampling=False):
     cfg = dict(gpt2.SIZES[size])
     if vocab is not None:
         cfg["vocab_size"] = vocab
@@ -91,8 +94,10 @@ def build(size="tiny", experts=4, k=1, capacity_factor=1.0, min_capacity=4,
         cfg["n_layer"] = layers
     seq = seq or min(cfg["block_size"], 8 if size == "tiny" else 64)
     model = MoEGPT(dict(num_experts=experts, k=k, capacity_factor=capacity_factor,
-                        min_capacity=min_capacity, use_rts=False,
-                        top2_2nd_expert_sampling=False), aux_loss_coef, **cfg)
+                        min_capacity=min_capacity, use_rts=use_rts,
+                        noisy_gate_policy=noisy_gate_policy,
+                        top2_2nd_expert_sampling=top2_2nd_expert_sampling),
+                   aux_loss_coef, **cfg)
     g = torch.Generator().manual_seed(1234)
     tokens = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=g)
     targets = torch.randint(0, cfg["vocab_size"], (batch, seq), generator=g)

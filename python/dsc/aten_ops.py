@@ -723,3 +723,31 @@ def _moe_route_dot(low, node, tokens, slotted, slots):
     shape, dtype = low.out_meta(node)
     return low.op("moe_route_dot", [low.operand(tokens, dtype), low.operand(slotted, dtype),
                                     low.emit(slots)], shape, dtype)
+
+
+# dsc.nn.MoE's gating noise (dsc.moe_ops): what --dsc-moe builds for it.
+
+@handles("dsc::random_uniform_like")
+def _random_uniform_like(low, node, like, lo, hi, site):
+    shape = tuple(low.out_meta(node)[0])
+    samples = low.micro_batch()
+    if math.prod(shape) % samples:
+        raise low.error(node, f"random gating draws a {list(shape)} tensor whose "
+                              f"elements are not {samples} samples (the inputs' "
+                              "leading dimension) of equal size")
+    return low.op("random_uniform", [low.step_key()], shape, torch.float32,
+                  {"low": ("f64", lo), "high": ("f64", hi), "seed": ("i64", site),
+                   "samples": ("i64", samples)})
+
+
+@handles("dsc::when_training")
+def _when_training(low, node, noisy, plain):
+    shape, dtype = low.out_meta(node)
+    # key[3] != 0: the step trains (dsc-run --eval runs it with 0).
+    flag = low.reshape(low.op("slice", [low.step_key()], (1,), torch.int64,
+                              {"dim": ("i64", 0), "start": ("i64", 3),
+                               "end": ("i64", 4), "step": ("i64", 1)}), ())
+    training = low.op("compare", [flag, low.scalar(0, torch.int64)], (), torch.bool,
+                      {"direction": ("enum", mlir.COMPARE["ne"])})
+    return low.op("select", [training, low.operand(noisy, dtype), low.operand(plain, dtype)],
+                  shape, dtype)

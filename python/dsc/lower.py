@@ -27,6 +27,10 @@ class ExportError(Exception):
 # never end up in the IR.
 FOLD_LIMIT = 1 << 16
 
+# Ops whose value the trace's is not: they draw from the step's key (or
+# read its training flag), so they are never folded into constants.
+RANDOM_OPS = ("dsc::random_uniform_like", "dsc::when_training")
+
 
 class Op:
     """A recorded dsc op: printed as MLIR, evaluated by dsc.reference."""
@@ -91,8 +95,8 @@ class Lowering:
                 self.foldable[n] = kind == "constant" or (
                     kind == "state" and self.cap.state.role[name] == "buffer")
             elif n.op == "call_function":
-                self.foldable[n] = all(self.foldable.get(a, True)
-                                       for a in n.all_input_nodes)
+                self.foldable[n] = op_name(n.target) not in RANDOM_OPS and all(
+                    self.foldable.get(a, True) for a in n.all_input_nodes)
             else:
                 self.foldable[n] = False
 

@@ -281,6 +281,43 @@ for _name, _kernel, _meta, _function in (
     _LIB.impl(_name, _meta, "Meta")
     _LIB.impl(_name, _function.apply, "Autograd")
 
+# -- gating noise, as exported ----------------------------------------------------
+#
+# dsc.nn.MoE's random gating while the exporter traces it (dsc.philox.Exporting):
+# one node each, which the exporter maps to what --dsc-moe builds.
+# random_uniform_like(like, low, high, site): dsc.random_uniform of like's
+# shape at `site` (the step's key and the micro-batch come from the graph);
+# when_training(noisy, plain): `noisy` where the step trains, `plain` where it
+# evaluates (dsc.select on the step key's training flag). Traced only, never
+# differentiated (the exporter traces without autograd); their eager kernels
+# give a value of the right shape: torch's U(low, high), and `noisy`.
+
+_LIB.define("random_uniform_like(Tensor like, float low, float high, int site) -> Tensor")
+_LIB.define("when_training(Tensor noisy, Tensor plain) -> Tensor")
+
+
+def _random_uniform_like(like, low, high, site):
+    return torch.rand(like.shape, device=like.device) * (high - low) + low
+
+
+def _random_uniform_like_meta(like, low, high, site):
+    return like.new_empty(like.shape, dtype=torch.float32)
+
+
+def _when_training(noisy, plain):
+    return noisy.clone()
+
+
+def _when_training_meta(noisy, plain):
+    return noisy.new_empty(noisy.shape)
+
+
+for _name, _kernel, _meta in (
+        ("random_uniform_like", _random_uniform_like, _random_uniform_like_meta),
+        ("when_training", _when_training, _when_training_meta)):
+    _LIB.impl(_name, _kernel, "CompositeExplicitAutograd")
+    _LIB.impl(_name, _meta, "Meta")
+
 # The kernels by op name, for dsc.reference (the same semantics, evaluated
 # without the dispatcher).
 KERNELS = {"moe_slots": _moe_slots, "moe_dispatch": _moe_dispatch,

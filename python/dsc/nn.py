@@ -155,8 +155,10 @@ class MoE(nn.Module):
     numbers are dsc's, those dsc.random_uniform draws in the --dsc-moe
     rewrite (the n-th MoE layer called is replaced block n; sites 4n + 0..3
     for jitter, rsample, use_rts and the second expert, over [tokens, M] and
-    [tokens, E]), so a compiled step and this layer route alike. Outside
-    one they come from torch's global generator, as DeepSpeed draws them.
+    [tokens, E]), so a compiled step and this layer route alike. Exported,
+    they are those dsc.random_uniform draws (the training-only ones selected
+    by the step's training flag). Outside either they come from torch's
+    global generator, as DeepSpeed draws them.
     As in DeepSpeed, use_rts and 'RSample' do nothing for k >= 2 and
     top2_2nd_expert_sampling nothing for k != 2.
 
@@ -218,23 +220,29 @@ class MoE(nn.Module):
         factor = self.capacity_factor if self.training else self.eval_capacity_factor
         return capacity(tokens, self.num_experts, self.k, factor, self.min_capacity)
 
-    def _noise(self, shape, low, high, site):
-        """U(low, high) of `shape`: dsc's draw at this layer's `site` inside
-        a DscDropout context, torch's global generator outside one."""
+    def _noise(self, like, low, high, site):
+        """U(low, high) of like's shape: dsc's draw at this layer's `site`
+        inside a DscDropout context, torch's global generator outside one;
+        while exporting, dsc.random_uniform of the step (the exported node
+        draws what a DscDropout context draws)."""
         context = philox.active()
         if isinstance(context, philox.Exporting):
-            raise NotImplementedError(
-                "dsc.nn.MoE: the random gating options (use_rts dropping tokens, "
-                "noisy_gate_policy in training, top2_2nd_expert_sampling) do not export "
-                "yet; export with use_rts=False, noisy_gate_policy=None, "
-                "top2_2nd_expert_sampling=False, or export the dense model and set them "
-                "with dsc-opt's --moe-* flags (docs/moe.md)")
+            return torch.ops.dsc.random_uniform_like(like, low, high, 4 * self._layer + site)
         if context is None:
-            return torch.rand(shape) * (high - low) + low
-        return context.uniform(shape, low, high, 4 * self._layer + site)
+            return torch.rand(like.shape) * (high - low) + low
+        return context.uniform(tuple(like.shape), low, high, 4 * self._layer + site)
 
-    def _gumbel(self, shape, site):
-        return -torch.log(-torch.log(self._noise(shape, 0.0, 1.0, site)))
+    def _gumbel(self, like, site):
+        return -torch.log(-torch.log(self._noise(like, 0.0, 1.0, site)))
+
+    @staticmethod
+    def _in_training(noisy, plain):
+        """`noisy`, which a training forward computes; exported, the step
+        selects it when it trains and `plain` when it evaluates (dsc-run
+        --eval), as --dsc-moe's training-only noise does."""
+        if isinstance(philox.active(), philox.Exporting):
+            return torch.ops.dsc.when_training(noisy, plain)
+        return noisy
 
     def _choose(self, logits, probs):
         """[S, k] experts, as DeepSpeed picks them: first the argmax of the
@@ -245,11 +253,12 @@ class MoE(nn.Module):
         (its top-k, in order). argmax takes the lowest index on ties."""
         first = probs
         if self.k == 1 and self.training and self.noisy_gate_policy == "RSample":
-            first = logits + self._gumbel(logits.shape, _RSAMPLE).to(logits.device)
+            first = self._in_training(
+                logits + self._gumbel(logits, _RSAMPLE).to(logits.device), probs)
         choices = [torch.argmax(first, dim=1, keepdim=True)]
         masked = logits if self.k == 2 else probs
         if self.k == 2 and self.top2_2nd_expert_sampling:
-            masked = logits + self._gumbel(logits.shape, _SECOND_EXPERT).to(logits.device)
+            masked = logits + self._gumbel(logits, _SECOND_EXPERT).to(logits.device)
         expert_ids = torch.arange(self.num_experts, device=logits.device)
         for _ in range(1, self.k):
             masked = masked.masked_fill(choices[-1] == expert_ids, float("-inf"))
@@ -277,12 +286,13 @@ class MoE(nn.Module):
         cap = self.capacity(tokens)
         context = philox.active()
         self._layer = (context.next_moe_layer()
-                       if isinstance(context, philox.DscDropout) else 0)
+                       if isinstance(context, (philox.DscDropout, philox.Exporting)) else 0)
 
         gate_input = x.float()
         if self.training and self.noisy_gate_policy == "Jitter":
-            gate_input = gate_input * self._noise(gate_input.shape, 0.99, 1.01,
-                                                  _JITTER).to(x.device)
+            factor = self._noise(gate_input, 0.99, 1.01, _JITTER).to(x.device)
+            one = torch.ones((), dtype=torch.float32, device=x.device)
+            gate_input = gate_input * self._in_training(factor, one)
         logits = F.linear(gate_input, self.gate.weight.float())
         probs = F.softmax(logits, dim=1)
         experts = self._choose(logits, probs)
@@ -290,7 +300,7 @@ class MoE(nn.Module):
         priority = chosen if self.k >= 3 and self.drop_tokens else None
         if self.k == 1 and self.use_rts and self.drop_tokens:
             # DeepSpeed's mask1 * uniform: the route's priority.
-            uniform = self._noise((tokens, E), 0.0, 1.0, _RTS).to(x.device)
+            uniform = self._noise(logits, 0.0, 1.0, _RTS).to(x.device)
             priority = torch.gather(uniform, 1, experts)
         slots, counts = torch.ops.dsc.moe_slots(experts, priority, E, cap)
         weights = chosen * (slots >= 0).float()

@@ -118,9 +118,22 @@ def active():
     return _active[-1] if _active else None
 
 
-class Exporting:
-    """Entered by the exporter while it traces a model: layers whose random
-    numbers have no dsc op to export to (dsc.nn.MoE's gating noise) refuse."""
+class _CountsMoeLayers:
+    """dsc.nn.MoE layers number themselves in the order a forward calls
+    them: the n-th draws at the sites of --dsc-moe's replaced block n."""
+
+    moe_layer = 0
+
+    def next_moe_layer(self):
+        """The index of the MoE layer that asks, in the forward's order."""
+        self.moe_layer += 1
+        return self.moe_layer - 1
+
+
+class Exporting(_CountsMoeLayers):
+    """Entered by the exporter while it traces a model's forward: dsc.nn.MoE
+    layers record their gating noise as dsc.moe_ops' random_uniform_like
+    and when_training nodes."""
 
     def __enter__(self):
         _active.append(self)
@@ -130,7 +143,7 @@ class Exporting:
         _active.remove(self)
 
 
-class DscDropout(torch.overrides.TorchFunctionMode):
+class DscDropout(_CountsMoeLayers, torch.overrides.TorchFunctionMode):
     """Within it, F.dropout (nn.Dropout) draws dsc's masks: the n-th call is
     site n, for a forward of `samples` samples (the inputs' leading
     dimension), the first of which is sample `first_sample` of optimizer step
@@ -143,7 +156,6 @@ class DscDropout(torch.overrides.TorchFunctionMode):
         self.step, self.first_sample, self.samples = step, first_sample, samples
         self.seed = seed
         self.site = 0
-        self.moe_layer = 0
 
     def __enter__(self):
         _active.append(self)
@@ -152,11 +164,6 @@ class DscDropout(torch.overrides.TorchFunctionMode):
     def __exit__(self, *exc):
         _active.remove(self)
         return super().__exit__(*exc)
-
-    def next_moe_layer(self):
-        """The index of the MoE layer that asks, in the forward's order."""
-        self.moe_layer += 1
-        return self.moe_layer - 1
 
     def uniform(self, shape, low, high, site):
         """dsc.random_uniform of `shape` (this forward's samples outermost)."""
