@@ -271,9 +271,9 @@ private:
   /// that computes the graph's last output) and again just before its first
   /// use in the backward pass; the gathered buffer is released after its
   /// last use (the memory plan reuses it). An expert's gathers go before
-  /// the first use, in that phase, of any expert of its block: a layer's
-  /// local experts are gathered together, in declaration order, which
-  /// --dsc-bucket-collectives merges into one bucket.
+  /// the first use, in that phase, of any expert of its layer (expertBlock):
+  /// a layer's local experts are gathered together, in declaration order,
+  /// which --dsc-bucket-collectives merges into one bucket.
   void gatherParameters(Block &body) {
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Operation *forwardEnd =
@@ -349,12 +349,31 @@ private:
       load.erase();
   }
 
-  /// The block (`h.3`) of the expert that `load` reads, or "" for a state
-  /// that is not an expert's or in no block.
+  /// The layer of the expert that `load` reads (`h.3.mlp.experts`; for
+  /// experts named otherwise, their block `h.3`), or "" for a state that
+  /// is not an expert's or in no layer.
   StringRef expertBlock(LoadOp load, const BlockNames &blocks) {
     if (groupOf(load.getStateAttr()) != CollectiveGroup::expert_data)
       return "";
-    return blocks.blockOf(load.getStateAttr().getValue());
+    StringRef name = load.getStateAttr().getValue();
+    if (StringRef layer = expertLayerOf(name); !layer.empty())
+      return layer;
+    return blocks.blockOf(name);
+  }
+
+  /// The module path of the stacked experts `name` is a state of: the name
+  /// up to its last `experts` component (`P.experts` of
+  /// `P.experts.c_fc.weight`, as --dsc-moe and dsc.nn.MoE name them), or
+  /// "". It identifies the layer whatever the rest of the model: a
+  /// one-block model has no repeated block for BlockNames to find.
+  static StringRef expertLayerOf(StringRef name) {
+    StringRef layer;
+    // Components before the last dot (the last one names a tensor).
+    for (size_t start = 0, dot; (dot = name.find('.', start)) != StringRef::npos;
+         start = dot + 1)
+      if (name.slice(start, dot) == "experts")
+        layer = name.take_front(dot);
+    return layer;
   }
 
   /// The shards of every rank of `group`, this rank's `part` among them:

@@ -145,6 +145,54 @@ module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64}
 
 // -----
 
+// A one-block model (no repeated block to name a layer by): its experts'
+// layer is their module path, `mlp.experts`, so they are gathered together
+// before the first use of any of them and bucketed as one, as in a model of
+// many blocks; `mlp.experts.fc` and `mlp.experts.bias` of the 4 experts
+// over P = 2 and D = 2 ranks.
+module attributes {dsc.world_size = 4 : i64, dsc.expert_parallel_size = 2 : i64} {
+  dsc.state parameter @w : tensor<3x5xf32>
+  dsc.state parameter @mlp.experts.fc.weight {partition_of = array<i64: 4, 3, 5>, partition_group = 1 : i32} : tensor<2x3x5xf32>
+  dsc.state parameter @mlp.experts.fc.bias {partition_of = array<i64: 4, 3>, partition_group = 1 : i32} : tensor<2x3xf32>
+  func.func @step(%x: tensor<3x5xf32> {dsc.input = "x"}, %t: tensor<2x3x5xf32> {dsc.input = "t"}, %u: tensor<2x3xf32> {dsc.input = "u"})
+      -> (tensor<f32> {dsc.output = "loss"},
+          tensor<3x5xf32> {dsc.output = "grad.w", dsc.gradient_of = @w},
+          tensor<2x3x5xf32> {dsc.output = "grad.mlp.experts.fc.weight", dsc.gradient_of = @mlp.experts.fc.weight},
+          tensor<2x3xf32> {dsc.output = "grad.mlp.experts.fc.bias", dsc.gradient_of = @mlp.experts.fc.bias}) {
+    %w = dsc.load @w : tensor<3x5xf32>
+    %p = dsc.mul %w, %x : tensor<3x5xf32>, tensor<3x5xf32>
+    %l = dsc.reduce_sum %p, dims = [0, 1] : tensor<3x5xf32>
+    %e0 = dsc.load @mlp.experts.fc.weight : tensor<2x3x5xf32>
+    %q = dsc.mul %e0, %t : tensor<2x3x5xf32>, tensor<2x3x5xf32>
+    %m = dsc.reduce_sum %q, dims = [0, 1, 2] : tensor<2x3x5xf32>
+    %b0 = dsc.load @mlp.experts.fc.bias : tensor<2x3xf32>
+    %r = dsc.mul %b0, %u : tensor<2x3xf32>, tensor<2x3xf32>
+    %n = dsc.reduce_sum %r, dims = [0, 1] : tensor<2x3xf32>
+    %s0 = dsc.add %l, %m : tensor<f32>, tensor<f32>
+    %s = dsc.add %s0, %n : tensor<f32>, tensor<f32>
+    %gw = dsc.all_reduce %x : tensor<3x5xf32>
+    %ge0 = dsc.all_reduce %t over expert_data : tensor<2x3x5xf32>
+    %gb0 = dsc.all_reduce %u over expert_data : tensor<2x3xf32>
+    return %s, %gw, %ge0, %gb0 : tensor<f32>, tensor<3x5xf32>, tensor<2x3x5xf32>, tensor<2x3xf32>
+  }
+}
+
+// S3-LABEL: func.func @step
+// S3: %[[F:.*]] = dsc.load @mlp.experts.fc.weight : tensor<15xf32>
+// S3-NEXT: %[[FG:.*]] = dsc.all_gather %[[F]] over expert_data : tensor<15xf32> -> tensor<30xf32>
+// S3-NEXT: %[[B:.*]] = dsc.load @mlp.experts.fc.bias : tensor<3xf32>
+// S3-NEXT: %[[BG:.*]] = dsc.all_gather %[[B]] over expert_data : tensor<3xf32> -> tensor<6xf32>
+// S3-NEXT: dsc.reshape %[[FG]] : tensor<30xf32> -> tensor<2x3x5xf32>
+// S3-NEXT: dsc.reshape %[[BG]] : tensor<6xf32> -> tensor<2x3xf32>
+// S3-NEXT: dsc.mul
+// BUCKET-LABEL: func.func @step
+// BUCKET: %[[F:.*]] = dsc.load @mlp.experts.fc.weight : tensor<15xf32>
+// BUCKET-NEXT: %[[B:.*]] = dsc.load @mlp.experts.fc.bias : tensor<3xf32>
+// BUCKET-NEXT: %[[P:.*]] = dsc.concat(%[[F]], %[[B]]), dim = 0 : tensor<15xf32>, tensor<3xf32>
+// BUCKET-NEXT: dsc.all_gather %[[P]] over expert_data {dsc.bucket = 2 : i64} : tensor<18xf32> -> tensor<36xf32>
+
+// -----
+
 // P = W: each expert-data group is one rank, so there is nothing to
 // partition the experts over; they stay as they are, their gradient
 // summed over nothing.
