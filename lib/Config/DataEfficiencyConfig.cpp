@@ -167,13 +167,14 @@ LogicalResult ConfigReader::readRandomLtd(const Object &ltd) {
       noEffect(join(path, key), "dsc finds the blocks and the sequence "
                                 "dimension in the graph");
   if (const Value *type = get(ltd, path, "model_type")) {
-    if (type->getAsString() != StringRef("decoder"))
+    std::optional<StringRef> name = type->getAsString();
+    if (name != StringRef("decoder") && name != StringRef("encoder"))
       ok &= succeeded(error(join(path, "model_type"),
-                            "dsc's random-LTD drops tokens of causal decoders "
-                            "(only \"decoder\")"));
+                            "must be \"decoder\" or \"encoder\""));
     else
-      noEffect(join(path, "model_type"), "decoder: causal attention over the "
-                                         "kept tokens");
+      noEffect(join(path, "model_type"),
+               "dsc finds the attention in the graph: a causal mask over the "
+               "kept tokens, an attention mask's kept rows and columns");
   }
   if (const Value *ids = get(ltd, path, "random_ltd_layer_id")) {
     ok &= succeeded(setIntegerList(ltd, path, "random_ltd_layer_id", "ltd-layers"));

@@ -46,6 +46,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     variants.ltdMax = options.ltdMax;
     variants.ltdRequireSteps = options.ltdRequireSteps;
     variants.ltdSeqPerStep = options.ltdSeqPerStep;
+    variants.ltdSeed = options.ltdSeed;
     variants.ltdLayers.assign(options.ltdLayers.begin(), options.ltdLayers.end());
     variants.budget = options.dataVariantsBudget;
     variants.output = options.dataVariantsFile;

@@ -292,6 +292,7 @@ struct DataVariantsPass : public mlir::dsc::impl::DataVariantsBase<DataVariantsP
          << "\nltd_seq_per_step=" << ltd->seqPerStep
          << "\nltd_total_layers=" << ltd->totalLayers
          << "\nltd_layers=" << ltd->ltdLayers
+         << "\nltd_seed=" << int64_t(ltdSeed)
          << "\nltd_buckets=" << list(keptBuckets) << "\n";
     if (stagedKdOn())
       os << "kd_stop_step=" << int64_t(kdStopStep) << "\n";

@@ -12,10 +12,15 @@
 // is derived.
 //
 // A block is a run of ops in program order: from its first state load to
-// the next load of a state of something else. Its hidden state is the one
-// value from before the run that its ops read (loads, constants and the
-// step key aside); its output the one value they compute that is read
-// after it.
+// the next load of a state of something else. Its output is the one value
+// its ops compute that is read after it; its hidden state the one value
+// from before the run that its ops read (loads, constants and the step key
+// aside), or, when they read several, the one of the output's type. The
+// others are masks: a full-length value that meets the kept tokens
+// elementwise (an encoder's attention mask [B, 1, 1, T] or [B, 1, T, T], a
+// mask buffer [B, T, D]) has its sequence dimensions, rows and columns,
+// gathered by the same indices, so a kept query sees the kept keys with
+// the mask's values between them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +55,7 @@ struct RandomLtdPass : public dsc::impl::RandomLtdBase<RandomLtdPass> {
   /// The gathered indices [B, K, D] and the kept-token mask [B, T, 1],
   /// built once for the first block that needs them.
   struct Shared {
+    Value indices;
     Value indices3;
     Value keep;
   };
@@ -98,12 +104,17 @@ struct RandomLtdPass : public dsc::impl::RandomLtdBase<RandomLtdPass> {
           leaving.insert(result);
     }
     Location loc = ops[run.begin]->getLoc();
-    if (entering.size() != 1 || leaving.size() != 1)
+    SmallVector<Value> hidden(entering.begin(), entering.end());
+    if (hidden.size() > 1 && leaving.size() == 1)
+      llvm::erase_if(hidden, [&](Value v) {
+        return v.getType() != leaving.front().getType();
+      });
+    if (hidden.size() != 1 || leaving.size() != 1)
       return emitError(loc) << "--dsc-random-ltd: block '" << run.name
                             << "' must read one hidden state and return one, "
                                "got "
-                            << entering.size() << " and " << leaving.size();
-    Value x = entering.front(), y = leaving.front();
+                            << hidden.size() << " and " << leaving.size();
+    Value x = hidden.front(), y = leaving.front();
     auto type = dyn_cast<RankedTensorType>(x.getType());
     if (!type || type.getRank() != 3 || y.getType() != type)
       return emitError(loc) << "--dsc-random-ltd: block '" << run.name
@@ -129,6 +140,7 @@ struct RandomLtdPass : public dsc::impl::RandomLtdBase<RandomLtdPass> {
         b.setInsertionPointAfterValue(key);
       Value indices = RandomLtdIndicesOp::create(
           b, loc, tensor({batch, kept}, b.getI64Type()), key, length, seed);
+      shared.indices = indices;
       Value column = ReshapeOp::create(b, loc, tensor({batch, kept, 1}, b.getI64Type()),
                                        indices);
       shared.indices3 = BroadcastOp::create(
@@ -143,13 +155,46 @@ struct RandomLtdPass : public dsc::impl::RandomLtdBase<RandomLtdPass> {
       shared.keep = CompareOp::create(b, loc, ComparisonDirection::gt, hits,
                                       splat({}, 0.5));
     }
-    auto fit = [&](OpBuilder &, Operation *user, Value operand,
-                   ArrayRef<int64_t>) -> FailureOr<Value> {
-      return user->emitError()
-             << "--dsc-random-ltd: block '" << run.name
-             << "' reads a full-length value that its hidden state does not "
-                "flow into ("
-             << operand.getType() << "): its kept tokens cannot be gathered";
+    // A mask: batch first (or 1, broadcast to the batch), every other
+    // dimension it has to lose gathered from the sequence's length to the
+    // kept tokens, one dimension after another.
+    auto fit = [&](OpBuilder &fb, Operation *user, Value operand,
+                   ArrayRef<int64_t> wanted) -> FailureOr<Value> {
+      auto full = cast<RankedTensorType>(operand.getType());
+      ArrayRef<int64_t> shape = full.getShape();
+      bool gatherable = full.getRank() >= 2 && wanted[0] == shape[0] &&
+                        (shape[0] == batch || shape[0] == 1);
+      for (int64_t d = 1; d < full.getRank(); ++d)
+        if (wanted[d] != shape[d] && (shape[d] != length || wanted[d] != kept))
+          gatherable = false;
+      if (!gatherable)
+        return user->emitError()
+               << "--dsc-random-ltd: block '" << run.name
+               << "' reads a full-length value that its hidden state does not "
+                  "flow into ("
+               << operand.getType()
+               << "): only a mask with the batch first (or 1) can have its "
+                  "kept rows and columns gathered";
+      Location at = user->getLoc();
+      Value value = operand;
+      SmallVector<int64_t> now(shape);
+      if (now[0] != batch) {
+        now[0] = batch;
+        value = BroadcastOp::create(fb, at, tensor(now, full.getElementType()), value);
+      }
+      for (int64_t d = 1; d < full.getRank(); ++d) {
+        if (wanted[d] == shape[d])
+          continue;
+        SmallVector<int64_t> along(full.getRank(), 1);
+        along[0] = batch;
+        along[d] = kept;
+        now[d] = kept;
+        Value index = BroadcastOp::create(
+            fb, at, tensor(now, fb.getI64Type()),
+            ReshapeOp::create(fb, at, tensor(along, fb.getI64Type()), shared.indices));
+        value = GatherOp::create(fb, at, value, index, d);
+      }
+      return value;
     };
     SequenceRetyper retyper(fit);
     Operation *first = *llvm::find_if(

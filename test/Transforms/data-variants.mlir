@@ -14,7 +14,7 @@
 // fixed_linear: 2, 2, 4, 4, 6, 6, 8): every length is its own bucket
 // within 2%, and the middle block's count goes to dsc-run's counter. The
 // graph itself is unchanged.
-// LTD: module attributes {dsc.data_schedule = "ltd_min=2\0Altd_max=8\0Altd_require_steps=6\0Altd_seq_per_step=2\0Altd_total_layers=3\0Altd_layers=1\0Altd_buckets=2,4,6,8\0A"}
+// LTD: module attributes {dsc.data_schedule = "ltd_min=2\0Altd_max=8\0Altd_require_steps=6\0Altd_seq_per_step=2\0Altd_total_layers=3\0Altd_layers=1\0Altd_seed=0\0Altd_buckets=2,4,6,8\0A"}
 // LTD: dsc.causal_mask %{{.*}} : tensor<2x8x8xf32>
 // LTD-NOT: dsc.random_ltd_indices
 // The full-length step first, then the ramp's variants with their FLOPs

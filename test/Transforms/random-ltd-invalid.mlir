@@ -19,21 +19,22 @@ module {
 
 // -----
 
-// A block that reads a full-length mask buffer besides its hidden state.
+// A block that reads a full-length buffer without a batch dimension: its
+// rows would have to differ between the samples.
 module {
   dsc.state parameter @"h.0.w" : tensor<4x4xf32>
   dsc.state parameter @"h.1.w" : tensor<4x4xf32>
   dsc.state parameter @"h.2.w" : tensor<4x4xf32>
-  dsc.state buffer @"h.1.mask" : tensor<2x8x4xf32>
+  dsc.state buffer @"h.1.mask" : tensor<8x4xf32>
   func.func @forward(%x: tensor<2x8x4xf32> {dsc.input = "x"})
       -> (tensor<f32> {dsc.output = "loss"}) {
     %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
     %y0 = dsc.linear %x, %w0 : tensor<2x8x4xf32>, tensor<4x4xf32>
     %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
-    %m1 = dsc.load @"h.1.mask" : tensor<2x8x4xf32>
+    %m1 = dsc.load @"h.1.mask" : tensor<8x4xf32>
     %y1 = dsc.linear %y0, %w1 : tensor<2x8x4xf32>, tensor<4x4xf32>
-    // expected-error @+1 {{--dsc-random-ltd: block 'h.1' reads a full-length value that its hidden state does not flow into ('tensor<2x8x4xf32>'): its kept tokens cannot be gathered}}
-    %z1 = dsc.mul %y1, %m1 : tensor<2x8x4xf32>, tensor<2x8x4xf32>
+    // expected-error @+1 {{--dsc-random-ltd: block 'h.1' reads a full-length value that its hidden state does not flow into ('tensor<8x4xf32>'): only a mask with the batch first (or 1) can have its kept rows and columns gathered}}
+    %z1 = dsc.mul %y1, %m1 : tensor<2x8x4xf32>, tensor<8x4xf32>
     %w2 = dsc.load @"h.2.w" : tensor<4x4xf32>
     %y2 = dsc.linear %z1, %w2 : tensor<2x8x4xf32>, tensor<4x4xf32>
     %l = dsc.reduce_mean %y2, dims = [0, 1, 2] : tensor<2x8x4xf32>

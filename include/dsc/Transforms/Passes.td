@@ -343,6 +343,8 @@ def DataVariants : Pass<"dsc-data-variants", "::mlir::ModuleOp"> {
            "random-LTD require_steps">,
     Option<"ltdSeqPerStep", "ltd-seq-per-step", "int64_t", /*default=*/"1",
            "random-LTD seq_per_step">,
+    Option<"ltdSeed", "ltd-seed", "int64_t", /*default=*/"0",
+           "site seed of random-LTD's index draw (recorded for dsc-run)">,
     ListOption<"ltdLayers", "ltd-layers", "int64_t",
                "random-LTD blocks (default: all but the first and last)">,
     Option<"budget", "budget", "double", /*default=*/"0.02",
@@ -405,8 +407,10 @@ def RandomLtd : Pass<"dsc-random-ltd", "::mlir::ModuleOp"> {
     restricted to them. Blocks are found from their state names
     (`<prefix>.<i>.*`): a block's ops run from its first load to the next
     load of another state, must read one hidden state `[B, T, D]` and
-    return one of the same type. A block that reads another full-length
-    value (a mask buffer) is an error: its kept rows cannot be gathered.
+    return one of the same type. A mask the block reads besides (batch
+    first, or 1) has its kept rows and columns gathered by the same
+    indices (an encoder's attention mask); another full-length value is an
+    error.
     With `kept` at least the sequence length nothing changes (the graph is
     bit for bit the one without the pass). Run it before `--dsc-autodiff`:
     the backward of the gather, the block and the scatter is derived.

@@ -131,6 +131,15 @@ private:
     if (auto schedule =
             module->getAttrOfType<StringAttr>(DSCDialect::kDataScheduleAttrName))
       settings += schedule.getValue().str();
+    // The random-LTD index draw of the step (--dsc-random-ltd), for
+    // dsc-run --dump-ltd-indices: sequence length, kept tokens, site seed.
+    module->walk([&](RandomLtdIndicesOp draw) {
+      settings += llvm::formatv("random_ltd_draw={0},{1},{2}\n", draw.getLength(),
+                                draw.getResult().getType().getDimSize(1),
+                                draw.getSeed())
+                      .str();
+      return WalkResult::interrupt();
+    });
     if (settings.empty())
       return;
     code() << "extern \"C\" const char *dsc_artifact_run_settings(void) { return "

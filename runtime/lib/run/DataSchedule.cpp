@@ -219,7 +219,8 @@ std::optional<std::vector<int64_t>> parseIntegers(const std::string &text) {
 
 bool isDataScheduleSetting(const std::string &key) {
   return key.rfind("curriculum_", 0) == 0 || key.rfind("ltd_", 0) == 0 ||
-         key == "seqlen_buckets" || key == "kd_stop_step";
+         key == "seqlen_buckets" || key == "kd_stop_step" ||
+         key == "random_ltd_draw";
 }
 
 std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
@@ -263,6 +264,13 @@ std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
                                     : plan.keptBuckets) = *list;
     return std::nullopt;
   }
+  if (key == "random_ltd_draw") {
+    std::optional<std::vector<int64_t>> draw = parseIntegers(value);
+    if (!draw || draw->size() != 3 || (*draw)[1] < 1 || (*draw)[1] > (*draw)[0])
+      return bad("LENGTH,KEPT,SEED with 1 <= KEPT <= LENGTH");
+    plan.ltdDraw = RandomLtdDraw{(*draw)[0], (*draw)[1], (*draw)[2]};
+    return std::nullopt;
+  }
   std::optional<int64_t> number = parseInteger(value);
   if (key == "kd_stop_step") {
     if (!number || *number < 1)
@@ -291,6 +299,8 @@ std::optional<std::string> readDataScheduleSetting(DataSchedulePlan &plan,
     field = &plan.randomLtd->totalLayers;
   else if (key == "ltd_layers")
     field = &plan.randomLtd->ltdLayers;
+  else if (key == "ltd_seed")
+    field = &plan.randomLtd->seed;
   else
     return "unknown compiled-in run setting '" + key + "'";
   if (!number)

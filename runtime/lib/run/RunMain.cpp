@@ -463,6 +463,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   std::optional<InputFeed> data;
   std::vector<void *> inputs; // the artifact's host input buffers
   std::unique_ptr<StepLog> log;
+  std::unique_ptr<LtdIndexDump> ltdDump; // --dump-ltd-indices, rank 0
   std::optional<Checkpoint> resumed;
   std::optional<NvmePathReport> nvmePath;
   JobDigest digest;
@@ -548,6 +549,14 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     }
     if (rank == 0 && !options.dumpOutputs.empty())
       (void)resolveOutputFile(options.dumpOutputs); // written after step 1
+    if (!options.dumpLtdIndices.empty()) {
+      check(options.dataSchedule.randomLtd || options.dataSchedule.ltdDraw,
+            "--dump-ltd-indices: " + options.artifact +
+                " drops no tokens (compile it with random-LTD: --ltd-kept "
+                "or a random_ltd schedule)");
+      if (rank == 0)
+        ltdDump = std::make_unique<LtdIndexDump>(options.dumpLtdIndices);
+    }
     target->allocate(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs.push_back(target->hostInput(i));
@@ -786,6 +795,17 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
         log->add(record);
         if (!options.dumpOutputs.empty() && step == firstStep)
           dumpOutputs(options.dumpOutputs, info, *target);
+        if (ltdDump) {
+          // A scheduled artifact's variant says the step's lengths; a fixed
+          // one drops its compiled kept length out of each variant's
+          // sequence (every token when that is shorter).
+          const RandomLtdDraw &fixed = schedule.ltdDraw.value_or(RandomLtdDraw{});
+          RandomLtdDraw draw{seqlen, std::min(fixed.kept, seqlen), fixed.seed};
+          if (schedule.randomLtd)
+            draw = {seqlen, variants[variant].kept, schedule.randomLtd->seed};
+          ltdDump->append(step, options.batch, draw,
+                          static_cast<uint64_t>(options.seed));
+        }
         // Without loss scaling nothing skips such a step: its update has
         // made the weights non-finite, so stop before any save can.
         if (!std::isfinite(record.loss) && trains && plan.lossScaleOutput < 0)

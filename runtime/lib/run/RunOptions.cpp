@@ -30,6 +30,7 @@ std::string runUsage() {
          "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "               [--seed N] [--dump-outputs FILE.safetensors]\n"
+         "               [--dump-ltd-indices FILE]\n"
          "               [--nvme-path DIR] [--teacher-weights FILE]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
@@ -87,6 +88,10 @@ std::string runUsage() {
          "and gradients\n"
          "                   of an artifact compiled with --gradients) to "
          "FILE (rank 0)\n"
+         "  --dump-ltd-indices FILE  write the tokens random-LTD keeps in every "
+         "step,\n"
+         "                   a line STEP SAMPLE I0 I1 ... per sample of the "
+         "global batch (rank 0)\n"
          "  --nvme-path DIR  directory of the NVMe tier's per-rank files "
          "(default: the\n"
          "                   config's nvme_path compiled into the artifact); "
@@ -159,6 +164,10 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       options.dumpOutputs = takeValue();
       if (options.dumpOutputs.empty())
         throw UsageError("--dump-outputs needs a file name");
+    } else if (name == "--dump-ltd-indices") {
+      options.dumpLtdIndices = takeValue();
+      if (options.dumpLtdIndices.empty())
+        throw UsageError("--dump-ltd-indices needs a file name");
     } else if (name == "--save" || name == "--resume") {
       std::string &dir = name == "--save" ? options.save : options.resume;
       dir = takeValue();

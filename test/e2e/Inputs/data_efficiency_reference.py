@@ -17,12 +17,16 @@ counts capacity over the tokens it is given, so the masked formulation,
 whose block sees every token, is not the model; the reference then also
 writes GOLD/outputs_step1.safetensors with the rewrite's metrics (each
 layer's routes per expert, the routes dropped, the balance term).
+With --indices-from FILE the kept positions are instead step 1's lines
+of FILE (dsc-run --dump-ltd-indices: `STEP SAMPLE I0 I1 ...`), and the
+script says whether they are dsc.philox's.
 Writes GOLD/losses.json and GOLD/grads_step1.safetensors as
 dsc.golden does, for compare_gradients.py; with --indices FILE also the
 indices (int64 [batch, kept]) as text, one row per line.
 
 Usage: data_efficiency_reference.py --weights W --data D --batch B --seq T
            [--seqlen S] [--kept K --layers 1[,2...]] [--moe SETTINGS]
+           [--indices-from DUMP]
            -o GOLD [--seed S]
 """
 import argparse
@@ -54,6 +58,7 @@ p.add_argument("--kept", type=int, default=0)
 p.add_argument("--layers", default="")
 p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 p.add_argument("--indices")
+p.add_argument("--indices-from", help="dsc-run --dump-ltd-indices output")
 p.add_argument("--moe", help="settings of gpt2_moe_rewrite.build, as 'k=1 capacity_factor=0.5'")
 p.add_argument("-o", "--output", required=True)
 args = p.parse_args()
@@ -77,6 +82,10 @@ length = args.seqlen or args.seq
 tokens, targets = tokens[:, :length].contiguous(), targets[:, :length].contiguous()
 indices = random_ltd_indices(args.batch, length, args.kept or length, args.seed, step=1,
                              first_sample=0)
+if args.indices_from:
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ltd_dump import kept_positions  # noqa: E402
+    indices = kept_positions(args.indices_from, 1, args.batch, indices)
 kept = torch.zeros(args.batch, length, dtype=torch.bool)
 kept[torch.arange(args.batch)[:, None], indices] = True
 # [B, 1, T, T]: a kept query sees the kept keys up to itself; a dropped

@@ -66,6 +66,17 @@ struct RandomLtdSchedule {
   /// total_layer_num and random_ltd_layer_num.
   int64_t totalLayers = 0;
   int64_t ltdLayers = 0;
+  /// The index draw's site seed (data_efficiency.seed, `ltd-seed`).
+  int64_t seed = 0;
+};
+
+/// The index draw (dsc.random_ltd_indices) of an artifact compiled with a
+/// fixed kept length (`--ltd-kept`): its sequence length, kept tokens and
+/// site seed (the run setting `random_ltd_draw=T,K,SEED`).
+struct RandomLtdDraw {
+  int64_t length = 0;
+  int64_t kept = 0;
+  int64_t seed = 0;
 };
 
 std::optional<std::string> checkRandomLtd(const RandomLtdSchedule &schedule);
@@ -146,6 +157,9 @@ struct DataSchedulePlan {
   /// Staged knowledge distillation (`kd_stop_step`): the last step that
   /// runs the teacher.
   std::optional<int64_t> kdStopStep;
+  /// The fixed index draw the artifact's step makes (none with a schedule:
+  /// each variant's lengths and `randomLtd->seed` say it).
+  std::optional<RandomLtdDraw> ltdDraw;
 
   bool empty() const { return !curriculum && !randomLtd && !kdStopStep; }
   /// Whether a schedule changes the lengths steps run at.

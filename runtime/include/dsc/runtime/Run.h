@@ -71,6 +71,8 @@ struct RunOptions {
   int64_t saveInterval = 0; // also save every K steps; 0: at the end only
   std::string resume;  // checkpoint root or step directory; empty: none
   std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
+  /// Text file of every step's random-LTD kept positions; empty: none.
+  std::string dumpLtdIndices;
   /// A step line every N steps (and the first and last); 0: not given,
   /// the artifact's (the config's steps_per_print), else every step.
   int64_t stepsPerPrint = 0;
@@ -749,6 +751,28 @@ std::string localTimestamp();
 /// safetensors file `path`, under the outputs' names (atomically).
 void dumpOutputs(const std::string &path, const ArtifactInfo &info,
                  RunTarget &target);
+
+/// --dump-ltd-indices: every step's kept positions (dsc.random_ltd_indices)
+/// as lines `STEP SAMPLE I0 I1 ...`, one per sample of the global batch.
+class LtdIndexDump {
+public:
+  /// Creates or truncates `path`. Throws Error.
+  explicit LtdIndexDump(const std::string &path);
+  ~LtdIndexDump();
+  LtdIndexDump(const LtdIndexDump &) = delete;
+  LtdIndexDump &operator=(const LtdIndexDump &) = delete;
+  /// The lines of optimizer step `step` of a run with seed `runSeed`:
+  /// `samples` samples drawn as `draw` does (every position when its kept
+  /// length is the sequence's: the step drops nothing).
+  void append(int64_t step, int64_t samples, const RandomLtdDraw &draw,
+              uint64_t runSeed);
+  /// Closes the file, reporting a failed write or close as Error.
+  void close();
+
+private:
+  std::string path_;
+  std::FILE *file_ = nullptr;
+};
 
 /// dsc-run's main: MPI_Init, the checks and loading on every rank (a
 /// failure anywhere is reported once, by rank 0, and every rank exits
