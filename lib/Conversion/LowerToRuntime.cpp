@@ -1,5 +1,7 @@
 //===- LowerToRuntime.cpp - dsc graph -> dscrt buffers and kernels ---------===//
 
+#include "DecomposeForLibrary.h"
+
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
@@ -356,6 +358,7 @@ struct LowerToRuntimePass
     if (failed(checkGraph(graph)))
       return failure();
     expandCrossEntropy(graph);
+    decomposeForLibrary(graph);
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfter(graph);
     auto step = func::FuncOp::create(builder, graph.getLoc(), "step",

@@ -41,6 +41,8 @@ dsc_kernels_cuda_test(LayoutKernelCudaTest kernels/LayoutCudaTest.cu)
 # Row kernels and the fused classifier.
 dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
 dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
+# The f64 rows (RowF64.h) against long double loops.
+dsc_runtime_test(KernelsRowF64Test kernels/RowF64Test.cpp)
 dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)
 
 # Attention: the CPU kernels against a naive double reference; the CUDA

@@ -1,6 +1,6 @@
 // RUN: dsc-opt %s --dsc-lower-to-runtime | FileCheck %s
-// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s --check-prefix=CPP
-// RUN: dsc-opt %s --dsc-lower-to-runtime --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s --check-prefix=CPP
+// RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // A stage-2 update of a rank's 2 experts of 3 (6 elements) over its
 // expert-data group of 2 (4 ranks, expert groups of 2): shards of 3, the

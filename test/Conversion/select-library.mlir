@@ -26,15 +26,18 @@ func.func @forward(%x: tensor<4x8xf32>, %q: tensor<2x3x4x8xf32>,
   // CHECK: dsc.matmul
   %b = dsc.matmul %q, %m : tensor<2x3x4x8xf32>, tensor<8x5xf32>
   // An operand that broadcasts some batch dims only cannot be placed by one
-  // stride: generated loops.
-  // CHECK: dscrt.kernel on
-  // CHECK: dsc.matmul
+  // stride: the lowering broadcasts it to the whole batch, then one GEMM.
+  // CHECK: dscrt.kernel "broadcast" on
+  // CHECK-SAME: outs(%{{.*}} : memref<2x3x8x5xf32>)
+  // CHECK: dsc.broadcast %{{.*}} : tensor<1x3x8x5xf32> -> tensor<2x3x8x5xf32>
+  // CHECK: dscrt.kernel "gemm" on
+  // CHECK: dsc.matmul %{{.*}}, %{{.*}} : tensor<2x3x4x8xf32>, tensor<2x3x8x5xf32>
   %r = dsc.matmul %q, %p : tensor<2x3x4x8xf32>, tensor<1x3x8x5xf32>
   // An elementwise chain keeps its generated loop.
   // CHECK: dscrt.kernel on
   // CHECK: dsc.tanh
   %t = dsc.tanh %x : tensor<4x8xf32>
-  // f64 is not instantiated in the library.
+  // An elementwise op of any type is a generated loop.
   // CHECK: dscrt.kernel on
   // CHECK: dsc.exp
   %e = dsc.exp %d : tensor<4x8xf64>

@@ -1,7 +1,8 @@
 // The kernels' own index checks, on the CPU target: an index outside its
 // table is one error of the step, naming the op, never an exception leaving
-// an OpenMP loop (SIGABRT). The token ids pass through a conversion before
-// the embedding here, so the artifact records no vocabulary for its input
+// an OpenMP loop (SIGABRT). The token ids pass through a conversion to i32
+// before the embedding here (the lowering converts them back to the
+// library's int64), so the artifact records no vocabulary for its input
 // and dsc-run's own check of the data (data-token-vocabulary.test) does not
 // stop them first.
 // RUN: rm -rf %t && mkdir -p %t

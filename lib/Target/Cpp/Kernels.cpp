@@ -1,24 +1,21 @@
 //===- Kernels.cpp - loops for dsc ops, static shapes, CPU or CUDA ---------===//
 //
 // The kernels the library does not compute (LibraryCalls.h has those):
-// chains of elementwise ops fused into one loop, and the few forms
-// docs/kernels.md lists under "what is still generated". Each is a host
-// function launching loop functions whose shapes are compile-time
-// constants in the emitted text, written against the macros of the
-// runtime's dsc/runtime/GeneratedCode.h (.cuh on CUDA). A parallel loop
-// computes one output element (or one independent row) per iteration; a
-// serial loop runs in order on one thread (scatter-add, a summed loss). Reductions accumulate
-// in double (float inputs) or int64 so results stay within fp32 tolerance
-// of PyTorch's. Loop bodies use only what both compilers accept in device
-// code: arithmetic, <cmath> functions, no allocation, no exceptions.
+// chains of elementwise ops fused into one loop, the generated functors
+// of the step. Each is a host function launching one loop function whose
+// shapes are compile-time constants in the emitted text, written against
+// the macros of the runtime's dsc/runtime/GeneratedCode.h (.cuh on CUDA);
+// an iteration computes one output element. Loop bodies use only what
+// both compilers accept in device code: arithmetic, <cmath> functions, no
+// allocation, no exceptions. A non-elementwise op without a library kernel
+// is an error with its location.
 //
 // 16-bit float tensors (bf16, f16) are arrays of dsc_bf16 / dsc_f16, 2-byte
 // words that widen to float implicitly where they are read and round to
 // nearest even where they are written (GeneratedCode.h and .cuh define
-// them per target). So every loop below computes in float (or its double
-// accumulators) for them too, and rounds once per op result, as PyTorch's
-// 16-bit kernels do; literals are float literals, and GEMMs take 16-bit
-// operands and accumulate in fp32.
+// them per target). So every loop below computes in float for them too,
+// and rounds once per op result, as PyTorch's 16-bit kernels do; literals
+// are float literals.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,38 +94,6 @@ static std::string broadcastIndex(ArrayRef<int64_t> in, ArrayRef<int64_t> out) {
   return expr.empty() ? "0" : expr;
 }
 
-/// sum_d coord[d] * strides[d]; dimensions of size 1 contribute nothing.
-static std::string linear(ArrayRef<std::string> coords, ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides = stridesOf(shape);
-  std::string e;
-  for (size_t d = 0; d < coords.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    if (!e.empty())
-      e += " + ";
-    e += "(" + coords[d] + ") * " + std::to_string(strides[d]);
-  }
-  return e.empty() ? "0" : e;
-}
-
-static SmallVector<std::string> coords(int64_t rank, StringRef prefix = "c") {
-  SmallVector<std::string> c;
-  for (int64_t d = 0; d < rank; ++d)
-    c.push_back(prefix.str() + std::to_string(d));
-  return c;
-}
-
-/// outer x n x inner view of `shape` around `dim`.
-static void split(ArrayRef<int64_t> shape, int64_t dim, int64_t &outer,
-                  int64_t &n, int64_t &inner) {
-  outer = numel(shape.take_front(dim));
-  n = shape[dim];
-  inner = numel(shape.drop_front(dim + 1));
-}
-
-/// The runtime has GEMMs over these (DSC_GEMM).
-static bool hasGemm(Type t) { return t.isF32() || t.isBF16() || t.isF16(); }
-
 namespace {
 class Emitter {
 public:
@@ -152,47 +117,28 @@ public:
     argList = llvm::join(args, ", ");
     if (failed(emitBody(block, yield)))
       return failure();
-    flushLoop();
-    // The stream is the launches' and GEMMs' on CUDA (DSC_LAUNCH, DSC_GEMM).
-    os << loops << "static void " << name << "(dsc_stream_t stream, "
-       << paramList << ") {\n  (void)stream;\n" << host << "}\n\n";
+    // The stream is the launch's on CUDA (DSC_LAUNCH).
+    os << header << bodyText << "  }\n}\n\n"
+       << "static void " << name << "(dsc_stream_t stream, " << paramList
+       << ") {\n  (void)stream;\n" << launch << "}\n\n";
     return success();
   }
 
 private:
   // --- loop functions ------------------------------------------------------
 
-  /// Starts a loop function over i in [0, n) with coordinates c0.. of
-  /// `shape` (whose element count is n) decoded from i.
-  void beginLoop(ArrayRef<int64_t> shape, bool parallel = true) {
-    beginLoop(numel(shape), parallel);
+  /// Starts the loop function over i in [0, numel(shape)) with coordinates
+  /// c0.. of `shape` decoded from i.
+  void beginLoop(ArrayRef<int64_t> shape) {
+    std::string fn = kernelName + "_0";
+    int64_t n = numel(shape);
+    header = "DSC_GLOBAL void " + fn + "(" + paramList + ") {\n  DSC_FOR(i, " +
+             std::to_string(n) + ") {\n";
+    launch = "  DSC_LAUNCH(" + fn + ", " + std::to_string(n) + ", " + argList + ");\n";
     SmallVector<int64_t> strides = stridesOf(shape);
     for (int64_t d = 0; d < int64_t(shape.size()); ++d)
       body << "    const int64_t c" << d << " = (i / " << strides[d] << ") % "
            << shape[d] << "; (void)c" << d << ";\n";
-  }
-  void beginLoop(int64_t n, bool parallel = true) {
-    flushLoop();
-    std::string fn = kernelName + "_" + std::to_string(loopCount++);
-    header = "DSC_GLOBAL void " + fn + "(" + paramList + ") {\n  " +
-             (parallel ? "DSC_FOR" : "DSC_SERIAL_FOR") + "(i, " +
-             std::to_string(n) + ") {\n";
-    launch = parallel ? "  DSC_LAUNCH(" + fn + ", " + std::to_string(n) + ", " +
-                            argList + ");\n"
-                      : "  DSC_LAUNCH_SERIAL(" + fn + ", " + argList + ");\n";
-    open = true;
-  }
-  void flushLoop() {
-    if (!open)
-      return;
-    loops += header + bodyText + "  }\n}\n\n";
-    host += launch;
-    bodyText.clear();
-    open = false;
-  }
-  void hostLine(const std::string &line) {
-    flushLoop();
-    host += line;
   }
 
   // --- bodies --------------------------------------------------------------
@@ -208,7 +154,7 @@ private:
     if (ops.size() != 1)
       return ops.front()->emitError(
           "cannot emit a fused kernel of non-elementwise ops");
-    return emitSingle(ops.front());
+    return nonElementwiseError(ops.front());
   }
 
   LogicalResult emitElementwise(ArrayRef<Operation *> ops, dscrt::YieldOp yield) {
@@ -300,268 +246,31 @@ private:
     return success();
   }
 
-  std::string in(Operation *op, unsigned i) { return ptr[op->getOperand(i)]; }
-
-  LogicalResult emitSingle(Operation *op) {
-    ArrayRef<int64_t> outShape = tensorOf(op->getResult(0)).getShape();
-    Type outElem = tensorOf(op->getResult(0)).getElementType();
-    std::string oty = cType(outElem);
-    if (oty.empty())
-      return op->emitError() << "the CPU and CUDA targets do not support "
-                             << outElem << " yet";
-
-    if (auto e = dyn_cast<EmbeddingOp>(op)) {
-      ArrayRef<int64_t> t = tensorOf(e.getTable()).getShape();
-      beginLoop(numel(outShape));
-      body << llvm::formatv(
-          "    const int64_t row = static_cast<int64_t>({0}[i / {1}]);\n"
-          "    if (row < 0 || row >= {2}) DSC_INDEX_ERROR(\"dsc.embedding\", row, {2});\n"
-          "    out0[i] = {3}[row * {1} + i % {1}];\n",
-          in(op, 1), t[1], t[0], in(op, 0));
-      return success();
-    }
-    // dsc.linear is the library's GEMM (f32, bf16, f16 data) only.
-    if (isa<LinearOp>(op))
-      return op->emitError("dsc.linear needs f32, bf16 or f16 on the CPU and CUDA targets");
-    if (auto mm = dyn_cast<MatmulOp>(op))
-      return emitMatmul(mm, outShape);
-    // Only the kernel library computes attention (LibraryAttention.cpp);
-    // --dscrt-select-library picks it for f32, bf16 and f16 data.
+  /// Every non-elementwise op is a library kernel: a kernel of one such op
+  /// reaches here only when --dscrt-select-library found no library kernel
+  /// for its form (element types, mostly), an error with its location.
+  LogicalResult nonElementwiseError(Operation *op) {
+    Type elem = tensorOf(op->getResult(0)).getElementType();
+    if (cType(elem).empty())
+      return op->emitError() << "the CPU and CUDA targets do not support " << elem
+                             << " yet";
+    if (isa<LinearOp, MatmulOp, DropoutOp, MoeDispatchOp, MoeCombineOp, MoeRouteDotOp>(op))
+      return op->emitError() << op->getName()
+                             << " needs f32, bf16 or f16 on the CPU and CUDA targets";
     if (isa<AttentionOp, AttentionGradOp>(op))
       return op->emitError() << "'" << op->getName()
                              << "' runs as the library kernel 'attention' "
                                 "only: f32, bf16 or f16 data, after "
                                 "--dscrt-select-library";
-    if (auto ln = dyn_cast<LayerNormOp>(op)) {
-      int64_t inner = numel(outShape.take_back(ln.getNormalizedRank()));
-      unsigned next = 1;
-      std::string w = ln.getWeight() ? in(op, next++) : "";
-      std::string b = ln.getBias() ? in(op, next++) : "";
-      beginLoop(numel(outShape) / inner);
-      body << llvm::formatv(
-          "    const {3} *x = {1} + i * {0};\n"
-          "    double mean = 0, var = 0;\n"
-          "    for (int64_t j = 0; j < {0}; ++j) mean += x[j];\n"
-          "    mean /= {0};\n"
-          "    for (int64_t j = 0; j < {0}; ++j) var += (x[j] - mean) * (x[j] - mean);\n"
-          "    const double rstd = 1.0 / sqrt(var / {0} + {2});\n"
-          "    for (int64_t j = 0; j < {0}; ++j) {{\n"
-          "      double y = (x[j] - mean) * rstd;\n",
-          inner, in(op, 0),
-          literal(ln.getEpsilon().convertToDouble(), Float64Type::get(op->getContext())),
-          oty);
-      if (!w.empty())
-        body << "      y *= " << w << "[j];\n";
-      if (!b.empty())
-        body << "      y += " << b << "[j];\n";
-      body << "      out0[i * " << inner << " + j] = static_cast<" << oty << ">(y);\n    }\n";
-      return success();
-    }
-    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-      int64_t dim = isa<SoftmaxOp>(op) ? int64_t(cast<SoftmaxOp>(op).getDim())
-                                       : int64_t(cast<LogSoftmaxOp>(op).getDim());
-      int64_t outer, n, inner;
-      split(outShape, dim, outer, n, inner);
-      beginLoop(outer * inner);
-      body << llvm::formatv(
-          "    const int64_t o = i / {1}, q = i % {1};\n"
-          "    const {3} *x = {2} + o * {0} * {1} + q;\n"
-          "    {3} *y = out0 + o * {0} * {1} + q;\n"
-          "    {3} m = -DSC_INF({4});\n"
-          "    for (int64_t j = 0; j < {0}; ++j) m = x[j * {1}] > m ? x[j * {1}] : m;\n"
-          "    double sum = 0;\n"
-          "    for (int64_t j = 0; j < {0}; ++j) sum += exp(x[j * {1}] - m);\n",
-          n, inner, in(op, 0), oty, computeType(outElem));
-      if (isa<LogSoftmaxOp>(op))
-        body << "    const double lse = log(sum);\n"
-             << "    for (int64_t j = 0; j < " << n << "; ++j) y[j * " << inner
-             << "] = static_cast<" << oty << ">(x[j * " << inner << "] - m - lse);\n";
-      else
-        body << "    for (int64_t j = 0; j < " << n << "; ++j) y[j * " << inner
-             << "] = static_cast<" << oty << ">(exp(x[j * " << inner
-             << "] - m) / sum);\n";
-      return success();
-    }
-    if (auto g = dyn_cast<GatherOp>(op)) {
-      ArrayRef<int64_t> inShape = tensorOf(g.getInput()).getShape();
-      int64_t size = inShape[g.getDim()];
-      SmallVector<std::string> c = coords(outShape.size());
-      c[g.getDim()] = "j";
-      beginLoop(outShape);
-      body << "    const int64_t j = static_cast<int64_t>(" << in(op, 1) << "[i]);\n"
-           << "    if (j < 0 || j >= " << size << ") DSC_INDEX_ERROR(\"dsc.gather\", j, "
-           << size << ");\n"
-           << "    out0[i] = " << in(op, 0) << "[" << linear(c, inShape) << "];\n";
-      return success();
-    }
-    if (auto s = dyn_cast<ScatterAddOp>(op)) {
-      ArrayRef<int64_t> idxShape = tensorOf(s.getIndex()).getShape();
-      ArrayRef<int64_t> srcShape = tensorOf(s.getSrc()).getShape();
-      int64_t size = outShape[s.getDim()];
-      beginLoop(numel(outShape));
-      body << "    out0[i] = " << in(op, 0) << "[i];\n";
-      // Several positions may add into one element: in order, one thread.
-      SmallVector<std::string> c = coords(idxShape.size());
-      SmallVector<std::string> oc = c;
-      oc[s.getDim()] = "j";
-      beginLoop(idxShape, /*parallel=*/false);
-      std::string target = "out0[" + linear(oc, outShape) + "]";
-      // A 16-bit element has no +=: widen, add, round.
-      body << "    const int64_t j = static_cast<int64_t>(" << in(op, 1) << "[i]);\n"
-           << "    if (j < 0 || j >= " << size << ") DSC_INDEX_ERROR(\"dsc.scatter_add\", j, "
-           << size << ");\n"
-           << "    " << target << (computeType(outElem) == oty ? " += " : " = " + target + " + ")
-           << in(op, 2) << "[" << linear(c, srcShape) << "];\n";
-      return success();
-    }
-    if (isa<OneHotOp>(op)) {
-      int64_t classes = outShape.back();
-      beginLoop(numel(outShape));
-      body << "    out0[i] = static_cast<" << oty << ">(" << in(op, 0) << "[i / "
-           << classes << "] == i % " << classes << ");\n";
-      return success();
-    }
-    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
-      return emitReduce(op);
-    if (auto ce = dyn_cast<CrossEntropyOp>(op))
-      return emitCrossEntropy(ce);
-    // Dropout has a library kernel only (dsc/kernels/Random.h).
-    if (isa<DropoutOp>(op))
-      return op->emitError("dsc.dropout needs f32, bf16 or f16 on the CPU and "
-                           "CUDA targets");
-    // The routing ops have library kernels only (dsc/kernels/Moe.h).
-    if (isa<MoeDispatchOp, MoeCombineOp, MoeRouteDotOp>(op))
-      return op->emitError() << op->getName()
-                             << " needs f32, bf16 or f16 on the CPU and CUDA targets";
-    // Everything else (layout, top-k, cumsum, ...) is a library kernel for
-    // every type it takes (the lowering has top-k write both its results).
     return op->emitError() << "'" << op->getName()
                            << "' runs as a library kernel only, after "
                               "--dscrt-select-library";
   }
 
-  LogicalResult emitMatmul(MatmulOp mm, ArrayRef<int64_t> outShape) {
-    if (!hasGemm(tensorOf(mm.getResult()).getElementType()))
-      return mm.emitError("dsc.matmul needs f32, bf16 or f16 on the CPU and CUDA targets");
-    ArrayRef<int64_t> a = tensorOf(mm.getLhs()).getShape();
-    ArrayRef<int64_t> b = tensorOf(mm.getRhs()).getShape();
-    int64_t m = outShape[outShape.size() - 2], n = outShape.back();
-    int64_t k = mm.getTransposeLhs() ? a[a.size() - 2] : a.back();
-    ArrayRef<int64_t> batch = outShape.drop_back(2);
-    // Batch offsets of each operand, broadcast to the output's batch; one
-    // GEMM call per output batch item, from the host.
-    std::string text = llvm::formatv(
-        "  {{ dsc::rt::cpu::GemmShape s; s.m = {0}; s.n = {1}; s.k = {2};"
-        " s.transA = {3}; s.transB = {4};\n"
-        "    for (int64_t i = 0; i < {5}; ++i) {{\n",
-        m, n, k, mm.getTransposeLhs() ? "true" : "false",
-        mm.getTransposeRhs() ? "true" : "false", numel(batch));
-    SmallVector<int64_t> strides = stridesOf(batch);
-    for (int64_t d = 0; d < int64_t(batch.size()); ++d)
-      text += "      const int64_t c" + std::to_string(d) + " = (i / " +
-              std::to_string(strides[d]) + ") % " + std::to_string(batch[d]) +
-              "; (void)c" + std::to_string(d) + ";\n";
-    text += "      DSC_GEMM(s, " + in(mm, 0) + " + (" +
-            broadcastIndex(a.drop_back(2), batch) + ") * " + std::to_string(m * k) +
-            ", " + in(mm, 1) + " + (" + broadcastIndex(b.drop_back(2), batch) +
-            ") * " + std::to_string(k * n) + ", out0 + i * " +
-            std::to_string(m * n) + ", 1.0f, 0.0f);\n    }\n  }\n";
-    hostLine(text);
-    return success();
-  }
-
-  /// One iteration per output element, looping over the reduced
-  /// coordinates: no scratch memory, the same on both targets.
-  LogicalResult emitReduce(Operation *op) {
-    ArrayRef<int64_t> inShape = tensorOf(op->getOperand(0)).getShape();
-    ArrayRef<int64_t> dims;
-    if (auto r = dyn_cast<ReduceSumOp>(op)) dims = r.getDims();
-    if (auto r = dyn_cast<ReduceMeanOp>(op)) dims = r.getDims();
-    if (auto r = dyn_cast<ReduceMaxOp>(op)) dims = r.getDims();
-    Type elem = tensorOf(op->getResult(0)).getElementType();
-    std::string oty = cType(elem);
-    bool isMax = isa<ReduceMaxOp>(op);
-    std::string acc = isMax ? oty : (isa<FloatType>(elem) ? "double" : "int64_t");
-    SmallVector<int64_t> kept, reduced;
-    for (int64_t d = 0; d < int64_t(inShape.size()); ++d)
-      (llvm::is_contained(dims, d) ? reduced : kept).push_back(inShape[d]);
-    // Coordinates: kept dims from i (k0..), reduced dims from r (r0..).
-    SmallVector<std::string> c;
-    int64_t ki = 0, ri = 0;
-    for (int64_t d = 0; d < int64_t(inShape.size()); ++d)
-      c.push_back(llvm::is_contained(dims, d) ? "r" + std::to_string(ri++)
-                                              : "k" + std::to_string(ki++));
-    beginLoop(numel(kept));
-    SmallVector<int64_t> ks = stridesOf(kept), rs = stridesOf(reduced);
-    for (size_t d = 0; d < kept.size(); ++d)
-      body << "    const int64_t k" << d << " = (i / " << ks[d] << ") % " << kept[d]
-           << "; (void)k" << d << ";\n";
-    body << "    " << acc << " a = "
-         << (isMax ? (isa<FloatType>(elem) ? "-DSC_INF(" + computeType(elem) + ")"
-                                           : "DSC_LOWEST(" + oty + ")")
-                   : acc + "(0)")
-         << ";\n    for (int64_t r = 0; r < " << numel(reduced) << "; ++r) {\n";
-    for (size_t d = 0; d < reduced.size(); ++d)
-      body << "      const int64_t r" << d << " = (r / " << rs[d] << ") % "
-           << reduced[d] << "; (void)r" << d << ";\n";
-    body << "      const " << oty << " v = " << in(op, 0) << "[" << linear(c, inShape)
-         << "];\n";
-    if (isMax)
-      body << "      a = v > a || v != v ? v : a;\n";
-    else
-      body << "      a += v;\n";
-    body << "    }\n    out0[i] = static_cast<" << oty << ">(a"
-         << (isa<ReduceMeanOp>(op) ? " / " + std::to_string(numel(reduced)) + ".0" : "")
-         << ");\n";
-    return success();
-  }
-
-  LogicalResult emitCrossEntropy(CrossEntropyOp ce) {
-    ArrayRef<int64_t> l = tensorOf(ce.getLogits()).getShape();
-    int64_t classes = l.back(), rows = numel(l) / classes;
-    std::string oty = cType(tensorOf(ce.getResult()).getElementType());
-    std::string rowLoss = llvm::formatv(
-        "      const {3} *x = {0} + r * {1};\n"
-        "      double m = x[0];\n"
-        "      for (int64_t j = 1; j < {1}; ++j) if (x[j] > m) m = x[j];\n"
-        "      double sum = 0;\n"
-        "      for (int64_t j = 0; j < {1}; ++j) sum += exp(x[j] - m);\n"
-        "      loss = m + log(sum) - x[t];\n",
-        in(ce, 0), classes, "", oty);
-    std::string target = llvm::formatv(
-        "      const int64_t t = static_cast<int64_t>({0}[r]);\n", in(ce, 1));
-    std::string check = llvm::formatv(
-        "      if (t < 0 || t >= {0}) DSC_INDEX_ERROR(\"dsc.cross_entropy\", t, {0});\n",
-        classes);
-    int64_t ignore = ce.getIgnoreIndex();
-    if (ce.getReduction() == LossReduction::none) {
-      beginLoop(rows);
-      body << "    const int64_t r = i;\n    {\n" << target << "      double loss = 0;\n"
-           << "      if (t != " << ignore << ") {\n" << check << rowLoss << "      }\n"
-           << "      out0[r] = static_cast<" << oty << ">(loss);\n    }\n";
-      return success();
-    }
-    // The sum over rows, in order on one thread: the same total as PyTorch's
-    // up to rounding, identical on every run.
-    beginLoop(1, /*parallel=*/false);
-    body << "    double total = 0; int64_t count = 0;\n"
-         << "    for (int64_t r = 0; r < " << rows << "; ++r) {\n" << target
-         << "      if (t == " << ignore << ") continue;\n" << check
-         << "      double loss;\n" << rowLoss << "      total += loss; ++count;\n    }\n";
-    if (ce.getReduction() == LossReduction::sum)
-      body << "    out0[0] = static_cast<" << oty << ">(total);\n";
-    else
-      body << "    out0[0] = static_cast<" << oty
-           << ">(total / static_cast<double>(count));\n";
-    return success();
-  }
-
   dscrt::KernelOp kernel;
   std::string kernelName, paramList, argList;
-  std::string loops, host, header, launch, bodyText;
+  std::string header, launch, bodyText;
   llvm::raw_string_ostream body{bodyText};
-  int loopCount = 0;
-  bool open = false;
   llvm::DenseMap<Value, std::string> ptr;    // tensor in memory
   llvm::DenseMap<Value, std::string> scalar; // value inside a fused loop
 };

@@ -20,6 +20,8 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Optimizer.cpp PROPERTIES C
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp)
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LIST_DIR}/Classifier.cpp
   PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
+# f64 rows: plain double loops (no flags: their value is the exact formula).
+list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/RowF64.cpp)
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)
 # Mixture-of-experts routing: -ffp-contract=off keeps every product and sum
 # rounded, so the sums are those of the CUDA kernels bitwise.

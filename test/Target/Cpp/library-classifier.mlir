@@ -25,10 +25,10 @@ func.func @forward(%logits: tensor<2x4x50xf32>, %t: tensor<2x4xi64>, %hl: tensor
   // CHECK-LABEL: static void kernel2(
   // CHECK-NEXT: dsc_kernels::crossEntropyForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 8, 50, -100 DSC_INDEX_FAULT);
   %c = dsc.cross_entropy %logits, %t : tensor<2x4x50xf32>, tensor<2x4xi64>
-  // i32 targets are not instantiated: generated loops.
-  // CHECK: static void kernel7(dsc_stream_t stream, const float *__restrict in0, const int32_t *__restrict in1, float *__restrict out0) {
-  // CHECK-NOT: dsc_kernels::
-  // CHECK: DSC_LAUNCH(kernel7_0
+  // i32 targets: converted to int64 (a generated loop), then the classifier.
+  // CHECK: static void kernel7(dsc_stream_t stream, const int32_t *__restrict in0, int64_t *__restrict out0) {
+  // CHECK: static void kernel8(dsc_stream_t stream, const float *__restrict in0, const int64_t *__restrict in1, float *__restrict out0) {
+  // CHECK-NEXT: dsc_kernels::crossEntropyForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 8, 50, -100 DSC_INDEX_FAULT);
   %d = dsc.cross_entropy %logits, %t32 reduction = none : tensor<2x4x50xf32>, tensor<2x4xi32>
   return %a, %b, %c, %d : tensor<2x4xf32>, tensor<3xbf16>, tensor<f32>, tensor<2x4xf32>
 }

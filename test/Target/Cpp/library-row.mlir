@@ -40,10 +40,9 @@ func.func @forward(%x: tensor<2x8x32xf32>, %s: tensor<2x4x8x8xbf16>, %c: tensor<
   // CHECK-LABEL: static void kernel4(dsc_stream_t stream, const dsc_f16 *__restrict in0, dsc_f16 *__restrict out0) {
   // CHECK-NEXT: dsc_kernels::layerNormForward(stream, DSC_LIB(in0), DSC_LIB(static_cast<const dsc_f16 *>(nullptr)), DSC_LIB(static_cast<const dsc_f16 *>(nullptr)), DSC_LIB(out0), static_cast<float *>(nullptr), static_cast<float *>(nullptr), 6, 32, 1.00000000000000008e-05);
   %hn = dsc.layer_norm %h {normalized_rank = 2 : i64} : tensor<6x4x8xf16>
-  // f64 is not instantiated in the library: generated loops.
-  // CHECK-LABEL: static void kernel5(
-  // CHECK-NOT: dsc_kernels::
-  // CHECK: DSC_LAUNCH(kernel5_0
+  // f64: the library's double rows (RowF64.h), the same call.
+  // CHECK-LABEL: static void kernel5(dsc_stream_t stream, const double *__restrict in0, double *__restrict out0) {
+  // CHECK-NEXT: dsc_kernels::softmaxForward(stream, DSC_LIB(in0), DSC_LIB(out0), 4, 8, 1);
   %e = dsc.softmax %d, dim = 1 : tensor<4x8xf64>
   return %y, %z, %p, %l, %hn, %e : tensor<2x8x32xf32>, tensor<2x8x32xf32>, tensor<2x4x8x8xbf16>,
       tensor<3x5x7xf32>, tensor<6x4x8xf16>, tensor<4x8xf64>

@@ -55,6 +55,19 @@ static bool takesEveryNumericType(Operation *op) {
          llvm::all_of(op->getResultTypes(), numeric);
 }
 
+/// Row ops with f64 kernels besides the templates (RowF64.h: they compute
+/// in double): f64 data throughout, a cross-entropy's targets int64.
+static bool hasF64RowKernel(Operation *op) {
+  if (!isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, CrossEntropyOp>(op))
+    return false;
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    return elementOf(ce.getLogits()).isF64() && elementOf(ce.getResult()).isF64() &&
+           elementOf(ce.getTargets()).isInteger(64);
+  auto isF64 = [](Type type) { return cast<ShapedType>(type).getElementType().isF64(); };
+  return llvm::all_of(op->getOperandTypes(), isF64) &&
+         llvm::all_of(op->getResultTypes(), isF64);
+}
+
 /// Ops whose kernels only move elements: they copy words of the element's
 /// width (Permute.h, Layout.h, Routing.h's gather), so every element type
 /// of the dialect is theirs; a gather's index is int64 all the same.
@@ -190,7 +203,7 @@ std::optional<StringRef> mlir::dscrt::matchLibraryKernel(Block &body) {
   if (std::next(body.begin()) != std::prev(body.end()))
     return std::nullopt; // more than one op: a fused elementwise chain
   Operation *op = &body.front();
-  if (movesElements(op) || takesEveryNumericType(op))
+  if (movesElements(op) || takesEveryNumericType(op) || hasF64RowKernel(op))
     return matchOp(op);
   auto isArgumentType = [&](Type type) {
     // An attention mask may be i1 (a boolean mask), and so is the flag

@@ -21,5 +21,6 @@
 #include "dsc/kernels/Reduce.h"
 #include "dsc/kernels/Routing.h"
 #include "dsc/kernels/Row.h"
+#include "dsc/kernels/RowF64.h"
 
 #endif // DSC_KERNELS_KERNELS_H

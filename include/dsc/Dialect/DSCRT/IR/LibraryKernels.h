@@ -25,7 +25,8 @@ namespace mlir::dscrt {
 /// no library kernel implements, or an element type the library is not
 /// instantiated for (f32, bf16, f16 and i64 everywhere; every type for the
 /// kernels that only move elements; f64 and i32 too for reductions,
-/// routing, embedding and the causal mask).
+/// routing, embedding and the causal mask; f64 too for the row kernels
+/// and the classifier).
 std::optional<llvm::StringRef> matchLibraryKernel(Block &body);
 
 /// The batch stride, in elements, of a dsc.matmul operand of shape

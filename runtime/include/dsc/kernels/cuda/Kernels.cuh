@@ -21,5 +21,6 @@
 #include "dsc/kernels/cuda/Reduce.cuh"
 #include "dsc/kernels/cuda/Routing.cuh"
 #include "dsc/kernels/cuda/Row.cuh"
+#include "dsc/kernels/cuda/RowF64.cuh"
 
 #endif // DSC_KERNELS_CUDA_KERNELS_CUH

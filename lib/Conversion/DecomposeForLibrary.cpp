@@ -1,0 +1,124 @@
+//===- DecomposeForLibrary.cpp - ops the library computes after a rewrite -===//
+
+#include "DecomposeForLibrary.h"
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSCRT/IR/LibraryKernels.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// `v` converted to element type `elem` by a dsc.convert before `user`.
+static Value convertBefore(Operation *user, Value v, Type elem) {
+  OpBuilder b(user);
+  return ConvertOp::create(b, user->getLoc(), tensorOf(v).clone(elem), v);
+}
+
+/// An i32 index operand becomes the i64 the library's kernels take.
+static void widenIndex(OpOperand &index) {
+  if (!tensorOf(index.get()).getElementType().isInteger(32))
+    return;
+  Operation *user = index.getOwner();
+  index.set(convertBefore(user, index.get(), IntegerType::get(user->getContext(), 64)));
+}
+
+/// Replaces `op` by `replacement`, which keeps `op`'s discardable
+/// attributes (the names passes give blocks of the graph).
+static void replace(Operation *op, Value replacement) {
+  if (Operation *def = replacement.getDefiningOp())
+    def->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op->getResult(0).replaceAllUsesWith(replacement);
+  op->erase();
+}
+
+/// dsc.scatter_add of i1 data: the sum on i64 data, then `!= 0` back to i1
+/// (a sum of booleans is their or, as torch's scatter_add on bool).
+static void scatterBooleansAsI64(ScatterAddOp scatter) {
+  Type i1 = IntegerType::get(scatter.getContext(), 1);
+  RankedTensorType type = tensorOf(scatter.getResult());
+  if (type.getElementType() != i1)
+    return;
+  Type i64 = IntegerType::get(scatter.getContext(), 64);
+  OpBuilder b(scatter);
+  Location loc = scatter.getLoc();
+  Value sum = ScatterAddOp::create(b, loc, type.clone(i64),
+                                   convertBefore(scatter, scatter.getInput(), i64),
+                                   scatter.getIndex(),
+                                   convertBefore(scatter, scatter.getSrc(), i64),
+                                   scatter.getDim());
+  sum.getDefiningOp()->setDiscardableAttrs(scatter->getDiscardableAttrDictionary());
+  replace(scatter, ConvertOp::create(b, loc, type, sum));
+}
+
+/// A reduction over dims that are not adjacent: the input permuted so that
+/// they come last (kept dims first, each group in its order), reduced over
+/// the trailing dims, which is the library's row reduction.
+template <typename ReduceOpT> static void reduceTrailingDims(ReduceOpT op) {
+  ArrayRef<int64_t> dims = op.getDims();
+  if (dims.empty() || dims.back() - dims.front() + 1 == int64_t(dims.size()))
+    return;
+  int64_t rank = tensorOf(op.getInput()).getRank();
+  SmallVector<int64_t> permutation, trailing;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d))
+      permutation.push_back(d);
+  for (int64_t d : dims) {
+    trailing.push_back(int64_t(permutation.size()));
+    permutation.push_back(d);
+  }
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value permuted = PermuteOp::create(b, loc, op.getInput(), permutation);
+  Value reduced = ReduceOpT::create(b, loc, permuted, trailing, /*keep_dims=*/false);
+  // keep_dims' size-1 dims change no element's position.
+  if (op.getKeepDims())
+    reduced = ReshapeOp::create(b, loc, op.getType(), reduced);
+  replace(op, reduced);
+}
+
+/// A matmul operand that broadcasts some of the result's batch dims only:
+/// broadcast to the whole batch, so that one batch stride places its items.
+static void broadcastPartialBatch(MatmulOp mm) {
+  ArrayRef<int64_t> batch = tensorOf(mm.getResult()).getShape().drop_back(2);
+  for (OpOperand *operand : {&mm.getLhsMutable(), &mm.getRhsMutable()}) {
+    RankedTensorType type = tensorOf(operand->get());
+    if (dscrt::matmulBatchStride(type.getShape(), batch))
+      continue;
+    SmallVector<int64_t> shape(batch);
+    llvm::append_range(shape, type.getShape().take_back(2));
+    OpBuilder b(mm);
+    operand->set(BroadcastOp::create(b, mm.getLoc(), type.clone(shape), operand->get()));
+  }
+}
+
+void mlir::dsc::decomposeForLibrary(func::FuncOp graph) {
+  SmallVector<Operation *> ops;
+  graph.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : ops) {
+    if (auto e = dyn_cast<EmbeddingOp>(op))
+      widenIndex(e.getIndicesMutable());
+    else if (auto g = dyn_cast<GatherOp>(op))
+      widenIndex(g.getIndexMutable());
+    else if (auto ce = dyn_cast<CrossEntropyOp>(op))
+      widenIndex(ce.getTargetsMutable());
+    else if (auto s = dyn_cast<ScatterAddOp>(op)) {
+      widenIndex(s.getIndexMutable());
+      scatterBooleansAsI64(s);
+    } else if (auto o = dyn_cast<OneHotOp>(op))
+      widenIndex(o.getIndicesMutable());
+    else if (auto r = dyn_cast<ReduceSumOp>(op))
+      reduceTrailingDims(r);
+    else if (auto r = dyn_cast<ReduceMeanOp>(op))
+      reduceTrailingDims(r);
+    else if (auto r = dyn_cast<ReduceMaxOp>(op))
+      reduceTrailingDims(r);
+    else if (auto mm = dyn_cast<MatmulOp>(op))
+      broadcastPartialBatch(mm);
+  }
+}
