@@ -236,13 +236,18 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
         else
           p.expertsUnderThreshold += numel <= p.persistenceThreshold;
       }
-      // A tensor-parallel weight's gradient is its slice (the declared,
-      // local shape).
-      int64_t perRank =
-          state.getPartitionGroup() == CollectiveGroup::tensor
-              ? state.getTensorType().getNumElements()
-          : report.zeroStage >= 2 ? shardSize(numel, ranks)
-                                  : numel;
+      // A tensor-parallel weight's gradient is its slice (numel / T), from
+      // stage 2 on its shard over the data group, as any other state's
+      // under tensor parallelism (ZeRO partitions over `data`).
+      if (report.tensorParallelSize > 1 && !expert) {
+        bool slice = group == CollectiveGroup::tensor ||
+                     (group == CollectiveGroup::data &&
+                      state.getPartitionBlocks());
+        if (slice)
+          numel /= report.tensorParallelSize;
+        ranks = report.worldSize / report.tensorParallelSize;
+      }
+      int64_t perRank = report.zeroStage >= 2 ? shardSize(numel, ranks) : numel;
       // The gradient has the parameter's element type (16-bit in mixed
       // precision: autodiff differentiates the 16-bit parameter).
       int64_t gradientBytes = perRank * elementBytes(whole.getElementType());
@@ -497,8 +502,11 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
     if (m.worldStatesPartitioned)
       row(m.expertStates ? "    partitioned" : "  partitioned",
           m.worldStatesPartitioned,
-          "(by ZeRO, over the world of " + std::to_string(worldSize) +
-              " ranks)");
+          tensorParallelSize > 1
+              ? "(by ZeRO, over data groups of " +
+                    std::to_string(worldSize / tensorParallelSize) + " ranks)"
+              : "(by ZeRO, over the world of " + std::to_string(worldSize) +
+                    " ranks)");
     row("buffers", m.buffers);
     if (m.teacher)
       row("teacher weights", m.teacher,

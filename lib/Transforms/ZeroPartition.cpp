@@ -36,6 +36,15 @@
 // D = 1 (P = W) there is nothing to partition them over: they stay as
 // they are.
 //
+// Under tensor parallelism (T > 1) the replicas of a state are the D = W / T
+// ranks of its data group, as Megatron's distributed optimizer partitions
+// them: every state is partitioned over `data`, a tensor-parallel slice's
+// being the rank's slice (the declared, local shape) and any other's the
+// whole tensor. The gradients are already summed over `data`; a slice's
+// squared sum, partial over `data`, is summed by the optimizer over
+// `tensor`, which makes it a partial of the world. With D = 1 (T = W)
+// nothing is partitioned.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BlockNames.h"
@@ -64,14 +73,24 @@ static RankedTensorType tensorType(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
+/// The group ZeRO partitions a state that is not an expert's over: the
+/// world, or under tensor parallelism the data group (a tensor-parallel
+/// slice's replicas, and those of the states the tensor group holds alike).
+static CollectiveGroup partitionGroupOf(StateOp state) {
+  return lookupTensorParallelSize(state) > 1 ? CollectiveGroup::data
+                                             : CollectiveGroup::world;
+}
+
 namespace {
 /// Rewrites one graph (a single block) for a stage >= 1.
 class Partitioner {
 public:
   Partitioner(func::FuncOp func, int64_t worldSize, int64_t expertDataSize,
-              int64_t stage, const DenseMap<StringAttr, StateOp> &partitioned)
-      : func(func), world(worldSize), expertData(expertDataSize), stage(stage),
-        partitioned(partitioned), b(func.getContext()) {}
+              int64_t dataSize, int64_t stage,
+              const DenseMap<StringAttr, StateOp> &partitioned)
+      : func(func), world(worldSize), expertData(expertDataSize),
+        data(dataSize), stage(stage), partitioned(partitioned),
+        b(func.getContext()) {}
 
   LogicalResult run() {
     Block &body = func.getBody().front();
@@ -123,17 +142,20 @@ public:
   }
 
 private:
-  /// The ranks of `group`: the world, or an expert-data group.
+  /// The ranks of `group`: the world, an expert-data or a data group.
   int64_t ranks(CollectiveGroup group) const {
-    return group == CollectiveGroup::expert_data ? expertData : world;
+    return group == CollectiveGroup::expert_data ? expertData
+           : group == CollectiveGroup::data      ? data
+                                                 : world;
   }
 
   /// The group a state is partitioned over: an expert's over its
-  /// expert-data group, any other over the world.
+  /// expert-data group, any other over the world, or under tensor
+  /// parallelism over its data group.
   static CollectiveGroup groupOf(StateOp state) {
-    return state && state.getPartitionGroup() == CollectiveGroup::expert
-               ? CollectiveGroup::expert_data
-               : CollectiveGroup::world;
+    if (state && state.getPartitionGroup() == CollectiveGroup::expert)
+      return CollectiveGroup::expert_data;
+    return state ? partitionGroupOf(state) : CollectiveGroup::world;
   }
   CollectiveGroup groupOf(FlatSymbolRefAttr name) {
     return groupOf(SymbolTable::lookupNearestSymbolFrom<StateOp>(func, name));
@@ -476,17 +498,22 @@ private:
   /// Partial sums of one group add up locally; any other reader gets
   /// their sum over the group, one dsc.all_reduce per partial value read
   /// that way. An expert-data partial summed over the expert group (the
-  /// optimizer's sum of the experts' squares) is a partial of the world:
-  /// the two groups cross in every rank once.
+  /// optimizer's sum of the experts' squares), or a data partial summed
+  /// over the tensor group (the slices' squares), is a partial of the
+  /// world: the two groups cross in every rank once.
   LogicalResult globalizePartialSums(Block &body) {
     if (partials.empty())
       return success();
     for (Operation &op : body) {
       if (auto reduce = dyn_cast<AllReduceOp>(op);
-          reduce && reduce.getGroup() == CollectiveGroup::expert) {
+          reduce && (reduce.getGroup() == CollectiveGroup::expert ||
+                     reduce.getGroup() == CollectiveGroup::tensor)) {
         auto known = partials.find(reduce.getInput());
-        if (known == partials.end() ||
-            known->second.second != CollectiveGroup::expert_data)
+        CollectiveGroup crossing =
+            reduce.getGroup() == CollectiveGroup::expert
+                ? CollectiveGroup::expert_data
+                : CollectiveGroup::data;
+        if (known == partials.end() || known->second.second != crossing)
           continue;
         partials[reduce.getResult()] = {known->second.first,
                                         CollectiveGroup::world};
@@ -528,7 +555,7 @@ private:
   }
 
   func::FuncOp func;
-  int64_t world, expertData, stage;
+  int64_t world, expertData, data, stage;
   const DenseMap<StringAttr, StateOp> &partitioned;
   OpBuilder b;
   DenseMap<Value, Value> shards; // whole value -> this rank's shard
@@ -551,7 +578,7 @@ struct ZeroPartitionPass
   /// term per byte, so per byte it costs most for the smallest tensors:
   /// they are kept first (ties by name, so every rank decides alike).
   void unshardWithinBudget(DenseMap<StringAttr, StateOp> &partitioned,
-                           int64_t world, int64_t expertData) {
+                           int64_t world, int64_t expertData, int64_t data) {
     if (unshardBudget == 0)
       return;
     SmallVector<StateOp> parameters;
@@ -569,6 +596,7 @@ struct ZeroPartitionPass
       int64_t numel = type.getNumElements();
       int64_t ranks =
           state.getPartitionGroup() == CollectiveGroup::expert ? expertData
+          : partitionGroupOf(state) == CollectiveGroup::data   ? data
                                                                : world;
       int64_t extra = (numel - shardSize(numel, ranks)) *
                       bytesPerElement(type.getElementTypeBitWidth());
@@ -601,12 +629,6 @@ struct ZeroPartitionPass
     }
     if (stage == 0)
       return;
-    if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1) {
-      module.emitError() << "ZeRO stage " << int64_t(stage)
-                         << " with tensor parallelism (tensor-parallel "
-                         << tensor << ") is not supported yet";
-      return signalPassFailure();
-    }
     std::optional<int64_t> world = lookupWorldSize(module);
     if (!world || *world < 1) {
       module.emitError() << "ZeRO stage " << int64_t(stage)
@@ -623,6 +645,13 @@ struct ZeroPartitionPass
         lookupGroupSize(module, CollectiveGroup::expert_data);
     if (failed(expertData))
       return signalPassFailure();
+    // Under tensor parallelism the other states are partitioned over their
+    // data group of D = W / T ranks; with D = 1 there is nothing to
+    // partition them over (the stage is recorded all the same).
+    FailureOr<int64_t> data = lookupGroupSize(module, CollectiveGroup::data);
+    if (failed(data))
+      return signalPassFailure();
+    bool tensorParallel = lookupTensorParallelSize(module) > 1;
 
     // Every optimizer state of a parameter's shape and every fp32 master
     // weight (mixed precision) is partitioned, and at stage 3 every
@@ -639,7 +668,8 @@ struct ZeroPartitionPass
           trains = true;
         continue;
       }
-      if (state.getPartitionOf() && !expert) {
+      bool slice = state.getPartitionGroup() == CollectiveGroup::tensor;
+      if (state.getPartitionOf() && !expert && !slice) {
         state.emitError() << "is partitioned already; run --dsc-zero once";
         return signalPassFailure();
       }
@@ -663,10 +693,12 @@ struct ZeroPartitionPass
         continue;
       if (state.getTensorType().getRank() == 0)
         continue;
+      if (!expert && tensorParallel && *data <= 1)
+        continue;
       // Padded to W * S elements, which for a world size near int64's
       // limit no longer fits (the ops built from it could not exist).
       RankedTensorType type = state.getTensorType();
-      int64_t ranks = expert ? *expertData : *world;
+      int64_t ranks = expert ? *expertData : tensorParallel ? *data : *world;
       int64_t shard = shardSize(type.getNumElements(), ranks);
       if (!checkedByteSize({shard, ranks},
                            type.getElementType().getIntOrFloatBitWidth())) {
@@ -679,7 +711,7 @@ struct ZeroPartitionPass
       }
       partitioned[state.getSymNameAttr()] = state;
     }
-    unshardWithinBudget(partitioned, *world, *expertData);
+    unshardWithinBudget(partitioned, *world, *expertData, *data);
     if (stage >= 3 && failed(warnWhenNothingPartitioned(module, partitioned)))
       return signalPassFailure();
     if (!trains) {
@@ -696,7 +728,10 @@ struct ZeroPartitionPass
                          << func.getBody().getBlocks().size();
         return signalPassFailure();
       }
-      if (failed(Partitioner(func, *world, *expertData, stage, partitioned)
+      if (tensorParallel && *data <= 1)
+        break;
+      if (failed(Partitioner(func, *world, *expertData, *data, stage,
+                             partitioned)
                      .run()))
         return signalPassFailure();
     }
@@ -709,16 +744,22 @@ struct ZeroPartitionPass
                       builder.getI64IntegerAttr(persistenceThreshold));
     for (auto [name, state] : partitioned) {
       // An expert's rank-local experts over its expert-data group; its
-      // `partition_of` stays the whole [E, ...].
+      // `partition_of` stays the whole [E, ...]. A tensor-parallel slice
+      // over its data group keeps its whole and its blocks too (stated even
+      // when 1: they say the slice is what is partitioned).
       RankedTensorType local = state.getTensorType();
       bool expert = state.getPartitionGroup() == CollectiveGroup::expert;
-      if (expert)
-        state.setPartitionGroup(CollectiveGroup::expert_data);
-      else
+      bool slice = state.getPartitionGroup() == CollectiveGroup::tensor;
+      if (!expert && !slice)
         state.setPartitionOf(local.getShape());
+      if (slice)
+        state.setPartitionBlocksAttr(builder.getI64IntegerAttr(
+            state.getPartitionBlocks().value_or(1)));
+      state.setPartitionGroup(expert ? CollectiveGroup::expert_data
+                                     : partitionGroupOf(state));
+      int64_t ranks = expert ? *expertData : tensorParallel ? *data : *world;
       state.setType(RankedTensorType::get(
-          {shardSize(local.getNumElements(), expert ? *expertData : *world)},
-          local.getElementType()));
+          {shardSize(local.getNumElements(), ranks)}, local.getElementType()));
     }
   }
 

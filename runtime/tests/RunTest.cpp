@@ -438,10 +438,21 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
        "size 2"},
       {[](FakeArtifact &f) { f.states[0].partitionGroup = 1; },
        "state 'w' is not partitioned but names partition group 1"},
-      {[](FakeArtifact &f) { f.partition(CommGroup::Data); },
-       "state 'w' is partitioned over group 4; only the world (0), the "
-       "expert group (1), the expert-data group (2) and the tensor group (3) "
-       "partition states"},
+      {[](FakeArtifact &f) {
+         f.partition(CommGroup::Data);
+         f.states[0].partitionGroup = 5;
+       },
+       "state 'w' is partitioned over group 5; only the world (0), the "
+       "expert group (1), the expert-data group (2), the tensor group (3) "
+       "and the data group (4) partition states"},
+      {[](FakeArtifact &f) {
+         // A slice of [3, 5] in 3 blocks over T = 2: 15 is no 3 x 2 slices.
+         f.partition(CommGroup::Data);
+         f.info.tensorParallelSize = 2;
+         f.states[0].partitionBlocks = 3;
+       },
+       "state 'w' partitions a slice of [3, 5] in 3 block(s) over a tensor "
+       "group of 2 rank(s), which does not tile it"},
       {[](FakeArtifact &f) {
          f.partition(CommGroup::ExpertData);
          f.info.expertParallelSize = 2;
@@ -482,6 +493,12 @@ TEST(DscRunArtifactInfo, ValidationNamesTheProblem) {
     // with P = 1 all of w over D = 2 ranks.
     fake.partition(CommGroup::ExpertData);
     fake.shardShape[0] = 8;
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    // ZeRO's partition over the data group (T = 1: D = 2) of the whole,
+    // and of a (T = 1) slice in 3 blocks.
+    fake.partition(CommGroup::Data);
+    EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
+    fake.states[0].partitionBlocks = 3;
     EXPECT_NO_THROW(validateArtifactInfo(fake.info, "fake.so"));
   }
   for (const Case &c : cases) {

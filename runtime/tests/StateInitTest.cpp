@@ -398,3 +398,72 @@ TEST(StateInit, ExpertPartitionedStatesFillTheirSliceOfTheRule) {
 }
 
 } // namespace
+
+namespace {
+/// A [5, 6] row-parallel weight (5 blocks) sliced over a tensor group of
+/// T = 2 (rank r % 2 holds columns [3t, 3t + 3) of every row: 15 elements)
+/// and partitioned by ZeRO over its data group of D = 3 (6 ranks): shards
+/// of 5, which start and end inside rows.
+struct SliceShards {
+  int64_t shape[2] = {5, 6}, shard[1] = {5};
+  StateDesc state{{"proj.w", ElementType::F32, 1, shard},
+                  StateRole::Parameter,
+                  2,
+                  shape,
+                  int32_t(CommGroup::Data),
+                  nullptr,
+                  0.5,
+                  7,
+                  MemoryTier::Device,
+                  5};
+  /// The whole tensor's indices that rank `rank` holds, in order.
+  static std::vector<int64_t> expected(int rank) {
+    int t = rank % 2, d = rank / 2;
+    std::vector<int64_t> slice;
+    for (int64_t row = 0; row < 5; ++row)
+      for (int64_t c = 0; c < 3; ++c)
+        slice.push_back(row * 6 + t * 3 + c);
+    return std::vector<int64_t>(slice.begin() + 5 * d,
+                                slice.begin() + 5 * d + 5);
+  }
+};
+} // namespace
+
+TEST(StateInit, DataGroupShardOfATensorSliceRunsAcrossItsBlocks) {
+  SliceShards s;
+  ScratchDir dir;
+  std::vector<float> whole(30);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = float(i);
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"proj.w", DType::F32, {5, 6}, whole.data()}});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  for (int rank = 0; rank < 6; ++rank) {
+    std::vector<float> got(5, -1.0f);
+    readState(s.state, weights, rank, 1, got.data(), 2);
+    std::vector<float> want;
+    for (int64_t i : SliceShards::expected(rank))
+      want.push_back(float(i));
+    EXPECT_EQ(got, want) << "rank " << rank;
+    StateSlice slice = stateSlice(s.state, rank, 1, 2);
+    ASSERT_EQ(slice.total(), 5);
+    for (int64_t i = 0; i < 5; ++i)
+      EXPECT_EQ(slice.whole(i), SliceShards::expected(rank)[size_t(i)]);
+  }
+}
+
+TEST(StateInit, DataGroupShardOfATensorSliceDrawsTheWholeTensorsValues) {
+  SliceShards s;
+  ScratchDir dir;
+  writeSafeTensors(dir.file("w.safetensors"), {});
+  auto weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  for (int rank : {1, 4}) {
+    std::vector<float> got(5);
+    readState(s.state, weights, rank, 1, got.data(), 2);
+    for (int64_t i = 0; i < 5; ++i)
+      EXPECT_EQ(got[size_t(i)],
+                float(initUniformValue("proj.w", 7,
+                                       SliceShards::expected(rank)[size_t(i)],
+                                       0.5)));
+  }
+}

@@ -4,7 +4,6 @@
 // RUN: not dsc-opt %S/Inputs/gpt2-one-block.mlir --world-size=4 --tensor-parallel=2 --pipeline-parallel=2 2>&1 | FileCheck %s --check-prefix=PIPE
 // RUN: not dsc-opt %S/Inputs/gpt2-one-block.mlir --dsc-data-parallel="world-size=4 tensor-parallel=4" --dsc-tensor-parallel 2>&1 | FileCheck %s --check-prefix=HEADS
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=3 tensor-parallel=3" --dsc-tensor-parallel 2>&1 | FileCheck %s --check-prefix=WIDTH
-// RUN: not dsc-opt %S/Inputs/gpt2-one-block.mlir --world-size=2 --tensor-parallel=2 --zero-stage=1 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=2 --tensor-parallel=2 --moe-experts=2 2>&1 | FileCheck %s --check-prefix=MOE
 // RUN: dsc-opt %s --split-input-file --dsc-data-parallel="world-size=2 tensor-parallel=2" --dsc-tensor-parallel -verify-diagnostics
 
@@ -12,7 +11,6 @@
 // PIPE: error: pipeline parallelism (pipeline-parallel 2) is not supported yet
 // HEADS: gpt2-one-block.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --dsc-tensor-parallel: cannot split this attention block over the 4 ranks of a tensor group: 4 must divide its heads
 // WIDTH: two-mlp-blocks.mlir:{{[0-9]+}}:{{[0-9]+}}: error: --dsc-tensor-parallel: cannot split this feed-forward block over the 3 ranks of a tensor group: 3 must divide its 16 hidden features
-// ZERO: error: ZeRO stage 1 with tensor parallelism (tensor-parallel 2) is not supported yet
 // MOE: error: --dsc-moe: experts with tensor parallelism (DeepSpeed-TED, tensor-parallel 2) are not supported yet
 
 // A graph without an attention or feed-forward block has nothing to split.

@@ -118,10 +118,11 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(group));
     return;
   }
-  check(isCommGroup(group) && group != static_cast<int32_t>(CommGroup::Data),
+  check(isCommGroup(group),
         named + " is partitioned over group " + std::to_string(group) +
             "; only the world (0), the expert group (1), the expert-data "
-            "group (2) and the tensor group (3) partition states");
+            "group (2), the tensor group (3) and the data group (4) "
+            "partition states");
   TensorDesc whole = state.tensor;
   whole.rank = state.wholeRank;
   whole.shape = state.wholeShape;
@@ -141,9 +142,21 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(ranks) + " rank(s), which does not tile it");
     return;
   }
-  GroupLayout layout(info.worldSize, info.expertParallelSize);
+  GroupLayout layout(info.worldSize, info.expertParallelSize,
+                     info.tensorParallelSize);
   int64_t members = layout.size(static_cast<CommGroup>(group));
   int64_t numel = numElements(whole);
+  if (group == static_cast<int32_t>(CommGroup::Data) &&
+      state.partitionBlocks >= 1) {
+    // A tensor-parallel slice, partitioned (Artifact.h).
+    int64_t ranks = info.tensorParallelSize;
+    check(numel % (state.partitionBlocks * ranks) == 0,
+          named + " partitions a slice of " + formatShape(whole.rank, whole.shape) +
+              " in " + std::to_string(state.partitionBlocks) +
+              " block(s) over a tensor group of " + std::to_string(ranks) +
+              " rank(s), which does not tile it");
+    numel /= ranks;
+  }
   if (group == static_cast<int32_t>(CommGroup::ExpertData)) {
     // The rank's experts, a block of the leading dimension, partitioned.
     int64_t experts = info.expertParallelSize;

@@ -413,22 +413,20 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
                                   tensorParallelSize(info));
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
-    // Block by block (one but for a tensor-parallel slice).
+    // Run by run (one but for a tensor-parallel slice).
     const size_t held = elementSize(state.tensor.type);
-    for (int64_t b = 0; b < slice.blocks; ++b) {
-      int64_t begin = slice.begin + b * slice.stride;
-      char *out = buffer + size_t(b * slice.count) * held;
+    slice.forEachRun([&](int64_t begin, int64_t at, int64_t n) {
+      char *out = buffer + size_t(at) * held;
       if (!roundsOnLoad(state.tensor.type, entry.dtype)) {
-        readElements(name, entry, begin, slice.count, held, out, cache);
-        continue;
+        readElements(name, entry, begin, n, held, out, cache);
+        return;
       }
       // An fp32 tensor for a 16-bit state: read wide, then round.
-      std::vector<char> wide(size_t(slice.count) * dtypeSize(entry.dtype));
-      readElements(name, entry, begin, slice.count, dtypeSize(entry.dtype),
-                   wide.data(), cache);
-      copyStored(out, state.tensor.type, wide.data(), entry.dtype,
-                 size_t(slice.count));
-    }
+      std::vector<char> wide(size_t(n) * dtypeSize(entry.dtype));
+      readElements(name, entry, begin, n, dtypeSize(entry.dtype), wide.data(),
+                   cache);
+      copyStored(out, state.tensor.type, wide.data(), entry.dtype, size_t(n));
+    });
   }
   return buffers;
 }

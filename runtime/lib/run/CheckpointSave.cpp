@@ -121,12 +121,30 @@ bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
   if (!isPartitioned(state))
     return checkpointWriter(index, worldSize) == rank;
   // Each piece of an expert partition once: ExpertData index 0 writes it;
-  // each tensor-parallel slice once: Data index 0 writes it.
+  // each tensor-parallel slice once: Data index 0 writes it; each piece of
+  // a data-group partition of a whole tensor once: Tensor index 0 writes it.
   if (partitionGroup(state) == CommGroup::Tensor)
     return groupIndex(CommGroup::Data, rank, expertParallelSize,
                       tensorParallelSize) == 0;
+  if (partitionGroup(state) == CommGroup::Data)
+    return groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+                      tensorParallelSize) == 0;
   return partitionGroup(state) != CommGroup::Expert ||
          groupIndex(CommGroup::ExpertData, rank, expertParallelSize) == 0;
+}
+
+void checkCheckpointable(const ArtifactInfo &info) {
+  // A shard of a tensor-parallel slice is a run of the slice's blocks that
+  // may start and end inside one: no piece of the checkpoint format.
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const StateDesc &state = info.states[i];
+    check(!isPartitioned(state) || partitionGroup(state) != CommGroup::Data ||
+              state.partitionBlocks < 1,
+          std::string("--save: state '") + state.tensor.name +
+              "' is ZeRO's partition of a tensor-parallel slice over the "
+              "data group, which checkpoints cannot record yet; save with "
+              "--zero-stage=0 under tensor parallelism");
+  }
 }
 
 namespace {

@@ -532,8 +532,10 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                    "%lld\n",
                    static_cast<long long>(*stages.kdStopStep),
                    static_cast<long long>(firstStep));
-    if (!options.save.empty())
+    if (!options.save.empty()) {
+      checkCheckpointable(info);
       createCheckpointRoot(options.save);
+    }
     if (rank == 0) {
       log = std::make_unique<StepLog>(
           options.stepsPerPrint, firstStep, firstStep + options.steps - 1,

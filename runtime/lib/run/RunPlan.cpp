@@ -272,6 +272,18 @@ StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
     int64_t chunk = shard / blocks;
     return {index * chunk, chunk, blocks, chunk * tensorParallelSize};
   }
+  if (partitionGroup(state) == CommGroup::Data &&
+      state.partitionBlocks >= 1) {
+    // A shard of the rank's tensor-parallel slice (its blocks in order).
+    int64_t blocks = state.partitionBlocks;
+    int64_t chunk = numel / tensorParallelSize / blocks;
+    int64_t local = blocks * chunk;
+    int64_t begin = std::min(local, shard * index);
+    int64_t t = groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+                           tensorParallelSize);
+    return {t * chunk, chunk, blocks, chunk * tensorParallelSize, begin,
+            std::min(shard, local - begin)};
+  }
   if (partitionGroup(state) == CommGroup::ExpertData) {
     // A shard of the rank's experts: block r % P of the whole.
     int64_t block = numel / expertParallelSize;
@@ -304,21 +316,20 @@ void readState(const StateDesc &state, const SafeTensorsFile &weights, int rank,
     checkFinite(dst, stored, size_t(slice.count), weights.path(), source);
     return;
   }
-  // Block by block (one but for a tensor-parallel slice), rounded where a
+  // Run by run (one but for a tensor-parallel slice), rounded where a
   // 16-bit state reads an fp32 tensor.
   const bool rounds = roundsOnLoad(state.tensor.type, stored);
   size_t held = elementSize(state.tensor.type);
   std::vector<char> wide(rounds ? size_t(slice.count) * element : 0);
-  for (int64_t b = 0; b < slice.blocks; ++b) {
-    size_t from = size_t(slice.begin + b * slice.stride) * element;
-    char *out = static_cast<char *>(dst) + size_t(b * slice.count) * held;
+  slice.forEachRun([&](int64_t begin, int64_t at, int64_t n) {
+    char *out = static_cast<char *>(dst) + size_t(at) * held;
     char *into = rounds ? wide.data() : out;
-    weights.readRange(source, from, into, size_t(slice.count) * element);
-    checkFinite(into, stored, size_t(slice.count), weights.path(), source);
+    weights.readRange(source, size_t(begin) * element, into,
+                      size_t(n) * element);
+    checkFinite(into, stored, size_t(n), weights.path(), source);
     if (rounds)
-      copyStored(out, state.tensor.type, wide.data(), stored,
-                 size_t(slice.count));
-  }
+      copyStored(out, state.tensor.type, wide.data(), stored, size_t(n));
+  });
 }
 
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,

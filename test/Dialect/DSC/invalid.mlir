@@ -1733,9 +1733,33 @@ func.func @store_wrong_tier(%g: tensor<8xf32>) {
 
 // -----
 
+// ZeRO's partition over a data group (D = 4 / 2) of the whole: 12 / 2.
 module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e is partitioned over the data group; states are partitioned over the world, an expert or expert-data group or a tensor group}}
+  // expected-error @+1 {{'dsc.state' op @e partitions 12 elements of 'tensor<4x3xf32>' over the 2 ranks of a data group, so it must be 'tensor<6xf32>', not 'tensor<2x3xf32>'}}
   dsc.state parameter @e {partition_of = array<i64: 4, 3>, partition_group = 4 : i32} : tensor<2x3xf32>
+}
+
+// -----
+
+// Of a tensor-parallel slice (partition_blocks): 24 / 2 / 3, padded to 4.
+module attributes {dsc.world_size = 6 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions a rank's slice of 12 elements of 'tensor<4x6xf32>' over the 3 ranks of a data group, so it must be 'tensor<4xf32>', not 'tensor<8xf32>'}}
+  dsc.state optimizer @e {partition_of = array<i64: 4, 6>, partition_group = 4 : i32, partition_blocks = 4 : i64} : tensor<8xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 6 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks 5, which must be positive and divide its 24 elements into 2 slices per block}}
+  dsc.state optimizer @e {partition_of = array<i64: 4, 6>, partition_group = 4 : i32, partition_blocks = 5 : i64} : tensor<4xf32>
+}
+
+// -----
+
+// Both forms, well formed.
+module attributes {dsc.world_size = 6 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  dsc.state optimizer @whole {partition_of = array<i64: 4, 6>, partition_group = 4 : i32} : tensor<8xf32>
+  dsc.state optimizer @slice {partition_of = array<i64: 4, 6>, partition_group = 4 : i32, partition_blocks = 4 : i64} : tensor<4xf32>
 }
 
 // -----
@@ -1756,7 +1780,7 @@ module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64}
 // -----
 
 module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group takes}}
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group (or its partition over a data group) takes}}
   dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_blocks = 2 : i64} : tensor<12xf32>
 }
 

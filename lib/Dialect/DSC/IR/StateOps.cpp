@@ -90,10 +90,12 @@ LogicalResult StateOp::verify() {
                             "and partitioned parameters (on the host) may "
                             "live on the "
                          << stringifyMemoryTier(getTier());
-  if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor)
+  if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&
+      getPartitionGroup() != CollectiveGroup::data)
     return emitOpError() << "@" << getSymName()
                          << " has partition_blocks, which only a slice over "
-                            "a tensor group takes";
+                            "a tensor group (or its partition over a data "
+                            "group) takes";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -173,12 +175,41 @@ LogicalResult StateOp::verify() {
   case CollectiveGroup::tensor:
     return verifyTensorSplit(*whole);
   case CollectiveGroup::data:
-    break;
+    return verifyDataPartition(elements);
   }
-  return emitOpError() << "@" << getSymName() << " is partitioned over the "
-                       << stringifyCollectiveGroup(getPartitionGroup())
-                       << " group; states are partitioned over the world, an "
-                          "expert or expert-data group or a tensor group";
+  llvm_unreachable("unknown collective group");
+}
+
+/// ZeRO's partition over a data group of D = W / T ranks: of the whole
+/// (replicated on the tensor group), or with partition_blocks of this
+/// rank's tensor-parallel slice (the whole over T, its blocks flattened in
+/// order), in shards as over the world.
+LogicalResult StateOp::verifyDataPartition(int64_t elements) {
+  FailureOr<int64_t> tensor = lookupGroupSize(*this, CollectiveGroup::tensor);
+  FailureOr<int64_t> replicas = lookupGroupSize(*this, CollectiveGroup::data);
+  if (failed(tensor) || failed(replicas))
+    return failure();
+  int64_t local = elements;
+  if (std::optional<int64_t> blocks = getPartitionBlocks()) {
+    if (*blocks < 1 || elements % (*blocks * *tensor) != 0)
+      return emitOpError() << "@" << getSymName() << " has partition_blocks "
+                           << *blocks << ", which must be positive and divide "
+                           << "its " << elements << " elements into "
+                           << *tensor << " slices per block";
+    local = elements / *tensor;
+  }
+  RankedTensorType type = getTensorType();
+  int64_t shard = shardSize(local, *replicas);
+  if (type.getRank() != 1 || type.getDimSize(0) != shard)
+    return emitOpError() << "@" << getSymName() << " partitions "
+                         << (getPartitionBlocks() ? "a rank's slice of "
+                                                  : "")
+                         << local << " elements of " << getWholeType()
+                         << " over the " << *replicas
+                         << " ranks of a data group, so it must be "
+                         << RankedTensorType::get({shard}, type.getElementType())
+                         << ", not " << type;
+  return success();
 }
 
 /// A tensor-parallel slice: the whole shape with one dimension divided by

@@ -122,7 +122,12 @@ struct StateDesc {
   /// (docs/zero.md): of block r % P of the whole (its n/P elements), rank r
   /// holds [d * S, (d + 1) * S) with d = r / P and S = ceil(n / P / D) over
   /// the D = W/P ranks of its ExpertData group, the block's tail past n/P
-  /// zero. World (0) for a state that is not partitioned.
+  /// zero. Data for ZeRO's partitions under tensor parallelism
+  /// (docs/tensor-parallel.md): rank r holds [d * S, (d + 1) * S), d = r / T,
+  /// S = ceil(n / D) over the D = W/T ranks of its Data group, of the whole
+  /// (n = numel) or, when partitionBlocks >= 1, of the rank's tensor-parallel
+  /// slice (as below, its blocks in order, n = numel / T). World (0) for a
+  /// state that is not partitioned.
   int32_t partitionGroup;
   /// How a weights file that lacks this parameter fills it (the states a
   /// rewrite adds, such as experts; StateInit.cpp, docs/moe.md). With
@@ -141,7 +146,9 @@ struct StateDesc {
   /// of a weight, docs/tensor-parallel.md) is not a flat shard: the whole
   /// flattened, viewed as [B, T, C] with B = partitionBlocks (0 or 1: one
   /// block), the rank at index i of its Tensor group holds [:, i, :], in
-  /// that order (`tensor` is its shape). Ignored for other groups.
+  /// that order (`tensor` is its shape). For the Data group, 0: ZeRO
+  /// partitions the whole; B >= 1: the rank's slice of B blocks. Ignored for
+  /// other groups.
   int64_t partitionBlocks;
 };
 

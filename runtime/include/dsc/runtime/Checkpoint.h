@@ -93,10 +93,16 @@ int checkpointWriter(int32_t index, int worldSize);
 /// P), their own pieces, for a state partitioned over the Expert group,
 /// whose other ranks hold copies of those pieces.
 /// A tensor-parallel slice (partitioned over the Tensor group, T ranks)
-/// is written by the ranks of the first Data index (rank < T).
+/// is written by the ranks of the first Data index (rank < T); ZeRO's
+/// partition of a whole tensor over the Data group by the ranks of the
+/// first Tensor index (r % T = 0), their own pieces.
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
                       int worldSize, int expertParallelSize,
                       int tensorParallelSize = 1);
+/// Throws an Error naming the first state of `info` that a checkpoint
+/// cannot record: ZeRO's partition of a tensor-parallel slice over the Data
+/// group (its shard may start and end inside the slice's blocks).
+void checkCheckpointable(const ArtifactInfo &info);
 
 /// "parameter", "buffer", "optimizer", "gradient": how metadata.json
 /// records each tensor's role (StateRole), so that tools reading a

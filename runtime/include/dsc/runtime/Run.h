@@ -20,6 +20,7 @@
 #include "dsc/runtime/SampleData.h"
 #include "dsc/runtime/TokenData.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -270,15 +271,30 @@ TensorDesc wholeTensor(const StateDesc &state);
 ///
 /// A tensor-parallel slice (partitioned over the Tensor group) is `blocks`
 /// such ranges, `stride` elements apart: [begin + b * stride, begin + b *
-/// stride + count) for b < blocks, held one after the other.
+/// stride + count) for b < blocks, held one after the other. ZeRO's shard of
+/// such a slice over the Data group holds `size` of those elements from the
+/// `first` (a run that may start and end inside a block).
 struct StateSlice {
   int64_t begin = 0, count = 0;
   int64_t blocks = 1, stride = 0;
-  /// Elements held: blocks * count.
-  int64_t total() const { return blocks * count; }
+  int64_t first = 0, size = -1;
+  /// Elements held: `size`, or all blocks * count.
+  int64_t total() const { return size >= 0 ? size : blocks * count; }
   /// The whole tensor's index of the `i`-th element held.
   int64_t whole(int64_t i) const {
-    return begin + (i / count) * stride + i % count;
+    int64_t j = first + i;
+    return begin + (j / count) * stride + j % count;
+  }
+  /// Calls `run(wholeBegin, held, n)` for each range of whole elements
+  /// held, in order: n elements from `wholeBegin`, the `held`-th element
+  /// held the first of them.
+  template <typename Run> void forEachRun(Run &&run) const {
+    int64_t end = first + total();
+    for (int64_t j = first; j < end;) {
+      int64_t n = std::min(end, (j / count + 1) * count) - j;
+      run(whole(j - first), j - first, n);
+      j += n;
+    }
   }
 };
 StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,

@@ -130,6 +130,21 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
          partition_blocks = 32 : i64} : tensor<32x16xf32>
     ```
 
+    With `partition_group` = 4 (`CollectiveGroup::data`, set by `--dsc-zero`
+    under tensor parallelism), the state is ZeRO's partition over the
+    D = W / T ranks of its data group: rank r holds `S = ceil(n / D)`
+    consecutive elements from element `(r / T) * S` (the tail padded with
+    zeros) of n elements that are the whole tensor (flattened) when
+    `partition_blocks` is absent, or with `partition_blocks` = B the rank's
+    tensor-parallel slice as above (B blocks of C elements, in order,
+    n = numel / T).
+
+    ```mlir
+    dsc.state optimizer @"h.0.attn.c_proj.weight.exp_avg"
+        {partition_of = array<i64: 32, 32>, partition_group = 4 : i32,
+         partition_blocks = 32 : i64} : tensor<256xf32>   // 32x16 / D = 2
+    ```
+
     ```mlir
     dsc.state parameter @"h.0.mlp.experts.c_fc.weight"
         {init_from = "h.0.mlp.c_fc.weight"} : tensor<8x128x32xf32>
@@ -179,6 +194,7 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     ::mlir::RankedTensorType getWholeType();
     ::llvm::LogicalResult verifyInitRule();
     ::llvm::LogicalResult verifyTensorSplit(::llvm::ArrayRef<int64_t> whole);
+    ::llvm::LogicalResult verifyDataPartition(int64_t elements);
   }];
 }
 
