@@ -173,6 +173,7 @@ LogicalResult StateOp::verify() {
   case CollectiveGroup::tensor:
     return verifyTensorSplit(*whole);
   case CollectiveGroup::data:
+  case CollectiveGroup::pipeline:
     break;
   }
   return emitOpError() << "@" << getSymName() << " is partitioned over the "

@@ -1,0 +1,72 @@
+// Each stage's transfers in its schedule's order, after autodiff built the
+// backward (gradients received from the next stage, sent to the previous)
+// and the optimizer: three micro-batches over two stages. 1F1B's stage 0
+// runs two warm-up forwards, then one backward and one forward in turn;
+// stage 1 alternates from the start; GPipe runs every forward first. The
+// two stages' sequences match send for receive, and the collectives over
+// the pipeline group (the loss and the tied embedding's gradient, in one
+// bucket) come after every transfer on both.
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=0 --grad-accum=3 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=S0-1F1B
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=3 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=S1-1F1B
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=0 --grad-accum=3 --optimizer=sgd --lr=0.1 --pipeline-schedule=gpipe | FileCheck %s --check-prefix=S0-GPIPE
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=3 --optimizer=sgd --lr=0.1 --pipeline-schedule=gpipe | FileCheck %s --check-prefix=S1-GPIPE
+// RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel --dsc-pipeline-schedule=schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=KIND
+
+// S0-1F1B: dsc.pipeline_send %{{.*}} to next micro_batch 0
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: dsc.pipeline_send %{{.*}} to next micro_batch 1
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: dsc.pipeline_recv from next micro_batch 0 : tensor<2x8x4xf32>
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: dsc.pipeline_send %{{.*}} to next micro_batch 2
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: dsc.pipeline_recv from next micro_batch 1
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: dsc.pipeline_recv from next micro_batch 2
+// S0-1F1B-NOT: dsc.pipeline_
+// S0-1F1B: %[[BUCKET:.*]] = dsc.all_reduce %{{.*}} over pipeline {dsc.bucket = {{[0-9]+}} : i64} : tensor<65xf32>
+// S0-1F1B: %[[LOSS:.*]] = dsc.slice %[[BUCKET]], dim = 0, start = 0, end = 1
+// S0-1F1B: dsc.slice %[[BUCKET]], dim = 0, start = 1, end = 65
+// S0-1F1B: dsc.store %{{.*}} to @wte
+
+// S1-1F1B: dsc.pipeline_recv from previous micro_batch 0
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.pipeline_send %{{.*}} to previous micro_batch 0 : tensor<2x8x4xf32>
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.pipeline_recv from previous micro_batch 1
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.pipeline_send %{{.*}} to previous micro_batch 1
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.pipeline_recv from previous micro_batch 2
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.pipeline_send %{{.*}} to previous micro_batch 2
+// S1-1F1B-NOT: dsc.pipeline_
+// S1-1F1B: dsc.all_reduce %{{.*}} over pipeline {dsc.bucket = {{[0-9]+}} : i64} : tensor<65xf32>
+
+// S0-GPIPE: dsc.pipeline_send %{{.*}} to next micro_batch 0
+// S0-GPIPE-NOT: dsc.pipeline_
+// S0-GPIPE: dsc.pipeline_send %{{.*}} to next micro_batch 1
+// S0-GPIPE-NOT: dsc.pipeline_
+// S0-GPIPE: dsc.pipeline_send %{{.*}} to next micro_batch 2
+// S0-GPIPE-NOT: dsc.pipeline_
+// S0-GPIPE: dsc.pipeline_recv from next micro_batch 0
+// S0-GPIPE-NOT: dsc.pipeline_
+// S0-GPIPE: dsc.pipeline_recv from next micro_batch 1
+// S0-GPIPE-NOT: dsc.pipeline_
+// S0-GPIPE: dsc.pipeline_recv from next micro_batch 2
+// S0-GPIPE: over pipeline
+
+// S1-GPIPE: dsc.pipeline_recv from previous micro_batch 0
+// S1-GPIPE-NOT: dsc.pipeline_
+// S1-GPIPE: dsc.pipeline_recv from previous micro_batch 1
+// S1-GPIPE-NOT: dsc.pipeline_
+// S1-GPIPE: dsc.pipeline_recv from previous micro_batch 2
+// S1-GPIPE-NOT: dsc.pipeline_
+// S1-GPIPE: dsc.pipeline_send %{{.*}} to previous micro_batch 0
+// S1-GPIPE-NOT: dsc.pipeline_
+// S1-GPIPE: dsc.pipeline_send %{{.*}} to previous micro_batch 1
+// S1-GPIPE-NOT: dsc.pipeline_
+// S1-GPIPE: dsc.pipeline_send %{{.*}} to previous micro_batch 2
+// S1-GPIPE: over pipeline
+
+// KIND: error: unknown pipeline schedule 'zb-h1' (expected gpipe or 1f1b)
