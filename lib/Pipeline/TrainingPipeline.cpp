@@ -218,10 +218,21 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     zero.unshardBudget = options.zeroUnshardBudget;
     pm.addPass(createZeroPartition(zero));
   }
-  // Collectives where they overlap and free memory early (after
-  // checkpointing, which clones the forward ops it recomputes).
-  if (options.worldSize > 1 &&
-      options.step != TrainingPipelineOptions::Step::Eval) {
+  // A pipeline stage's micro-batches in its schedule's order. The
+  // collectives that depend on several micro-batches (the loss, tied and
+  // data-parallel gradient sums) then follow every transfer, on every stage
+  // in one order; the overlap and bucketing below would move or merge them
+  // across transfers and micro-batches (a blocking transfer on one stage
+  // facing a collective on the other hangs), so a pipeline goes without
+  // them for now.
+  if (pipelined && options.step != TrainingPipelineOptions::Step::Eval) {
+    PipelineScheduleOptions schedule;
+    schedule.schedule = options.pipelineSchedule;
+    pm.addPass(createPipelineSchedule(schedule));
+  } else if (options.worldSize > 1 &&
+             options.step != TrainingPipelineOptions::Step::Eval) {
+    // Collectives where they overlap and free memory early (after
+    // checkpointing, which clones the forward ops it recomputes).
     ScheduleCollectivesOptions schedule;
     schedule.prefetchBucketSize =
         options.zeroOverlapComm ? int64_t(options.zeroPrefetchBucketSize) : 0;
@@ -232,17 +243,6 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     buckets.reduceBucketSize = options.zeroReduceBucketSize;
     buckets.allgatherBucketSize = options.zeroAllgatherBucketSize;
     pm.addPass(createBucketCollectives(buckets));
-  }
-  // A stage's micro-batches in its schedule's order, last among the
-  // reorderings: the collectives that depend on several micro-batches (the
-  // loss, tied and data-parallel gradient sums) then follow every
-  // transfer on every stage, in one order, instead of where the scheduling
-  // above would overlap them (a blocking transfer on one stage facing a
-  // collective on the other would hang).
-  if (pipelined && options.step != TrainingPipelineOptions::Step::Eval) {
-    PipelineScheduleOptions schedule;
-    schedule.schedule = options.pipelineSchedule;
-    pm.addPass(createPipelineSchedule(schedule));
   }
   // ZeRO-Offload, once the collectives are where they run: each gradient
   // partition is copied to the host right after its (bucketed) reduction.

@@ -4,12 +4,14 @@
 // runs two warm-up forwards, then one backward and one forward in turn;
 // stage 1 alternates from the start; GPipe runs every forward first. The
 // two stages' sequences match send for receive, and the collectives over
-// the pipeline group (the loss and the tied embedding's gradient, in one
-// bucket) come after every transfer on both.
+// the pipeline group (the loss, then the tied embedding's gradient) come
+// after every transfer on both. A fourth run adds a data group of 2 ranks
+// per stage: its sums come after the transfers too.
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=0 --grad-accum=3 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=S0-1F1B
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=3 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=S1-1F1B
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=0 --grad-accum=3 --optimizer=sgd --lr=0.1 --pipeline-schedule=gpipe | FileCheck %s --check-prefix=S0-GPIPE
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=3 --optimizer=sgd --lr=0.1 --pipeline-schedule=gpipe | FileCheck %s --check-prefix=S1-GPIPE
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=4 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=2 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=D2
 // RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel --dsc-pipeline-schedule=schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=KIND
 
 // S0-1F1B: dsc.pipeline_send %{{.*}} to next micro_batch 0
@@ -24,10 +26,10 @@
 // S0-1F1B-NOT: dsc.pipeline_
 // S0-1F1B: dsc.pipeline_recv from next micro_batch 2
 // S0-1F1B-NOT: dsc.pipeline_
-// S0-1F1B: %[[BUCKET:.*]] = dsc.all_reduce %{{.*}} over pipeline {dsc.bucket = {{[0-9]+}} : i64} : tensor<65xf32>
-// S0-1F1B: %[[LOSS:.*]] = dsc.slice %[[BUCKET]], dim = 0, start = 0, end = 1
-// S0-1F1B: dsc.slice %[[BUCKET]], dim = 0, start = 1, end = 65
+// S0-1F1B: %[[LOSS:.*]] = dsc.all_reduce %{{.*}} over pipeline : tensor<f32>
+// S0-1F1B: dsc.all_reduce %{{.*}} over pipeline : tensor<16x4xf32>
 // S0-1F1B: dsc.store %{{.*}} to @wte
+// S0-1F1B: return %[[LOSS]]
 
 // S1-1F1B: dsc.pipeline_recv from previous micro_batch 0
 // S1-1F1B-NOT: dsc.pipeline_
@@ -41,7 +43,8 @@
 // S1-1F1B-NOT: dsc.pipeline_
 // S1-1F1B: dsc.pipeline_send %{{.*}} to previous micro_batch 2
 // S1-1F1B-NOT: dsc.pipeline_
-// S1-1F1B: dsc.all_reduce %{{.*}} over pipeline {dsc.bucket = {{[0-9]+}} : i64} : tensor<65xf32>
+// S1-1F1B: dsc.all_reduce %{{.*}} over pipeline : tensor<f32>
+// S1-1F1B: dsc.all_reduce %{{.*}} over pipeline : tensor<16x4xf32>
 
 // S0-GPIPE: dsc.pipeline_send %{{.*}} to next micro_batch 0
 // S0-GPIPE-NOT: dsc.pipeline_
@@ -68,5 +71,15 @@
 // S1-GPIPE-NOT: dsc.pipeline_
 // S1-GPIPE: dsc.pipeline_send %{{.*}} to previous micro_batch 2
 // S1-GPIPE: over pipeline
+
+// D2: dsc.pipeline_recv from previous micro_batch 0
+// D2: dsc.all_reduce %{{.*}} over data {dsc.micro_batch = 0 : i64} : tensor<f32>
+// D2: dsc.pipeline_send %{{.*}} to previous micro_batch 0
+// D2: dsc.pipeline_recv from previous micro_batch 1
+// D2: dsc.pipeline_send %{{.*}} to previous micro_batch 1
+// D2-NOT: dsc.pipeline_
+// D2: dsc.all_reduce %{{.*}} over pipeline : tensor<f32>
+// D2: dsc.all_reduce %{{.*}} over data : tensor<16x4xf32>
+// D2: dsc.all_reduce %{{.*}} over pipeline : tensor<16x4xf32>
 
 // KIND: error: unknown pipeline schedule 'zb-h1' (expected gpipe or 1f1b)
