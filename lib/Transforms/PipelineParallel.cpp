@@ -197,8 +197,17 @@ struct PipelineParallelPass
       state->setAttr(kPipelineTiedAttrName, UnitAttr::get(module.getContext()));
     }
 
-    if (print)
-      report(func, blocks, prologue, epilogue, *balanced, live, stages);
+    if (print) {
+      // What each stage holds: every state its ops read, a tied one on
+      // each stage that reads it.
+      SmallVector<double> stageParameters(stages, 0.0);
+      llvm::StringSet<> counted;
+      for (Operation *op : ops)
+        if (auto load = dyn_cast<LoadOp>(op); load && counted.insert(load.getState()).second)
+          for (int64_t reader : readers[load.getState()])
+            stageParameters[reader] += bytesOf(load.getType());
+      report(func, blocks, prologue, epilogue, *balanced, live, stageParameters);
+    }
     return rebuild(module, func, ops, stageOf, live, stages, repeated);
   }
 
@@ -221,7 +230,9 @@ struct PipelineParallelPass
 
   void report(func::FuncOp func, ArrayRef<Span> blocks, const Span &prologue,
               const Span &epilogue, const pipeline::StageCut &cut,
-              ArrayRef<llvm::SetVector<Value>> live, int64_t stages) {
+              ArrayRef<llvm::SetVector<Value>> live,
+              ArrayRef<double> stageParameters) {
+    int64_t stages = stageParameters.size();
     llvm::raw_ostream &os = llvm::errs();
     os << "dsc-pipeline-parallel: @" << func.getSymName() << ": "
        << blocks.size() << " blocks in " << stages
@@ -240,16 +251,11 @@ struct PipelineParallelPass
       int64_t first = cut.firstBlock[s];
       int64_t last = s + 1 < stages ? cut.firstBlock[s + 1] - 1
                                     : int64_t(blocks.size()) - 1;
-      double parameters = s == 0 ? prologue.parameterBytes : 0;
       double activations = s == 0 ? prologue.activationBytes : 0;
-      if (s == stages - 1) {
-        parameters += epilogue.parameterBytes;
+      if (s == stages - 1)
         activations += epilogue.activationBytes;
-      }
-      for (int64_t b = first; b <= last; ++b) {
-        parameters += blocks[b].parameterBytes;
+      for (int64_t b = first; b <= last; ++b)
         activations += blocks[b].activationBytes;
-      }
       double sent = 0;
       for (Value v : live[s + 1])
         sent += bytesOf(v.getType());
@@ -257,7 +263,7 @@ struct PipelineParallelPass
                           "{4,10:F0} B parameters {5,10:F0} B activations, "
                           "sends {6:F0} B per micro-batch\n",
                           s, blocks[first].name, blocks[last].name,
-                          cut.stageCost[s], parameters, activations,
+                          cut.stageCost[s], stageParameters[s], activations,
                           s + 1 < stages ? sent : 0.0);
     }
   }

@@ -24,6 +24,8 @@
 
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_PIPELINESCHEDULE
@@ -74,6 +76,35 @@ struct PipelineSchedulePass
       if (!func.isExternal() &&
           failed(order(func, built->ranks[stage], shape.microBatches)))
         return signalPassFailure();
+    if (print && failed(report(module, *built, stage)))
+      return signalPassFailure();
+  }
+
+  /// The stage's actions, and the schedule's bubble and activation memory
+  /// as PipelineSchedule's simulation measures them with a backward pass
+  /// twice as long as the forward (a transformer's ratio).
+  LogicalResult report(ModuleOp module, const pipeline::Schedule &built,
+                       int64_t stage) {
+    llvm::Expected<pipeline::Simulation> run =
+        pipeline::simulatePipeline(built, pipeline::PassCosts{1, 2, 0});
+    if (!run)
+      return module.emitError() << llvm::toString(run.takeError());
+    llvm::raw_ostream &os = llvm::errs();
+    os << "dsc-pipeline-schedule: " << schedule << ", "
+       << built.shape.stages << " stages x " << built.shape.microBatches
+       << " micro-batches; stage " << stage << " runs";
+    for (const pipeline::Action &action : built.ranks[stage])
+      os << " " << (action.pass == pipeline::PassKind::forward ? "F" : "B")
+         << action.microBatch;
+    os << llvm::formatv("\n  bubble {0:F3} of the ideal time ((P-1)/M = "
+                        "{1:F3}); micro-batches in flight at most:",
+                        run->bubbleFraction(),
+                        double(built.shape.stages - 1) /
+                            double(built.shape.microBatches));
+    for (int64_t held : run->peakInFlight)
+      os << " " << held;
+    os << "\n";
+    return success();
   }
 
   LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,

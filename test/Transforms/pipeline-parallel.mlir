@@ -12,7 +12,8 @@
 // REPORT: h.0 4096 FLOPs 272 B parameters 4608 B activations
 // REPORT: (after the blocks) 2048 FLOPs
 // REPORT: stage 0: blocks h.0..h.1 8192 FLOPs {{.*}} sends 256 B per micro-batch
-// REPORT: stage 1: blocks h.2..h.2 6144 FLOPs
+// The last stage holds the tied embedding too (256 B).
+// REPORT: stage 1: blocks h.2..h.2 6144 FLOPs 544 B parameters
 
 // STAGE0: module attributes {dsc.pipeline_micro_batches = 2 : i64, dsc.pipeline_parallel_size = 2 : i64, dsc.pipeline_stage = 0 : i64, dsc.world_size = 2 : i64}
 // STAGE0: dsc.state parameter @wte {dsc.pipeline_tied}

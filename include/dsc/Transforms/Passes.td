@@ -169,10 +169,19 @@ def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
     (DeepSpeed's: P - 1 - s warm-up forwards on stage s, then one forward
     and one backward in turn, which bounds the micro-batches whose
     activations a stage holds by P - s).
+
+    `print` shows the stage's action list and what PipelineSchedule's
+    simulation measures of the schedule, with a backward twice as long as
+    the forward: its bubble as a fraction of the ideal time ((P - 1) / M
+    for both) and the most micro-batches whose activations each stage
+    holds at once (M for GPipe, P - s for 1F1B).
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe or 1f1b">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the stage's actions, the bubble and the micro-batches in "
+           "flight per stage">,
   ];
 }
 
