@@ -127,6 +127,8 @@ const Range kRanges[] = {
     integer("moe-ep-size", 1, kMaxExperts),
     integer("tensor-parallel", 1, kMaxWorldSize),
     integer("pipeline-parallel", 1, kMaxWorldSize),
+    integer("pipeline-stage", 0, kMaxWorldSize - 1),
+    choice("pipeline-schedule", "gpipe|1f1b"),
     {"distill-from", Kind::Path},
     real("kd-beta", 0),
     real("kd-temperature", 0, kInf, /*lowOpen=*/true),

@@ -158,8 +158,9 @@ constexpr Flag kFlags[] = {
                     "parallelism; default 1)"},
     {"tensor-parallel", "ranks that split each attention and feed-forward "
                         "block (Megatron's tensor parallelism; default 1)"},
-    {"pipeline-parallel", "pipeline stages (default 1; more is not "
-                          "supported yet)"},
+    {"pipeline-parallel", "pipeline stages (default 1; docs/pipeline-parallel.md)"},
+    {"pipeline-stage", "with --pipeline-parallel: the stage to build (default 0)"},
+    {"pipeline-schedule", "with --pipeline-parallel: gpipe or 1f1b (default)"},
     {"steps-per-print", "dsc-run prints a step line every N steps "
                         "(compiled into the artifact; default: every step)"},
     {"csv-monitor", "dsc-run writes DeepSpeed csv_monitor files into this "

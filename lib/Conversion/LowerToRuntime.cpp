@@ -644,6 +644,11 @@ struct LowerToRuntimePass
                                           buffers.lookup(input)));
         continue;
       }
+      if (isa<PipelineSendOp, PipelineRecvOp>(op) ||
+          getCollectiveGroup(&op) == CollectiveGroup::pipeline)
+        return op.emitOpError()
+               << "moves data between pipeline stages, which the runtime "
+                  "cannot do yet";
       if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op)) {
         Value input = op.getOperand(0), result = op.getResult(0);
         streams.waitFor(builder, loc, input);

@@ -73,8 +73,13 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   dataParallel.tensorParallel = options.tensorParallel;
   dataParallel.pipelineParallel = options.pipelineParallel;
   dataParallel.microBatch = options.microBatch;
+  // A pipeline stage runs all of an optimizer step's micro-batches in one
+  // call (its schedule interleaves them), so its step accumulates nothing
+  // across calls.
+  bool pipelined = options.pipelineParallel > 1;
+  int64_t callsPerStep = pipelined ? 1 : int64_t(options.gradAccum);
   if (options.step == TrainingPipelineOptions::Step::Train)
-    dataParallel.gradAccum = options.gradAccum;
+    dataParallel.gradAccum = callsPerStep;
   pm.addPass(createDataParallel(dataParallel));
   bool train = options.step == TrainingPipelineOptions::Step::Train;
   // An evaluation artifact is the model's eval graph: no dropout.
@@ -141,6 +146,15 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // autodiff so that its backward is one op too; after mixed precision,
   // which would narrow the op's fp32 log-sum-exp.
   pm.addPass(createFormAttention());
+  // The stage cut on the finished forward (attention formed, precision
+  // chosen), before autodiff derives each stage's backward from it.
+  if (pipelined) {
+    PipelineParallelOptions pipeline;
+    pipeline.stage = options.pipelineStage;
+    if (options.step == TrainingPipelineOptions::Step::Train)
+      pipeline.microBatches = options.gradAccum;
+    pm.addPass(createPipelineParallel(pipeline));
+  }
   // DeepSpeed's fp16 always scales the loss (loss_scale 0 is dynamic).
   bool lossScaling = train && (options.lossScaling || options.precision == "fp16");
   if (options.step != TrainingPipelineOptions::Step::Eval) {
@@ -166,7 +180,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     optimizer.weightDecay = options.weightDecay;
     optimizer.momentum = options.momentum;
     optimizer.gradClip = options.gradClip;
-    optimizer.gradAccum = options.gradAccum;
+    optimizer.gradAccum = callsPerStep;
     optimizer.lossScaling = lossScaling;
     optimizer.lossScale = options.lossScale;
     optimizer.initialScalePower = options.initialScalePower;
@@ -205,10 +219,21 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     zero.unshardBudget = options.zeroUnshardBudget;
     pm.addPass(createZeroPartition(zero));
   }
-  // Collectives where they overlap and free memory early (after
-  // checkpointing, which clones the forward ops it recomputes).
-  if (options.worldSize > 1 &&
-      options.step != TrainingPipelineOptions::Step::Eval) {
+  // A pipeline stage's micro-batches in its schedule's order. The
+  // collectives that depend on several micro-batches (the loss, tied and
+  // data-parallel gradient sums) then follow every transfer, on every stage
+  // in one order; the overlap and bucketing below would move or merge them
+  // across transfers and micro-batches (a blocking transfer on one stage
+  // facing a collective on the other hangs), so a pipeline goes without
+  // them for now.
+  if (pipelined && options.step != TrainingPipelineOptions::Step::Eval) {
+    PipelineScheduleOptions schedule;
+    schedule.schedule = options.pipelineSchedule;
+    pm.addPass(createPipelineSchedule(schedule));
+  } else if (options.worldSize > 1 &&
+             options.step != TrainingPipelineOptions::Step::Eval) {
+    // Collectives where they overlap and free memory early (after
+    // checkpointing, which clones the forward ops it recomputes).
     ScheduleCollectivesOptions schedule;
     schedule.prefetchBucketSize =
         options.zeroOverlapComm ? int64_t(options.zeroPrefetchBucketSize) : 0;

@@ -139,6 +139,11 @@ public:
         if (*replicas > 1)
           gradient = allReduce(b, state.getLoc(), gradient, group);
       }
+      // A weight that several pipeline stages hold: each stage's gradient
+      // is its part of the whole.
+      if (state->hasAttr(kPipelineTiedAttrName))
+        gradient = allReduce(b, state.getLoc(), gradient,
+                             CollectiveGroup::pipeline);
       if (gradient.getType() != type)
         return func.emitError() << "the gradient of @" << state.getSymName()
                                 << " has type " << gradient.getType()
@@ -173,6 +178,13 @@ private:
         if (parameterIndex.contains(load.getStateAttr().getAttr()) &&
             isFloatTensor(load.getType()))
           active.insert(load.getResult());
+        continue;
+      }
+      // An activation received from an earlier pipeline stage depends on
+      // that stage's parameters: its gradient goes back there.
+      if (isa<PipelineRecvOp>(op)) {
+        if (isFloatTensor(op->getResult(0).getType()))
+          active.insert(op->getResult(0));
         continue;
       }
       if (llvm::none_of(op->getOperands(),

@@ -43,6 +43,9 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
     if (tensorParallel > 1)
       module->setAttr(kTensorParallelSizeAttrName,
                       builder.getI64IntegerAttr(int64_t(tensorParallel)));
+    if (pipelineParallel > 1)
+      module->setAttr(kPipelineParallelSizeAttrName,
+                      builder.getI64IntegerAttr(int64_t(pipelineParallel)));
     group = dataParallelGroup(module);
     replicas = worldSize / (tensorParallel * pipelineParallel);
     if (replicas == 1)
@@ -63,7 +66,7 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
     }
   }
 
-  /// The mesh: T * P divides the world; no pipeline stages yet.
+  /// The mesh: T * P divides the world.
   LogicalResult checkMesh(ModuleOp module) {
     if (tensorParallel < 1 || pipelineParallel < 1)
       return module.emitError()
@@ -76,10 +79,6 @@ struct DataParallelPass : public dsc::impl::DataParallelBase<DataParallelPass> {
              << " ranks does not divide into tensor-parallel groups of "
              << int64_t(tensorParallel) << " times " << int64_t(pipelineParallel)
              << " pipeline stages";
-    if (pipelineParallel > 1)
-      return module.emitError()
-             << "pipeline parallelism (pipeline-parallel "
-             << int64_t(pipelineParallel) << ") is not supported yet";
     return success();
   }
 

@@ -42,9 +42,19 @@ struct TrainingPipelineOptions
       llvm::cl::init(1)};
   Option<int64_t> pipelineParallel{
       *this, "pipeline-parallel",
-      llvm::cl::desc("pipeline stages (the mesh's outermost dimension; only "
-                     "1 for now)"),
+      llvm::cl::desc("pipeline stages (the mesh's outermost dimension); "
+                     "the micro-batches are the gradient accumulation count"),
       llvm::cl::init(1)};
+  Option<int64_t> pipelineStage{
+      *this, "pipeline-stage",
+      llvm::cl::desc("with pipeline-parallel > 1: the stage whose program "
+                     "to build"),
+      llvm::cl::init(0)};
+  Option<std::string> pipelineSchedule{
+      *this, "pipeline-schedule",
+      llvm::cl::desc("with pipeline-parallel > 1: gpipe or 1f1b (default, "
+                     "DeepSpeed's)"),
+      llvm::cl::init("1f1b")};
   Option<int64_t> microBatch{
       *this, "micro-batch",
       llvm::cl::desc("per-rank micro-batch the exported inputs must have "

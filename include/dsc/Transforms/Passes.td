@@ -75,9 +75,11 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
     (`dsc.tensor_parallel_size`, which `--dsc-tensor-parallel` splits the
     blocks by) and the outputs above are averaged over the data group (the
     D ranks with the same r % T) instead of the world: the ranks of a
-    tensor group compute the same loss from the same micro-batch. A world
-    size T * P does not divide is an error; pipeline parallelism (P > 1) is
-    not implemented yet, and is an error too.
+    tensor group compute the same loss from the same micro-batch. With
+    P > 1 it records P (`dsc.pipeline_parallel_size`, which
+    `--dsc-pipeline-parallel` cuts the graph by) and the data group is the
+    D ranks of the same tensor index and stage. A world size T * P does not
+    divide is an error.
 
     `micro-batch=B` > 0 checks that every graph input (`dsc.input`) has
     the leading dimension B, the per-rank micro-batch a DeepSpeed config
@@ -97,7 +99,89 @@ def DataParallel : Pass<"dsc-data-parallel", "::mlir::ModuleOp"> {
            "parallelism; innermost in the mesh)">,
     Option<"pipelineParallel", "pipeline-parallel", "int64_t",
            /*default=*/"1",
-           "pipeline stages (outermost in the mesh; only 1 for now)">,
+           "pipeline stages (outermost in the mesh)">,
+  ];
+}
+
+def PipelineParallel : Pass<"dsc-pipeline-parallel", "::mlir::ModuleOp"> {
+  let summary = "cuts the forward graph into pipeline stages and keeps one stage's";
+  let description = [{
+    Pipeline parallelism as a rewrite of the forward graph, after
+    `--dsc-data-parallel` (which records the mesh's P stages as
+    `dsc.pipeline_parallel_size`) and before `--dsc-autodiff` (which then
+    derives each stage's backward, the transfers of the gradients
+    included, from the ops' own rules).
+
+    The model's repeated blocks (found by their states' names, as
+    `--dsc-checkpoint-activations` finds them) are cut into P contiguous
+    stages that minimise the largest stage's matrix-product FLOPs
+    (PipelineStages.h); the ops before the first block (the embeddings) join
+    the first stage and those after the last (final norm, head, loss) the
+    last. More stages than blocks is an error.
+
+    The module keeps stage `stage`'s program only: its states (a weight
+    that two stages read, GPT-2's tied embedding and head, is declared by
+    both), and its ops, repeated for each of the `micro-batches` micro-batches
+    of an optimizer step, which the step now reads at once (each graph
+    input's leading dimension is multiplied by their number; micro-batch m
+    is rows [m * b, (m + 1) * b)). Values that a later stage reads are sent
+    with `dsc.pipeline_send` (to `next`) and received with
+    `dsc.pipeline_recv` (from `previous`), relayed through the stages in
+    between; loads and constants are repeated instead. Each forward op of a
+    micro-batch carries `dsc.micro_batch` for `--dsc-pipeline-schedule`;
+    what depends on no micro-batch (a weight's transpose, the position
+    embeddings) is computed once.
+
+    The stage's loss is the mean of its micro-batches' losses on the last
+    stage and zero on the others (the sum of its sends' zeros, through
+    which autodiff reaches what they send); the graph returns their sum over
+    the pipeline group, the step's loss on every stage. Only a graph whose
+    one output is its loss is cut.
+
+    `print` reports each block's FLOPs, parameter and activation bytes, and
+    each stage's blocks, costs and bytes sent per micro-batch.
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", /*default=*/"0",
+           "the pipeline stage whose program the module keeps">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "micro-batches per optimizer step (the gradient accumulation "
+           "count), all run by one call of the step">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the cost of each block and stage">,
+  ];
+}
+
+def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
+  let summary = "orders a pipeline stage's micro-batches as its schedule runs them";
+  let description = [{
+    After `--dsc-pipeline-parallel`, `--dsc-autodiff` and `--dsc-optimizer`:
+    reorders the stage's program into the action list that the schedule
+    (PipelineSchedule.h) gives its stage. The forward of micro-batch m is
+    the ops marked `dsc.micro_batch = m`; its backward is every other op
+    that depends on them and on no other micro-batch (a transfer counts as
+    depending on its micro-batch). Each action's ops keep their order;
+    what depends on no micro-batch runs first, and what depends on several
+    (the sums of the micro-batches' weight gradients, the loss, the
+    optimizer) after the last action, in program order.
+
+    `schedule`: `gpipe` (every forward, then every backward) or `1f1b`
+    (DeepSpeed's: P - 1 - s warm-up forwards on stage s, then one forward
+    and one backward in turn, which bounds the micro-batches whose
+    activations a stage holds by P - s).
+
+    `print` shows the stage's action list and what PipelineSchedule's
+    simulation measures of the schedule, with a backward twice as long as
+    the forward: its bubble as a fraction of the ideal time ((P - 1) / M
+    for both) and the most micro-batches whose activations each stage
+    holds at once (M for GPipe, P - s for 1F1B).
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe or 1f1b">,
+    Option<"print", "print", "bool", /*default=*/"false",
+           "print the stage's actions, the bubble and the micro-batches in "
+           "flight per stage">,
   ];
 }
 

@@ -309,6 +309,8 @@ private:
       return "dsc::rt::CommGroup::Tensor";
     case CollectiveGroup::data:
       return "dsc::rt::CommGroup::Data";
+    case CollectiveGroup::pipeline:
+      break; // the lowering rejects the pipeline's transfers
     }
     llvm_unreachable("unknown collective group");
   }

@@ -44,3 +44,20 @@ module attributes {dsc.world_size = 2 : i64} {
     return
   }
 }
+
+// -----
+
+// Pipeline transfers are ordered like collectives: the two stages of a
+// transfer must issue it once each, in their schedules' order.
+module attributes {dsc.world_size = 2 : i64, dsc.pipeline_parallel_size = 2 : i64} {
+  func.func @pipeline_send_in_kernel(%x: memref<4xf32>, %y: memref<f32>) {
+    %s = dscrt.stream "compute"
+    dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<f32>) {
+    ^bb0(%v: tensor<4xf32>):
+      // expected-error @+1 {{'dsc.pipeline_send' op is nested in 'dscrt.kernel'}}
+      %z = dsc.pipeline_send %v to next micro_batch 0 : tensor<4xf32>
+      dscrt.yield %z : tensor<f32>
+    }
+    return
+  }
+}

@@ -1801,3 +1801,34 @@ func.func @replicate_changes_type(%x: tensor<4xf32>) {
   %0 = "dsc.replicate"(%x) : (tensor<4xf32>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @pipeline_send_without_stages(%x: tensor<2x8xf32>) {
+    // expected-error @+1 {{'dsc.pipeline_send' op needs a pipeline of at least 2 stages, but dsc.pipeline_parallel_size is 1}}
+    %z = dsc.pipeline_send %x to next micro_batch 0 : tensor<2x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 3 : i64} {
+  func.func @pipeline_stages_not_dividing() {
+    // expected-error @+1 {{'dsc.pipeline_recv' op dsc.pipeline_parallel_size 3 times dsc.tensor_parallel_size 1 does not divide dsc.world_size 4}}
+    %y = dsc.pipeline_recv from previous micro_batch 0 : tensor<2x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64, dsc.pipeline_parallel_size = 2 : i64} {
+  func.func @pipeline_recv_negative_micro_batch() {
+    // expected-error @+1 {{'dsc.pipeline_recv' op names micro-batch -1, which must be non-negative}}
+    %y = dsc.pipeline_recv from previous micro_batch -1 : tensor<2x8xf32>
+    return
+  }
+}
+

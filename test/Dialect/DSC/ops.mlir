@@ -460,3 +460,20 @@ func.func @tiers(%g: tensor<8xbf16>) -> tensor<8xbf16> {
   %d = dsc.transfer %h to device : tensor<8xbf16>
   return %d : tensor<8xbf16>
 }
+
+// Pipeline parallelism's transfers between neighbouring stages, and the
+// pipeline group (the mesh's outermost dimension).
+// CHECK-LABEL: module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 4 : i64} {
+  // CHECK-LABEL: func.func @pipeline_transfers
+  func.func @pipeline_transfers(%x: tensor<2x8xf32>, %loss: tensor<f32>)
+      -> (tensor<f32>, tensor<2x8xf32>, tensor<f32>) {
+    // CHECK: dsc.pipeline_send %{{.*}} to next micro_batch 1 : tensor<2x8xf32>
+    %z = dsc.pipeline_send %x to next micro_batch 1 : tensor<2x8xf32>
+    // CHECK: dsc.pipeline_recv from previous micro_batch 0 : tensor<2x8xf32>
+    %y = dsc.pipeline_recv from previous micro_batch 0 : tensor<2x8xf32>
+    // CHECK: dsc.all_reduce %{{.*}} over pipeline : tensor<f32>
+    %t = dsc.all_reduce %loss over pipeline : tensor<f32>
+    return %z, %y, %t : tensor<f32>, tensor<2x8xf32>, tensor<f32>
+  }
+}

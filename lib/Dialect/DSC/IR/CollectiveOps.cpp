@@ -31,18 +31,28 @@ static ModuleOp enclosingModule(Operation *op) {
   return isa<ModuleOp>(op) ? cast<ModuleOp>(op) : op->getParentOfType<ModuleOp>();
 }
 
-int64_t mlir::dsc::lookupTensorParallelSize(Operation *op) {
+/// A mesh dimension recorded on the enclosing module; 1 when absent.
+static int64_t lookupMeshSize(Operation *op, StringRef attrName) {
   ModuleOp module = enclosingModule(op);
   if (!module)
     return 1;
-  if (auto attr = module->getAttrOfType<IntegerAttr>(kTensorParallelSizeAttrName))
+  if (auto attr = module->getAttrOfType<IntegerAttr>(attrName))
     return attr.getInt();
   return 1;
 }
 
+int64_t mlir::dsc::lookupTensorParallelSize(Operation *op) {
+  return lookupMeshSize(op, kTensorParallelSizeAttrName);
+}
+
+int64_t mlir::dsc::lookupPipelineParallelSize(Operation *op) {
+  return lookupMeshSize(op, kPipelineParallelSizeAttrName);
+}
+
 CollectiveGroup mlir::dsc::dataParallelGroup(Operation *op) {
-  return lookupTensorParallelSize(op) > 1 ? CollectiveGroup::data
-                                          : CollectiveGroup::world;
+  return lookupTensorParallelSize(op) > 1 || lookupPipelineParallelSize(op) > 1
+             ? CollectiveGroup::data
+             : CollectiveGroup::world;
 }
 
 FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
@@ -68,6 +78,12 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
     return op->emitOpError() << kTensorParallelSizeAttrName << " " << tensor
                              << " does not divide " << kWorldSizeAttrName << " "
                              << *world;
+  int64_t stages = lookupPipelineParallelSize(module);
+  if (stages < 1 || *world % (tensor * stages) != 0)
+    return op->emitOpError() << kPipelineParallelSizeAttrName << " " << stages
+                             << " times " << kTensorParallelSizeAttrName << " "
+                             << tensor << " does not divide "
+                             << kWorldSizeAttrName << " " << *world;
   switch (group) {
   case CollectiveGroup::world:
     return *world;
@@ -78,7 +94,9 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
   case CollectiveGroup::tensor:
     return tensor;
   case CollectiveGroup::data:
-    return *world / tensor;
+    return *world / (tensor * stages);
+  case CollectiveGroup::pipeline:
+    return stages;
   }
   llvm_unreachable("unknown collective group");
 }
@@ -117,6 +135,33 @@ LogicalResult AllReduceOp::verify() {
       failed(lookupGroupSize(*this, getGroup())))
     return failure();
   return success();
+}
+
+/// A transfer between pipeline stages: placed like a collective (the stages
+/// of a pipeline issue them in one static order), in a module whose mesh
+/// has stages to send to.
+static LogicalResult verifyPipelineTransfer(Operation *op, int64_t microBatch) {
+  if (failed(verifyRankInvariantPlacement(op)))
+    return failure();
+  if (microBatch < 0)
+    return op->emitOpError() << "names micro-batch " << microBatch
+                             << ", which must be non-negative";
+  FailureOr<int64_t> stages = lookupGroupSize(op, CollectiveGroup::pipeline);
+  if (failed(stages))
+    return failure();
+  if (*stages < 2)
+    return op->emitOpError() << "needs a pipeline of at least 2 stages, but "
+                             << kPipelineParallelSizeAttrName << " is "
+                             << *stages;
+  return success();
+}
+
+LogicalResult PipelineSendOp::verify() {
+  return verifyPipelineTransfer(*this, getMicroBatch());
+}
+
+LogicalResult PipelineRecvOp::verify() {
+  return verifyPipelineTransfer(*this, getMicroBatch());
 }
 
 /// Checks that `shard` and `whole` are 1-D and that `whole` has the

@@ -176,6 +176,11 @@ LogicalResult StateOp::verify() {
     return verifyTensorSplit(*whole);
   case CollectiveGroup::data:
     return verifyDataPartition(elements);
+  case CollectiveGroup::pipeline:
+    return emitOpError() << "@" << getSymName()
+                         << " is partitioned over the pipeline group; states "
+                            "are partitioned over the world, an expert, "
+                            "expert-data, tensor or data group";
   }
   llvm_unreachable("unknown collective group");
 }

@@ -91,6 +91,17 @@ def DSC_CollectiveGroup : I32EnumAttr<"CollectiveGroup",
     I32EnumAttrCase<"expert_data", 2>,
     I32EnumAttrCase<"tensor", 3>,
     I32EnumAttrCase<"data", 4>,
+    // The P stages of one pipeline (same tensor and data index): its ranks
+    // pass activations and their gradients to their neighbours.
+    I32EnumAttrCase<"pipeline", 5>,
+  ]> {
+  let cppNamespace = "::mlir::dsc";
+}
+
+def DSC_PipelinePeer : I32EnumAttr<"PipelinePeer",
+    "the neighbour of a pipeline stage that a point-to-point transfer is with", [
+    I32EnumAttrCase<"next", 0>,
+    I32EnumAttrCase<"previous", 1>,
   ]> {
   let cppNamespace = "::mlir::dsc";
 }

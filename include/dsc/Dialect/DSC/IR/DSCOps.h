@@ -46,6 +46,21 @@ constexpr llvm::StringLiteral kExpertParallelSizeAttrName =
 constexpr llvm::StringLiteral kTensorParallelSizeAttrName =
     "dsc.tensor_parallel_size";
 
+/// Pipeline stages (pipeline parallelism, outermost in the mesh); absent: 1.
+constexpr llvm::StringLiteral kPipelineParallelSizeAttrName =
+    "dsc.pipeline_parallel_size";
+
+/// The stage whose program a pipeline-parallel module holds, and the
+/// micro-batches one call of its step runs (`--dsc-pipeline-parallel`).
+constexpr llvm::StringLiteral kPipelineStageAttrName = "dsc.pipeline_stage";
+constexpr llvm::StringLiteral kPipelineMicroBatchesAttrName =
+    "dsc.pipeline_micro_batches";
+/// Marks a parameter that several pipeline stages hold (a tied weight):
+/// its gradient is summed over the pipeline group.
+constexpr llvm::StringLiteral kPipelineTiedAttrName = "dsc.pipeline_tied";
+/// Marks a forward op of a pipeline stage with the micro-batch it computes.
+constexpr llvm::StringLiteral kMicroBatchAttrName = "dsc.micro_batch";
+
 /// The prefix of a teacher's weights (StateRole::teacher, `--dsc-distill`):
 /// `teacher.h.0.attn.c_attn.weight` is the teacher's `h.0.attn.c_attn.weight`.
 constexpr llvm::StringLiteral kTeacherPrefix = "teacher.";
@@ -58,15 +73,20 @@ std::optional<int64_t> lookupWorldSize(Operation *op);
 /// itself); 1 when it is not set.
 int64_t lookupTensorParallelSize(Operation *op);
 
+/// The `dsc.pipeline_parallel_size` of the module enclosing `op` (or `op`
+/// itself); 1 when it is not set.
+int64_t lookupPipelineParallelSize(Operation *op);
+
 /// The group the data-parallel sums run over: the world, or with tensor
-/// parallelism (T > 1) the data group of the ranks that hold the same
-/// slices.
+/// or pipeline parallelism (T > 1 or P > 1) the data group of the ranks
+/// that hold the same slices of the same stage.
 CollectiveGroup dataParallelGroup(Operation *op);
 
 /// The number of ranks in `group` for the module enclosing `op`: the world
 /// size W, the expert-parallel size P (`dsc.expert_parallel_size`, 1 when
 /// absent) or W / P, the tensor-parallel size T
-/// (`dsc.tensor_parallel_size`, 1 when absent) or W / T. Fails with a
+/// (`dsc.tensor_parallel_size`, 1 when absent), the pipeline stages S
+/// (`dsc.pipeline_parallel_size`, 1 when absent) or W / (T * S). Fails with a
 /// diagnostic on `op` when the module has no world size or P or T does
 /// not divide it.
 FailureOr<int64_t> lookupGroupSize(Operation *op, CollectiveGroup group);

@@ -1531,6 +1531,68 @@ def DSC_AllToAllOp : DSC_Op<"all_to_all", [SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+// Pipeline parallelism's point-to-point transfers: between a stage and its
+// neighbour in the pipeline group, matched by the order in which the two
+// stages issue them (and the micro-batch they carry).
+
+def DSC_F32Scalar : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+def DSC_PipelineSendOp : DSC_Op<"pipeline_send"> {
+  let summary = "sends an activation or its gradient to a neighbouring stage";
+  let description = [{
+    Sends `input` to this rank's `next` or `previous` stage in its pipeline
+    group (`CollectiveGroup::pipeline`), where a `dsc.pipeline_recv` from
+    the opposite side with the same type and micro-batch receives it. The
+    stages issue their transfers in the order of their schedule, which
+    `--dsc-pipeline-schedule` makes agree on the two sides.
+
+    The result is a scalar zero that a stage adds to its loss, so that the
+    loss depends on what the stage sends: autodiff then reaches the ops
+    that computed it, and the send's gradient rule makes the input's
+    cotangent a `dsc.pipeline_recv` from the same peer (the gradient the
+    later stages computed). A send of a gradient (to `previous`, built by a
+    receive's gradient rule) has an unused result. Not pure: it stays where
+    it is, once.
+
+    Example (the residual stream of micro-batch 1 leaving stage 0):
+
+    ```mlir
+    %z = dsc.pipeline_send %x to next micro_batch 1 : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_NumericTensor:$input, DSC_PipelinePeer:$peer,
+                       I64Attr:$micro_batch);
+  let results = (outs DSC_F32Scalar:$zero);
+  let assemblyFormat =
+      "$input `to` $peer `micro_batch` $micro_batch attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def DSC_PipelineRecvOp : DSC_Op<"pipeline_recv"> {
+  let summary = "receives an activation or its gradient from a neighbouring stage";
+  let description = [{
+    Receives the tensor that this rank's `previous` or `next` stage in its
+    pipeline group sends with the matching `dsc.pipeline_send`: the static
+    result type is the message's shape. A received activation is an input
+    of the stage's graph that autodiff differentiates with respect to (it
+    depends on the earlier stages' parameters); its gradient rule sends the
+    cotangent back to the same peer. Not pure.
+
+    Example (the same activation arriving at stage 1):
+
+    ```mlir
+    %x = dsc.pipeline_recv from previous micro_batch 1 : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSC_PipelinePeer:$peer, I64Attr:$micro_batch);
+  let results = (outs DSC_NumericTensor:$result);
+  let assemblyFormat =
+      "`from` $peer `micro_batch` $micro_batch attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def DSC_LocalShardOp : DSC_Op<"local_shard", [
     Pure, SameOperandsAndResultElementType]> {
   let summary = "this rank's shard of a replicated tensor (no communication)";

@@ -232,12 +232,15 @@ static LogicalResult allReduceGrad(AllReduceOp op, Gradient &g) {
   // sum that ends a tensor-parallel block alike, and so over the data
   // group of a tensor-parallel mesh: its sum (the loss's) is replicated on
   // the data group's ranks, and so on every rank of their tensor groups.
-  // Over another group smaller than the world the result is replicated
-  // only within the group, so that argument does not hold: such sums are
-  // gradient reductions, which come after autodiff.
+  // A pipeline's sum of its stages' losses (only the last stage's is not
+  // zero) is replicated on every stage, and each stage's loss enters it
+  // once: the identity again. Over another group smaller than the world
+  // the result is replicated only within the group, so that argument does
+  // not hold: such sums are gradient reductions, which come after autodiff.
   if (op.getGroup() != CollectiveGroup::world &&
       op.getGroup() != CollectiveGroup::tensor &&
-      op.getGroup() != CollectiveGroup::data)
+      op.getGroup() != CollectiveGroup::data &&
+      op.getGroup() != CollectiveGroup::pipeline)
     return op.emitOpError("has no gradient over the ")
            << stringifyCollectiveGroup(op.getGroup()) << " group";
   g.set(0, g.dy());
@@ -265,6 +268,22 @@ static LogicalResult reduceScatterGrad(ReduceScatterOp op, Gradient &g) {
   // cotangent of each block, gathered from the block's owner.
   g.set(0, AllGatherOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
                                op.getGroup()));
+  return success();
+}
+
+static LogicalResult pipelineSendGrad(PipelineSendOp op, Gradient &g) {
+  // The send's result is a zero the stage adds to its loss; what the loss
+  // owes `input` is computed by the stages after this one, and their
+  // gradient of it comes back from the peer the activation went to.
+  g.set(0, PipelineRecvOp::create(g.b, g.loc, op.getInput().getType(),
+                                  op.getPeer(), op.getMicroBatch()));
+  return success();
+}
+
+static LogicalResult pipelineRecvGrad(PipelineRecvOp op, Gradient &g) {
+  // The received activation has no operand here: its cotangent belongs to
+  // the stage that sent it, which waits for it.
+  PipelineSendOp::create(g.b, g.loc, g.dy(), op.getPeer(), op.getMicroBatch());
   return success();
 }
 
@@ -303,5 +322,7 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<AllGatherOp, allGatherGrad>(context);
   attach<ReplicateOp, replicateGrad>(context);
   attach<AllToAllOp, allToAllGrad>(context);
+  attach<PipelineSendOp, pipelineSendGrad>(context);
+  attach<PipelineRecvOp, pipelineRecvGrad>(context);
   attach<ReduceScatterOp, reduceScatterGrad>(context);
 }

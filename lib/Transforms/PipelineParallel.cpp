@@ -1,0 +1,398 @@
+//===- PipelineParallel.cpp - --dsc-pipeline-parallel ----------------------===//
+//
+// Cuts the forward graph into pipeline stages, balanced by the blocks'
+// FLOPs, and keeps one stage's program: its ops once per micro-batch, with
+// the values that cross a cut sent to the next stage and received from the
+// previous one. Autodiff then builds the stage's backward, the gradients'
+// transfers included, from the transfer ops' own rules; the schedule pass
+// orders the micro-batches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlockNames.h"
+
+#include "dsc/Analysis/MatmulFlops.h"
+#include "dsc/Analysis/PipelineStages.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Support/TensorSize.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_PIPELINEPARALLEL
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+static double bytesOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return double(tensor.getNumElements()) *
+         double(llvm::divideCeil(tensor.getElementTypeBitWidth(), 8));
+}
+
+namespace {
+/// A run of the forward's ops, [begin, end), and what it costs.
+struct Span {
+  std::string name;
+  size_t begin = 0, end = 0;
+  double flops = 0;
+  double parameterBytes = 0;
+  double activationBytes = 0;
+};
+
+struct PipelineParallelPass
+    : public dsc::impl::PipelineParallelBase<PipelineParallelPass> {
+  using PipelineParallelBase::PipelineParallelBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    int64_t stages = lookupPipelineParallelSize(module);
+    if (stages < 2) {
+      module.emitError() << "--dsc-pipeline-parallel needs a mesh of at least "
+                            "2 pipeline stages (run --dsc-data-parallel "
+                            "pipeline-parallel=P first), got "
+                         << stages;
+      return signalPassFailure();
+    }
+    if (stage < 0 || stage >= stages) {
+      module.emitError() << "pipeline stage " << int64_t(stage)
+                         << " is not one of the " << stages << " stages";
+      return signalPassFailure();
+    }
+    if (microBatches < 1) {
+      module.emitError() << "micro-batches must be at least 1, got "
+                         << int64_t(microBatches);
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> graphs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        graphs.push_back(func);
+    if (graphs.size() != 1) {
+      module.emitError() << "pipeline parallelism cuts one graph, found "
+                         << graphs.size();
+      return signalPassFailure();
+    }
+    if (failed(cut(module, graphs.front(), stages)))
+      return signalPassFailure();
+  }
+
+  LogicalResult cut(ModuleOp module, func::FuncOp func, int64_t stages) {
+    Block &body = func.getBody().front();
+    if (!func.getBody().hasOneBlock())
+      return func.emitError() << "pipeline parallelism cuts a single-block graph";
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1)
+      return func.emitError()
+             << "pipeline parallelism cuts a graph whose one output is its "
+                "loss; this one has "
+             << ret.getNumOperands() << " outputs";
+    auto lossType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
+    if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
+      return func.emitError() << "pipeline parallelism needs an f32 scalar "
+                                 "loss, got "
+                              << ret.getOperand(0).getType();
+
+    SmallVector<Operation *> ops;
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+    SmallVector<BlockRun> runs = findBlocks(ops);
+    if (int64_t(runs.size()) < stages)
+      return func.emitError()
+             << "cannot cut this graph's " << runs.size()
+             << " repeated blocks (states named <prefix>.<i>.*) into " << stages
+             << " pipeline stages: pipeline-parallel must not exceed the "
+                "model's blocks";
+
+    // Each block runs up to the next block's first op; the ops before the
+    // first block are the prologue, those after the last the epilogue.
+    SmallVector<Span> blocks;
+    for (auto [i, run] : llvm::enumerate(runs))
+      blocks.push_back({run.name, run.begin,
+                        i + 1 < runs.size() ? runs[i + 1].begin : run.end});
+    Span prologue{"(before the blocks)", 0, blocks.front().begin};
+    Span epilogue{"(after the blocks)", blocks.back().end, ops.size()};
+    for (Span &block : blocks)
+      measure(block, ops);
+    measure(prologue, ops);
+    measure(epilogue, ops);
+
+    SmallVector<double> costs;
+    for (const Span &block : blocks)
+      costs.push_back(block.flops);
+    llvm::Expected<pipeline::StageCut> balanced = pipeline::balanceStages(
+        costs, stages, prologue.flops, epilogue.flops);
+    if (!balanced)
+      return func.emitError() << llvm::toString(balanced.takeError());
+
+    // Stage s runs ops [cuts[s], cuts[s + 1]).
+    SmallVector<size_t> cuts;
+    for (int64_t first : balanced->firstBlock)
+      cuts.push_back(first == 0 ? 0 : blocks[first].begin);
+    cuts.push_back(ops.size());
+    DenseMap<Operation *, int64_t> stageOf;
+    for (int64_t s = 0; s < stages; ++s)
+      for (size_t p = cuts[s]; p < cuts[s + 1]; ++p)
+        stageOf[ops[p]] = s;
+
+    // Loads and constants are repeated where they are used; other values
+    // read by a later stage cross each cut in between (live[k]: the values
+    // that stage k receives, in program order).
+    auto repeated = [](Operation *op) {
+      return op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
+             (isa<LoadOp>(op) || isMemoryEffectFree(op));
+    };
+    SmallVector<llvm::SetVector<Value>> live(stages + 1);
+    for (Operation *op : ops) {
+      if (repeated(op))
+        continue;
+      for (Value result : op->getResults()) {
+        int64_t last = stageOf[op];
+        for (Operation *user : result.getUsers())
+          last = std::max(last, user == ret ? stages - 1 : stageOf.lookup(user));
+        for (int64_t k = stageOf[op] + 1; k <= last; ++k)
+          live[k].insert(result);
+      }
+    }
+    for (int64_t k = 1; k < stages; ++k)
+      for (Value v : live[k])
+        if (!isa<RankedTensorType>(v.getType()) ||
+            !cast<RankedTensorType>(v.getType()).hasStaticShape())
+          return v.getDefiningOp()->emitError()
+                 << "this value crosses from pipeline stage " << k - 1
+                 << " to " << k << " but has no static shape to send";
+
+    // A parameter that several stages read (GPT-2's embedding, also its
+    // head) is held by each; their gradients' sum, over the pipeline group,
+    // keeps the copies equal, as DeepSpeed's tied layers do.
+    llvm::StringMap<llvm::SmallDenseSet<int64_t>> readers;
+    for (Operation *op : ops)
+      if (auto load = dyn_cast<LoadOp>(op))
+        for (Operation *user : load->getUsers())
+          readers[load.getState()].insert(user == ret ? stages - 1
+                                                      : stageOf.lookup(user));
+    for (auto state : module.getOps<StateOp>()) {
+      auto it = readers.find(state.getSymName());
+      if (it == readers.end() || it->second.size() < 2 ||
+          state.getRole() != StateRole::parameter)
+        continue;
+      if (int64_t(it->second.size()) != stages)
+        return state.emitError()
+               << "@" << state.getSymName() << " is read by " << it->second.size()
+               << " of the " << stages
+               << " pipeline stages; a weight shared by stages is summed over "
+                  "the whole pipeline group, so every stage must read it";
+      state->setAttr(kPipelineTiedAttrName, UnitAttr::get(module.getContext()));
+    }
+
+    if (print) {
+      // What each stage holds: every state its ops read, a tied one on
+      // each stage that reads it.
+      SmallVector<double> stageParameters(stages, 0.0);
+      llvm::StringSet<> counted;
+      for (Operation *op : ops)
+        if (auto load = dyn_cast<LoadOp>(op); load && counted.insert(load.getState()).second)
+          for (int64_t reader : readers[load.getState()])
+            stageParameters[reader] += bytesOf(load.getType());
+      report(func, blocks, prologue, epilogue, *balanced, live, stageParameters);
+    }
+    return rebuild(module, func, ops, stageOf, live, stages, repeated);
+  }
+
+  /// A span's FLOPs, the bytes of the states it loads, and the bytes of
+  /// the values it computes (what its backward may keep).
+  static void measure(Span &span, ArrayRef<Operation *> ops) {
+    llvm::DenseSet<Attribute> loaded;
+    for (size_t p = span.begin; p < span.end; ++p) {
+      Operation *op = ops[p];
+      span.flops += matmulFlops(op);
+      if (auto load = dyn_cast<LoadOp>(op)) {
+        if (loaded.insert(load.getStateAttr()).second)
+          span.parameterBytes += bytesOf(load.getType());
+        continue;
+      }
+      for (Value result : op->getResults())
+        span.activationBytes += bytesOf(result.getType());
+    }
+  }
+
+  void report(func::FuncOp func, ArrayRef<Span> blocks, const Span &prologue,
+              const Span &epilogue, const pipeline::StageCut &cut,
+              ArrayRef<llvm::SetVector<Value>> live,
+              ArrayRef<double> stageParameters) {
+    int64_t stages = stageParameters.size();
+    llvm::raw_ostream &os = llvm::errs();
+    os << "dsc-pipeline-parallel: @" << func.getSymName() << ": "
+       << blocks.size() << " blocks in " << stages
+       << " stages, balanced by matrix-product FLOPs per micro-batch\n";
+    auto line = [&](const Span &span) {
+      os << llvm::formatv("  {0,-22} {1,12:F0} FLOPs {2,10:F0} B parameters "
+                          "{3,10:F0} B activations\n",
+                          span.name, span.flops, span.parameterBytes,
+                          span.activationBytes);
+    };
+    line(prologue);
+    for (const Span &block : blocks)
+      line(block);
+    line(epilogue);
+    for (int64_t s = 0; s < stages; ++s) {
+      int64_t first = cut.firstBlock[s];
+      int64_t last = s + 1 < stages ? cut.firstBlock[s + 1] - 1
+                                    : int64_t(blocks.size()) - 1;
+      double activations = s == 0 ? prologue.activationBytes : 0;
+      if (s == stages - 1)
+        activations += epilogue.activationBytes;
+      for (int64_t b = first; b <= last; ++b)
+        activations += blocks[b].activationBytes;
+      double sent = 0;
+      for (Value v : live[s + 1])
+        sent += bytesOf(v.getType());
+      os << llvm::formatv("  stage {0}: blocks {1}..{2} {3,12:F0} FLOPs "
+                          "{4,10:F0} B parameters {5,10:F0} B activations, "
+                          "sends {6:F0} B per micro-batch\n",
+                          s, blocks[first].name, blocks[last].name,
+                          cut.stageCost[s], stageParameters[s], activations,
+                          s + 1 < stages ? sent : 0.0);
+    }
+  }
+
+  /// Replaces `func` by stage `stage`'s program and drops the states it
+  /// does not read.
+  LogicalResult rebuild(ModuleOp module, func::FuncOp func,
+                        ArrayRef<Operation *> ops,
+                        DenseMap<Operation *, int64_t> &stageOf,
+                        ArrayRef<llvm::SetVector<Value>> live, int64_t stages,
+                        function_ref<bool(Operation *)> repeated) {
+    const int64_t s = stage, m = microBatches;
+    MLIRContext *context = module.getContext();
+    // The inputs of all the micro-batches, one after the other.
+    SmallVector<Type> inputs;
+    for (BlockArgument arg : func.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type || type.getRank() == 0 || !type.hasStaticShape())
+        return func.emitError() << "graph input #" << arg.getArgNumber()
+                                << " has no leading (micro-batch) dimension "
+                                   "to stack the micro-batches along";
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] *= m;
+      inputs.push_back(RankedTensorType::get(shape, type.getElementType()));
+    }
+    Block &old = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(old.getTerminator());
+    auto *entry = new Block();
+    for (Type type : inputs)
+      entry->addArgument(type, func.getLoc());
+    func.getBody().push_back(entry);
+    OpBuilder b = OpBuilder::atBlockEnd(entry);
+
+    // This stage's program: its own ops and the loads and constants they
+    // read (found backwards: users before definitions).
+    llvm::DenseSet<Operation *> needed;
+    for (Operation *op : llvm::reverse(ops)) {
+      bool own = stageOf.lookup(op) == s && !repeated(op);
+      bool read = repeated(op) && llvm::any_of(op->getUsers(), [&](Operation *user) {
+                    return needed.contains(user);
+                  });
+      if (own || read)
+        needed.insert(op);
+    }
+    // What depends on no micro-batch (loads, constants, what is computed
+    // from them alone: a weight's transpose, the position embeddings) runs
+    // once, before the micro-batches.
+    llvm::DenseSet<Value> perMicroBatch(live[s].begin(), live[s].end());
+    perMicroBatch.insert(func.getArguments().begin(), func.getArguments().end());
+    IRMapping once;
+    SmallVector<Operation *> repeatedOps;
+    for (Operation *op : ops) {
+      if (!needed.contains(op))
+        continue;
+      if (llvm::any_of(op->getOperands(),
+                       [&](Value v) { return perMicroBatch.contains(v); })) {
+        perMicroBatch.insert(op->result_begin(), op->result_end());
+        repeatedOps.push_back(op);
+        continue;
+      }
+      b.clone(*op, once);
+    }
+
+    auto markAttr = b.getStringAttr(kMicroBatchAttrName);
+    SmallVector<Value> zeros, losses;
+    for (int64_t mb = 0; mb < m; ++mb) {
+      IRMapping map = once;
+      auto mark = [&](Operation *op) {
+        op->setAttr(markAttr, b.getI64IntegerAttr(mb));
+      };
+      for (auto [arg, stacked] :
+           llvm::zip(func.getArguments(), entry->getArguments())) {
+        if (llvm::none_of(arg.getUsers(),
+                          [&](Operation *user) { return needed.contains(user); }))
+          continue;
+        int64_t rows = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+        auto slice = SliceOp::create(b, func.getLoc(), stacked, /*dim=*/0,
+                                     mb * rows, (mb + 1) * rows, /*step=*/1);
+        mark(slice);
+        map.map(arg, slice.getResult());
+      }
+      if (s > 0)
+        for (Value v : live[s])
+          map.map(v, PipelineRecvOp::create(b, v.getLoc(), v.getType(),
+                                            PipelinePeer::previous, mb)
+                         .getResult());
+      for (Operation *op : repeatedOps)
+        mark(b.clone(*op, map));
+      if (s + 1 < stages)
+        for (Value v : live[s + 1])
+          zeros.push_back(PipelineSendOp::create(b, v.getLoc(), map.lookup(v),
+                                                 PipelinePeer::next, mb));
+      else
+        losses.push_back(map.lookup(ret.getOperand(0)));
+    }
+
+    // The stage's share of the loss, then the step's loss on every stage.
+    Location loc = ret.getLoc();
+    auto scalar = [&](double value) {
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      return ConstantOp::create(
+                 b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)))
+          .getResult();
+    };
+    Value local;
+    for (Value term : s + 1 < stages ? zeros : losses)
+      local = local ? AddOp::create(b, loc, local, term).getResult() : term;
+    if (!local)
+      local = scalar(0.0);
+    if (s + 1 == stages && m > 1)
+      local = MulOp::create(b, loc, local, scalar(1.0 / double(m)));
+    Value total = AllReduceOp::create(b, loc, local, CollectiveGroup::pipeline);
+    func::ReturnOp::create(b, loc, total);
+
+    // Drop the old body, then the states no op reads any more.
+    old.dropAllDefinedValueUses();
+    old.erase();
+    func.setType(FunctionType::get(context, inputs, func.getResultTypes()));
+    llvm::StringSet<> read;
+    module.walk([&](LoadOp load) { read.insert(load.getState()); });
+    for (auto state : llvm::make_early_inc_range(module.getOps<StateOp>()))
+      if ((state.getRole() == StateRole::parameter ||
+           state.getRole() == StateRole::buffer) &&
+          !read.contains(state.getSymName()))
+        state.erase();
+    OpBuilder top(module.getBodyRegion());
+    module->setAttr(kPipelineStageAttrName, top.getI64IntegerAttr(s));
+    module->setAttr(kPipelineMicroBatchesAttrName, top.getI64IntegerAttr(m));
+    return success();
+  }
+};
+} // namespace

@@ -1,0 +1,189 @@
+//===- PipelineScheduleOrder.cpp - --dsc-pipeline-schedule -----------------===//
+//
+// Puts a pipeline stage's program in the order of its schedule. After
+// autodiff the stage's graph is every micro-batch's forward, then the
+// backward autodiff swept in reverse, then the optimizer; the runtime runs
+// a graph in program order, so the order of the ops is the schedule.
+//
+// Each op is assigned to the micro-batches it depends on: a forward op to
+// the one it is marked with (`dsc.micro_batch`), a transfer to the one it
+// carries, any other op to the union of its operands'. An unmarked op of
+// exactly one micro-batch belongs to that micro-batch's backward. The
+// program is then: what depends on no micro-batch (pure ops, and the
+// others up to the first op with effects that stays behind), each action's ops in the schedule's order,
+// and what depends on several micro-batches (the sums of weight gradients,
+// the loss, the optimizer), each group in its original order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Analysis/PipelineSchedule.h"
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Transforms/Passes.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/BitVector.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_PIPELINESCHEDULE
+#include "dsc/Transforms/Passes.h.inc"
+} // namespace mlir::dsc
+
+using namespace mlir;
+using namespace mlir::dsc;
+
+namespace {
+struct PipelineSchedulePass
+    : public dsc::impl::PipelineScheduleBase<PipelineSchedulePass> {
+  using PipelineScheduleBase::PipelineScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto stageAttr = module->getAttrOfType<IntegerAttr>(kPipelineStageAttrName);
+    auto countAttr =
+        module->getAttrOfType<IntegerAttr>(kPipelineMicroBatchesAttrName);
+    if (!stageAttr || !countAttr) {
+      module.emitError() << "--dsc-pipeline-schedule orders a pipeline stage's "
+                            "program: run --dsc-pipeline-parallel first";
+      return signalPassFailure();
+    }
+    std::optional<pipeline::ScheduleKind> kind =
+        pipeline::parseScheduleKind(schedule);
+    if (!kind || (*kind != pipeline::ScheduleKind::gpipe &&
+                  *kind != pipeline::ScheduleKind::oneFOneB)) {
+      module.emitError() << "unknown pipeline schedule '" << schedule
+                         << "' (expected gpipe or 1f1b)";
+      return signalPassFailure();
+    }
+    pipeline::ScheduleShape shape;
+    shape.stages = lookupPipelineParallelSize(module);
+    shape.microBatches = countAttr.getInt();
+    llvm::Expected<pipeline::Schedule> built = pipeline::buildSchedule(*kind, shape);
+    if (!built) {
+      module.emitError() << llvm::toString(built.takeError());
+      return signalPassFailure();
+    }
+    int64_t stage = stageAttr.getInt();
+    if (stage < 0 || stage >= shape.stages) {
+      module.emitError() << "pipeline stage " << stage << " is not one of the "
+                         << shape.stages << " stages";
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() &&
+          failed(order(func, built->ranks[stage], shape.microBatches)))
+        return signalPassFailure();
+    if (print && failed(report(module, *built, stage)))
+      return signalPassFailure();
+  }
+
+  /// The stage's actions, and the schedule's bubble and activation memory
+  /// as PipelineSchedule's simulation measures them with a backward pass
+  /// twice as long as the forward (a transformer's ratio).
+  LogicalResult report(ModuleOp module, const pipeline::Schedule &built,
+                       int64_t stage) {
+    llvm::Expected<pipeline::Simulation> run =
+        pipeline::simulatePipeline(built, pipeline::PassCosts{1, 2, 0});
+    if (!run)
+      return module.emitError() << llvm::toString(run.takeError());
+    llvm::raw_ostream &os = llvm::errs();
+    os << "dsc-pipeline-schedule: " << schedule << ", "
+       << built.shape.stages << " stages x " << built.shape.microBatches
+       << " micro-batches; stage " << stage << " runs";
+    for (const pipeline::Action &action : built.ranks[stage])
+      os << " " << (action.pass == pipeline::PassKind::forward ? "F" : "B")
+         << action.microBatch;
+    os << llvm::formatv("\n  bubble {0:F3} of the ideal time ((P-1)/M = "
+                        "{1:F3}); micro-batches in flight at most:",
+                        run->bubbleFraction(),
+                        double(built.shape.stages - 1) /
+                            double(built.shape.microBatches));
+    for (int64_t held : run->peakInFlight)
+      os << " " << held;
+    os << "\n";
+    return success();
+  }
+
+  LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,
+                      int64_t microBatches) {
+    if (!func.getBody().hasOneBlock())
+      return func.emitError() << "a pipeline stage's graph must be one block";
+    Block &body = func.getBody().front();
+    llvm::DenseMap<Value, llvm::BitVector> dependsOn;
+    llvm::BitVector none(microBatches);
+    // Per op: the micro-batches it depends on and whether it is a forward op.
+    SmallVector<Operation *> free, tail;
+    SmallVector<SmallVector<Operation *>> forward(microBatches),
+        backward(microBatches);
+    bool behind = false; // an op with effects stayed in the tail
+    for (Operation &op : body.without_terminator()) {
+      llvm::BitVector set = none;
+      for (Value operand : op.getOperands())
+        if (auto it = dependsOn.find(operand); it != dependsOn.end())
+          set |= it->second;
+      std::optional<int64_t> own;
+      if (auto mark = op.getAttrOfType<IntegerAttr>(kMicroBatchAttrName))
+        own = mark.getInt();
+      else if (auto send = dyn_cast<PipelineSendOp>(op))
+        own = send.getMicroBatch();
+      else if (auto recv = dyn_cast<PipelineRecvOp>(op))
+        own = recv.getMicroBatch();
+      if (own) {
+        if (*own < 0 || *own >= microBatches)
+          return op.emitOpError() << "belongs to micro-batch " << *own
+                                  << ", but the step runs " << microBatches;
+        set.set(*own);
+      }
+      for (Value result : op.getResults())
+        dependsOn[result] = set;
+      if (set.count() == 1) {
+        int64_t mb = set.find_first();
+        bool isForward = op.hasAttr(kMicroBatchAttrName) ||
+                         (isa<PipelineSendOp>(op) &&
+                          cast<PipelineSendOp>(op).getPeer() == PipelinePeer::next) ||
+                         (isa<PipelineRecvOp>(op) &&
+                          cast<PipelineRecvOp>(op).getPeer() ==
+                              PipelinePeer::previous);
+        (isForward ? forward : backward)[mb].push_back(&op);
+      } else if (set.none() && (!behind || isMemoryEffectFree(&op))) {
+        free.push_back(&op);
+      } else {
+        behind |= !isMemoryEffectFree(&op);
+        tail.push_back(&op);
+      }
+    }
+
+    // Move every op to the end, in the new order, before the terminator.
+    Operation *terminator = body.getTerminator();
+    auto place = [&](ArrayRef<Operation *> group) {
+      for (Operation *op : group)
+        op->moveBefore(terminator);
+    };
+    place(free);
+    for (const pipeline::Action &action : actions) {
+      if (action.pass == pipeline::PassKind::forward)
+        place(forward[action.microBatch]);
+      else if (action.pass == pipeline::PassKind::backward)
+        place(backward[action.microBatch]);
+    }
+    place(tail);
+
+    // A value must still be defined before its uses: an op the backward of
+    // a micro-batch reads that stayed behind an op with effects would not be.
+    llvm::DenseSet<Value> defined(body.getArguments().begin(),
+                                  body.getArguments().end());
+    for (Operation &op : body) {
+      for (Value operand : op.getOperands())
+        if (!defined.contains(operand))
+          return op.emitOpError()
+                 << "would run before an operand it reads in the "
+                 << schedule << " order of this pipeline stage";
+      defined.insert(op.result_begin(), op.result_end());
+    }
+    return success();
+  }
+};
+} // namespace
