@@ -37,7 +37,10 @@ mlir::dsc::pipeline::balanceStages(llvm::ArrayRef<double> blockCosts,
     return cutError(llvm::formatv("cannot cut {0} blocks into {1} non-empty "
                                   "pipeline stages",
                                   n, stages));
-  for (double cost : llvm::concat<const double>(blockCosts, llvm::ArrayRef({prologue, epilogue})))
+  // (The ends in an array of their own: a braced list inside the loop's
+  // range expression would be gone before the loop reads it.)
+  const double ends[] = {prologue, epilogue};
+  for (double cost : llvm::concat<const double>(blockCosts, llvm::ArrayRef(ends)))
     if (!std::isfinite(cost) || cost < 0)
       return cutError(llvm::formatv("a block cost of {0} cannot be balanced", cost));
 

@@ -8,15 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PrintToOutput.h"
+
 #include "dsc/Analysis/ArenaBuffers.h"
 #include "dsc/Analysis/StepReport.h"
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_STEPREPORT
@@ -65,33 +65,14 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
     report.memory.hostArena = hostArena;
     report.transfers = transfers;
 
-    std::unique_ptr<llvm::ToolOutputFile> file;
-    llvm::raw_ostream *os = &llvm::errs();
-    if (output != "-") {
-      std::string error;
-      file = openOutputFile(output, &error);
-      if (!file) {
-        module.emitError() << "--dsc-report-file: " << error;
-        return signalPassFailure();
-      }
-      os = &file->os();
-    }
-    if (format == "json")
-      report.printJson(*os, parts);
-    else
-      report.printText(*os, parts);
-    if (file) {
-      // A failed write (--dsc-report-file=/dev/full) is an error here, not
-      // a fatal one when the stream is destroyed.
-      file->os().close();
-      if (file->os().has_error()) {
-        module.emitError() << "--dsc-report-file: cannot write '" << output
-                           << "': " << file->os().error().message();
-        file->os().clear_error();
-        return signalPassFailure();
-      }
-      file->keep();
-    }
+    if (failed(printToOutput(module, output, "--dsc-report-file",
+                             [&](raw_ostream &os) {
+                               if (format == "json")
+                                 report.printJson(os, parts);
+                               else
+                                 report.printText(os, parts);
+                             })))
+      return signalPassFailure();
   }
 
   static int64_t bufferBytes(Type type) {

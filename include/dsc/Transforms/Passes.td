@@ -1204,4 +1204,50 @@ def StepReport : Pass<"dsc-step-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def MeshPlan : Pass<"dsc-plan", "::mlir::ModuleOp"> {
+  let summary = "ranks the device meshes that train the model on a cluster";
+  let description = [{
+    "ZeRO or 3D parallelism?" for the exported model on a given cluster:
+    lists every mesh of tensor (T), pipeline (P, with V chunks per rank for
+    the interleaved schedule) and data parallelism (D = world / (T·P)), ZeRO
+    stage, micro-batch size and activation checkpointing, with its memory
+    per rank, bytes per group and a step-time estimate from the graph's
+    FLOPs and those bytes; the meshes that fit first, fastest first, each
+    with the reason it ranks where it does (docs/parallelism-plan.md). Runs
+    on the exported model, before the training pipeline; the module is not
+    changed.
+
+    ```
+    dsc-opt model.mlir --dsc-plan="world-size=1024 global-batch=1536
+        device-memory=80 tflops=312 intra-bw=150 inter-bw=25"
+    ```
+  }];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"8",
+           "ranks of the cluster">,
+    Option<"nodeSize", "node-size", "int64_t", /*default=*/"8",
+           "ranks per node">,
+    Option<"globalBatch", "global-batch", "int64_t", /*default=*/"0",
+           "samples per optimizer step (required)">,
+    Option<"deviceMemory", "device-memory", "double", /*default=*/"80",
+           "GB of device memory a rank may use">,
+    Option<"tflops", "tflops", "double", /*default=*/"312",
+           "matmul TFLOP/s a rank sustains">,
+    Option<"intraBandwidth", "intra-bw", "double", /*default=*/"150",
+           "GB/s a rank sends within its node">,
+    Option<"interBandwidth", "inter-bw", "double", /*default=*/"25",
+           "GB/s a rank sends to other nodes">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "bf16 or fp16 (mixed precision) or fp32">,
+    Option<"rows", "rows", "int64_t", /*default=*/"12",
+           "meshes to list">,
+    Option<"tensor", "tensor", "int64_t", /*default=*/"0",
+           "consider only this tensor-parallel size (0: every size)">,
+    Option<"pipeline", "pipeline", "int64_t", /*default=*/"0",
+           "consider only this pipeline-parallel size (0: every size)">,
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "file to write, '-' for stderr">,
+  ];
+}
+
 #endif // DSC_TRANSFORMS_PASSES_TD
