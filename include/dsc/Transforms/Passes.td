@@ -1001,6 +1001,12 @@ def ZeroPartition : Pass<"dsc-zero", "::mlir::ModuleOp"> {
     their own) and their gradients' sums over the expert-data group stay
     whole.
 
+    Under tensor parallelism (`dsc.tensor_parallel_size` T > 1) every state
+    is partitioned over its data group of W / T ranks instead of the world
+    (`partition_group` data): a tensor-parallel slice's partition is of the
+    rank's slice, which keeps its whole shape and states `partition_blocks`
+    (docs/tensor-parallel.md). With W = T nothing is partitioned.
+
     Example: `dsc-opt m.mlir --dsc-data-parallel=world-size=2 --dsc-autodiff
     --dsc-optimizer --dsc-zero=stage=2`.
   }];
