@@ -5,6 +5,7 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+#include "dsc/Pipeline/Passes.h"
 #include "dsc/Pipeline/TrainingPipeline.h"
 #include "dsc/Transforms/Passes.h"
 
@@ -21,6 +22,7 @@ void mlir::dsc::registerAllDialects(mlir::DialectRegistry &registry) {
 void mlir::dsc::registerAllPasses() {
   registerDSCPasses();
   registerDSCConversionPasses();
+  registerDSCPipelinePasses();
   registerTrainingPipeline();
   mlir::registerTransformsPasses();
 }

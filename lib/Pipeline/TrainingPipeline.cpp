@@ -3,6 +3,7 @@
 #include "dsc/Pipeline/TrainingPipeline.h"
 
 #include "dsc/Config/OptionRanges.h"
+#include "dsc/Pipeline/Passes.h"
 #include "dsc/Transforms/Passes.h"
 
 #include "mlir/Pass/PassManager.h"

@@ -10,12 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "BlockNames.h"
-#include "PrintToOutput.h"
-
 #include "dsc/Analysis/MatmulFlops.h"
 #include "dsc/Analysis/MeshPlan.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Transforms/Passes.h"
+#include "dsc/Transforms/PrintToOutput.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"

@@ -1180,36 +1180,6 @@ def BucketCollectives : Pass<"dsc-bucket-collectives", "::mlir::ModuleOp"> {
   ];
 }
 
-def StepReport : Pass<"dsc-step-report", "::mlir::ModuleOp"> {
-  let summary = "prints each rank's memory and communication of the step";
-  let description = [{
-    Reports, for a training step after `--dsc-zero` (or any step with
-    `dsc.world_size`), what every rank holds and sends (docs/zero.md,
-    "Reports"): model states by ZeRO's accounting (parameters, reduced
-    gradients, fp32 master weights, optimizer state), buffers, buckets,
-    prefetch buffers, the activation arena of the memory plan (the step is
-    lowered and planned on a copy of the module, as `dsc-compile` does), the
-    inputs and outputs, and the peak the runtime allocates; and every
-    collective with the bytes each rank sends (the ring formulas dsc-run
-    counts) and nccl-tests' bus bytes, per update (gradient accumulation
-    repeats the step's collectives). The module is not changed.
-
-    dsc-opt's `--dsc-report=memory,comm`, `--dsc-report-format=text|json`
-    and `--dsc-report-file=PATH` run it at the end of the training pipeline.
-  }];
-  let dependentDialects = ["::mlir::dscrt::DSCRTDialect",
-                           "::mlir::func::FuncDialect"];
-  let options = [
-    ListOption<"what", "report", "std::string",
-               "what to report: memory, comm, estimate (DeepSpeed's "
-               "estimator; default: memory and comm)">,
-    Option<"format", "format", "std::string", /*default=*/"\"text\"",
-           "text (tables) or json">,
-    Option<"output", "output", "std::string", /*default=*/"\"-\"",
-           "file to write, '-' for stderr">,
-  ];
-}
-
 def MeshPlan : Pass<"dsc-plan", "::mlir::ModuleOp"> {
   let summary = "ranks the device meshes that train the model on a cluster";
   let description = [{

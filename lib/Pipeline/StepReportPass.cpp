@@ -1,26 +1,26 @@
 //===- StepReportPass.cpp - --dsc-step-report ------------------------------===//
 //
 // Prints the StepReport of the module (include/dsc/Analysis/StepReport.h).
-// The activation arena is a property of the lowered step, so the pass
-// lowers and plans a copy of the module exactly as dsc-compile does and
-// reads the plan's size, the figure the runtime's allocator reproduces, and
-// what fills it at its busiest point.
+// The activation arena is a property of the lowered step, so the pass runs
+// dsc-compile's lowering pipeline (LoweringPipeline.h) on a copy of the
+// module, plans it as --dsc-plan-memory does, and reads the plan's size,
+// the figure the runtime's allocator reproduces, and what fills it at its
+// busiest point.
 //
 //===----------------------------------------------------------------------===//
 
-#include "PrintToOutput.h"
-
 #include "dsc/Analysis/ArenaBuffers.h"
 #include "dsc/Analysis/StepReport.h"
-#include "dsc/Conversion/Passes.h"
-#include "dsc/Transforms/Passes.h"
+#include "dsc/Pipeline/LoweringPipeline.h"
+#include "dsc/Pipeline/Passes.h"
+#include "dsc/Transforms/PrintToOutput.h"
 
 #include "mlir/Pass/PassManager.h"
 
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_STEPREPORT
-#include "dsc/Transforms/Passes.h.inc"
+#include "dsc/Pipeline/Passes.h.inc"
 } // namespace mlir::dsc
 
 using namespace mlir;
@@ -127,7 +127,7 @@ struct StepReportPass : public dsc::impl::StepReportBase<StepReportPass> {
                           ArenaPeak &peak, TransferReport &transfers) {
     OwningOpRef<ModuleOp> copy = module.clone();
     PassManager pm(module.getContext());
-    pm.addPass(createLowerToRuntime());
+    buildLoweringPipeline(pm);
     if (failed(pm.run(*copy)))
       return module.emitError() << "--dsc-report: the step cannot be lowered "
                                    "to plan its memory (see the errors above)";

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef DSC_LIB_TRANSFORMS_PRINTTOOUTPUT_H
-#define DSC_LIB_TRANSFORMS_PRINTTOOUTPUT_H
+#ifndef DSC_TRANSFORMS_PRINTTOOUTPUT_H
+#define DSC_TRANSFORMS_PRINTTOOUTPUT_H
 
 #include "mlir/IR/Operation.h"
 #include "mlir/Support/FileUtilities.h"
@@ -45,4 +45,4 @@ inline LogicalResult printToOutput(Operation *anchor, StringRef path,
 
 } // namespace mlir::dsc
 
-#endif // DSC_LIB_TRANSFORMS_PRINTTOOUTPUT_H
+#endif // DSC_TRANSFORMS_PRINTTOOUTPUT_H
