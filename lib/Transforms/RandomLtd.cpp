@@ -87,8 +87,33 @@ struct RandomLtdPass : public dsc::impl::RandomLtdBase<RandomLtdPass> {
     return success();
   }
 
+  /// An exported block may begin or end at a hidden state's reshape to
+  /// rows ([B, T, D] -> [B * T, D]), which the graph places before the
+  /// next block's first load (BERT): the run gives up the reshapes that
+  /// end it and takes those just before it that only it reads, so that it
+  /// reads and returns the hidden state itself.
+  static BlockRun aroundRowReshapes(ArrayRef<Operation *> ops, BlockRun run) {
+    auto rowReshape = [](Operation *op) {
+      auto reshape = dyn_cast<ReshapeOp>(op);
+      return reshape && reshape.getInput().getType().getRank() == 3 &&
+             reshape.getType().getRank() != 3;
+    };
+    while (run.end > run.begin + 1 && rowReshape(ops[run.end - 1]))
+      --run.end;
+    auto readHere = [&](Operation *op) {
+      return llvm::all_of(op->getUsers(), [&](Operation *user) {
+        return llvm::is_contained(ops.slice(run.begin, run.end - run.begin), user);
+      });
+    };
+    while (run.begin > 0 && rowReshape(ops[run.begin - 1]) &&
+           readHere(ops[run.begin - 1]))
+      --run.begin;
+    return run;
+  }
+
   LogicalResult dropInBlock(func::FuncOp func, ArrayRef<Operation *> ops,
-                            const BlockRun &run, Shared &shared) {
+                            const BlockRun &found, Shared &shared) {
+    BlockRun run = aroundRowReshapes(ops, found);
     llvm::SmallPtrSet<Operation *, 32> inRun;
     for (size_t p = run.begin; p < run.end; ++p)
       inRun.insert(ops[p]);

@@ -211,11 +211,13 @@ TEST(DataScheduleTest, RunSettingsPlanPicksEachStepsBuckets) {
            {"ltd_seq_per_step", "2"},
            {"ltd_total_layers", "4"},
            {"ltd_layers", "2"},
+           {"ltd_seed", "7"},
            {"ltd_buckets", "2,6,8"}}) {
     EXPECT_TRUE(isDataScheduleSetting(key)) << key;
     EXPECT_EQ(readDataScheduleSetting(plan, key, value), std::nullopt) << key;
   }
   EXPECT_EQ(checkDataSchedulePlan(plan), std::nullopt);
+  EXPECT_EQ(plan.randomLtd->seed, 7);
   // Step 1: seqlen 2 -> bucket 4, kept 2 -> 2. Step 3: seqlen 4, kept 4 ->
   // bucket 6, at most the sequence: 4. Step 8: 10 and 8.
   EXPECT_EQ(plan.stepLengths(1, 10), std::make_pair(int64_t(4), int64_t(2)));
@@ -247,6 +249,25 @@ TEST(DataScheduleTest, StagedKdRunsTheTeacherUpToItsStop) {
               Optional(HasSubstr("expected a positive integer, got '0'")));
   EXPECT_THAT(readDataScheduleSetting(plan, "kd_stop_step", "two"),
               Optional(HasSubstr("expected a positive integer")));
+}
+
+TEST(DataScheduleTest, FixedRandomLtdDrawIsNoSchedule) {
+  // What the emitter compiles in for --ltd-kept=8 on 16 tokens, site seed 3
+  // (dsc-run --dump-ltd-indices reads it): no schedule, no variants.
+  DataSchedulePlan plan;
+  EXPECT_TRUE(isDataScheduleSetting("random_ltd_draw"));
+  EXPECT_EQ(readDataScheduleSetting(plan, "random_ltd_draw", "16,8,3"), std::nullopt);
+  ASSERT_TRUE(plan.ltdDraw.has_value());
+  EXPECT_EQ(plan.ltdDraw->length, 16);
+  EXPECT_EQ(plan.ltdDraw->kept, 8);
+  EXPECT_EQ(plan.ltdDraw->seed, 3);
+  EXPECT_EQ(checkDataSchedulePlan(plan), std::nullopt);
+  EXPECT_TRUE(plan.empty());
+  EXPECT_FALSE(plan.changesLengths());
+  for (const char *bad : {"16,8", "16,0,3", "8,16,3", "16,8,3,1", "a,b,c"})
+    EXPECT_THAT(readDataScheduleSetting(plan, "random_ltd_draw", bad),
+                Optional(HasSubstr("expected LENGTH,KEPT,SEED with 1 <= KEPT <= LENGTH")))
+        << bad;
 }
 
 TEST(DataScheduleTest, RunSettingsErrors) {

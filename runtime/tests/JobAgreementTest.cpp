@@ -69,6 +69,11 @@ TEST(JobAgreementTest, SharedOptionsLeaveOutPathsAndRankZerosOutputs) {
   EXPECT_EQ(sharedOptionsText(options({"--metrics", "m.csv", "--dump-outputs",
                                        "o.safetensors"})),
             "--batch 4 --seq 16 --steps 5 --seed 1234");
+  // Rank 0's random-LTD index dump is its own output too.
+  RunOptions dumping = options({"--dump-ltd-indices", "kept.txt"});
+  EXPECT_EQ(dumping.dumpLtdIndices, "kept.txt");
+  EXPECT_EQ(sharedOptionsText(dumping), "--batch 4 --seq 16 --steps 5 --seed 1234");
+  EXPECT_THROW(options({"--dump-ltd-indices", ""}), UsageError);
   EXPECT_EQ(sharedOptionsText(options(
                 {"--eval", "--save", "ckpt", "--save-interval", "2"})),
             "--batch 4 --seq 16 --steps 5 --seed 1234 --eval --save --save-interval 2");

@@ -30,7 +30,6 @@ Usage: data_efficiency_reference.py --weights W --data D --batch B --seq T
            -o GOLD [--seed S]
 """
 import argparse
-import json
 import math
 import os
 import sys
@@ -47,6 +46,8 @@ from dsc.philox import DEFAULT_SEED, random_ltd_indices
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "examples", "models"))
 import gpt2  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ltd_dump import kept_positions, write_gold  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("--weights", required=True)
@@ -83,8 +84,6 @@ tokens, targets = tokens[:, :length].contiguous(), targets[:, :length].contiguou
 indices = random_ltd_indices(args.batch, length, args.kept or length, args.seed, step=1,
                              first_sample=0)
 if args.indices_from:
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from ltd_dump import kept_positions  # noqa: E402
     indices = kept_positions(args.indices_from, 1, args.batch, indices)
 kept = torch.zeros(args.batch, length, dtype=torch.bool)
 kept[torch.arange(args.batch)[:, None], indices] = True
@@ -127,12 +126,7 @@ for layer in (int(i) for i in args.layers.split(",") if args.kept and i):
     block.forward = (dropping_block if args.moe is None else gathering_block)(block)
 loss = model(tokens, targets)
 loss.backward()
-os.makedirs(args.output, exist_ok=True)
-grads = {name: t.grad.detach().numpy() for name, t in state.tensors.items()
-         if t.grad is not None}
-safetensors.save(grads, os.path.join(args.output, "grads_step1.safetensors"))
-with open(os.path.join(args.output, "losses.json"), "w") as f:
-    json.dump({"losses": [float(loss)]}, f)
+write_gold(args.output, state, loss)
 if args.moe is not None:
     metrics, dropped, aux = {}, 0, 0.0
     for i, block in enumerate(model.transformer.h):

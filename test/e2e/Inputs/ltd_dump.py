@@ -1,6 +1,12 @@
-"""Reads dsc-run --dump-ltd-indices files (a line `STEP SAMPLE I0 I1 ...`
-per sample of each step's global batch) for the random-LTD references."""
+"""For the random-LTD references: reads dsc-run --dump-ltd-indices files
+(a line `STEP SAMPLE I0 I1 ...` per sample of each step's global batch)
+and writes the GOLD files."""
+import json
+import os
+
 import torch
+
+from dsc import safetensors
 
 
 def kept_positions(path, step, samples, drawn):
@@ -16,3 +22,14 @@ def kept_positions(path, step, samples, drawn):
     same = dumped.shape == drawn.shape and torch.equal(dumped, drawn)
     print("dumped indices " + ("equal" if same else "DIFFER from") + " dsc.philox's")
     return dumped
+
+
+def write_gold(directory, state, loss):
+    """GOLD/losses.json and GOLD/grads_step1.safetensors as dsc.golden
+    writes them (for compare_gradients.py), after loss.backward()."""
+    os.makedirs(directory, exist_ok=True)
+    grads = {name: t.grad.detach().numpy() for name, t in state.tensors.items()
+             if t.grad is not None}
+    safetensors.save(grads, os.path.join(directory, "grads_step1.safetensors"))
+    with open(os.path.join(directory, "losses.json"), "w") as f:
+        json.dump({"losses": [float(loss)]}, f)
