@@ -172,6 +172,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       m.hostStateAllocation += roundUp(bytes);
       (state.getRole() == StateRole::master      ? m.hostMaster
        : state.getRole() == StateRole::parameter ? m.hostParameters
+       : state.getRole() == StateRole::teacher   ? m.hostTeacher
                                                  : m.hostOptimizer) += bytes;
     } else if (state.getTier() == MemoryTier::nvme) {
       constexpr int64_t kBlock = int64_t(1) << 20; // NvmeOptions::blockBytes
@@ -526,6 +527,8 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       row("optimizer state", m.hostOptimizer, "(of the model states above)");
       if (m.hostParameters)
         row("parameters", m.hostParameters, "(of the model states above)");
+      if (m.hostTeacher)
+        row("teacher weights", m.hostTeacher, "(of the teacher weights above)");
       row("states allocated", m.hostStateAllocation,
           "(not in the device's states allocated)");
       row("host arena", m.hostArena, "(copies of gradients and updated parameters)");
@@ -647,6 +650,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                        {"master_weights", m.hostMaster},
                        {"optimizer_state", m.hostOptimizer},
                        {"parameters", m.hostParameters},
+                       {"teacher_weights", m.hostTeacher},
                        {"states_allocated", m.hostStateAllocation},
                        {"arena", m.hostArena},
                        {"pinned", m.pinned()}}},

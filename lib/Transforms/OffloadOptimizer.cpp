@@ -208,17 +208,23 @@ struct OffloadOptimizerPass
   /// (the all-gathers before its use) reads a copy made right after its
   /// load, which the prefetch schedule already placed ahead of the gather;
   /// the host update writes the new partition into it in place of the
-  /// copy back.
+  /// copy back. A distillation teacher's partitions (frozen, partitioned
+  /// as parameters are) live on the host too: read the same way, never
+  /// written.
+  static bool offloadsWithParameters(StateOp state) {
+    return state.getRole() == StateRole::parameter ||
+           state.getRole() == StateRole::teacher;
+  }
   static void offloadParameters(ModuleOp module, Block &body) {
     for (auto state : module.getOps<StateOp>()) {
-      if (state.getRole() != StateRole::parameter || !state.getPartitionOf())
+      if (!offloadsWithParameters(state) || !state.getPartitionOf())
         continue;
       state.setTier(MemoryTier::host);
     }
     for (auto load : llvm::make_early_inc_range(body.getOps<LoadOp>())) {
       auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
           module, load.getStateAttr());
-      if (!state || state.getRole() != StateRole::parameter ||
+      if (!state || !offloadsWithParameters(state) ||
           state.getTier() != MemoryTier::host)
         continue;
       OpBuilder b(load->getContext());

@@ -55,6 +55,21 @@ TEST(MemoryPool, HighWaterMarkAfterInterleavedAllocateAndRelease) {
   EXPECT_EQ(pool.highWaterMark(), 3584u); // the peak stays
 }
 
+TEST(MemoryPool, ResetHighWaterMarkStartsOverFromWhatIsInUse) {
+  MemoryPool pool("test");
+  void *teacher = pool.allocate(4096);
+  void *student = pool.allocate(1000); // 5120: the peak with the teacher
+  pool.release(teacher);
+  EXPECT_EQ(pool.highWaterMark(), 5120u);
+  pool.resetHighWaterMark();
+  EXPECT_EQ(pool.highWaterMark(), 1024u);
+  void *more = pool.allocate(256); // a new peak, without the teacher
+  EXPECT_EQ(pool.highWaterMark(), 1280u);
+  pool.release(more);
+  pool.release(student);
+  EXPECT_EQ(pool.highWaterMark(), 1280u);
+}
+
 TEST(MemoryPool, ZeroByteAllocationsAreUniqueAndCountNothing) {
   MemoryPool pool("test");
   void *a = pool.allocate(0);

@@ -112,6 +112,9 @@ public:
   void loadStates(const ArtifactInfo &, const Checkpoint &) override {}
   void loadTeacherStates(const ArtifactInfo &,
                          const SafeTensorsFile &) override {}
+  MemoryUse releaseTeacher(const ArtifactInfo &, size_t) override {
+    return {};
+  }
   RunStepContext &connect() override { throw Error("not here"); }
   void *hostInput(int32_t) override { return nullptr; }
   const void *hostOutput(int32_t) override { return nullptr; }

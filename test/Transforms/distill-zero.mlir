@@ -1,6 +1,8 @@
 // RUN: dsc-opt %S/Inputs/distill-student.mlir --dsc-data-parallel=world-size=2 --dsc-distill="teacher=%S/Inputs/distill-teacher.mlir" --dsc-autodiff --dsc-optimizer="optimizer=sgd momentum=0.9" --dsc-zero="stage=3 persistence-threshold=0" --dsc-step-report="report=memory" 2>%t.report | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report
 // RUN: dsc-opt %S/Inputs/distill-student.mlir --dsc-data-parallel=world-size=2 --dsc-distill="teacher=%S/Inputs/distill-teacher.mlir" --dsc-autodiff --dsc-optimizer="optimizer=sgd momentum=0.9" --dsc-zero="stage=2" | FileCheck %s --check-prefix=STAGE2
+// RUN: dsc-opt %S/Inputs/distill-student.mlir --dsc-data-parallel=world-size=2 --dsc-distill="teacher=%S/Inputs/distill-teacher.mlir" --dsc-autodiff --dsc-optimizer="optimizer=sgd momentum=0.9" --dsc-zero="stage=3 persistence-threshold=0" --dsc-offload="optimizer=cpu param=cpu" --dsc-step-report="report=memory" 2>%t.offload | FileCheck %s --check-prefix=OFFLOAD
+// RUN: FileCheck %s --check-prefix=OFFLOAD-REPORT < %t.offload
 
 // This file holds only checks; the models are Inputs/distill-student.mlir
 // and Inputs/distill-teacher.mlir.
@@ -28,3 +30,17 @@
 // STAGE2-NEXT: dsc.state teacher @teacher.h.0.mlp.c_fc.weight : tensor<4x4xf32>
 // STAGE2-NEXT: dsc.state teacher @teacher.h.0.scale : tensor<4xf32>
 // STAGE2-NEXT: dsc.state teacher @teacher.lm_head.weight : tensor<8x4xf32>
+
+// Parameter offload (offload_param): the teacher's partitions live on the
+// host with the student's; each is copied to the device right after its
+// load, ahead of its all-gather, and nothing writes it back.
+// OFFLOAD: dsc.state teacher @teacher.wte.weight on host {partition_of = array<i64: 8, 4>} : tensor<16xf32>
+// OFFLOAD: dsc.state teacher @teacher.h.0.scale on host {partition_of = array<i64: 4>} : tensor<2xf32>
+// OFFLOAD-LABEL: func.func @forward
+// OFFLOAD: %[[W:.*]] = dsc.load @teacher.wte.weight : tensor<16xf32>
+// OFFLOAD-NEXT: %[[WD:.*]] = dsc.transfer %[[W]] to device : tensor<16xf32>
+// OFFLOAD-NEXT: dsc.all_gather %[[WD]] : tensor<16xf32> -> tensor<32xf32>
+// OFFLOAD-NOT: dsc.store %{{.*}} to @teacher.
+// OFFLOAD-REPORT: teacher weights 168
+// OFFLOAD-REPORT: on the host (ZeRO-Offload)
+// OFFLOAD-REPORT: teacher weights 168 {{.*}}(of the teacher weights above)

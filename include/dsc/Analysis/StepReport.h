@@ -74,6 +74,8 @@ struct RankMemory {
   int64_t hostMaster = 0, hostOptimizer = 0;
   /// Stage 3's parameter partitions on the host (offload_param).
   int64_t hostParameters = 0;
+  /// A frozen teacher's weights on the host (offload_param, distillation).
+  int64_t hostTeacher = 0;
   int64_t hostStateAllocation = 0;
   int64_t hostArena = 0;
   int64_t pinned() const { return hostStateAllocation + hostArena; }

@@ -222,6 +222,11 @@ std::size_t CudaMemoryPool::highWaterMark() const {
   return highWaterMark_;
 }
 
+void CudaMemoryPool::resetHighWaterMark() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  highWaterMark_ = bytesInUse_;
+}
+
 std::size_t CudaMemoryPool::allocationCount() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return live_.size();

@@ -80,6 +80,11 @@ size_t MemoryPool::highWaterMark() const {
   return highWaterMark_;
 }
 
+void MemoryPool::resetHighWaterMark() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  highWaterMark_ = bytesInUse_;
+}
+
 size_t MemoryPool::allocationCount() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return live_.size();

@@ -395,19 +395,20 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
               stateRoleName(*role) + " state, but the artifact has it as " +
               stateRoleName(expected) + " state");
   }
+  // A teacher's buffer is loadTeacherStates' to allocate, when it runs.
   for (int32_t i = 0; i < info.numStates; ++i)
-    buffers.push_back(statePool(info.states[i], pool, hostPool, nvmePool)
-                          .allocate(tensorBytes(info.states[i].tensor)));
+    buffers.push_back(info.states[i].role == StateRole::Teacher
+                          ? nullptr
+                          : statePool(info.states[i], pool, hostPool, nvmePool)
+                                .allocate(tensorBytes(info.states[i].tensor)));
 
   ReadCache cache;
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &state = info.states[i];
     const std::string &name = sources[size_t(i)];
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
-    if (state.role == StateRole::Teacher) {
-      std::memset(buffer, 0, tensorBytes(state.tensor));
+    if (state.role == StateRole::Teacher)
       continue;
-    }
     const Entry &entry = tensors_.at(name);
     StateSlice slice = stateSlice(state, rank, info.expertParallelSize,
                                   tensorParallelSize(info));

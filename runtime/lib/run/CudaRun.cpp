@@ -107,6 +107,11 @@ public:
     forEachState(info, weights,
                  [&](int32_t i, const std::string &name, size_t bytes,
                      bool present) {
+                   // loadTeacherStates allocates a teacher's, when it runs.
+                   if (info.states[i].role == StateRole::Teacher) {
+                     states_.push_back(nullptr);
+                     return;
+                   }
                    void *device = statePool_->allocate(bytes);
                    states_.push_back(device);
                    if (!present) { // optimizer state: starts at zero
@@ -127,6 +132,7 @@ public:
     Staging staging(*stagingPool_, largestStateBytes(info));
     forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
       readState(own, teacher, rank_, info.expertParallelSize, staging.buffer);
+      states_[size_t(i)] = statePool_->allocate(tensorBytes(own.tensor));
       copy(states_[size_t(i)], staging.buffer, tensorBytes(own.tensor),
            cudaMemcpyHostToDevice,
            std::string("teacher state '") + own.tensor.name + "' to the GPU");
@@ -142,6 +148,10 @@ public:
     for (int32_t i = 0; i < info.numStates; ++i) {
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
+      if (!loaded[size_t(i)]) { // a teacher's: loadTeacherStates
+        states_.push_back(nullptr);
+        continue;
+      }
       void *device = statePool_->allocate(bytes);
       states_.push_back(device);
       copy(device, loaded[size_t(i)], bytes, cudaMemcpyHostToDevice,
@@ -189,6 +199,34 @@ public:
            std::string("state '") + state.name + "' from the GPU");
     }
     return host;
+  }
+
+  MemoryUse releaseTeacher(const ArtifactInfo &info,
+                           size_t arenaBytes) override {
+    // Every stream's work that may read them is done.
+    checkCuda(cudaDeviceSynchronize(), "waiting for the steps with the teacher");
+    MemoryUse released;
+    released.where = "device";
+    const size_t state = statePool_->bytesInUse(), arena = arenaPool_->bytesInUse();
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      void *&buffer = states_[size_t(i)];
+      if (info.states[i].role != StateRole::Teacher || !buffer)
+        continue;
+      statePool_->release(buffer);
+      buffer = nullptr;
+      context_->setState(i, nullptr);
+    }
+    if (arenaBytes < static_cast<size_t>(info.arenaBytes)) {
+      arenaPool_->release(arena_);
+      arena_ = arenaPool_->allocate(arenaBytes);
+      context_->setArena(arena_);
+    }
+    released.state = state - statePool_->bytesInUse();
+    released.arena = arena - arenaPool_->bytesInUse();
+    for (CudaMemoryPool *pool :
+         {arenaPool_.get(), statePool_.get(), ioPool_.get(), stagingPool_.get()})
+      pool->resetHighWaterMark();
+    return released;
   }
 
   MemoryUse memoryUse() const override {

@@ -255,12 +255,47 @@ int checkRanksAgree(Control &control, const JobDigest &digest,
 /// World's lines as "collective=KIND ...", those of the Expert,
 /// ExpertData, Tensor and Data groups, when the artifact issued any,
 /// prefixed "group=NAME".
-std::string summary(int rank, const MemoryUse &memory,
-                    const RunStepContext &context) {
-  std::ostringstream out;
-  std::string prefix = "[rank " + std::to_string(rank) + "] ";
+/// The memory of the steps of staged KD before its stop ("teacher") or
+/// after it ("student") that this run ran, first to last.
+struct StagedKdPhase {
+  const char *name;
+  int64_t first, last;
+  MemoryUse memory;
+};
+
+/// The phases of staged KD in a run of steps firstStep to lastStep:
+/// `teacherSteps` is the memory measured at the stop, `now` at the end.
+std::vector<StagedKdPhase>
+stagedKdPhases(const DataSchedulePlan &schedule, bool eval, int64_t firstStep,
+               int64_t lastStep, const std::optional<MemoryUse> &teacherSteps,
+               const MemoryUse &now) {
+  if (!schedule.kdStopStep || eval || lastStep < firstStep)
+    return {};
+  const int64_t stop = *schedule.kdStopStep;
+  std::vector<StagedKdPhase> phases;
+  if (firstStep <= stop)
+    phases.push_back({"teacher", firstStep, std::min(stop, lastStep),
+                      teacherSteps ? *teacherSteps : now});
+  if (lastStep > stop)
+    phases.push_back({"student", std::max(stop + 1, firstStep), lastStep, now});
+  return phases;
+}
+
+/// The largest arena of the step variants without the teacher (staged KD's
+/// steps after its stop).
+size_t studentArenaBytes(const std::vector<StepVariant> &variants) {
+  int64_t largest = 0;
+  for (const StepVariant &v : variants)
+    if (!v.teacher)
+      largest = std::max(largest, v.arenaBytes);
+  return static_cast<size_t>(largest);
+}
+
+/// " peak_memory_bytes=... arena_high_water_bytes=... state_bytes=...
+/// io_bytes=..." and the fields of the tiers the run used.
+void printMemory(std::ostream &out, const MemoryUse &memory) {
   size_t peak = memory.arena + memory.state + memory.io;
-  out << prefix << "peak_memory_bytes=" << peak
+  out << "peak_memory_bytes=" << peak
       << " arena_high_water_bytes=" << memory.arena
       << " state_bytes=" << memory.state << " io_bytes=" << memory.io;
   if (!memory.where.empty())
@@ -271,7 +306,27 @@ std::string summary(int rank, const MemoryUse &memory,
         << " host_arena_bytes=" << memory.hostArena;
   if (memory.nvmeState)
     out << " nvme_state_bytes=" << memory.nvmeState;
+}
+
+/// The run's figures on `rank`: its memory (the largest of staged KD's
+/// phases, and a line for each), transfers and collectives.
+std::string summary(int rank, const MemoryUse &memory,
+                    const RunStepContext &context,
+                    const std::vector<StagedKdPhase> &phases) {
+  std::ostringstream out;
+  std::string prefix = "[rank " + std::to_string(rank) + "] ";
+  // Each pool's peak over the run: the teacher's steps hold at least what
+  // the student's do.
+  MemoryUse peak = phases.empty() ? memory : phases.front().memory;
+  out << prefix;
+  printMemory(out, peak);
   out << "\n";
+  for (const StagedKdPhase &phase : phases) {
+    out << prefix << "staged_kd=" << phase.name << " steps=" << phase.first
+        << "-" << phase.last << " ";
+    printMemory(out, phase.memory);
+    out << "\n";
+  }
   for (TransferDirection direction :
        {TransferDirection::DeviceToHost, TransferDirection::HostToDevice}) {
     const RunStepContext::TransferCounters &counters =
@@ -559,7 +614,15 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       if (rank == 0)
         ltdDump = std::make_unique<LtdIndexDump>(options.dumpLtdIndices);
     }
-    target->allocate(info);
+    // A run that starts after staged KD's stop sizes its arena for the
+    // steps without the teacher only.
+    if (hasTeacher(info) && !teacherRead) {
+      ArtifactInfo student = info;
+      student.arenaBytes = studentArenaBytes(artifact->variants());
+      target->allocate(student);
+    } else {
+      target->allocate(info);
+    }
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs.push_back(target->hostInput(i));
     data->fill(0, rank / (size / plan.dataRanks), plan.dataRanks, inputs);
@@ -719,6 +782,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     std::fprintf(stderr, "\n");
     std::fflush(stderr);
   }
+  std::optional<MemoryUse> teacherSteps; // staged KD: up to the stop
   for (int64_t step = firstStep; step <= lastStep; ++step) {
     try {
       if (rank == 0 && schedule.kdStopStep && !options.eval &&
@@ -730,6 +794,24 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                      static_cast<long long>(*schedule.kdStopStep),
                      static_cast<long long>(step));
         std::fflush(stderr);
+      }
+      // The teacher's states and the arena only its steps needed go at
+      // the stop, on every rank; the memory before it is the teacher's
+      // steps' (the summary reports both).
+      if (schedule.kdStopStep && !options.eval && step > firstStep &&
+          step == *schedule.kdStopStep + 1) {
+        teacherSteps = target->memoryUse();
+        MemoryUse released = target->releaseTeacher(
+            info, studentArenaBytes(variants));
+        if (rank == 0) {
+          std::fprintf(stderr,
+                       "dsc-run: released the teacher's states (%zu bytes, "
+                       "%zu of them on the host) and %zu bytes of arena "
+                       "(rank 0)\n",
+                       released.state + released.hostState, released.hostState,
+                       released.arena);
+          std::fflush(stderr);
+        }
       }
       auto start = std::chrono::steady_clock::now();
       const size_t variant = variantOf(step);
@@ -833,7 +915,10 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   }
 
   std::vector<std::string> summaries =
-      control.gather(summary(rank, target->memoryUse(), context));
+      control.gather(summary(
+          rank, target->memoryUse(), context,
+          stagedKdPhases(schedule, options.eval, firstStep, lastStep,
+                         teacherSteps, target->memoryUse())));
   for (const std::string &text : summaries)
     std::fputs(text.c_str(), stdout);
   std::fflush(stdout);

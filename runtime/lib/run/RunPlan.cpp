@@ -409,6 +409,11 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
   buffers.reserve(static_cast<size_t>(info.numStates));
   forEachState(info, weights,
                [&](int32_t i, const std::string &, size_t bytes, bool present) {
+                 // loadTeacherStates allocates a teacher's, when it runs.
+                 if (info.states[i].role == StateRole::Teacher) {
+                   buffers.push_back(nullptr);
+                   return;
+                 }
                  void *buffer =
                      statePool(info.states[i], pool, hostPool, nvmePool).allocate(bytes);
                  buffers.push_back(buffer);

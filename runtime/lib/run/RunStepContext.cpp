@@ -118,6 +118,10 @@ const int64_t *RunStepContext::stepKey() {
 }
 
 void *RunStepContext::state(int32_t i) { return at(states_, i, "state"); }
+void RunStepContext::setState(int32_t i, void *buffer) {
+  at(states_, i, "state");
+  states_[size_t(i)] = buffer;
+}
 void *RunStepContext::output(int32_t i) { return at(outputs_, i, "output"); }
 const void *RunStepContext::input(int32_t i) {
   return at(inputs_, i, "input");

@@ -86,9 +86,37 @@ public:
   void loadTeacherStates(const ArtifactInfo &info,
                          const SafeTensorsFile &teacher) override {
     forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
-      readState(own, teacher, rank_, info.expertParallelSize,
-                states_[size_t(i)]);
+      void *&buffer = states_[size_t(i)];
+      buffer = statePool(own, statePool_, &hostStatePool_)
+                   .allocate(tensorBytes(own.tensor));
+      readState(own, teacher, rank_, info.expertParallelSize, buffer);
     });
+  }
+
+  MemoryUse releaseTeacher(const ArtifactInfo &info,
+                           size_t arenaBytes) override {
+    MemoryUse before = inUse();
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      void *&buffer = states_[size_t(i)];
+      if (info.states[i].role != StateRole::Teacher || !buffer)
+        continue;
+      statePool(info.states[i], statePool_, &hostStatePool_).release(buffer);
+      buffer = nullptr;
+      context_->setState(i, nullptr);
+    }
+    if (arenaBytes < static_cast<size_t>(info.arenaBytes)) {
+      arenaPool_.release(arena_);
+      arena_ = arenaPool_.allocate(arenaBytes);
+      context_->setArena(arena_);
+    }
+    for (MemoryPool *pool : {&arenaPool_, &statePool_, &ioPool_,
+                             &hostStatePool_, &hostArenaPool_})
+      pool->resetHighWaterMark();
+    MemoryUse after = inUse(), released;
+    released.arena = before.arena - after.arena;
+    released.state = before.state - after.state;
+    released.hostState = before.hostState - after.hostState;
+    return released;
   }
 
   RunStepContext &connect() override {
@@ -149,6 +177,17 @@ public:
   }
 
 private:
+  /// The pools' bytes in use now, in MemoryUse's fields.
+  MemoryUse inUse() const {
+    MemoryUse use;
+    use.arena = arenaPool_.bytesInUse();
+    use.state = statePool_.bytesInUse();
+    use.io = ioPool_.bytesInUse();
+    use.hostState = hostStatePool_.bytesInUse();
+    use.hostArena = hostArenaPool_.bytesInUse();
+    return use;
+  }
+
   /// Writes each NVMe state, read into nvmeLoadPool_, into its file, and
   /// releases its memory: during the steps only the artifact's host
   /// buffers hold it.

@@ -77,18 +77,20 @@ LogicalResult StateOp::verify() {
     return failure();
   // Only the optimizer's host update touches host memory and the NVMe files
   // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of stage 3's
-  // parameter partitions to the device (offload_param): the forward and
-  // backward pass read whole parameters and buffers on the device.
+  // parameter partitions to the device (offload_param), a distillation
+  // teacher's with them: the forward and backward pass read whole
+  // parameters and buffers on the device.
   bool partitionedParameter =
-      getRole() == StateRole::parameter && getPartitionOf().has_value();
+      (getRole() == StateRole::parameter || getRole() == StateRole::teacher) &&
+      getPartitionOf().has_value();
   if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
       getRole() != StateRole::master &&
       !(partitionedParameter && getTier() == MemoryTier::host))
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
                          << " state: only optimizer state, master weights "
-                            "and partitioned parameters (on the host) may "
-                            "live on the "
+                            "and partitioned parameters or teacher weights "
+                            "(on the host) may live on the "
                          << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&
       getPartitionGroup() != CollectiveGroup::data)

@@ -195,7 +195,8 @@ public:
   /// (stateSlice, Run.h, with the artifact's expert-parallel size),
   /// zero-padded.
   /// States on the host come from `hostPool` when one is given, states on
-  /// NVMe from `nvmePool` (statePool, Run.h).
+  /// NVMe from `nvmePool` (statePool, Run.h). A teacher's state is left
+  /// nullptr, as loadStates (Run.h) leaves it.
   std::vector<void *> loadStates(const ArtifactInfo &info, MemoryPool &pool,
                                  int rank = 0, MemoryPool *hostPool = nullptr,
                                  MemoryPool *nvmePool = nullptr) const;

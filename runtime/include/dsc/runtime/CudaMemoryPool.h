@@ -74,6 +74,8 @@ public:
 
   std::size_t bytesInUse() const;
   std::size_t highWaterMark() const;
+  /// As MemoryPool::resetHighWaterMark.
+  void resetHighWaterMark();
   std::size_t allocationCount() const;
 
   const std::string &name() const { return name_; }

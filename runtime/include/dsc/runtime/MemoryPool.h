@@ -46,8 +46,13 @@ public:
 
   /// Rounded bytes of the live allocations.
   size_t bytesInUse() const;
-  /// The largest bytesInUse() has been since construction.
+  /// The largest bytesInUse() has been since construction or the last
+  /// resetHighWaterMark().
   size_t highWaterMark() const;
+  /// Starts the high-water mark over from bytesInUse(): dsc-run measures
+  /// the steps after staged KD's stop, once the teacher's buffers are
+  /// released, apart from those before it.
+  void resetHighWaterMark();
   /// Live allocations (allocated and not yet released), zero-byte ones
   /// included.
   size_t allocationCount() const;

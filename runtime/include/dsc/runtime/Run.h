@@ -352,7 +352,9 @@ void forEachTeacherState(
 /// Tensors of the file that no state names are ignored. States on the host
 /// (MemoryTier::Host) come from `hostPool` when one is given, states on
 /// NVMe from `nvmePool` (host memory the target writes them from into
-/// their files, then releases).
+/// their files, then releases). A teacher's state (StateRole::Teacher) is
+/// left nullptr: it comes from the teacher's own file, and a run that
+/// starts after staged KD's stop never allocates it (loadTeacherStates).
 std::vector<void *> loadStates(const ArtifactInfo &info,
                                const SafeTensorsFile &weights,
                                MemoryPool &pool, int rank = 0,
@@ -410,6 +412,10 @@ public:
   const void *input(int32_t i) override;
   void *output(int32_t i) override;
   void *arena() override { return arena_; }
+  /// Staged KD's stop (RunTarget::releaseTeacher): a released teacher
+  /// state becomes nullptr, and the arena a smaller one.
+  void setState(int32_t i, void *buffer);
+  void setArena(void *arena) { arena_ = arena; }
   void *hostArena() override { return hostArena_; }
   /// The host arena (ArtifactInfo::hostArenaBytes), when the artifact has one.
   void setHostArena(void *hostArena) { hostArena_ = hostArena; }
@@ -572,10 +578,22 @@ public:
                           const SafeTensorsFile &weights) = 0;
   virtual void loadStates(const ArtifactInfo &info,
                           const Checkpoint &checkpoint) = 0;
-  /// After loadStates: the teacher's weights (forEachTeacherState) from
-  /// the teacher's own weights file.
+  /// After loadStates: allocates the teacher's states (loadStates leaves
+  /// them nullptr) and reads its weights (forEachTeacherState) from the
+  /// teacher's own weights file. Not called by a run that starts after
+  /// staged KD's stop: its teacher's states are never allocated.
   virtual void loadTeacherStates(const ArtifactInfo &info,
                                  const SafeTensorsFile &teacher) = 0;
+  /// Staged KD's stop, after connect() and before the first step without
+  /// the teacher: releases the teacher's states (the context's pointers to
+  /// them become nullptr; the steps without the teacher read none), and
+  /// when `arenaBytes` is less than the arena's size, replaces the arena
+  /// with one of `arenaBytes` (the largest arena of the variants that
+  /// still run). The pools' high-water marks then start over, so that
+  /// memoryUse() measures the steps without the teacher. Returns what the
+  /// pools released, in MemoryUse's fields.
+  virtual MemoryUse releaseTeacher(const ArtifactInfo &info,
+                                   size_t arenaBytes) = 0;
   /// Creates the communicator and the context the artifact's steps run on.
   /// Collective over MPI_COMM_WORLD; throws on every rank alike.
   virtual RunStepContext &connect() = 0;

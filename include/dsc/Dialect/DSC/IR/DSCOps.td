@@ -107,7 +107,9 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     `on host` (set by `--dsc-offload`) places the state in pinned host memory
     instead of device memory: ZeRO-Offload's optimizer state and fp32 master
     weights, which only the optimizer's update on the host CPU reads and
-    writes. Only `optimizer` and `master` states may live on the host.
+    writes, and with `--offload-param=cpu` stage 3's partitions of
+    parameters and of a distillation teacher's weights, copied to the device
+    where they are read. Only those states may live on the host.
 
     ```mlir
     dsc.state optimizer @"fc.weight.exp_avg" on host
