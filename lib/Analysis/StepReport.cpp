@@ -175,10 +175,16 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
        : state.getRole() == StateRole::teacher   ? m.hostTeacher
                                                  : m.hostOptimizer) += bytes;
     } else if (state.getTier() == MemoryTier::nvme) {
+      // The store's layout (NvmeStore::addState): a state of a block or
+      // more starts at a block boundary, a smaller one at the next page.
       constexpr int64_t kBlock = int64_t(1) << 20; // NvmeOptions::blockBytes
-      m.nvmeFile += (bytes + kBlock - 1) / kBlock * kBlock;
-      (state.getRole() == StateRole::master ? m.nvmeMaster : m.nvmeOptimizer) +=
-          bytes;
+      constexpr int64_t kPage = 4096;              // kDirectAlignment
+      int64_t align = bytes >= kBlock ? kBlock : kPage;
+      m.nvmeFile = (m.nvmeFile + align - 1) / align * align +
+                   (bytes + kPage - 1) / kPage * kPage;
+      (state.getRole() == StateRole::master      ? m.nvmeMaster
+       : state.getRole() == StateRole::parameter ? m.nvmeParameters
+                                                 : m.nvmeOptimizer) += bytes;
     } else {
       m.stateAllocation += roundUp(bytes);
     }
@@ -538,7 +544,10 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       os << "on NVMe (ZeRO-Infinity), this rank's file, bytes\n";
       row("master weights", m.nvmeMaster, "(of the model states above)");
       row("optimizer state", m.nvmeOptimizer, "(of the model states above)");
-      row("file", m.nvmeFile, "(each state's extent 1 MiB-aligned)");
+      if (m.nvmeParameters)
+        row("parameters", m.nvmeParameters, "(of the model states above)");
+      row("file", m.nvmeFile,
+          "(states of 1 MiB or more 1 MiB-aligned, smaller ones 4 KiB-aligned)");
       os << "NVMe per update: reads " << transfers.nvmeReads << " ("
          << grouped(transfers.nvmeReadBytes) << " bytes), writes "
          << transfers.nvmeWrites << " (" << grouped(transfers.nvmeWriteBytes)
@@ -663,6 +672,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
       if (m.nvmeFile) {
         entry["nvme"] = llvm::json::Object{{"master_weights", m.nvmeMaster},
                                            {"optimizer_state", m.nvmeOptimizer},
+                                           {"parameters", m.nvmeParameters},
                                            {"file", m.nvmeFile}};
         llvm::json::Object &perUpdate =
             *entry.getObject("transfers_per_update");

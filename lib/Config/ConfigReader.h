@@ -272,6 +272,8 @@ public:
   LogicalResult readFp16(const Object &fp16);
   LogicalResult readZero(const Object &zero);
   LogicalResult readZeroOffload(const Object &zero, StringRef key, int64_t stage);
+  /// An offload section's `nvme_path` (at `at`), when given: --nvme-path.
+  LogicalResult readNvmePath(const Object &offload, StringRef at);
   LogicalResult readDsc(const Object &dsc);
   FailureOr<MeshFlags> readMesh(const Object &root);
   LogicalResult readMoe(const Object &moe);

@@ -274,6 +274,16 @@ LogicalResult ConfigReader::readActivationCheckpointing(const Object &section) {
 
 // dsc's own section: what DeepSpeed configures in model code (its MoE
 
+LogicalResult ConfigReader::readNvmePath(const Object &offload, StringRef at) {
+  const Value *dir = get(offload, at, "nvme_path");
+  if (!dir)
+    return success();
+  std::optional<StringRef> text = dir->getAsString();
+  if (!text || text->empty())
+    return error(join(at, "nvme_path"), "expected a directory name");
+  return set(join(at, "nvme_path"), "nvme-path", text->str());
+}
+
 LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
                                             int64_t stage) {
   StringRef path = "zero_optimization";
@@ -300,16 +310,25 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
                                  {"device", "nvme_path", "buffer_count",
                                   "buffer_size", "max_in_cpu", "pin_memory"},
                                  at));
-    if (!name || *name != "cpu")
-      return error(join(at, "device"),
-                   name && *name == "nvme"
-                       ? Twine("parameters on NVMe are not built yet by dsc; "
-                               "\"cpu\" keeps them in host memory")
-                       : Twine("expected \"none\", \"cpu\" or \"nvme\""));
-    ok &= succeeded(set(join(at, "device"), "offload-param", "cpu"));
+    if (!name || (*name != "cpu" && *name != "nvme"))
+      return error(join(at, "device"), "expected \"none\", \"cpu\" or \"nvme\"");
+    bool nvme = *name == "nvme";
+    ok &= succeeded(set(join(at, "device"), "offload-param", name->str()));
     ok &= succeeded(onlyBoolean(*o, at, "pin_memory", true,
                                 "dsc's host tier is pinned memory (only true, "
                                 "DeepSpeed's default)"));
+    if (nvme) {
+      ok &= succeeded(
+          setInteger(*o, at, "buffer_count", "offload-param-buffer-count"));
+      ok &= succeeded(
+          setInteger(*o, at, "buffer_size", "offload-param-buffer-size"));
+      ok &= succeeded(readNvmePath(*o, at));
+      if (get(*o, at, "max_in_cpu"))
+        noEffect(join(at, "max_in_cpu"),
+                 "dsc holds in host memory only the buffer_count parameters "
+                 "read ahead");
+      return success(ok);
+    }
     for (StringRef knob : {"buffer_count", "buffer_size", "max_in_cpu",
                            "nvme_path"})
       if (get(*o, at, knob))
@@ -361,14 +380,7 @@ LogicalResult ConfigReader::readZeroOffload(const Object &zero, StringRef key,
   }
   if (nvme) {
     ok &= succeeded(setInteger(*o, at, "buffer_count", "offload-buffer-count"));
-    if (const Value *dir = get(*o, at, "nvme_path")) {
-      std::optional<StringRef> text = dir->getAsString();
-      if (!text || text->empty())
-        ok &= succeeded(error(join(at, "nvme_path"),
-                              "expected a directory name"));
-      else
-        ok &= succeeded(set(join(at, "nvme_path"), "nvme-path", text->str()));
-    }
+    ok &= succeeded(readNvmePath(*o, at));
   } else {
     FailureOr<std::optional<int64_t>> buffers = integer(*o, at, "buffer_count");
     ok &= succeeded(buffers);

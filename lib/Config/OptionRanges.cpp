@@ -99,6 +99,8 @@ const Range kRanges[] = {
     integer("zero-sub-group-size", 1, kMaxCount),
     integer("offload-buffer-count", 1, 1024),
     choice("offload-param", "none|cpu|nvme"),
+    integer("offload-param-buffer-count", 1, 1024),
+    integer("offload-param-buffer-size", 1, kMaxCount),
     {"nvme-path", Kind::Path},
     boolean("checkpoint-activations"),
     choice("checkpoint-segments", "blocks"),

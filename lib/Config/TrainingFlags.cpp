@@ -106,8 +106,13 @@ constexpr Flag kFlags[] = {
     {"offload-optimizer", "ZeRO-Offload: none (default), cpu (optimizer state "
                           "and update on the host; ZeRO stage 1-3) or nvme "
                           "(optimizer state in per-rank files; stage 3)"},
-    {"offload-param", "ZeRO stage 3: none (default) or cpu (parameter "
-                      "partitions on the host; with --offload-optimizer)"},
+    {"offload-param", "ZeRO stage 3: none (default), cpu or nvme (parameter "
+                      "partitions on the host or in per-rank files; with "
+                      "--eval: every parameter, streamed block by block)"},
+    {"offload-param-buffer-count", "NVMe parameter offload: parameter reads "
+                                   "in flight ahead of their use (default 5)"},
+    {"offload-param-buffer-size", "NVMe parameter offload: elements of a "
+                                  "parameter swap buffer (default 1e8)"},
     {"offload-buffer-count", "NVMe offload: sub-groups read ahead of their "
                              "host update (default 4)"},
     {"nvme-path", "NVMe offload: directory of the per-rank files"},

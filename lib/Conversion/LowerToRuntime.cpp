@@ -131,6 +131,9 @@ struct Streams {
   PendingEvents fromComm, fromH2d, fromDevice, toHost;
   /// ZeRO-Infinity's reads of NVMe states, which host kernels wait for.
   PendingEvents fromNvme;
+  /// The read of each NVMe parameter load, which its copy to the device
+  /// waits for (on "h2d").
+  DenseMap<Value, Value> parameterReads;
 
   /// Makes compute wait for the collectives and copies to the device that
   /// produced `operands` (all of them when `all`).
@@ -163,16 +166,33 @@ namespace {
 /// order, so a read that follows a write may reuse its buffer's memory: at
 /// most `depth` sub-groups hold host memory at once (DeepSpeed's
 /// buffer_count), and the reads run behind the updates before them.
+///
+/// Parameters on NVMe (offload_param) are read by every load of them, on
+/// the same stream, `paramDepth` loads ahead in program order (DeepSpeed's
+/// offload_param.buffer_count); each read's buffer lives until the copy to
+/// the device (or the host update) that reads it, and the new partition is
+/// written back from the host after the update.
 struct NvmeSchedule {
   int64_t depth = 0;
   SmallVector<SmallVector<LoadOp>> groups; // the loads of each sub-group
   DenseMap<Operation *, unsigned> groupOf; // host update -> its sub-group
   DenseMap<Attribute, Value> staging;      // state -> its host buffer
   unsigned nextRead = 0;                   // the next sub-group to read
+  int64_t paramDepth = 0;
+  SmallVector<LoadOp> paramLoads;          // in program order
+  DenseMap<Operation *, unsigned> paramIndex;
+  unsigned nextParamRead = 0;
 
   static bool onNvme(ModuleOp module, FlatSymbolRefAttr name) {
     auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(module, name);
     return state && state.getTier() == MemoryTier::nvme;
+  }
+
+  /// A parameter on NVMe: read by each of its loads, written by its store.
+  static bool isNvmeParameter(ModuleOp module, FlatSymbolRefAttr name) {
+    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(module, name);
+    return state && state.getTier() == MemoryTier::nvme &&
+           state.getRole() == StateRole::parameter;
   }
 
   /// The sub-groups of `body`; an error at a load of an NVMe state that
@@ -182,12 +202,22 @@ struct NvmeSchedule {
     auto depth = module->getAttrOfType<IntegerAttr>(
         DSCDialect::kNvmeBufferCountAttrName);
     schedule.depth = depth ? std::max<int64_t>(depth.getInt(), 1) : 1;
+    auto paramDepth = module->getAttrOfType<IntegerAttr>(
+        kNvmeParamBufferCountAttrName);
+    schedule.paramDepth =
+        paramDepth ? std::max<int64_t>(paramDepth.getInt(), 1) : 1;
     for (Operation &op : body) {
+      if (auto load = dyn_cast<LoadOp>(op);
+          load && isNvmeParameter(module, load.getStateAttr())) {
+        schedule.paramIndex[load] = schedule.paramLoads.size();
+        schedule.paramLoads.push_back(load);
+      }
       auto update = dyn_cast<MultiTensorUpdateOpInterface>(op);
       SmallVector<LoadOp> loads;
       for (Value operand : op.getOperands()) {
         auto load = operand.getDefiningOp<LoadOp>();
-        if (!load || !onNvme(module, load.getStateAttr()))
+        if (!load || !onNvme(module, load.getStateAttr()) ||
+            isNvmeParameter(module, load.getStateAttr()))
           continue;
         if (!update || !load->hasOneUse())
           return load.emitOpError()
@@ -431,14 +461,48 @@ struct LowerToRuntimePass
     FailureOr<NvmeSchedule> nvme = NvmeSchedule::plan(module, body);
     if (failed(nvme))
       return failure();
+    // A parameter on NVMe has no memory to update in place: its new value
+    // is computed into a buffer of its own and written from there.
+    SmallVector<Value> writtenToFile;
+    for (auto &[value, store] : inPlace)
+      if (NvmeSchedule::isNvmeParameter(module, store.getStateAttr()))
+        writtenToFile.push_back(value);
+    for (Value value : writtenToFile)
+      inPlace.erase(value);
+    // A buffer read from NVMe may take the memory of buffers the host and
+    // the copies to the device have used so far.
+    auto nvmeMayReuse = [&](Location loc) {
+      // (Only parameters' buffers are read by copies to the device.)
+      for (Value stream :
+           {streams.host, nvme->paramLoads.empty() ? Value() : streams.h2d})
+        if (stream)
+          dscrt::WaitOp::create(builder, loc, streams.nvme,
+                                dscrt::RecordOp::create(builder, loc, stream));
+    };
+    // Reads the NVMe parameter loads up to `last` (in program order) into
+    // new host buffers, which their copies to the device read.
+    auto readParametersUpTo = [&](Location loc, int64_t last) {
+      while (nvme->nextParamRead < nvme->paramLoads.size() &&
+             int64_t(nvme->nextParamRead) <= last) {
+        LoadOp load = nvme->paramLoads[nvme->nextParamRead++];
+        ensureStream(streams.nvme, "nvme");
+        nvmeMayReuse(loc);
+        Value buffer =
+            dscrt::AllocOp::create(builder, loc, typeOf(load.getResult()));
+        dscrt::NvmeReadOp::create(builder, loc,
+                                  stateIndex.lookup(load.getStateAttr().getAttr()),
+                                  load.getState(), buffer, streams.nvme);
+        buffers.map(load.getResult(), buffer);
+        Value read = dscrt::RecordOp::create(builder, loc, streams.nvme);
+        streams.fromNvme.add(load.getResult(), read);
+        streams.parameterReads[load.getResult()] = read;
+      }
+    };
     // Reads sub-group `group`'s NVMe states into new host buffers, which
     // its update then reads and writes in place.
     auto readGroup = [&](Location loc, unsigned group) {
       ensureStream(streams.nvme, "nvme");
-      // Its buffers may take the memory of buffers the host has used so far.
-      if (streams.host)
-        dscrt::WaitOp::create(builder, loc, streams.nvme,
-                              dscrt::RecordOp::create(builder, loc, streams.host));
+      nvmeMayReuse(loc);
       for (LoadOp load : nvme->groups[group]) {
         Value buffer = dscrt::AllocOp::create(builder, loc, typeOf(load.getResult()));
         dscrt::NvmeReadOp::create(builder, loc,
@@ -541,6 +605,17 @@ struct LowerToRuntimePass
       bool onHost = tiers->isHost(store);
       if (onHost) {
         streams.toHost.waitFor(builder, loc, store.getValue());
+        if (NvmeSchedule::isNvmeParameter(module, store.getStateAttr())) {
+          // Written to its file from the value's buffer (no copy).
+          ensureStream(streams.nvme, "nvme");
+          dscrt::WaitOp::create(builder, loc, streams.nvme,
+                                dscrt::RecordOp::create(builder, loc, streams.host));
+          dscrt::NvmeWriteOp::create(
+              builder, loc, buffers.lookup(store.getValue()),
+              stateIndex.lookup(store.getStateAttr().getAttr()),
+              store.getState(), streams.nvme);
+          return;
+        }
         waitForCopiesOfParameter(store);
       } else {
         streams.waitFor(builder, loc, store.getValue());
@@ -610,6 +685,12 @@ struct LowerToRuntimePass
         continue;
       }
       if (auto load = dyn_cast<LoadOp>(op)) {
+        // An NVMe parameter is read `paramDepth` loads ahead.
+        if (auto index = nvme->paramIndex.find(load);
+            index != nvme->paramIndex.end()) {
+          readParametersUpTo(loc, int64_t(index->second) + nvme->paramDepth - 1);
+          continue;
+        }
         // An NVMe state's host buffer is its read's (readGroup).
         if (NvmeSchedule::onNvme(module, load.getStateAttr()))
           continue;
@@ -795,6 +876,8 @@ struct LowerToRuntimePass
     ensure(streams.h2d, "h2d");
     ensure(streams.host, "host");
     streams.toHost.waitFor(builder, loc, input); // a tensor copied to the host and straight back
+    if (Value read = streams.parameterReads.lookup(input)) // from NVMe
+      dscrt::WaitOp::create(builder, loc, streams.h2d, read);
     dscrt::WaitOp::create(builder, loc, streams.h2d,
                           dscrt::RecordOp::create(builder, loc, streams.host));
     dscrt::WaitOp::create(builder, loc, streams.h2d,

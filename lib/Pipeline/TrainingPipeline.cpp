@@ -248,13 +248,19 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   }
   // ZeRO-Offload, once the collectives are where they run: each gradient
   // partition is copied to the host right after its (bucketed) reduction.
-  if ((options.offloadOptimizer != "none" || options.offloadParam != "none") &&
-      options.step == TrainingPipelineOptions::Step::Train) {
+  // An evaluation step's parameters stream from the host or NVMe
+  // (ZeRO-Inference).
+  if ((options.step == TrainingPipelineOptions::Step::Train &&
+       (options.offloadOptimizer != "none" || options.offloadParam != "none")) ||
+      (options.step == TrainingPipelineOptions::Step::Eval &&
+       options.offloadParam != "none")) {
     OffloadOptimizerOptions offload;
     offload.optimizer = options.offloadOptimizer;
     offload.subGroupSize = options.zeroSubGroupSize;
     offload.bufferCount = options.offloadBufferCount;
     offload.param = options.offloadParam;
+    offload.paramBufferCount = options.offloadParamBufferCount;
+    offload.paramBufferSize = options.offloadParamBufferSize;
     offload.nvmePath = options.nvmePath;
     pm.addPass(createOffloadOptimizer(offload));
   }

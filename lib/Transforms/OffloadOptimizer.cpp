@@ -14,6 +14,9 @@
 #include "dsc/Dialect/DSC/IR/MemoryTiers.h"
 #include "dsc/Transforms/Passes.h"
 
+#include "BlockNames.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -104,22 +107,20 @@ struct OffloadOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (optimizer == "none") {
-      if (param == "none")
-        return;
-      module.emitError() << "--dsc-offload: param=" << param
-                         << " needs the optimizer offloaded too "
-                            "(optimizer=cpu or nvme): the host update "
-                            "writes the parameters' host partitions";
-      return signalPassFailure();
-    }
+    if (optimizer == "none" && param == "none")
+      return;
     SmallVector<MultiTensorUpdateOpInterface> updates;
     module.walk([&](MultiTensorUpdateOpInterface u) { updates.push_back(u); });
     // Errors at the optimizer's update, or at the module without one.
     Operation *at = updates.empty() ? module.getOperation() : updates.front();
-    if (optimizer != "cpu" && optimizer != "nvme") {
+    if (optimizer != "none" && optimizer != "cpu" && optimizer != "nvme") {
       at->emitError() << "--dsc-offload: optimizer must be none, cpu or "
                          "nvme, got '" << optimizer << "'";
+      return signalPassFailure();
+    }
+    if (param != "none" && param != "cpu" && param != "nvme") {
+      at->emitError() << "--dsc-offload: param must be none, cpu or nvme, "
+                         "got '" << param << "'";
       return signalPassFailure();
     }
     if (subGroupSize < 1) {
@@ -127,35 +128,48 @@ struct OffloadOptimizerPass
                          "got " << subGroupSize;
       return signalPassFailure();
     }
-    if (bufferCount < 1) {
-      at->emitError() << "--dsc-offload: buffer-count must be at least 1, "
-                         "got " << bufferCount;
-      return signalPassFailure();
-    }
-    if (updates.empty())
-      return; // no optimizer in this step (gradients or evaluation)
+    for (auto [name, value] : {std::pair{"buffer-count", int64_t(bufferCount)},
+                               {"param-buffer-count", int64_t(paramBufferCount)},
+                               {"param-buffer-size", int64_t(paramBufferSize)}})
+      if (value < 1) {
+        at->emitError() << "--dsc-offload: " << name
+                        << " must be at least 1, got " << value;
+        return signalPassFailure();
+      }
     auto stage = module->getAttrOfType<IntegerAttr>(DSCDialect::kZeroStageAttrName);
     int64_t zeroStage = stage ? stage.getInt() : 0;
-    if (zeroStage < 1) {
+    Builder b(module.getContext());
+    if (optimizer == "nvme" || param == "nvme") {
+      if (!nvmePath.empty())
+        module->setAttr(DSCDialect::kNvmePathAttrName,
+                        b.getStringAttr(nvmePath));
+    }
+    auto graphs = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (updates.empty()) {
+      // No optimizer in this step: an evaluation step streams its weights
+      // from the host or NVMe (ZeRO-Inference); gradients keep them.
+      if (param == "none" || graphs.size() != 1 || graphs[0].isExternal() ||
+          !graphs[0].getOps<StoreOp>().empty())
+        return;
+      if (failed(streamParameters(module, graphs[0].front())))
+        return signalPassFailure();
+      if (failed(MemoryTiers::compute(graphs[0].front())))
+        return signalPassFailure();
+      return;
+    }
+    if (optimizer != "none" && zeroStage < 1) {
       at->emitError() << "ZeRO-Offload needs ZeRO stage 1, 2 or 3 (as in "
                          "DeepSpeed), the step is at stage " << zeroStage;
       return signalPassFailure();
     }
     if (param != "none") {
-      if (param != "cpu") {
-        at->emitError() << "--dsc-offload: param must be none or cpu, got '"
-                        << param
-                        << (param == "nvme"
-                                ? "' (parameters on NVMe are not built yet)"
-                                : "'");
-        return signalPassFailure();
-      }
       if (zeroStage != 3) {
         at->emitError() << "parameter offload needs ZeRO stage 3 (as in "
                            "DeepSpeed), the step is at stage " << zeroStage;
         return signalPassFailure();
       }
-      offloadParameters(module, *updates.front()->getBlock());
+      if (failed(offloadParameters(module, *updates.front()->getBlock())))
+        return signalPassFailure();
     }
     if (optimizer == "nvme") {
       if (zeroStage != 3) {
@@ -164,20 +178,61 @@ struct OffloadOptimizerPass
                         << zeroStage;
         return signalPassFailure();
       }
-      Builder b(module.getContext());
       module->setAttr(DSCDialect::kNvmeBufferCountAttrName,
                       b.getI64IntegerAttr(bufferCount));
-      if (!nvmePath.empty())
-        module->setAttr(DSCDialect::kNvmePathAttrName,
-                        b.getStringAttr(nvmePath));
     }
     Block *body = updates.front()->getBlock();
-    for (MultiTensorUpdateOpInterface update : updates)
-      if (failed(offload(module, update)))
-        return signalPassFailure();
-    copyBucketsToHost(*body);
+    if (optimizer != "none") {
+      for (MultiTensorUpdateOpInterface update : updates)
+        if (failed(offload(module, update)))
+          return signalPassFailure();
+      copyBucketsToHost(*body);
+    } else {
+      // The update runs on the device (DeepSpeed's offload_param without
+      // offload_optimizer): its new partitions go to their host or NVMe
+      // states by one copy each.
+      copyStoresToHost(module, *body);
+    }
     if (failed(MemoryTiers::compute(*body)))
       return signalPassFailure();
+  }
+
+  /// The tier parameters offloaded with `param` live on.
+  MemoryTier paramTier() const {
+    return param == "nvme" ? MemoryTier::nvme : MemoryTier::host;
+  }
+
+  /// The state a load or store names, when it is an offloaded parameter (or
+  /// teacher weight).
+  static StateOp offloadedParameter(ModuleOp module, FlatSymbolRefAttr name) {
+    auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(module, name);
+    if (!state ||
+        (state.getRole() != StateRole::parameter &&
+         state.getRole() != StateRole::teacher) ||
+        state.getTier() == MemoryTier::device)
+      return {};
+    return state;
+  }
+
+  /// Records the NVMe parameter read-ahead on the module, once every
+  /// offloaded parameter is known to fit one of DeepSpeed's swap buffers
+  /// (offload_param.buffer_size elements; DeepSpeed refuses larger ones).
+  LogicalResult recordParameterBuffers(ModuleOp module) {
+    if (param != "nvme")
+      return success();
+    for (auto state : module.getOps<StateOp>())
+      if (state.getRole() == StateRole::parameter &&
+          state.getTier() == MemoryTier::nvme &&
+          numel(state.getType()) > paramBufferSize)
+        return state.emitError()
+               << "@" << state.getSymName() << " has " << numel(state.getType())
+               << " elements, more than a parameter swap buffer holds "
+                  "(offload_param.buffer_size, --offload-param-buffer-size = "
+               << int64_t(paramBufferSize) << ")";
+    module->setAttr(kNvmeParamBufferCountAttrName,
+                    Builder(module.getContext())
+                        .getI64IntegerAttr(paramBufferCount));
+    return success();
   }
 
   /// The state `operand` loads, when `result` (of the update `part` of
@@ -204,28 +259,28 @@ struct OffloadOptimizerPass
   }
 
   /// ZeRO-Infinity's parameter offload (offload_param, stage 3): each
-  /// parameter partition lives on the host; every read of it on the device
-  /// (the all-gathers before its use) reads a copy made right after its
-  /// load, which the prefetch schedule already placed ahead of the gather;
-  /// the host update writes the new partition into it in place of the
-  /// copy back. A distillation teacher's partitions (frozen, partitioned
-  /// as parameters are) live on the host too: read the same way, never
-  /// written.
-  static bool offloadsWithParameters(StateOp state) {
-    return state.getRole() == StateRole::parameter ||
-           state.getRole() == StateRole::teacher;
-  }
-  static void offloadParameters(ModuleOp module, Block &body) {
+  /// parameter partition lives on the host or NVMe; every read of it on the
+  /// device (the all-gathers before its use) reads a copy made right after
+  /// its load, which the prefetch schedule already placed ahead of the
+  /// gather. A host update reads the load itself and writes the new
+  /// partition into the state in place of the copy back; a device update
+  /// reads the copy (copyStoresToHost). A distillation teacher's partitions
+  /// (frozen, partitioned as parameters are) live on the host, whatever the
+  /// parameters' tier: read the same way, never written.
+  LogicalResult offloadParameters(ModuleOp module, Block &body) {
     for (auto state : module.getOps<StateOp>()) {
-      if (!offloadsWithParameters(state) || !state.getPartitionOf())
+      if (!state.getPartitionOf())
         continue;
-      state.setTier(MemoryTier::host);
+      if (state.getRole() == StateRole::parameter)
+        state.setTier(paramTier());
+      else if (state.getRole() == StateRole::teacher)
+        state.setTier(MemoryTier::host);
     }
+    if (failed(recordParameterBuffers(module)))
+      return failure();
+    bool hostUpdate = optimizer != "none";
     for (auto load : llvm::make_early_inc_range(body.getOps<LoadOp>())) {
-      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
-          module, load.getStateAttr());
-      if (!state || !offloadsWithParameters(state) ||
-          state.getTier() != MemoryTier::host)
+      if (!offloadedParameter(module, load.getStateAttr()))
         continue;
       OpBuilder b(load->getContext());
       b.setInsertionPointAfter(load);
@@ -233,9 +288,98 @@ struct OffloadOptimizerPass
                                         MemoryTier::device);
       load.getResult().replaceUsesWithIf(device, [&](OpOperand &use) {
         return use.getOwner() != device.getDefiningOp() &&
-               !isa<MultiTensorUpdateOpInterface>(use.getOwner());
+               !(hostUpdate &&
+                 isa<MultiTensorUpdateOpInterface>(use.getOwner()));
       });
     }
+    return success();
+  }
+
+  /// A device update's new parameter partitions, stored into offloaded
+  /// parameters: each copied to the host right before its store.
+  static void copyStoresToHost(ModuleOp module, Block &body) {
+    for (auto store : llvm::make_early_inc_range(body.getOps<StoreOp>())) {
+      if (!offloadedParameter(module, store.getStateAttr()))
+        continue;
+      OpBuilder b(store);
+      store.getValueMutable().assign(TransferOp::create(
+          b, store.getLoc(), store.getValue(), MemoryTier::host));
+    }
+  }
+
+  /// ZeRO-Inference: an evaluation step's parameters live on the host or
+  /// NVMe and stream to the device block by block. Each load moves, with
+  /// its copy to the device, to just before the first reader of the block
+  /// before the one that reads it (the blocks: the model's repeated blocks,
+  /// by their state names, and each other parameter alone, in the order the
+  /// step first reads them), so the copy of block k + 1 runs while the
+  /// device computes block k, and the device holds the weights of two
+  /// blocks at a time (a copy's buffer lives from its copy to its last
+  /// read), not the model's.
+  LogicalResult streamParameters(ModuleOp module, Block &body) {
+    SmallVector<LoadOp> loads;
+    for (auto load : body.getOps<LoadOp>()) {
+      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+          module, load.getStateAttr());
+      if (state && state.getRole() == StateRole::parameter)
+        loads.push_back(load);
+    }
+    if (loads.empty())
+      return success();
+    for (LoadOp load : loads)
+      SymbolTable::lookupNearestSymbolFrom<StateOp>(module, load.getStateAttr())
+          .setTier(paramTier());
+    if (failed(recordParameterBuffers(module)))
+      return failure();
+    // Each load's first reader, in program order.
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : body)
+      position[&op] = position.size();
+    auto firstUser = [&](LoadOp load) -> Operation * {
+      Operation *first = nullptr;
+      for (Operation *user : load->getUsers()) {
+        Operation *op = body.findAncestorOpInBlock(*user);
+        if (op && (!first || position[op] < position[first]))
+          first = op;
+      }
+      return first;
+    };
+    SmallVector<std::pair<Operation *, LoadOp>> byUse;
+    for (LoadOp load : loads)
+      if (Operation *user = firstUser(load))
+        byUse.push_back({user, load});
+    llvm::stable_sort(byUse, [&](auto &x, auto &y) {
+      return position[x.first] < position[y.first];
+    });
+    // The blocks in the order the step reads them: a new one starts at the
+    // first reader of a parameter of another block (parameters outside
+    // the repeated blocks, embeddings and the head, are blocks of their
+    // own).
+    SmallVector<StringRef> names;
+    for (LoadOp load : loads)
+      names.push_back(load.getStateAttr().getValue());
+    BlockNames blocks(names);
+    SmallVector<Operation *> blockStart; // each block's first reader
+    SmallVector<unsigned> blockOf;       // byUse entry -> its block
+    StringRef current;
+    for (auto &[user, load] : byUse) {
+      StringRef name = load.getStateAttr().getValue();
+      StringRef block = blocks.blockOf(name);
+      if (blockStart.empty() || block.empty() || block != current)
+        blockStart.push_back(user);
+      current = block.empty() ? name : block;
+      blockOf.push_back(blockStart.size() - 1);
+    }
+    for (auto [i, entry] : llvm::enumerate(byUse)) {
+      auto [user, load] = entry;
+      Operation *before = blockStart[blockOf[i] > 0 ? blockOf[i] - 1 : 0];
+      load->moveBefore(before);
+      OpBuilder b(before);
+      Value device = TransferOp::create(b, load.getLoc(), load.getResult(),
+                                        MemoryTier::device);
+      load.getResult().replaceAllUsesExcept(device, device.getDefiningOp());
+    }
+    return success();
   }
 
   LogicalResult offload(ModuleOp module, MultiTensorUpdateOpInterface update) {
@@ -250,9 +394,7 @@ struct OffloadOptimizerPass
         return h;
       // A load of a state on the host (an offloaded parameter) is there.
       if (auto load = v.getDefiningOp<LoadOp>())
-        if (auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
-                module, load.getStateAttr());
-            state && state.getTier() == MemoryTier::host)
+        if (offloadedParameter(module, load.getStateAttr()))
           return v;
       OpBuilder at(module.getContext());
       if (Operation *def = v.getDefiningOp())

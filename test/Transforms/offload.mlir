@@ -3,6 +3,7 @@
 // RUN: dsc-opt %s --world-size=2 --optimizer=sgd --momentum=0.9 --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu | FileCheck %s --check-prefix=FP32
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=2 --offload-optimizer=none | FileCheck %s --check-prefix=NONE
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=cpu --offload-param=cpu | FileCheck %s --check-prefix=PARAM
+// RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-param=nvme --offload-param-buffer-count=2 | FileCheck %s --check-prefix=PARAM-NVME
 // RUN: dsc-opt %s --world-size=2 --precision=bf16 --optimizer=adamw --zero-stage=3 --zero-persistence-threshold=0 --offload-optimizer=nvme --offload-buffer-count=3 --nvme-path=/scratch/nvme --zero-sub-group-size=12 | FileCheck %s --check-prefix=NVME
 
 // ZeRO-Offload of a bf16 AdamW step at stage 2 on 2 ranks: the masters and
@@ -84,6 +85,20 @@
 
 // NONE-NOT: on host
 // NONE-NOT: dsc.transfer
+// Parameters on NVMe without optimizer offload (DeepSpeed allows
+// offload_param alone): the partitions live in the file (the read-ahead
+// depth is the module's), each load is copied to the device, the update
+// runs on the device, and each new partition is copied to the host right
+// before its store.
+// PARAM-NVME: module attributes {dsc.nvme_param_buffer_count = 2 : i64
+// PARAM-NVME: dsc.state parameter @emb on nvme {partition_of = array<i64: 7, 3>} : tensor<11xbf16>
+// PARAM-NVME: dsc.state master @emb.master {partition_of
+// PARAM-NVME: %[[W:.*]] = dsc.load @emb : tensor<11xbf16>
+// PARAM-NVME-NEXT: dsc.transfer %[[W]] to device : tensor<11xbf16>
+// PARAM-NVME: %{{.*}}:2, %{{.*}}:2, %{{.*}}:2, %[[NEW:.*]]:2 = dsc.adam_update
+// PARAM-NVME: %[[H:.*]] = dsc.transfer %[[NEW]]#0 to host : tensor<11xbf16>
+// PARAM-NVME-NEXT: dsc.store %[[H]] to @emb : tensor<11xbf16>
+
 dsc.state parameter @emb : tensor<7x3xf32>
 dsc.state parameter @b : tensor<7xf32>
 func.func @tied(%ids: tensor<3xi64> {dsc.input = "ids"}) -> (tensor<f32> {dsc.output = "loss"}) {

@@ -81,9 +81,12 @@ struct RankMemory {
   int64_t pinned() const { return hostStateAllocation + hostArena; }
   // ZeRO-Infinity: of the model states above, the master weights and
   // optimizer state in this rank's NVMe file (read into the host arena for
-  // the update), and the file's size (each state's extent starts at a
-  // 1 MiB boundary, the runtime's block).
+  // the update), and the file's size (a state of a block, 1 MiB, or more
+  // starts at a block boundary, a smaller one at the next 4 KiB page).
   int64_t nvmeMaster = 0, nvmeOptimizer = 0;
+  /// Stage 3's parameter partitions in the file (offload_param nvme), or
+  /// an evaluation step's parameters (ZeRO-Inference).
+  int64_t nvmeParameters = 0;
   int64_t nvmeFile = 0;
 };
 

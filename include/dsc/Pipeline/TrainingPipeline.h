@@ -189,10 +189,21 @@ struct TrainingPipelineOptions
       llvm::cl::init("none")};
   Option<std::string> offloadParam{
       *this, "offload-param",
-      llvm::cl::desc("stage 3: where the parameters' partitions live: none "
-                     "(the device) or cpu (host memory; needs the optimizer "
-                     "offloaded; nvme is not built yet)"),
+      llvm::cl::desc("stage 3: where the parameters' partitions live (an "
+                     "evaluation step's parameters: ZeRO-Inference): none "
+                     "(the device), cpu (host memory) or nvme (per-rank "
+                     "files)"),
       llvm::cl::init("none")};
+  Option<int64_t> offloadParamBufferCount{
+      *this, "offload-param-buffer-count",
+      llvm::cl::desc("NVMe parameter offload: parameter reads in flight "
+                     "ahead of their use (offload_param.buffer_count)"),
+      llvm::cl::init(5)};
+  Option<int64_t> offloadParamBufferSize{
+      *this, "offload-param-buffer-size",
+      llvm::cl::desc("NVMe parameter offload: elements of a parameter swap "
+                     "buffer (offload_param.buffer_size)"),
+      llvm::cl::init(100000000)};
   Option<int64_t> offloadBufferCount{
       *this, "offload-buffer-count",
       llvm::cl::desc("NVMe offload: sub-groups read ahead of their host "

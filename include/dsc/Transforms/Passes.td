@@ -1059,7 +1059,13 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
     offload_param, stage 3) also puts the parameters' partitions on the
     host: each load of one is copied to the device right after it (where
     the prefetch schedule put the load, ahead of its gather), and the host
-    update writes the new partition into the host state directly.
+    update writes the new partition into the host state directly (a device
+    update, with `optimizer=none`, copies it there). `param=nvme` puts them
+    in the per-rank files: the lowering reads each load `param-buffer-count`
+    loads ahead and writes the new partition back after the update. In an
+    evaluation step (no update; ZeRO-Inference) `param` puts every
+    parameter on the host or NVMe and streams it to the device block by
+    block, one block ahead of its use.
 
     ```mlir
     %g  = dsc.reduce_scatter %flat : tensor<16xbf16> -> tensor<8xbf16>
@@ -1080,9 +1086,17 @@ def OffloadOptimizer : Pass<"dsc-offload", "::mlir::ModuleOp"> {
            /*default=*/"1000000000",
            "elements of parameters per host update (sub_group_size)">,
     Option<"param", "param", "std::string", /*default=*/"\"none\"",
-           "where stage 3's parameter partitions live: none (the device) or "
-           "cpu (host memory, copied to the device ahead of their gathers; "
-           "needs the optimizer offloaded)">,
+           "where stage 3's parameter partitions (an evaluation step's "
+           "parameters) live: none (the device), cpu (host memory) or nvme "
+           "(per-rank files), copied to the device ahead of their use">,
+    Option<"paramBufferCount", "param-buffer-count", "int64_t",
+           /*default=*/"5",
+           "param=nvme: parameter reads in flight ahead of their use "
+           "(offload_param.buffer_count)">,
+    Option<"paramBufferSize", "param-buffer-size", "int64_t",
+           /*default=*/"100000000",
+           "param=nvme: elements of a parameter swap buffer; a larger "
+           "parameter is an error (offload_param.buffer_size)">,
     Option<"bufferCount", "buffer-count", "int64_t", /*default=*/"4",
            "nvme: sub-groups whose states are in host buffers at once, read "
            "ahead of their update (offload_optimizer.buffer_count)">,

@@ -119,13 +119,20 @@ void NvmeStore::Engine::addState(StateId id, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   check(!states_.count(id), file_.path() + ": NVMe state " +
                                 std::to_string(id) + " was already added");
-  uint64_t reserved = alignUp(bytes, options_.blockBytes);
-  check(reserved >= bytes && fileBytes_ + reserved >= fileBytes_,
+  // A state of a block or more starts at a block boundary, so that its
+  // chunks are whole blocks; a smaller one (a bias's or a norm's partition)
+  // at the next page, sharing a block with its neighbours: the file is
+  // then not mostly padding when there are many small states.
+  uint64_t start = alignUp(fileBytes_, bytes >= options_.blockBytes
+                                           ? options_.blockBytes
+                                           : kDirectAlignment);
+  uint64_t reserved = alignUp(bytes, kDirectAlignment);
+  check(reserved >= bytes && start >= fileBytes_ && start + reserved >= start,
         file_.path() + ": NVMe state " + std::to_string(id) + " of " +
             std::to_string(bytes) + " bytes overflows the file's size");
-  file_.reserve(fileBytes_, reserved);
-  states_[id] = {fileBytes_, bytes};
-  fileBytes_ += reserved;
+  file_.reserve(start, reserved);
+  states_[id] = {start, bytes};
+  fileBytes_ = start + reserved;
 }
 
 uint64_t NvmeStore::Engine::stateBytes(StateId id) const {

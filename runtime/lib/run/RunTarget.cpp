@@ -47,7 +47,7 @@ public:
       nvme |= info.states[i].tier == MemoryTier::Nvme;
     if (nvme) {
       check(!nvmePath_.empty(),
-            std::string("the artifact keeps optimizer state on NVMe "
+            std::string("the artifact keeps state on NVMe "
                         "(ZeRO-Infinity): give dsc-run --nvme-path DIR, or "
                         "compile with --nvme-path (nvme_path)"));
       NvmeOptions options;

@@ -76,20 +76,19 @@ LogicalResult StateOp::verify() {
   if (failed(verifyInitRule()))
     return failure();
   // Only the optimizer's host update touches host memory and the NVMe files
-  // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of stage 3's
-  // parameter partitions to the device (offload_param), a distillation
-  // teacher's with them: the forward and backward pass read whole
-  // parameters and buffers on the device.
-  bool partitionedParameter =
-      (getRole() == StateRole::parameter || getRole() == StateRole::teacher) &&
-      getPartitionOf().has_value();
+  // read into it (ZeRO-Offload, ZeRO-Infinity), and the copies of
+  // parameters to the device (offload_param; ZeRO-Inference streams a whole
+  // model's), a distillation teacher's partitions with them: the forward and
+  // backward pass read activations and buffers on the device.
+  bool partitionedTeacher =
+      getRole() == StateRole::teacher && getPartitionOf().has_value();
   if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
-      getRole() != StateRole::master &&
-      !(partitionedParameter && getTier() == MemoryTier::host))
+      getRole() != StateRole::master && getRole() != StateRole::parameter &&
+      !(partitionedTeacher && getTier() == MemoryTier::host))
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
                          << " state: only optimizer state, master weights "
-                            "and partitioned parameters or teacher weights "
+                            "and parameters or partitioned teacher weights "
                             "(on the host) may live on the "
                          << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&

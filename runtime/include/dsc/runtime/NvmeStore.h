@@ -70,9 +70,10 @@ struct NvmeOptions {
   NvmeIoMode mode = NvmeIoMode::Auto;
   /// Transfers in flight at once (DeepSpeed's aio queue_depth, 8).
   unsigned queueDepth = 8;
-  /// The largest transfer, and the alignment of every state's extent: a
-  /// power of two, a multiple of kDirectAlignment (DeepSpeed's aio
-  /// block_size, 1 MiB).
+  /// The largest transfer, and the alignment of the extent of every state
+  /// of at least this size (smaller states are packed at page boundaries,
+  /// kDirectAlignment): a power of two, a multiple of kDirectAlignment
+  /// (DeepSpeed's aio block_size, 1 MiB).
   size_t blockBytes = size_t(1) << 20;
   /// wait() throws Error when its request is not complete after this many
   /// seconds (a device that stopped answering); 0: waits without limit.

@@ -17,6 +17,11 @@
 
 namespace mlir::dsc {
 
+/// Module attribute of parameters on NVMe (`--dsc-offload=param=nvme`): the
+/// loads read ahead of their use (DeepSpeed's offload_param.buffer_count).
+inline constexpr llvm::StringLiteral kNvmeParamBufferCountAttrName =
+    "dsc.nvme_param_buffer_count";
+
 /// The tier of every tensor of a graph body.
 class MemoryTiers {
 public:
