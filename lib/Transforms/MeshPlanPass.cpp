@@ -114,8 +114,15 @@ static FailureOr<plan::TransformerShape> transformerShape(ModuleOp module) {
   for (auto &entry : perBlock)
     shape.blockParameters = std::max(shape.blockParameters, entry.getValue());
 
-  // The head reads the token table again (tied) or a table of its own.
+  // The head: a linear map to the vocabulary, of the token table again
+  // (tied) or of a table of its own.
+  bool vocabularyHead = false;
   graph.walk([&](LinearOp linear) {
+    ArrayRef<int64_t> weight =
+        cast<RankedTensorType>(linear.getWeight().getType()).getShape();
+    if (weight.size() == 2 && weight[0] == shape.vocab &&
+        weight[1] == shape.hidden)
+      vocabularyHead = true;
     if (loadedParameter(linear.getWeight(), symbols) == tokenTable)
       shape.tiedHead = true;
   });
@@ -131,13 +138,14 @@ static FailureOr<plan::TransformerShape> transformerShape(ModuleOp module) {
     }
   });
 
-  // FLOPs per sample: the logits' product after the last block, the rest
-  // spread evenly over the blocks.
+  // FLOPs per sample: the logits' product after the last block (a model
+  // without a head to the vocabulary has none), the rest spread evenly
+  // over the blocks.
   double flops = matmulFlops(graph) / double(batch);
-  shape.headFlops = 2.0 * double(shape.seq) * double(shape.hidden) * double(shape.vocab);
-  if (flops <= shape.headFlops)
-    shape.headFlops = 0; // no vocabulary projection: all the work is blocks'
-  shape.blockFlops = (flops - shape.headFlops) / double(shape.blocks);
+  if (vocabularyHead)
+    shape.headFlops =
+        2.0 * double(shape.seq) * double(shape.hidden) * double(shape.vocab);
+  shape.blockFlops = std::max(0.0, flops - shape.headFlops) / double(shape.blocks);
   return shape;
 }
 
