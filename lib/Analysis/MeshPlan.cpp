@@ -4,12 +4,10 @@
 
 #include "dsc/Analysis/PipelineStages.h"
 
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
-#include <map>
 #include <tuple>
 
 using namespace mlir::dsc;
