@@ -122,6 +122,9 @@ public:
                                  MemoryPool &) override {
     return {};
   }
+  const void *hostState(const ArtifactInfo &, int32_t, MemoryPool &) override {
+    return nullptr;
+  }
   MemoryUse memoryUse() const override { return {}; }
 };
 
@@ -174,6 +177,8 @@ TEST(DscRunTargets, TheCpuTargetKeepsHostPools) {
   std::vector<void *> states = target->hostStates(fake.info, 0, 1, scratch);
   ASSERT_EQ(states.size(), 1u);
   EXPECT_EQ(std::memcmp(states[0], w, sizeof w), 0);
+  // So does --dump-states.
+  EXPECT_EQ(target->hostState(fake.info, 0, scratch), states[0]);
   EXPECT_EQ(scratch.highWaterMark(), 0u);
 }
 

@@ -201,6 +201,19 @@ public:
     return host;
   }
 
+  const void *hostState(const ArtifactInfo &info, int32_t i,
+                        MemoryPool &scratch) override {
+    const void *state = states_.at(size_t(i));
+    if (!state)
+      return nullptr;
+    const TensorDesc &tensor = info.states[i].tensor;
+    size_t bytes = tensorBytes(tensor);
+    void *host = scratch.allocate(bytes);
+    copy(host, state, bytes, cudaMemcpyDefault,
+         std::string("state '") + tensor.name + "' to the host");
+    return host;
+  }
+
   MemoryUse releaseTeacher(const ArtifactInfo &info,
                            size_t arenaBytes) override {
     // Every stream's work that may read them is done.

@@ -606,6 +606,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     }
     if (rank == 0 && !options.dumpOutputs.empty())
       (void)resolveOutputFile(options.dumpOutputs); // written after step 1
+    if (!options.dumpStates.empty()) // written after the last step
+      (void)resolveOutputFile(dumpStatesPath(options.dumpStates, rank));
     if (!options.dumpLtdIndices.empty()) {
       check(options.dataSchedule.randomLtd || options.dataSchedule.ltdDraw,
             "--dump-ltd-indices: " + options.artifact +
@@ -912,6 +914,14 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     if (!options.save.empty() && saveDue)
       if (int code = save(step))
         return code;
+  }
+
+  if (!options.dumpStates.empty()) {
+    Outcome dumped = attempt([&] {
+      dumpStates(dumpStatesPath(options.dumpStates, rank), info, *target);
+    });
+    if (int code = settle(control, dumped))
+      return code;
   }
 
   std::vector<std::string> summaries =

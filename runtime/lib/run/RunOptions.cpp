@@ -30,7 +30,7 @@ std::string runUsage() {
          "               [--steps-per-print N] [--csv-monitor DIR]\n"
          "               [--save DIR [--save-interval K]] [--resume DIR]\n"
          "               [--seed N] [--dump-outputs FILE.safetensors]\n"
-         "               [--dump-ltd-indices FILE]\n"
+         "               [--dump-ltd-indices FILE] [--dump-states FILE]\n"
          "               [--nvme-path DIR] [--teacher-weights FILE]\n"
          "\n"
          "Runs the step artifact ARTIFACT (a shared library from dsc-compile) "
@@ -92,6 +92,11 @@ std::string runUsage() {
          "step,\n"
          "                   a line STEP SAMPLE I0 I1 ... per sample of the "
          "global batch (rank 0)\n"
+         "  --dump-states FILE  write every state the rank holds after the "
+         "last step (its\n"
+         "                   shard where partitioned; a teacher's too) to FILE "
+         "(rank 0),\n"
+         "                   FILE.rank<r> (rank r > 0)\n"
          "  --nvme-path DIR  directory of the NVMe tier's per-rank files "
          "(default: the\n"
          "                   config's nvme_path compiled into the artifact); "
@@ -168,6 +173,10 @@ RunOptions parseRunOptions(const std::vector<std::string> &args) {
       options.dumpLtdIndices = takeValue();
       if (options.dumpLtdIndices.empty())
         throw UsageError("--dump-ltd-indices needs a file name");
+    } else if (name == "--dump-states") {
+      options.dumpStates = takeValue();
+      if (options.dumpStates.empty())
+        throw UsageError("--dump-states needs a file name");
     } else if (name == "--save" || name == "--resume") {
       std::string &dir = name == "--save" ? options.save : options.resume;
       dir = takeValue();

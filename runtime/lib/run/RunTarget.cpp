@@ -164,6 +164,16 @@ public:
     return host;
   }
 
+  const void *hostState(const ArtifactInfo &info, int32_t i,
+                        MemoryPool &scratch) override {
+    if (info.states[i].tier != MemoryTier::Nvme)
+      return states_.at(size_t(i));
+    size_t bytes = tensorBytes(info.states[i].tensor);
+    void *copy = scratch.allocate(bytes);
+    nvme_->wait(nvme_->read(NvmeStore::StateId(i), 0, copy, bytes));
+    return copy;
+  }
+
   MemoryUse memoryUse() const override {
     MemoryUse use;
     use.arena = arenaPool_.highWaterMark();

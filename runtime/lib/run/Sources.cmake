@@ -15,6 +15,7 @@ list(APPEND DSC_RUNTIME_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/RunMetrics.cpp
   ${CMAKE_CURRENT_LIST_DIR}/DataSchedule.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunDumpOutputs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/RunDumpStates.cpp
   ${CMAKE_CURRENT_LIST_DIR}/RunLtdIndices.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Checksum.cpp
   ${CMAKE_CURRENT_LIST_DIR}/CpuBinding.cpp

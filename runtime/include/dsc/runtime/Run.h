@@ -74,6 +74,9 @@ struct RunOptions {
   std::string dumpOutputs; // safetensors of the first step's outputs; empty: none
   /// Text file of every step's random-LTD kept positions; empty: none.
   std::string dumpLtdIndices;
+  /// Safetensors of every state this rank holds after the last step (rank
+  /// r > 0 writes FILE.rank<r>); empty: none.
+  std::string dumpStates;
   /// A step line every N steps (and the first and last); 0: not given,
   /// the artifact's (the config's steps_per_print), else every step.
   int64_t stepsPerPrint = 0;
@@ -609,6 +612,11 @@ public:
   virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                          int worldSize,
                                          MemoryPool &scratch) = 0;
+  /// State `i` as this rank holds it (its shard when partitioned), in
+  /// host memory: the state itself where it lives on the host, else a copy
+  /// in `scratch`; nullptr for a state not allocated (a released teacher).
+  virtual const void *hostState(const ArtifactInfo &info, int32_t i,
+                                MemoryPool &scratch) = 0;
   virtual MemoryUse memoryUse() const = 0;
   /// The directory of the per-rank NVMe files (dsc-run --nvme-path, or the
   /// artifact's nvme_path), before allocate(); "" when none is given. A
@@ -785,6 +793,15 @@ std::string localTimestamp();
 /// safetensors file `path`, under the outputs' names (atomically).
 void dumpOutputs(const std::string &path, const ArtifactInfo &info,
                  RunTarget &target);
+
+/// --dump-states: writes every state this rank holds (its shard where
+/// partitioned, under the state's name and the shard's shape; teacher
+/// states too, unless released) to the safetensors file `path`.
+void dumpStates(const std::string &path, const ArtifactInfo &info,
+                RunTarget &target);
+/// The file rank `rank` writes for --dump-states PATH: PATH on rank 0,
+/// PATH.rank<r> on the others.
+std::string dumpStatesPath(const std::string &path, int rank);
 
 /// --dump-ltd-indices: every step's kept positions (dsc.random_ltd_indices)
 /// as lines `STEP SAMPLE I0 I1 ...`, one per sample of the global batch.
