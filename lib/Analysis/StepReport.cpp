@@ -184,6 +184,7 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
                    (bytes + kPage - 1) / kPage * kPage;
       (state.getRole() == StateRole::master      ? m.nvmeMaster
        : state.getRole() == StateRole::parameter ? m.nvmeParameters
+       : state.getRole() == StateRole::teacher   ? m.nvmeTeacher
                                                  : m.nvmeOptimizer) += bytes;
     } else {
       m.stateAllocation += roundUp(bytes);
@@ -546,6 +547,8 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
       row("optimizer state", m.nvmeOptimizer, "(of the model states above)");
       if (m.nvmeParameters)
         row("parameters", m.nvmeParameters, "(of the model states above)");
+      if (m.nvmeTeacher)
+        row("teacher weights", m.nvmeTeacher, "(of the teacher weights above)");
       row("file", m.nvmeFile,
           "(states of 1 MiB or more 1 MiB-aligned, smaller ones 4 KiB-aligned)");
       os << "NVMe per update: reads " << transfers.nvmeReads << " ("
@@ -673,6 +676,7 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
         entry["nvme"] = llvm::json::Object{{"master_weights", m.nvmeMaster},
                                            {"optimizer_state", m.nvmeOptimizer},
                                            {"parameters", m.nvmeParameters},
+                                           {"teacher_weights", m.nvmeTeacher},
                                            {"file", m.nvmeFile}};
         llvm::json::Object &perUpdate =
             *entry.getObject("transfers_per_update");

@@ -188,11 +188,13 @@ struct NvmeSchedule {
     return state && state.getTier() == MemoryTier::nvme;
   }
 
-  /// A parameter on NVMe: read by each of its loads, written by its store.
+  /// A parameter on NVMe: read by each of its loads, written by its store
+  /// (a distillation teacher's weight: read alike, never stored).
   static bool isNvmeParameter(ModuleOp module, FlatSymbolRefAttr name) {
     auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(module, name);
     return state && state.getTier() == MemoryTier::nvme &&
-           state.getRole() == StateRole::parameter;
+           (state.getRole() == StateRole::parameter ||
+            state.getRole() == StateRole::teacher);
   }
 
   /// The sub-groups of `body`; an error at a load of an NVMe state that

@@ -221,7 +221,8 @@ struct OffloadOptimizerPass
     if (param != "nvme")
       return success();
     for (auto state : module.getOps<StateOp>())
-      if (state.getRole() == StateRole::parameter &&
+      if ((state.getRole() == StateRole::parameter ||
+           state.getRole() == StateRole::teacher) &&
           state.getTier() == MemoryTier::nvme &&
           numel(state.getType()) > paramBufferSize)
         return state.emitError()
@@ -265,17 +266,14 @@ struct OffloadOptimizerPass
   /// gather. A host update reads the load itself and writes the new
   /// partition into the state in place of the copy back; a device update
   /// reads the copy (copyStoresToHost). A distillation teacher's partitions
-  /// (frozen, partitioned as parameters are) live on the host, whatever the
-  /// parameters' tier: read the same way, never written.
+  /// (frozen, partitioned as parameters are) live on the parameters' tier:
+  /// read the same way, never written.
   LogicalResult offloadParameters(ModuleOp module, Block &body) {
-    for (auto state : module.getOps<StateOp>()) {
-      if (!state.getPartitionOf())
-        continue;
-      if (state.getRole() == StateRole::parameter)
+    for (auto state : module.getOps<StateOp>())
+      if (state.getPartitionOf() &&
+          (state.getRole() == StateRole::parameter ||
+           state.getRole() == StateRole::teacher))
         state.setTier(paramTier());
-      else if (state.getRole() == StateRole::teacher)
-        state.setTier(MemoryTier::host);
-    }
     if (failed(recordParameterBuffers(module)))
       return failure();
     bool hostUpdate = optimizer != "none";

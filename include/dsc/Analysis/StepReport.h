@@ -87,6 +87,8 @@ struct RankMemory {
   /// Stage 3's parameter partitions in the file (offload_param nvme), or
   /// an evaluation step's parameters (ZeRO-Inference).
   int64_t nvmeParameters = 0;
+  /// A distillation teacher's partitions in the file (offload_param nvme).
+  int64_t nvmeTeacher = 0;
   int64_t nvmeFile = 0;
 };
 

@@ -85,17 +85,21 @@ public:
   }
   void loadTeacherStates(const ArtifactInfo &info,
                          const SafeTensorsFile &teacher) override {
+    teacherHeld_ = true;
     forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
       void *&buffer = states_[size_t(i)];
-      buffer = statePool(own, statePool_, &hostStatePool_)
+      buffer = statePool(own, statePool_, &hostStatePool_, &nvmeLoadPool_)
                    .allocate(tensorBytes(own.tensor));
       readState(own, teacher, rank_, info.expertParallelSize, buffer);
+      if (own.tier == MemoryTier::Nvme)
+        moveToNvme(info, i);
     });
   }
 
   MemoryUse releaseTeacher(const ArtifactInfo &info,
                            size_t arenaBytes) override {
     MemoryUse before = inUse();
+    teacherHeld_ = false; // (one on NVMe keeps its extent of the file)
     for (int32_t i = 0; i < info.numStates; ++i) {
       void *&buffer = states_[size_t(i)];
       if (info.states[i].role != StateRole::Teacher || !buffer)
@@ -168,6 +172,8 @@ public:
                         MemoryPool &scratch) override {
     if (info.states[i].tier != MemoryTier::Nvme)
       return states_.at(size_t(i));
+    if (info.states[i].role == StateRole::Teacher && !teacherHeld_)
+      return nullptr; // never read, or released
     size_t bytes = tensorBytes(info.states[i].tensor);
     void *copy = scratch.allocate(bytes);
     nvme_->wait(nvme_->read(NvmeStore::StateId(i), 0, copy, bytes));
@@ -200,18 +206,21 @@ private:
 
   /// Writes each NVMe state, read into nvmeLoadPool_, into its file, and
   /// releases its memory: during the steps only the artifact's host
-  /// buffers hold it.
+  /// buffers hold it. A teacher's states are loadTeacherStates' to move
+  /// (loadStates leaves them unread).
   void moveToNvme(const ArtifactInfo &info) {
-    for (int32_t i = 0; i < info.numStates; ++i) {
-      if (info.states[i].tier != MemoryTier::Nvme)
-        continue;
-      size_t bytes = tensorBytes(info.states[i].tensor);
-      void *&state = states_[size_t(i)];
-      nvme_->wait(nvme_->write(NvmeStore::StateId(i), 0, state, bytes));
-      nvmeLoadPool_.release(state);
-      state = nullptr;
-      nvmeBytes_ += bytes;
-    }
+    for (int32_t i = 0; i < info.numStates; ++i)
+      if (info.states[i].tier == MemoryTier::Nvme &&
+          info.states[i].role != StateRole::Teacher)
+        moveToNvme(info, i);
+  }
+  void moveToNvme(const ArtifactInfo &info, int32_t i) {
+    size_t bytes = tensorBytes(info.states[i].tensor);
+    void *&state = states_[size_t(i)];
+    nvme_->wait(nvme_->write(NvmeStore::StateId(i), 0, state, bytes));
+    nvmeLoadPool_.release(state);
+    state = nullptr;
+    nvmeBytes_ += bytes;
   }
 
   MemoryPool arenaPool_{"arena"}, statePool_{"state"}, ioPool_{"io"},
@@ -221,6 +230,8 @@ private:
   // before them), which removes the rank's file.
   std::unique_ptr<NvmeStore> nvme_;
   size_t nvmeBytes_ = 0;
+  /// A teacher's NVMe states are in the file: loaded, not yet released.
+  bool teacherHeld_ = false;
   void *hostArena_ = nullptr;
   int rank_ = 0;
   std::vector<void *> states_, inputs_, outputs_;

@@ -1671,14 +1671,20 @@ func.func @boundary_types(%a: tensor<4xf32>) -> tensor<3xf32> {
 // Memory tiers
 //===----------------------------------------------------------------------===//
 
-// expected-error @+1 {{'dsc.state' op @w is a gradient state: only optimizer state, master weights and parameters or partitioned teacher weights (on the host) may live on the host}}
+// expected-error @+1 {{'dsc.state' op @w is a gradient state: only optimizer state, master weights and parameters or partitioned teacher weights may live on the host}}
 dsc.state gradient @w on host : tensor<8xf32>
 
 // -----
 
 // A teacher's weight on the host is a partition of it (offload_param).
-// expected-error @+1 {{'dsc.state' op @teacher.w is a teacher state: only optimizer state, master weights and parameters or partitioned teacher weights (on the host) may live on the host}}
+// expected-error @+1 {{'dsc.state' op @teacher.w is a teacher state: only optimizer state, master weights and parameters or partitioned teacher weights may live on the host}}
 dsc.state teacher @teacher.w on host : tensor<8xf32>
+
+// -----
+
+// So is one on NVMe (offload_param.device: nvme).
+// expected-error @+1 {{'dsc.state' op @teacher.w is a teacher state: only optimizer state, master weights and parameters or partitioned teacher weights may live on the nvme}}
+dsc.state teacher @teacher.w on nvme : tensor<8xf32>
 
 // -----
 
@@ -1687,7 +1693,7 @@ dsc.state optimizer @m on disk : tensor<8xf32>
 
 // -----
 
-// expected-error @+1 {{'dsc.state' op @b is a buffer state: only optimizer state, master weights and parameters or partitioned teacher weights (on the host) may live on the nvme}}
+// expected-error @+1 {{'dsc.state' op @b is a buffer state: only optimizer state, master weights and parameters or partitioned teacher weights may live on the nvme}}
 dsc.state buffer @b on nvme : tensor<8xf32>
 
 // -----

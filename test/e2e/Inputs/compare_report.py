@@ -12,7 +12,8 @@ direction (dsc-run's `transfer=d2h|h2d` lines) equal STEPS times the
 report's `transfers_per_update`, and with ZeRO-Offload (`host_state_bytes`)
 the host states and host arena the report's `host` figures; with
 ZeRO-Infinity, the bytes of the NVMe states (`nvme_state_bytes`) the
-report's `nvme` master weights, optimizer state and parameters, and the NVMe reads and
+report's `nvme` master weights, optimizer state, parameters and teacher
+weights, and the NVMe reads and
 writes (`nvme=read|write` lines) STEPS times the report's. Prints one line
 per rank and figure, "ok" or "MISMATCH".
 """
@@ -60,7 +61,8 @@ def main(report_path, run_path, steps):
                 want = memory[rank]["nvme"]
                 got = int(nvme.group(1))
                 exp = (want["master_weights"] + want["optimizer_state"] +
-                       want.get("parameters", 0))
+                       want.get("parameters", 0) +
+                       want.get("teacher_weights", 0))
                 print(f"rank {rank} nvme states {got} vs report {exp}: "
                       f"{'ok' if got == exp else 'MISMATCH'}")
             continue

@@ -84,12 +84,12 @@ LogicalResult StateOp::verify() {
       getRole() == StateRole::teacher && getPartitionOf().has_value();
   if (getTier() != MemoryTier::device && getRole() != StateRole::optimizer &&
       getRole() != StateRole::master && getRole() != StateRole::parameter &&
-      !(partitionedTeacher && getTier() == MemoryTier::host))
+      !partitionedTeacher)
     return emitOpError() << "@" << getSymName() << " is a "
                          << stringifyStateRole(getRole())
                          << " state: only optimizer state, master weights "
                             "and parameters or partitioned teacher weights "
-                            "(on the host) may live on the "
+                            "may live on the "
                          << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&
       getPartitionGroup() != CollectiveGroup::data)
