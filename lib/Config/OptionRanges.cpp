@@ -130,7 +130,7 @@ const Range kRanges[] = {
     integer("tensor-parallel", 1, kMaxWorldSize),
     integer("pipeline-parallel", 1, kMaxWorldSize),
     integer("pipeline-stage", 0, kMaxWorldSize - 1),
-    choice("pipeline-schedule", "gpipe|1f1b"),
+    choice("pipeline-schedule", "gpipe|1f1b|zb-h1"),
     {"distill-from", Kind::Path},
     real("kd-beta", 0),
     real("kd-temperature", 0, kInf, /*lowOpen=*/true),

@@ -165,7 +165,7 @@ constexpr Flag kFlags[] = {
                         "block (Megatron's tensor parallelism; default 1)"},
     {"pipeline-parallel", "pipeline stages (default 1; docs/pipeline-parallel.md)"},
     {"pipeline-stage", "with --pipeline-parallel: the stage to build (default 0)"},
-    {"pipeline-schedule", "with --pipeline-parallel: gpipe or 1f1b (default)"},
+    {"pipeline-schedule", "with --pipeline-parallel: gpipe, 1f1b (default) or zb-h1"},
     {"steps-per-print", "dsc-run prints a step line every N steps "
                         "(compiled into the artifact; default: every step)"},
     {"csv-monitor", "dsc-run writes DeepSpeed csv_monitor files into this "

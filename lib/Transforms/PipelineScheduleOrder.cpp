@@ -12,7 +12,9 @@
 // program is then: what depends on no micro-batch (pure ops, and the
 // others up to the first op with effects that stays behind), each action's ops in the schedule's order,
 // and what depends on several micro-batches (the sums of weight gradients,
-// the loss, the optimizer), each group in its original order.
+// the loss, the optimizer), each group in its original order. ZB-H1 splits
+// each micro-batch's backward into the part the previous stage waits for
+// and the weight gradients (splitBackward).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,10 +54,15 @@ struct PipelineSchedulePass
     }
     std::optional<pipeline::ScheduleKind> kind =
         pipeline::parseScheduleKind(schedule);
-    if (!kind || (*kind != pipeline::ScheduleKind::gpipe &&
-                  *kind != pipeline::ScheduleKind::oneFOneB)) {
+    if (!kind) {
       module.emitError() << "unknown pipeline schedule '" << schedule
-                         << "' (expected gpipe or 1f1b)";
+                         << "' (expected gpipe, 1f1b or zb-h1)";
+      return signalPassFailure();
+    }
+    if (*kind == pipeline::ScheduleKind::interleaved) {
+      module.emitError() << "the interleaved pipeline schedule runs V model "
+                            "chunks per rank, which --dsc-pipeline-parallel "
+                            "does not cut yet (expected gpipe, 1f1b or zb-h1)";
       return signalPassFailure();
     }
     pipeline::ScheduleShape shape;
@@ -82,11 +89,15 @@ struct PipelineSchedulePass
 
   /// The stage's actions, and the schedule's bubble and activation memory
   /// as PipelineSchedule's simulation measures them with a backward pass
-  /// twice as long as the forward (a transformer's ratio).
+  /// twice as long as the forward (a transformer's ratio; split evenly
+  /// into its input- and weight-gradient passes for ZB-H1).
   LogicalResult report(ModuleOp module, const pipeline::Schedule &built,
                        int64_t stage) {
+    const bool split = built.splitsBackward();
+    pipeline::PassCosts costs = split ? pipeline::PassCosts{1, 1, 1}
+                                      : pipeline::PassCosts{1, 2, 0};
     llvm::Expected<pipeline::Simulation> run =
-        pipeline::simulatePipeline(built, pipeline::PassCosts{1, 2, 0});
+        pipeline::simulatePipeline(built, costs);
     if (!run)
       return module.emitError() << llvm::toString(run.takeError());
     llvm::raw_ostream &os = llvm::errs();
@@ -94,17 +105,59 @@ struct PipelineSchedulePass
        << built.shape.stages << " stages x " << built.shape.microBatches
        << " micro-batches; stage " << stage << " runs";
     for (const pipeline::Action &action : built.ranks[stage])
-      os << " " << (action.pass == pipeline::PassKind::forward ? "F" : "B")
+      os << " "
+         << (action.pass == pipeline::PassKind::forward    ? "F"
+             : action.pass == pipeline::PassKind::backward ? "B"
+                                                           : "W")
          << action.microBatch;
-    os << llvm::formatv("\n  bubble {0:F3} of the ideal time ((P-1)/M = "
-                        "{1:F3}); micro-batches in flight at most:",
+    // The formula the simulation must meet: (P-1)/M of the ideal time for
+    // GPipe and 1F1B; ZB-H1 leaves (P-1)(F+B-W) of a rank's M(F+B+W).
+    const double p = double(built.shape.stages - 1),
+                 m = double(built.shape.microBatches);
+    const double formula =
+        split ? p * (costs.forward + costs.backward - costs.weight) /
+                    (m * (costs.forward + costs.backward + costs.weight))
+              : p / m;
+    os << llvm::formatv("\n  bubble {0:F3} of the ideal time ({1} = "
+                        "{2:F3}); micro-batches in flight at most:",
                         run->bubbleFraction(),
-                        double(built.shape.stages - 1) /
-                            double(built.shape.microBatches));
+                        split ? "(P-1)(F+B-W)/(M(F+B+W)), F=B=W"
+                              : "(P-1)/M",
+                        formula);
     for (int64_t held : run->peakInFlight)
       os << " " << held;
     os << "\n";
     return success();
+  }
+
+  /// Splits one micro-batch's backward (in program order) into the
+  /// input-gradient pass B, what the previous stage waits for (the sends
+  /// to it and every op of the backward they depend on, the receives from
+  /// the next stage among them), left in `backward`, and the weight-gradient
+  /// pass W, every other op (the gradients of this stage's weights, which
+  /// only the sums after the last action read), moved to `weight`. B never
+  /// reads W: it is closed under the operands it takes from the backward.
+  static void splitBackward(SmallVector<Operation *> &backward,
+                            SmallVector<Operation *> &weight) {
+    llvm::DenseSet<Operation *> ops(backward.begin(), backward.end());
+    llvm::DenseSet<Operation *> inputPass;
+    SmallVector<Operation *> worklist;
+    for (Operation *op : backward)
+      if (auto send = dyn_cast<PipelineSendOp>(op);
+          send && send.getPeer() == PipelinePeer::previous)
+        worklist.push_back(op);
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      if (!inputPass.insert(op).second)
+        continue;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp(); def && ops.contains(def))
+          worklist.push_back(def);
+    }
+    SmallVector<Operation *> kept;
+    for (Operation *op : backward)
+      (inputPass.contains(op) ? kept : weight).push_back(op);
+    backward = std::move(kept);
   }
 
   LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,
@@ -162,12 +215,22 @@ struct PipelineSchedulePass
       for (Operation *op : group)
         op->moveBefore(terminator);
     };
+    // A schedule that splits the backward (ZB-H1) runs each micro-batch's
+    // input-gradient part first, the weight-gradient rest later.
+    SmallVector<SmallVector<Operation *>> weight(microBatches);
+    if (llvm::any_of(actions, [](const pipeline::Action &action) {
+          return action.pass == pipeline::PassKind::weight;
+        }))
+      for (int64_t mb = 0; mb < microBatches; ++mb)
+        splitBackward(backward[mb], weight[mb]);
     place(free);
     for (const pipeline::Action &action : actions) {
       if (action.pass == pipeline::PassKind::forward)
         place(forward[action.microBatch]);
       else if (action.pass == pipeline::PassKind::backward)
         place(backward[action.microBatch]);
+      else
+        place(weight[action.microBatch]);
     }
     place(tail);
 

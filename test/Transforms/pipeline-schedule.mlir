@@ -14,7 +14,12 @@
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=4 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=2 --optimizer=sgd --lr=0.1 | FileCheck %s --check-prefix=D2
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=4" --dsc-autodiff --dsc-pipeline-schedule=print -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT-1F1B
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=1 micro-batches=4" --dsc-autodiff --dsc-pipeline-schedule="print schedule=gpipe" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT-GPIPE
-// RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel --dsc-pipeline-schedule=schedule=zb-h1 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=2 --optimizer=sgd --lr=0.1 --pipeline-schedule=zb-h1 | FileCheck %s --check-prefix=S1-ZB
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --world-size=2 --pipeline-parallel=2 --pipeline-stage=1 --grad-accum=2 --optimizer=sgd --lr=0.1 --pipeline-schedule=1f1b | FileCheck %s --check-prefix=S1-1F1B-W
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=4" --dsc-autodiff --dsc-pipeline-schedule="print schedule=zb-h1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT-ZB0
+// RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=1 micro-batches=4" --dsc-autodiff --dsc-pipeline-schedule="print schedule=zb-h1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PRINT-ZB1
+// RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel --dsc-pipeline-schedule=schedule=zb-h2 2>&1 | FileCheck %s --check-prefix=KIND
+// RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel --dsc-pipeline-schedule=schedule=interleaved 2>&1 | FileCheck %s --check-prefix=INTERLEAVED
 
 // S0-1F1B: dsc.pipeline_send %{{.*}} to next micro_batch 0
 // S0-1F1B-NOT: dsc.pipeline_
@@ -91,4 +96,25 @@
 // PRINT-GPIPE: dsc-pipeline-schedule: gpipe, 2 stages x 4 micro-batches; stage 1 runs F0 F1 F2 F3 B0 B1 B2 B3
 // PRINT-GPIPE-NEXT: bubble 0.250 of the ideal time ((P-1)/M = 0.250); micro-batches in flight at most: 4 4
 
-// KIND: error: unknown pipeline schedule 'zb-h1' (expected gpipe or 1f1b)
+// KIND: error: unknown pipeline schedule 'zb-h2' (expected gpipe, 1f1b or zb-h1)
+// INTERLEAVED: error: the interleaved pipeline schedule runs V model chunks per rank, which --dsc-pipeline-parallel does not cut yet (expected gpipe, 1f1b or zb-h1)
+
+// ZB-H1 on the last of two stages, two micro-batches: F0 B0 F1 B1 W0 W1.
+// B is what the previous stage waits for (the gradient it is sent), W the
+// rest of the backward: the weight gradients, such as the tied head's
+// (logits' gradient [16x16] times the activations [16x4]). 1F1B computes
+// micro-batch 0's before its send; ZB-H1 after micro-batch 1's send, both
+// micro-batches' then.
+// S1-ZB: dsc.pipeline_recv from previous micro_batch 0
+// S1-ZB-NOT: transpose_lhs : tensor<16x16xf32>, tensor<16x4xf32>
+// S1-ZB: dsc.pipeline_send %{{.*}} to previous micro_batch 0
+// S1-ZB-NOT: transpose_lhs : tensor<16x16xf32>, tensor<16x4xf32>
+// S1-ZB: dsc.pipeline_send %{{.*}} to previous micro_batch 1
+// S1-ZB-COUNT-2: transpose_lhs : tensor<16x16xf32>, tensor<16x4xf32>
+// S1-ZB: dsc.all_reduce %{{.*}} over pipeline : tensor<f32>
+// S1-1F1B-W: dsc.pipeline_recv from previous micro_batch 0
+// S1-1F1B-W: transpose_lhs : tensor<16x16xf32>, tensor<16x4xf32>
+// S1-1F1B-W: dsc.pipeline_send %{{.*}} to previous micro_batch 0
+// PRINT-ZB0: dsc-pipeline-schedule: zb-h1, 2 stages x 4 micro-batches; stage 0 runs F0 F1 B0 W0 F2 B1 W1 F3 B2 W2 B3 W3
+// PRINT-ZB0-NEXT: bubble 0.083 of the ideal time ((P-1)(F+B-W)/(M(F+B+W)), F=B=W = 0.083); micro-batches in flight at most: 2 2
+// PRINT-ZB1: stage 1 runs F0 B0 F1 B1 W0 F2 B2 W1 F3 B3 W2 W3

@@ -165,20 +165,27 @@ def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
     (the sums of the micro-batches' weight gradients, the loss, the
     optimizer) after the last action, in program order.
 
-    `schedule`: `gpipe` (every forward, then every backward) or `1f1b`
+    `schedule`: `gpipe` (every forward, then every backward), `1f1b`
     (DeepSpeed's: P - 1 - s warm-up forwards on stage s, then one forward
     and one backward in turn, which bounds the micro-batches whose
-    activations a stage holds by P - s).
+    activations a stage holds by P - s) or `zb-h1` (zero-bubble H1: 1F1B
+    with each backward split into its input-gradient part B, what the
+    previous stage waits for, and its weight-gradient part W, which stage
+    s runs s micro-batches later, filling the cool-down bubble). The
+    interleaved schedule needs V model chunks per rank, which
+    --dsc-pipeline-parallel does not cut: an error.
 
     `print` shows the stage's action list and what PipelineSchedule's
     simulation measures of the schedule, with a backward twice as long as
-    the forward: its bubble as a fraction of the ideal time ((P - 1) / M
-    for both) and the most micro-batches whose activations each stage
-    holds at once (M for GPipe, P - s for 1F1B).
+    the forward (for ZB-H1, B and W as long as the forward each): its
+    bubble as a fraction of the ideal time ((P - 1) / M for GPipe and 1F1B,
+    (P - 1)(F + B - W) / (M (F + B + W)) for ZB-H1) and the most
+    micro-batches whose activations each stage holds at once (M for GPipe,
+    P - s for 1F1B and ZB-H1).
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe or 1f1b">,
+           "gpipe, 1f1b or zb-h1">,
     Option<"print", "print", "bool", /*default=*/"false",
            "print the stage's actions, the bubble and the micro-batches in "
            "flight per stage">,
