@@ -95,6 +95,58 @@ TEST(MeshPlan, TensorParallelismDividesStatesAndCountsAllReduces) {
   EXPECT_DOUBLE_EQ(t2->activations, 8 * perBlock + 2.0 * 32 * 1000 / 2 * 4);
 }
 
+/// smallGpt with 4 experts in every other block (top-1, capacity factor 1:
+/// 32 slots per sample); each layer's experts hold 4 · 8h² parameters.
+TransformerShape smallMoe() {
+  TransformerShape m = smallGpt();
+  m.moeLayers = 4;
+  m.experts = 4;
+  m.expertSlots = 32;
+  m.layerExpertParameters = 4 * 8 * 64 * 64;
+  m.blockParameters += m.layerExpertParameters / 2; // the average block
+  return m;
+}
+
+TEST(MeshPlan, ExpertParallelismDividesExpertsAndCountsAllToAlls) {
+  TransformerShape model = smallMoe();
+  Cluster cluster = freeLinks(4, 8);
+  Mesh ep2 = mesh(1, 1, 4, 1, 2, 1);
+  ep2.expert = 2;
+  auto est = estimateMesh(model, cluster, ep2);
+  ASSERT_TRUE(bool(est)) << llvm::toString(est.takeError());
+  // Dense parameters whole at stage 1; each rank holds E/EP = 2 of a
+  // layer's 4 experts, in 16 bits.
+  double experts = 8 * (0.5 * model.layerExpertParameters);
+  double dense = double(model.parameters()) - experts;
+  EXPECT_DOUBLE_EQ(est->parameters, 2 * (dense + experts / 2));
+  // Optimizer state: dense over D = 4, experts over the D/EP = 2 ranks of
+  // their expert-data group.
+  EXPECT_DOUBLE_EQ(est->optimizer, 12 * dense / 4 + 12 * (experts / 2) / 2);
+  // 4 all-to-alls per MoE layer and micro-batch, each sending (EP-1)/EP of
+  // b · 32 slots · h 16-bit elements.
+  double perCall = 0.5 * (2 * 32 * 64 * 2);
+  EXPECT_DOUBLE_EQ(est->expertBytes, 4 * 4 * perCall);
+  // Without expert parallelism no all-to-all leaves the rank.
+  auto ep1 = estimateMesh(model, cluster, mesh(1, 1, 4, 1, 2, 1));
+  ASSERT_TRUE(bool(ep1));
+  EXPECT_DOUBLE_EQ(ep1->expertBytes, 0);
+  EXPECT_DOUBLE_EQ(ep1->parameters, 2 * double(model.parameters()));
+}
+
+TEST(MeshPlan, RejectsExpertGroupsThatDoNotDivide) {
+  Cluster cluster = freeLinks(4, 8);
+  Mesh bad = mesh(1, 1, 4, 1, 2, 1);
+  bad.expert = 8; // more than the 4 data ranks
+  auto tooMany = estimateMesh(smallMoe(), cluster, bad);
+  ASSERT_FALSE(bool(tooMany));
+  EXPECT_NE(llvm::toString(tooMany.takeError()).find("must divide"), std::string::npos);
+  bad.expert = 2;
+  auto dense = estimateMesh(smallGpt(), cluster, bad);
+  ASSERT_FALSE(bool(dense));
+  EXPECT_NE(llvm::toString(dense.takeError()).find("only a model with experts"),
+            std::string::npos);
+}
+
 TEST(MeshPlan, PipelineBubbleIsTheScheduleFormula) {
   TransformerShape model = smallGpt();
   model.headFlops = 0; // equal stages

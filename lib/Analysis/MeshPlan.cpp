@@ -97,6 +97,15 @@ llvm::Expected<MeshEstimate> plan::estimateMesh(const TransformerShape &model,
                              model.blocks));
   if (mesh.zeroStage < 0 || mesh.zeroStage > 3)
     return planError("the ZeRO stage is 0, 1, 2 or 3");
+  const int64_t ep = mesh.expert;
+  if (ep < 1 || (model.experts == 0 && ep != 1))
+    return planError(formatv("EP = {0}: only a model with experts has "
+                             "expert parallelism",
+                             ep));
+  if (model.experts > 0 && (model.experts % ep != 0 || d % ep != 0))
+    return planError(formatv("EP = {0} must divide the {1} experts and the "
+                             "{2} data ranks",
+                             ep, model.experts, d));
   auto split = splitStages(model, mesh);
   if (!split)
     return split.takeError();
@@ -115,6 +124,18 @@ llvm::Expected<MeshEstimate> plan::estimateMesh(const TransformerShape &model,
   double tensorBw = groupBandwidth(cluster, 1, t);
   double allReduce = allReduceBytes(streamBytes, t) / tensorBw;
   double tensorPass = double(maxBlocks) * 2 * allReduce; // 2 per block each way
+  // The busiest rank's MoE layers, at the model's share of MoE blocks; each
+  // runs 2 all-to-alls a pass, over the expert group (EP data ranks, T
+  // apart), of the rank's 1/T of its dispatched slots.
+  const double moeShare =
+      model.experts > 0 ? double(model.moeLayers) / double(model.blocks) : 0.0;
+  double moeLayers = double(maxBlocks) * moeShare;
+  double allToAllBytes = gatherBytes(double(b) * model.expertSlots *
+                                         double(model.hidden) * e / double(t),
+                                     ep);
+  double expertPass =
+      moeLayers * 2 * allToAllBytes / groupBandwidth(cluster, t, ep);
+  tensorPass += expertPass;
   pipeline::PassCosts costs;
   costs.forward = tf + tensorPass;
   double recompute = mesh.checkpoint ? tf : 0.0;
@@ -137,16 +158,22 @@ llvm::Expected<MeshEstimate> plan::estimateMesh(const TransformerShape &model,
 
   est.compute = double(m) * 3 * tf;
   est.recompute = double(m) * recompute;
-  est.tensorComm = double(m) * 2 * tensorPass;
+  est.expertComm = double(m) * 2 * expertPass;
+  est.tensorComm = double(m) * 2 * tensorPass - est.expertComm;
   est.bubble = std::max(0.0, sim->makespan - sim->ideal);
   est.bubbleFraction = sim->bubbleFraction();
 
   // Memory of each rank; the plan keeps the largest.
   double perBlock = tokens * double(model.hidden) * (10.0 + 24.0 / double(t)) *
                     (e / 2.0);
-  double worstParameters = 0;
+  // A block's experts, all E, and the E/EP of them a rank holds (its 1/T
+  // of each, below); ZeRO partitions them over the expert-data group.
+  const double layerExperts = moeShare * double(model.layerExpertParameters);
+  const double denseBlock = double(model.blockParameters) - layerExperts;
+  const double expertData = double(d / ep);
+  double worstParameters = 0, worstExperts = 0;
   for (int64_t r = 0; r < p; ++r) {
-    double psi = double(split->blocks[r]) * double(model.blockParameters);
+    double psi = double(split->blocks[r]) * denseBlock;
     if (r == 0)
       psi += double(model.embeddingParameters);
     if (r == p - 1) {
@@ -155,12 +182,21 @@ llvm::Expected<MeshEstimate> plan::estimateMesh(const TransformerShape &model,
         psi += double(model.vocab) * double(model.hidden);
     }
     psi /= double(t);
+    double experts =
+        double(split->blocks[r]) * layerExperts / double(ep) / double(t);
     worstParameters = std::max(worstParameters, psi);
-    double params = psi * e / (mesh.zeroStage == 3 ? double(d) : 1.0);
+    worstExperts = std::max(worstExperts, experts);
+    // Bytes of `bytesPer` per parameter, ZeRO-partitioned from `stage` on.
+    auto held = [&](double bytesPer, int64_t stage) {
+      bool partitioned = mesh.zeroStage >= stage;
+      return psi * bytesPer / (partitioned ? double(d) : 1.0) +
+             experts * bytesPer / (partitioned ? expertData : 1.0);
+    };
+    double params = held(e, 3);
     if (mesh.zeroStage == 3) // a block gathered, the next one prefetched
-      params += 2.0 * double(model.blockParameters) / double(t) * e;
-    double grads = psi * e / (mesh.zeroStage >= 2 ? double(d) : 1.0);
-    double optimizer = psi * optimizerBytes / (mesh.zeroStage >= 1 ? double(d) : 1.0);
+      params += 2.0 * (denseBlock + layerExperts / double(ep)) / double(t) * e;
+    double grads = held(e, 2);
+    double optimizer = held(optimizerBytes, 1);
     double blocksPerChunk = double(split->blocks[r]) / double(v);
     double inFlight = double(sim->peakInFlight[r]) * blocksPerChunk;
     double acts = mesh.checkpoint ? inFlight * streamBytes + perBlock
@@ -177,19 +213,29 @@ llvm::Expected<MeshEstimate> plan::estimateMesh(const TransformerShape &model,
   est.fits = est.memory() <= cluster.deviceMemory;
 
   // Data-parallel traffic of the rank with the most parameters.
+  // The experts' over the expert-data group (EP·T apart).
   double dataBw = groupBandwidth(cluster, t, d);
-  double gradientBytes = worstParameters * e;
-  double reduceBytes = mesh.zeroStage == 3 ? gatherBytes(gradientBytes, d)
-                                           : allReduceBytes(gradientBytes, d);
-  double gatherPerMicroBatch =
-      mesh.zeroStage == 3 ? 2.0 * gatherBytes(gradientBytes, d) : 0.0;
+  double expertDataBw = groupBandwidth(cluster, t * ep, d / ep);
+  auto traffic = [&](double gradientBytes, int64_t ranks) {
+    double reduce = mesh.zeroStage == 3 ? gatherBytes(gradientBytes, ranks)
+                                        : allReduceBytes(gradientBytes, ranks);
+    double gathers =
+        mesh.zeroStage == 3 ? 2.0 * gatherBytes(gradientBytes, ranks) : 0.0;
+    return std::make_pair(reduce, gathers);
+  };
+  auto [denseReduce, denseGathers] = traffic(worstParameters * e, d);
+  auto [expertReduce, expertGathers] = traffic(worstExperts * e, d / ep);
+  double reduceTime = denseReduce / dataBw + expertReduce / expertDataBw;
+  double gatherTime = denseGathers / dataBw + expertGathers / expertDataBw;
   // The reduction overlaps the backward that produces the gradients; stage
   // 3's gathers are prefetched behind each micro-batch's compute.
-  est.dataComm = std::max(0.0, reduceBytes / dataBw - costs.backward) +
-                 double(m) * std::max(0.0, gatherPerMicroBatch / dataBw -
+  est.dataComm = std::max(0.0, reduceTime - costs.backward) +
+                 double(m) * std::max(0.0, gatherTime -
                                                (costs.forward + costs.backward +
                                                 costs.weight));
-  est.dataBytes = reduceBytes + double(m) * gatherPerMicroBatch;
+  est.dataBytes = denseReduce + expertReduce +
+                  double(m) * (denseGathers + expertGathers);
+  est.expertBytes = double(m) * moeLayers * 4 * allToAllBytes;
   est.tensorBytes = double(m) * double(maxBlocks) * 4 * allReduceBytes(streamBytes, t);
   est.pipelineBytes =
       p > 1 ? double(m) * double(v) * (p > 2 ? 2.0 : 1.0) * streamBytes : 0.0;
@@ -222,6 +268,7 @@ static std::string slowerBecause(const MeshEstimate &est,
       {est.compute - best.compute, "compute"},
       {est.recompute - best.recompute, "recomputation"},
       {est.tensorComm - best.tensorComm, "tensor all-reduces"},
+      {est.expertComm - best.expertComm, "expert all-to-alls"},
       {est.bubble - best.bubble, "pipeline bubble"},
       {est.dataComm - best.dataComm, "exposed data-parallel traffic"},
   };
@@ -295,21 +342,31 @@ plan::rankMeshes(const TransformerShape &model, const Cluster &cluster,
             if (model.blocks % (p * v) == 0 && m % p == 0)
               schedules.push_back({ScheduleKind::interleaved, v});
         }
-        for (auto [kind, v] : schedules)
-          for (bool checkpoint : {false, true})
-            for (int64_t zero = 0; zero <= 3; ++zero) {
-              Mesh mesh;
-              mesh.tensor = t;
-              mesh.pipeline = p;
-              mesh.chunks = v;
-              mesh.data = d;
-              mesh.zeroStage = zero;
-              mesh.microBatch = b;
-              mesh.microBatches = m;
-              mesh.checkpoint = checkpoint;
-              mesh.schedule = kind;
-              consider(mesh);
-            }
+        // Expert parallelism: powers of two dividing the experts and D.
+        llvm::SmallVector<int64_t> experts{1};
+        if (model.experts > 0)
+          for (int64_t ep = 2; ep <= model.experts && ep <= d; ep *= 2)
+            if (model.experts % ep == 0 && d % ep == 0)
+              experts.push_back(ep);
+        if (filter.expert)
+          experts.assign(1, filter.expert);
+        for (int64_t ep : experts)
+          for (auto [kind, v] : schedules)
+            for (bool checkpoint : {false, true})
+              for (int64_t zero = 0; zero <= 3; ++zero) {
+                Mesh mesh;
+                mesh.tensor = t;
+                mesh.pipeline = p;
+                mesh.chunks = v;
+                mesh.data = d;
+                mesh.expert = ep;
+                mesh.zeroStage = zero;
+                mesh.microBatch = b;
+                mesh.microBatches = m;
+                mesh.checkpoint = checkpoint;
+                mesh.schedule = kind;
+                consider(mesh);
+              }
       }
     }
   }
@@ -342,25 +399,26 @@ plan::rankMeshes(const TransformerShape &model, const Cluster &cluster,
 }
 
 static std::string describe(const Mesh &mesh) {
-  return formatv("{0,2} {1,3} {2,2} {3,4} {4,4} {5,3} {6,5} {7,4} {8,-11}",
+  return formatv("{0,2} {1,3} {2,2} {3,4} {9,3} {4,4} {5,3} {6,5} {7,4} {8,-11}",
                  mesh.tensor, mesh.pipeline, mesh.chunks, mesh.data,
                  mesh.zeroStage, mesh.microBatch, mesh.microBatches,
                  mesh.checkpoint ? "yes" : "no",
                  mesh.pipeline > 1
                      ? pipeline::stringifyScheduleKind(mesh.schedule)
-                     : llvm::StringRef("-"))
+                     : llvm::StringRef("-"),
+                 mesh.expert)
       .str();
 }
 
 static void printRow(llvm::raw_ostream &os, size_t index,
                      const MeshEstimate &est) {
   os << formatv("{0,4} {1} {2,7:F1} {3,10} {4,6:F1} {5,8:F2} {6,8:F2} "
-                "{7,8:F2} {8,5:F1}  {9}\n",
+                "{7,8:F2} {10,8:F2} {8,5:F1}  {9}\n",
                 index + 1, describe(est.mesh), est.memory() / 1e9,
                 seconds(est.step()),
                 100.0 * est.bubbleFraction, est.tensorBytes / 1e9,
                 est.pipelineBytes / 1e9, est.dataBytes / 1e9, 100.0 * est.mfu,
-                est.reason);
+                est.reason, est.expertBytes / 1e9);
 }
 
 void plan::printPlan(llvm::raw_ostream &os, const TransformerShape &model,
@@ -370,6 +428,12 @@ void plan::printPlan(llvm::raw_ostream &os, const TransformerShape &model,
                 "{4} tokens per sample, {5:E3} parameters\n",
                 model.blocks, model.hidden, model.heads, model.vocab, model.seq,
                 double(model.parameters()));
+  if (model.experts > 0)
+    os << formatv("  mixture of experts: {0} of the blocks route to {1} "
+                  "experts ({2:E3} expert parameters each layer, {3:F1} slots "
+                  "per sample)\n",
+                  model.moeLayers, model.experts,
+                  double(model.layerExpertParameters), model.expertSlots);
   os << formatv("  on {0} ranks ({1} per node), {2:F1} GB and {3:F1} TFLOP/s "
                 "each, {4:F1} GB/s within a node, {5:F1} GB/s across; {6} "
                 "samples per step, {7}\n",
@@ -380,8 +444,8 @@ void plan::printPlan(llvm::raw_ostream &os, const TransformerShape &model,
   size_t fitting = llvm::count_if(ranked, [](const MeshEstimate &e) { return e.fits; });
   os << formatv("  {0} meshes considered, {1} fit in memory\n", ranked.size(),
                 fitting);
-  os << "   #  T   P  V    D zero   b     M ckpt schedule    mem(GB)       step "
-        "bubble%   TP(GB)   PP(GB)   DP(GB)  MFU%  why\n";
+  os << "   #  T   P  V    D  EP zero   b     M ckpt schedule    mem(GB)       "
+        "step bubble%   TP(GB)   PP(GB)   DP(GB)  A2A(GB)  MFU%  why\n";
   size_t shown = std::min(rows, fitting);
   for (size_t i = 0; i < shown; ++i)
     printRow(os, i, ranked[i]);
@@ -397,14 +461,17 @@ void plan::printPlan(llvm::raw_ostream &os, const TransformerShape &model,
   }
   if (fitting > 0) {
     const MeshEstimate &best = ranked.front();
-    os << formatv("  answer: T={0} P={1} V={2} D={3} ZeRO-{4}, micro-batch "
-                  "{5} x {6}{7}: {8} per step, {9:F1}% MFU\n",
+    os << formatv("  answer: T={0} P={1} V={2} D={3}{10} ZeRO-{4}, "
+                  "micro-batch {5} x {6}{7}: {8} per step, {9:F1}% MFU\n",
                   best.mesh.tensor, best.mesh.pipeline, best.mesh.chunks,
                   best.mesh.data, best.mesh.zeroStage, best.mesh.microBatch,
                   best.mesh.microBatches,
                   best.mesh.checkpoint ? ", checkpointed" : "",
                   seconds(best.step()),
-                  100.0 * best.mfu);
+                  100.0 * best.mfu,
+                  model.experts > 0
+                      ? formatv(" EP={0}", best.mesh.expert).str()
+                      : std::string());
     bool considered = llvm::any_of(ranked, [](const MeshEstimate &e) {
       return e.mesh.tensor == 1 && e.mesh.pipeline == 1;
     });

@@ -138,6 +138,35 @@ static FailureOr<plan::TransformerShape> transformerShape(ModuleOp module) {
     }
   });
 
+  // Mixture of experts: each dsc.moe_dispatch is a layer routing to E
+  // experts ([E, capacity, width] slots); the experts' weights are the
+  // states of a module path with an `experts` component (stacked [E, ...]).
+  graph.walk([&](MoeDispatchOp dispatch) {
+    auto slots = cast<RankedTensorType>(dispatch.getType());
+    ++shape.moeLayers;
+    shape.experts = std::max(shape.experts, slots.getDimSize(0));
+    shape.expertSlots = std::max(
+        shape.expertSlots,
+        double(slots.getDimSize(0) * slots.getDimSize(1)) / double(batch));
+  });
+  if (shape.moeLayers) {
+    // The plan's block is the average one: the largest block's dense
+    // parameters, and a layer's experts in the share of blocks that have
+    // them (with experts in every other block, half a layer's).
+    llvm::StringMap<int64_t> expertsPerBlock;
+    for (StateOp state : parameters)
+      if (state.getSymName().contains(".experts."))
+        expertsPerBlock[blocks.blockOf(state.getSymName())] += elements(state);
+    for (auto &entry : expertsPerBlock)
+      shape.layerExpertParameters =
+          std::max(shape.layerExpertParameters, entry.getValue());
+    int64_t dense = 0;
+    for (auto &entry : perBlock)
+      dense = std::max(dense, entry.getValue() - expertsPerBlock.lookup(entry.getKey()));
+    shape.blockParameters =
+        dense + shape.layerExpertParameters * shape.moeLayers / shape.blocks;
+  }
+
   // FLOPs per sample: the logits' product after the last block (a model
   // without a head to the vocabulary has none), the rest spread evenly
   // over the blocks.
@@ -183,7 +212,17 @@ struct MeshPlanPass : public dsc::impl::MeshPlanBase<MeshPlanPass> {
                             "any)";
       return signalPassFailure();
     }
-    auto ranked = plan::rankMeshes(*shape, cluster, {tensor, pipeline});
+    if (expert < 0) {
+      module.emitError() << "--dsc-plan: expert is a size (0: any)";
+      return signalPassFailure();
+    }
+    if (expert > 1 && shape->experts == 0) {
+      module.emitError() << "--dsc-plan: expert=" << int64_t(expert)
+                         << ": the model has no experts (no dsc.moe_dispatch)";
+      return signalPassFailure();
+    }
+    auto ranked =
+        plan::rankMeshes(*shape, cluster, {tensor, pipeline, expert});
     if (!ranked) {
       module.emitError() << "--dsc-plan: " << llvm::toString(ranked.takeError());
       return signalPassFailure();

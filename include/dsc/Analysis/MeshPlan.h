@@ -26,7 +26,18 @@
 //     as the latency between stages in the schedule's simulation;
 //   - data-parallel traffic: the gradients' reduction (and at stage 3 two
 //     parameter all-gathers per micro-batch), of which only what outlasts
-//     the compute it overlaps is added to the step.
+//     the compute it overlaps is added to the step;
+//   - mixture of experts (E experts in some blocks): expert parallelism
+//     (EP ranks along the data dimension, EP dividing E and D) holds E/EP
+//     of each layer's experts per rank, split over T as well (TED), their
+//     ZeRO partitions over the D/EP ranks of the expert-data group; each
+//     MoE layer's 2 all-to-alls forward and 2 backward send (EP-1)/EP of
+//     the rank's dispatched slots (b · slots per sample · h), divided by T
+//     (duplicate token dropping), on the critical path; a checkpointed
+//     block keeps its collectives' outputs (communication-aware
+//     checkpointing). Every block is taken to hold the largest block's
+//     dense parameters and, in the share of blocks that are MoE layers,
+//     its experts.
 // A group's bandwidth is the intra-node one when its ranks share a node
 // (ranks laid out tensor innermost, then data, then pipeline: Megatron's).
 //
@@ -67,6 +78,14 @@ struct TransformerShape {
   /// block (the logits' product).
   double blockFlops = 0;
   double headFlops = 0;
+  /// Mixture of experts: the blocks that route tokens to experts, the
+  /// experts per such layer, the slots a layer dispatches per sample (E ·
+  /// capacity / batch: what its all-to-all moves), and the parameters of
+  /// one layer's experts together (inside blockParameters).
+  int64_t moeLayers = 0;
+  int64_t experts = 0;
+  double expertSlots = 0;
+  int64_t layerExpertParameters = 0;
 
   int64_t parameters() const {
     return blocks * blockParameters + embeddingParameters + headParameters;
@@ -86,6 +105,7 @@ struct Cluster {
 
 struct Mesh {
   int64_t tensor = 1, pipeline = 1, chunks = 1, data = 1;
+  int64_t expert = 1; // EP: ranks of an expert group, within the data ranks
   int64_t zeroStage = 0;
   int64_t microBatch = 1;   // b, samples per micro-batch
   int64_t microBatches = 1; // M, per optimizer step and data rank
@@ -103,11 +123,14 @@ struct MeshEstimate {
   // Seconds per optimizer step: the pipeline's busy time (compute and
   // tensor all-reduces), its bubble, and the data-parallel traffic left
   // exposed; their sum is the step.
-  double compute = 0, recompute = 0, tensorComm = 0, bubble = 0, dataComm = 0;
-  double step() const { return compute + recompute + tensorComm + bubble + dataComm; }
+  double compute = 0, recompute = 0, tensorComm = 0, expertComm = 0,
+         bubble = 0, dataComm = 0;
+  double step() const {
+    return compute + recompute + tensorComm + expertComm + bubble + dataComm;
+  }
   double bubbleFraction = 0; // bubble / busy time
   // Bytes each rank sends per step, per group.
-  double tensorBytes = 0, pipelineBytes = 0, dataBytes = 0;
+  double tensorBytes = 0, pipelineBytes = 0, dataBytes = 0, expertBytes = 0;
   double mfu = 0; // model FLOPs (no recomputation) / (step · world · rate)
   /// Why the mesh ranks where it does (set by rankMeshes).
   std::string reason;
@@ -122,7 +145,7 @@ llvm::Expected<MeshEstimate> estimateMesh(const TransformerShape &model,
 /// Restricts the meshes considered: a tensor or pipeline size other than 0
 /// is the only one tried ("what if T must be 8?").
 struct MeshFilter {
-  int64_t tensor = 0, pipeline = 0;
+  int64_t tensor = 0, pipeline = 0, expert = 0;
 };
 
 /// Every mesh of the model on the cluster, those that fit first, fastest

@@ -1207,10 +1207,12 @@ def MeshPlan : Pass<"dsc-plan", "::mlir::ModuleOp"> {
     "ZeRO or 3D parallelism?" for the exported model on a given cluster:
     lists every mesh of tensor (T), pipeline (P, with V chunks per rank for
     the interleaved schedule) and data parallelism (D = world / (T·P)), ZeRO
-    stage, micro-batch size and activation checkpointing, with its memory
-    per rank, bytes per group and a step-time estimate from the graph's
-    FLOPs and those bytes; the meshes that fit first, fastest first, each
-    with the reason it ranks where it does (docs/parallelism-plan.md). Runs
+    stage, micro-batch size and activation checkpointing, and for a model
+    with experts (`dsc.moe_dispatch` layers) expert parallelism (EP ranks
+    of the data dimension), with its memory per rank, bytes per group and
+    a step-time estimate from the graph's FLOPs and those bytes; the meshes
+    that fit first, fastest first, each with the reason it ranks where it
+    does (docs/parallelism-plan.md). Runs
     on the exported model, before the training pipeline; the module is not
     changed.
 
@@ -1242,6 +1244,8 @@ def MeshPlan : Pass<"dsc-plan", "::mlir::ModuleOp"> {
            "consider only this tensor-parallel size (0: every size)">,
     Option<"pipeline", "pipeline", "int64_t", /*default=*/"0",
            "consider only this pipeline-parallel size (0: every size)">,
+    Option<"expert", "expert", "int64_t", /*default=*/"0",
+           "consider only this expert-parallel size (0: every size)">,
     Option<"output", "output", "std::string", /*default=*/"\"-\"",
            "file to write, '-' for stderr">,
   ];
