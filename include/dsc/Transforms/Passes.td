@@ -637,6 +637,11 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     Option<"top2SecondExpertSampling", "top2-2nd-expert-sampling", "bool",
            /*default=*/"true",
            "top-2: Gumbel noise on the logits that choose the second expert">,
+    Option<"duplicateTokenDropping", "duplicate-token-dropping", "bool",
+           /*default=*/"true",
+           "with tensor and expert parallelism: each rank of a tensor group "
+           "sends its 1/T of the dispatched tokens through the all-to-all "
+           "and an all-gather over the tensor group restores them">,
   ];
 }
 
@@ -930,6 +935,17 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
     memory), collectives and other ops with effects, and `dsc.dropout` with
     `p > 0`, whose mask the backward must see as the forward drew it.
 
+    Communication-aware checkpointing (`comm-aware`, on by default; the
+    DeepSpeed-TED optimisation): the outputs of a segment's collectives
+    (tensor-parallel all-reduces, expert all-to-alls, all-gathers) are kept
+    from the forward and read by the recomputation, so a checkpointed step
+    issues exactly the collectives of an uncheckpointed one: per transformer
+    layer 4 tensor all-reduces, not 6, per MoE layer 4 all-to-alls, not 6.
+    `comm-aware=false` clones them with the segment (each is communicated a
+    second time in the backward, in the same order on every rank) and keeps
+    those bytes no longer. `print` reports the bytes communication-awareness
+    keeps.
+
     `budget` (bytes, per rank) recomputes only as many blocks as needed,
     earliest first, for the estimated peak of what the backward keeps to
     fit: the forward values the backward reads that are not recomputed, or,
@@ -953,6 +969,9 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
            "0 recomputes every block">,
     Option<"print", "print", "bool", /*default=*/"false",
            "print the recomputed blocks and the kept-bytes estimate to stderr">,
+    Option<"commAware", "comm-aware", "bool", /*default=*/"true",
+           "keep the forward outputs of a recomputed segment's collectives "
+           "rather than communicating them again">,
   ];
 }
 
