@@ -150,14 +150,17 @@ public:
       if (clone->use_empty())
         clone->erase();
     // What communication-awareness keeps: the forward outputs of the
-    // segment's collectives that the recomputation reads.
-    for (int64_t p = segment.begin; p < segment.end; ++p)
-      if (isCollective(ops[p]))
-        for (Value v : ops[p]->getResults())
-          if (llvm::any_of(v.getUsers(), [](Operation *user) {
-                return user->hasAttr(kRecomputedAttrName);
-              }))
-            collectiveBytesKept += bytesOf(v);
+    // segment's collectives, read only inside it in the forward, that the
+    // recomputation or the backward reads (without it they are recomputed).
+    if (commAware)
+      for (int64_t p = segment.begin; p < segment.end; ++p)
+        if (isCollective(ops[p]))
+          for (Value v : ops[p]->getResults())
+            if (onlyReadInside(segment, v) &&
+                llvm::any_of(v.getUsers(), [&](Operation *user) {
+                  return user->hasAttr(kRecomputedAttrName) || isBackward(user);
+                }))
+              collectiveBytesKept += bytesOf(v);
   }
 
   /// Bytes of collective outputs kept from the forward for the recomputed
@@ -181,9 +184,15 @@ private:
   /// outside the segment reads.
   bool isInternal(const Segment &segment, Value value) const {
     Operation *def = value.getDefiningOp();
-    if (!def || !recomputes(def))
-      return false;
+    return def && recomputes(def) && onlyReadInside(segment, value);
+  }
+
+  /// Whether no forward op outside `segment` (nor the graph's return)
+  /// reads `value`.
+  bool onlyReadInside(const Segment &segment, Value value) const {
     for (Operation *user : value.getUsers()) {
+      if (user->hasAttr(kRecomputedAttrName))
+        continue; // a clone, in the backward
       auto it = position.find(user);
       if (it == position.end())
         return false; // the return: an output of the graph

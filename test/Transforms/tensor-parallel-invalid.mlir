@@ -7,7 +7,7 @@
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=2 --tensor-parallel=2 --moe-experts=2 --moe-ep-size=2 2>&1 | FileCheck %s --check-prefix=TEDMESH
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=3 --tensor-parallel=3 --moe-experts=2 2>&1 | FileCheck %s --check-prefix=TEDWIDTH
 // RUN: not dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --tensor-parallel=2 --moe-experts=4 --moe-ep-size=2 --moe-capacity-factor=1.5 --moe-min-capacity=1 2>&1 | FileCheck %s --check-prefix=TEDCAP
-// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --world-size=4 --tensor-parallel=2 --moe-experts=4 --moe-ep-size=2 --moe-capacity-factor=1.5 --moe-min-capacity=1 --moe-duplicate-token-dropping=false -o /dev/null
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2 capacity-factor=1.5 min-capacity=1 duplicate-token-dropping=false" -o /dev/null
 // RUN: dsc-opt %s --split-input-file --dsc-data-parallel="world-size=2 tensor-parallel=2" --dsc-tensor-parallel -verify-diagnostics
 
 // WORLD: gpt2-one-block.mlir:{{[0-9]+}}:1: error: the world of 4 ranks does not divide into tensor-parallel groups of 3 times 1 pipeline stages
