@@ -876,14 +876,28 @@ private:
       // first); each rank's l_aux counts its own micro-batch, so their mean
       // joins it, as in DeepSpeed where every rank's loss (with its l_aux)
       // is averaged by the gradient all-reduce.
+      // Under tensor parallelism the ranks of a tensor group route the
+      // same micro-batch alike: the mean is over the data group (the
+      // gradient of a mean over the world would count each micro-batch's
+      // l_aux 1/W times on each of its T ranks, whose gradients the data
+      // group alone sums).
       Value local = convertTo(b, aux, type);
       int64_t world = lookupWorldSize(func).value_or(1);
-      if (world > 1) {
-        Value sum = AllReduceOp::create(b, ret.getLoc(), local);
+      bool tensor = tensorParallel > 1;
+      FailureOr<int64_t> replicas =
+          tensor ? lookupGroupSize(func, CollectiveGroup::data)
+                 : FailureOr<int64_t>(world);
+      if (failed(replicas))
+        return failure();
+      if (*replicas > 1) {
+        Value sum = AllReduceOp::create(
+            b, ret.getLoc(), local,
+            tensor ? CollectiveGroup::data : CollectiveGroup::world);
         Value n = ConstantOp::create(
             b, ret.getLoc(),
             DenseElementsAttr::get(tensor0(type),
-                                   b.getFloatAttr(type.getElementType(), double(world))));
+                                   b.getFloatAttr(type.getElementType(),
+                                                  double(*replicas))));
         local = DivOp::create(b, ret.getLoc(), sum, n);
       }
       Value term = MulOp::create(b, ret.getLoc(), coef, local);

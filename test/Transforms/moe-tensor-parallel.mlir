@@ -47,6 +47,11 @@
 // DEDUP: dsc.permute %{{.*}}, [1, 0, 2, 3] : tensor<2x4x2x4xf32>
 // DEDUP: %[[OUT:.*]] = dsc.reshape %{{.*}} : tensor<4x2x2x4xf32> -> tensor<4x4x4xf32>
 // DEDUP: dsc.moe_combine %[[OUT]]
+// The layers' l_aux join the loss as their mean over the data group (the
+// tensor group's ranks route alike), as the loss itself is averaged.
+// DEDUP: %[[AUX:.*]] = dsc.all_reduce %{{.*}} over data : tensor<f32>
+// DEDUP-NEXT: %[[D2:.*]] = dsc.constant dense<2.000000e+00> : tensor<f32>
+// DEDUP-NEXT: dsc.div %[[AUX]], %[[D2]]
 // Three replaced blocks, two exchanges each, no tensor all-reduce left.
 // DEDUP-NOT: dsc.all_reduce {{.*}} over tensor
 
