@@ -575,6 +575,24 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     same exchanges backwards. Two all-to-alls per layer forward, two
     backward, shapes fixed at compile time.
 
+    Under tensor parallelism (the module's `dsc.tensor_parallel_size` T > 1,
+    DeepSpeed-TED) the expert groups run along the data dimension (P * T
+    must divide the world; rank r is at index (r / T) % P of its expert
+    group, whose ranks share r % T), and each local expert's block is split
+    Megatron's way over the tensor group: first maps column-parallel, the
+    last one row-parallel, its partial products summed over `tensor` before
+    its bias. Such an expert state is `partition_group = expert` with
+    `partition_blocks` B: of the whole viewed as [B, T, C], the tensor
+    slice [:, r % T, :], of which the rank's experts' blocks. T must divide
+    the blocks' hidden width. `duplicate-token-dropping` (default true,
+    with P > 1): the dispatched tokens are alike on a tensor group, so each
+    rank sends its 1/T of every expert's capacity slots (`dsc.local_shard
+    over tensor`), the group gathers what the exchange delivered
+    (`dsc.all_gather over tensor`), the row-parallel sums become a
+    `dsc.reduce_scatter over tensor`, and after the return exchange an
+    `dsc.all_gather over tensor alike` restores `[E, C, M]`: the
+    all-to-alls move T times fewer bytes. T must then divide C.
+
     Randomness, as DeepSpeed's gating draws it but from
     `dsc.random_uniform` (seeded, counter-based: the same numbers on any
     world size): `use-rts` (top-1 only) gives each route the priority of a
@@ -940,10 +958,12 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
     (tensor-parallel all-reduces, expert all-to-alls, all-gathers) are kept
     from the forward and read by the recomputation, so a checkpointed step
     issues exactly the collectives of an uncheckpointed one: per transformer
-    layer 4 tensor all-reduces, not 6, per MoE layer 4 all-to-alls, not 6.
-    `comm-aware=false` clones them with the segment (each is communicated a
-    second time in the backward, in the same order on every rank) and keeps
-    those bytes no longer. `print` reports the bytes communication-awareness
+    layer 4 tensor all-reduces, per MoE layer 4 all-to-alls.
+    `comm-aware=false` clones those the recomputation or the backward reads
+    with the segment (each is communicated a second time in the backward,
+    in the same order on every rank: 5 all-reduces per transformer layer,
+    whose last sum feeds the next layer and is kept anyway; 6 all-to-alls
+    per MoE layer) and keeps those bytes no longer. `print` reports the bytes communication-awareness
     keeps.
 
     `budget` (bytes, per rank) recomputes only as many blocks as needed,
