@@ -11,6 +11,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=2 tensor-parallel=2" --dsc-moe="experts=4" | FileCheck %s --check-prefix=EP1
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff --dsc-optimizer="grad-clip=1.0" | FileCheck %s --check-prefix=CLIP
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=8 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff --dsc-optimizer="optimizer=adamw" --dsc-zero="stage=1" | FileCheck %s --check-prefix=ZERO
 
 // DEDUP: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x8x4xf32>
 // DEDUP: dsc.state parameter @h.0.mlp.experts.c_fc.bias {init_from = "h.0.mlp.c_fc.bias", partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16>} : tensor<2x8xf32>
@@ -103,3 +104,13 @@
 // CLIP: %[[SQ:.*]] = dsc.sum_squares({{.*}} : tensor<2x8x4xf32>, tensor<2x8xf32>, tensor<2x4x8xf32>, {{.*}}) : tensor<f32>
 // CLIP: %[[E:.*]] = dsc.all_reduce %[[SQ]] over expert : tensor<f32>
 // CLIP: dsc.all_reduce %[[E]] over tensor : tensor<f32>
+
+// ZeRO under TED (W = 8: data groups of 4, expert-data groups of 2): the
+// gate's moments partitioned over the data group, the experts' states
+// (slices and the biases updated with them) whole on their expert-data
+// group.
+// ZERO: dsc.state optimizer @h.0.mlp.gate.weight.exp_avg {partition_group = 4 : i32, partition_of = array<i64: 4, 4>} : tensor<4xf32>
+// ZERO: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x8x4xf32>
+// ZERO: dsc.state optimizer @h.0.mlp.experts.c_proj.bias.exp_avg {partition_group = 1 : i32, partition_of = array<i64: 4, 4>} : tensor<2x4xf32>
+// The experts' gradients summed over their expert-data group.
+// ZERO: dsc.all_reduce %{{.*}} over expert_data : tensor<2x8x4xf32>
