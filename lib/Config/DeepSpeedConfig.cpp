@@ -201,7 +201,8 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
                                 "drop_tokens", "aux_loss_coef", "every",
                                 "experts_per_layer", "init", "seed", "ep_size",
                                 "use_rts", "noisy_gate_policy", "use_residual",
-                                "top2_2nd_expert_sampling"},
+                                "top2_2nd_expert_sampling",
+                                "duplicate_token_dropping"},
                                "dsc.moe"));
   for (auto [key, option] : {std::pair<StringRef, StringRef>{"num_experts", "moe-experts"},
                              {"k", "moe-top-k"},
@@ -219,7 +220,8 @@ LogicalResult ConfigReader::readMoe(const Object &moe) {
        {std::pair<StringRef, StringRef>{"drop_tokens", "moe-drop-tokens"},
         {"use_residual", "moe-residual"},
         {"use_rts", "moe-use-rts"},
-        {"top2_2nd_expert_sampling", "moe-top2-2nd-expert-sampling"}})
+        {"top2_2nd_expert_sampling", "moe-top2-2nd-expert-sampling"},
+        {"duplicate_token_dropping", "moe-duplicate-token-dropping"}})
     ok &= succeeded(setBoolean(moe, path, key, option));
   if (const Value *list = get(moe, path, "experts_per_layer")) {
     const llvm::json::Array *counts = list->getAsArray();

@@ -123,6 +123,9 @@ constexpr Flag kFlags[] = {
     {"checkpoint-budget", "recompute only the blocks this per-rank byte budget needs"},
     {"checkpoint-segments", "what a recomputed segment is (blocks)"},
     {"checkpoint-print", "print the recomputed blocks"},
+    {"comm-aware-checkpointing", "recomputed blocks keep their collectives' "
+                                 "forward outputs, never communicating again "
+                                 "(default true)"},
     {"moe-experts", "replace each feed-forward block by this many gated "
                     "experts (mixture of experts; default 0: off)"},
     {"moe-top-k", "experts each token is routed to (default 1)"},
@@ -159,6 +162,10 @@ constexpr Flag kFlags[] = {
                      "student alone, in one artifact (default 0: every step)"},
     {"kd-teacher-forward", "build the step with the teacher (default true; "
                            "false: staged KD's step after the stop, dsc-compile)"},
+    {"moe-duplicate-token-dropping",
+     "experts under tensor parallelism: each rank of a tensor group sends "
+     "1/T of the tokens through the all-to-all, an all-gather restores them "
+     "(default true)"},
     {"moe-ep-size", "ranks each layer's experts are split over (expert "
                     "parallelism; default 1)"},
     {"tensor-parallel", "ranks that split each attention and feed-forward "

@@ -118,6 +118,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     moe.init = options.moeInit;
     moe.seed = options.moeSeed;
     moe.epSize = options.moeEpSize;
+    moe.duplicateTokenDropping = options.moeDuplicateTokenDropping;
     moe.residual = options.moeResidual;
     moe.useRts = options.moeUseRts;
     // DeepSpeed's noise is for training; an evaluation step has none (a
@@ -129,8 +130,10 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createMixtureOfExperts(moe));
   }
   // Megatron's split of the blocks, on the forward graph (autodiff derives
-  // the conjugate collectives' backward), after the experts (which it does
-  // not split yet) and before attention is formed into one op.
+  // the conjugate collectives' backward), after the experts (whose pass
+  // splits their feed-forward blocks itself: their maps are batched
+  // products this pass does not match) and before attention is formed
+  // into one op.
   if (options.tensorParallel > 1)
     pm.addPass(createTensorParallel());
   // Before autodiff, so that the backward is built in 16 bits too; the pass
@@ -206,6 +209,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
     checkpoint.segments = options.checkpointSegments;
     checkpoint.budget = options.checkpointBudget;
     checkpoint.print = options.checkpointPrint;
+    checkpoint.commAware = options.commAwareCheckpointing;
     pm.addPass(createCheckpointActivations(checkpoint));
   }
   // ZeRO partitions the optimizer's explicit states and update; the pass

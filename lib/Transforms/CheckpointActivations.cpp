@@ -13,6 +13,12 @@
 // backward. The clones run the same kernels on the same inputs, so the
 // numbers do not change; only the memory plan does.
 //
+// Communication-aware (the default, DeepSpeed-TED's): a collective inside a
+// segment is never cloned; its forward output is kept for the recomputation
+// instead, so a checkpointed step issues exactly the collectives of an
+// uncheckpointed one. Without it the collectives are recomputed too, which
+// keeps less memory and communicates each of them again.
+//
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
@@ -62,6 +68,12 @@ static bool isRecomputable(Operation *op) {
   return op->getNumRegions() == 0 && isMemoryEffectFree(op);
 }
 
+/// A communicating collective of the forward: recomputing it sends its
+/// bytes again. (dsc.replicate communicates nothing forward.)
+static bool isCollective(Operation *op) {
+  return getCollectiveGroup(op).has_value();
+}
+
 namespace {
 /// A contiguous range [begin, end) of forward ops, in program positions.
 struct Segment {
@@ -74,7 +86,8 @@ struct Segment {
 
 class Checkpointer {
 public:
-  explicit Checkpointer(func::FuncOp func) : func(func) {}
+  Checkpointer(func::FuncOp func, bool commAware)
+      : func(func), commAware(commAware) {}
 
   /// Finds the forward region and the block segments. Returns failure with a
   /// diagnostic when the graph has no repeated blocks.
@@ -125,7 +138,7 @@ public:
     IRMapping clones;
     SmallVector<Operation *> cloned;
     for (int64_t p = segment.begin; p < segment.end; ++p) {
-      if (!isRecomputable(ops[p]))
+      if (!recomputes(ops[p]))
         continue; // its forward result is read where it is
       Operation *clone = b.clone(*ops[p], clones);
       clone->setAttr(kRecomputedAttrName, b.getUnitAttr());
@@ -136,9 +149,32 @@ public:
     for (Operation *clone : llvm::reverse(cloned))
       if (clone->use_empty())
         clone->erase();
+    // What communication-awareness keeps: the forward outputs of the
+    // segment's collectives, read only inside it in the forward, that the
+    // recomputation or the backward reads (without it they are recomputed).
+    if (commAware)
+      for (int64_t p = segment.begin; p < segment.end; ++p)
+        if (isCollective(ops[p]))
+          for (Value v : ops[p]->getResults())
+            if (onlyReadInside(segment, v) &&
+                llvm::any_of(v.getUsers(), [&](Operation *user) {
+                  return user->hasAttr(kRecomputedAttrName) || isBackward(user);
+                }))
+              collectiveBytesKept += bytesOf(v);
   }
 
+  /// Bytes of collective outputs kept from the forward for the recomputed
+  /// segments (0 unless communication-aware).
+  int64_t getCollectiveBytesKept() const { return collectiveBytesKept; }
+
 private:
+  /// Whether a recomputed segment clones `op`.
+  bool recomputes(Operation *op) const {
+    if (!commAware && isCollective(op))
+      return op->getNumRegions() == 0;
+    return isRecomputable(op);
+  }
+
   bool isBackward(Operation *op) const {
     auto it = position.find(op);
     return it != position.end() && it->second >= forwardEnd;
@@ -148,9 +184,15 @@ private:
   /// outside the segment reads.
   bool isInternal(const Segment &segment, Value value) const {
     Operation *def = value.getDefiningOp();
-    if (!def || !isRecomputable(def))
-      return false;
+    return def && recomputes(def) && onlyReadInside(segment, value);
+  }
+
+  /// Whether no forward op outside `segment` (nor the graph's return)
+  /// reads `value`.
+  bool onlyReadInside(const Segment &segment, Value value) const {
     for (Operation *user : value.getUsers()) {
+      if (user->hasAttr(kRecomputedAttrName))
+        continue; // a clone, in the backward
       auto it = position.find(user);
       if (it == position.end())
         return false; // the return: an output of the graph
@@ -294,6 +336,8 @@ private:
   }
 
   func::FuncOp func;
+  bool commAware;
+  int64_t collectiveBytesKept = 0;
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
   int64_t forwardEnd = 0;
@@ -332,7 +376,7 @@ struct CheckpointActivationsPass
   }
 
   LogicalResult checkpoint(func::FuncOp func) {
-    Checkpointer checkpointer(func);
+    Checkpointer checkpointer(func, commAware);
     if (failed(checkpointer.analyze()))
       return failure();
     ArrayRef<Segment> all = checkpointer.getSegments();
@@ -370,7 +414,13 @@ struct CheckpointActivationsPass
       for (const Segment &segment : all.take_front(chosen))
         llvm::errs() << " " << segment.name;
       llvm::errs() << "; activations kept for the backward: " << before
-                   << " -> ~" << estimate << " bytes\n";
+                   << " -> ~" << estimate << " bytes";
+      if (commAware)
+        llvm::errs() << "; collective outputs kept (comm-aware): "
+                     << checkpointer.getCollectiveBytesKept() << " bytes";
+      else
+        llvm::errs() << "; collectives recomputed (comm-aware=false)";
+      llvm::errs() << "\n";
     }
     return success();
   }

@@ -71,14 +71,16 @@ Value mlir::dsc::buildLossScale(StepBuilder &b, const LossScaleConfig &c,
 
 Value mlir::dsc::buildGradientsFinite(StepBuilder &b, ArrayRef<Value> grads,
                                       ArrayRef<Value> expertGrads,
-                                      ArrayRef<Value> sliceGrads) {
+                                      ArrayRef<Value> sliceGrads,
+                                      ArrayRef<Value> expertSliceGrads) {
   // Every element times zero, squared and summed: zero when all are
   // finite, nan otherwise (inf * 0 is nan), and nan == 0 is false. One
   // multi-tensor reduction over every gradient; experts split over ranks
   // and tensor-parallel slices add their group's sum, so that every rank
   // takes the same decision.
   return b.cmp(ComparisonDirection::eq,
-               b.sumSquaresOverRanks(grads, expertGrads, b.c(0), sliceGrads),
+               b.sumSquaresOverRanks(grads, expertGrads, b.c(0), sliceGrads,
+                                     expertSliceGrads),
                b.c(0));
 }
 

@@ -52,10 +52,12 @@ Value buildLossScale(StepBuilder &b, const LossScaleConfig &config,
 /// An i1 scalar: true when no gradient holds an inf or a nan (the sum of
 /// squares of every gradient times zero is then zero, else nan), on every
 /// rank of an expert group for `expertGradients` (experts split over it)
-/// and of a tensor group for `sliceGradients` (tensor-parallel slices).
+/// and of a tensor group for `sliceGradients` (tensor-parallel slices), of
+/// both for `expertSliceGradients` (experts split by both, DeepSpeed-TED).
 Value buildGradientsFinite(StepBuilder &b, ArrayRef<Value> gradients,
                            ArrayRef<Value> expertGradients = {},
-                           ArrayRef<Value> sliceGradients = {});
+                           ArrayRef<Value> sliceGradients = {},
+                           ArrayRef<Value> expertSliceGradients = {});
 
 /// Appends to `stores` the scaler's next state after a step with `scale`
 /// that was clean or not (`finite`). With `boundary` (gradient

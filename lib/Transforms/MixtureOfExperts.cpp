@@ -7,6 +7,9 @@
 // all experts, on [E, C, H] tensors, between an index-based dispatch and
 // combine; the expert weights are new states stacked along a leading E
 // dimension, so the rewritten graph has as many ops for 128 experts as for 2.
+// Under tensor parallelism (DeepSpeed-TED) each expert's block is split
+// Megatron's way over the tensor group, and duplicate token dropping
+// (ExpertTokens.h) cuts the all-to-alls' bytes by the group's size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Transforms/Passes.h"
 
+#include "ExpertTokens.h"
 #include "FeedForwardBlocks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -147,6 +151,15 @@ struct MixtureOfExpertsPass
 private:
   llvm::StringSet<> denseStates; // the dense blocks' parameters
   StateOp lastDeclared;           // in the block being replaced
+  int64_t tensorParallel = 1;     // T, the module's (checkOptions)
+
+  /// How tensor parallelism splits an expert's linear map (Megatron's).
+  enum class Split { None, Column, Row };
+
+  /// Duplicate token dropping: only with an all-to-all to shrink.
+  bool dropsDuplicates() const {
+    return tensorParallel > 1 && epSize > 1 && duplicateTokenDropping;
+  }
 
   LogicalResult checkOptions(ModuleOp module) {
     auto fail = [&](const Twine &message) {
@@ -193,10 +206,10 @@ private:
     if (useRts && topK != 1)
       return fail("use-rts (random token selection) applies to top-1 gating "
                   "only, got top-k " + Twine(int64_t(topK)));
-    if (int64_t tensor = lookupTensorParallelSize(module); tensor > 1)
-      return fail("experts with tensor parallelism (DeepSpeed-TED, "
-                  "tensor-parallel " +
-                  Twine(tensor) + ") are not supported yet");
+    tensorParallel = lookupTensorParallelSize(module);
+    if (tensorParallel > 1 && lookupPipelineParallelSize(module) > 1)
+      return fail("experts with both tensor and pipeline parallelism are not "
+                  "supported yet");
     if (epSize > 1) {
       std::optional<int64_t> world = lookupWorldSize(module);
       if (!world || *world % epSize != 0)
@@ -204,6 +217,13 @@ private:
                     " must divide the world size " +
                     Twine(world ? *world : int64_t(1)) +
                     " (run --dsc-data-parallel first)");
+      // DeepSpeed-TED's mesh: the expert groups run along the data
+      // dimension, P of the W / T data-parallel replicas.
+      if (*world % (epSize * tensorParallel) != 0)
+        return fail("ep-size " + Twine(int64_t(epSize)) +
+                    " times tensor-parallel " + Twine(tensorParallel) +
+                    " must divide the world size " + Twine(*world) +
+                    " (expert groups are made of data-parallel replicas)");
       SmallVector<int64_t> counts(expertsPerLayer.begin(), expertsPerLayer.end());
       if (counts.empty())
         counts.push_back(experts);
@@ -237,10 +257,13 @@ private:
   }
 
   /// The experts' copy of the dense linear's parameter `dense`, stacked:
-  /// the `count` / ep-size experts of this rank.
+  /// the `count` / ep-size experts of this rank; with `splitDim` >= 0 (a
+  /// dimension of `dense`) this rank's slice of each along it, over the
+  /// tensor group.
   FailureOr<Value> stacked(OpBuilder &b, Location loc, StateOp dense,
                            int64_t count, int64_t fanIn,
-                           const std::string &prefix, SymbolTable &symbols) {
+                           const std::string &prefix, SymbolTable &symbols,
+                           int64_t splitDim = -1) {
     StringRef denseName = dense.getSymName();
     StringRef relative = StringRef(denseName).drop_front(
         prefix.empty() ? 0 : prefix.size() + 1);
@@ -253,13 +276,25 @@ private:
     // declared with its local shape and partitioned over the expert group.
     SmallVector<int64_t> local(shape);
     local[0] /= epSize;
+    // A tensor-parallel slice: the whole viewed as [B, T, C], B the
+    // elements before the split dimension (a multiple of the experts).
+    int64_t blocks = 0;
+    if (splitDim >= 0) {
+      local[splitDim + 1] /= tensorParallel;
+      blocks = 1;
+      for (int64_t d = 0; d <= splitDim; ++d)
+        blocks *= shape[d];
+    }
     auto type = RankedTensorType::get(local, denseType.getElementType());
     FailureOr<StateOp> state = declare(dense, name, type, symbols);
     if (failed(state))
       return failure();
-    if (epSize > 1) {
+    if (epSize > 1 || blocks) {
       state->setPartitionOf(shape);
-      state->setPartitionGroup(CollectiveGroup::expert);
+      state->setPartitionGroup(epSize > 1 ? CollectiveGroup::expert
+                                          : CollectiveGroup::tensor);
+      if (blocks)
+        state->setPartitionBlocksAttr(b.getI64IntegerAttr(blocks));
     }
     if (init == "upcycle") {
       state->setInitFromAttr(b.getStringAttr(denseName));
@@ -279,15 +314,20 @@ private:
   }
 
   /// `linear` computed for this rank's experts on `input` [E_local, C', in]:
-  /// [E_local, C', out] (E_local = count / ep-size).
+  /// [E_local, C', out] (E_local = count / ep-size). Split::Column: this
+  /// rank's out / T output features; Split::Row: a partial product over its
+  /// in / T input features, without the bias, which `rowBias` receives
+  /// (added once the partial products are summed).
   FailureOr<Value> expertLinear(OpBuilder &b, LinearOp linear, Value input,
                                 int64_t count, const std::string &prefix,
-                                SymbolTable &symbols) {
+                                SymbolTable &symbols, Split split = Split::None,
+                                Value *rowBias = nullptr) {
     Location loc = linear.getLoc();
     int64_t fanIn = tensorOf(linear.getWeight()).getDimSize(1);
     FailureOr<Value> weight =
         stacked(b, loc, parameterLoaded(linear.getWeight(), symbols), count,
-                fanIn, prefix, symbols);
+                fanIn, prefix, symbols,
+                split == Split::Column ? 0 : split == Split::Row ? 1 : -1);
     if (failed(weight))
       return failure();
     Value out = MatmulOp::create(b, loc, input, *weight, /*transposeLhs=*/false,
@@ -296,16 +336,25 @@ private:
       return out;
     FailureOr<Value> bias =
         stacked(b, loc, parameterLoaded(linear.getBias(), symbols), count,
-                fanIn, prefix, symbols);
+                fanIn, prefix, symbols, split == Split::Column ? 0 : -1);
     if (failed(bias))
       return failure();
-    int64_t width = tensorOf(*bias).getDimSize(1);
-    Value row = ReshapeOp::create(
+    if (split == Split::Row) {
+      *rowBias = *bias;
+      return out;
+    }
+    return AddOp::create(b, loc, out, biasRows(b, loc, *bias, count / epSize))
+        .getResult();
+  }
+
+  /// A stacked bias [E_local, N] as [E_local, 1, N], to add to [E_local, C', N].
+  static Value biasRows(OpBuilder &b, Location loc, Value bias, int64_t local) {
+    RankedTensorType type = tensorOf(bias);
+    return ReshapeOp::create(
         b, loc,
-        RankedTensorType::get({count / epSize, 1, width},
-                              tensorOf(*bias).getElementType()),
-        *bias);
-    return AddOp::create(b, loc, out, row).getResult();
+        RankedTensorType::get({local, 1, type.getDimSize(1)},
+                              type.getElementType()),
+        bias);
   }
 
   /// Expert parallelism's dispatch: `dispatched` [E, C, M] holds this
@@ -559,15 +608,49 @@ private:
     }
 
     // The experts: the block's chain on [E_local, C', ·]; without expert
-    // parallelism that is [E, C, ·].
+    // parallelism that is [E, C, ·]. Under tensor parallelism (TED) each
+    // rank of a tensor group computes its slice of every local expert:
+    // column-parallel first maps, row-parallel last one, summed over the
+    // group.
+    int64_t ranks = tensorParallel;
+    int64_t hidden = tensorOf(block.first.front().getResult()).getShape().back();
+    if (ranks > 1 && hidden % ranks != 0)
+      return last.emitError() << "--dsc-moe: cannot split the experts of this "
+                                 "block over the "
+                              << ranks << " ranks of a tensor group: " << ranks
+                              << " must divide its " << hidden
+                              << " hidden features";
+    bool dedup = dropsDuplicates();
+    if (dedup && capacity % ranks != 0)
+      return last.emitError()
+             << "--dsc-moe: duplicate token dropping splits each expert's "
+                "capacity of "
+             << capacity << " slots over the " << ranks
+             << " ranks of a tensor group, which must divide it (or "
+                "--moe-duplicate-token-dropping=false)";
+    Split column = ranks > 1 ? Split::Column : Split::None;
+    Split row = ranks > 1 ? Split::Row : Split::None;
     Value dispatched = MoeDispatchOp::create(
         b, loc, tensor({count, capacity, width}, elem), x, slots.getSlots(), Value());
     int64_t localCount = count / epSize, localCapacity = capacity * epSize;
-    if (epSize > 1)
-      dispatched = toOwners(b, loc, dispatched, count, capacity);
+    if (dedup) {
+      // The dispatched tokens are alike on the tensor group: each rank
+      // sends its 1/T of every expert's slots, and the group gathers what
+      // its ranks received.
+      Value mine = dropDuplicateTokens(b, loc, dispatched, ranks);
+      Value received = AllToAllOp::create(b, loc, mine, CollectiveGroup::expert);
+      dispatched = gatherExpertTokens(b, loc, received, epSize, ranks);
+    } else {
+      if (epSize > 1)
+        dispatched = toOwners(b, loc, dispatched, count, capacity);
+      // Megatron's f: the group's alike tokens enter per-rank work.
+      if (ranks > 1)
+        dispatched = ReplicateOp::create(b, loc, dispatched, CollectiveGroup::tensor);
+    }
     IRMapping map;
     for (LinearOp linear : block.first) {
-      FailureOr<Value> h = expertLinear(b, linear, dispatched, count, prefix, symbols);
+      FailureOr<Value> h = expertLinear(b, linear, dispatched, count, prefix,
+                                        symbols, column);
       if (failed(h))
         return failure();
       map.map(linear.getResult(), *h);
@@ -581,16 +664,49 @@ private:
       }
       Operation *clone = b.clone(*op, map);
       SmallVector<int64_t> shape{localCount, localCapacity};
-      shape.push_back(tensorOf(op->getResult(0)).getShape().back());
+      shape.push_back(tensorOf(op->getResult(0)).getShape().back() / ranks);
       clone->getResult(0).setType(
           tensor(shape, tensorOf(op->getResult(0)).getElementType()));
     }
+    Value rowBias;
     FailureOr<Value> y = expertLinear(b, last, map.lookup(last.getInput()), count,
-                                      prefix, symbols);
+                                      prefix, symbols, row, &rowBias);
     if (failed(y))
       return failure();
-    if (epSize > 1)
-      y = fromOwners(b, loc, *y, count, capacity);
+    if (dedup) {
+      // Megatron's g as a reduce-scatter: each rank keeps the sums of its
+      // 1/T of the slots, returns them through the all-to-all, and the
+      // group gathers every rank's returned slots.
+      Value mine = scatterExpertOutputs(b, loc, *y, epSize, ranks);
+      if (rowBias) {
+        // Each rank adds the bias to its own slots: the bias's gradient
+        // sums the group's (f on the bias).
+        Value alike = ReplicateOp::create(b, loc, rowBias, CollectiveGroup::tensor);
+        RankedTensorType type = tensorOf(rowBias);
+        Value rows = ReshapeOp::create(
+            b, loc,
+            tensor({1, localCount, 1, type.getDimSize(1)}, type.getElementType()),
+            alike);
+        mine = AddOp::create(b, loc, mine, rows);
+      }
+      RankedTensorType type = tensorOf(mine);
+      mine = ReshapeOp::create(
+          b, loc,
+          tensor({count, capacity / ranks, type.getShape().back()},
+                 type.getElementType()),
+          mine);
+      Value back = AllToAllOp::create(b, loc, mine, CollectiveGroup::expert);
+      y = restoreDroppedTokens(b, loc, back, ranks);
+    } else {
+      if (ranks > 1) {
+        y = AllReduceOp::create(b, loc, *y, CollectiveGroup::tensor).getResult();
+        if (rowBias)
+          y = AddOp::create(b, loc, *y, biasRows(b, loc, rowBias, localCount))
+                  .getResult();
+      }
+      if (epSize > 1)
+        y = fromOwners(b, loc, *y, count, capacity);
+    }
     Value weights = elem == f32 ? gates
                                 : ConvertOp::create(b, loc, tensor({tokens, k}, elem), gates)
                                       .getResult();
@@ -760,14 +876,28 @@ private:
       // first); each rank's l_aux counts its own micro-batch, so their mean
       // joins it, as in DeepSpeed where every rank's loss (with its l_aux)
       // is averaged by the gradient all-reduce.
+      // Under tensor parallelism the ranks of a tensor group route the
+      // same micro-batch alike: the mean is over the data group (the
+      // gradient of a mean over the world would count each micro-batch's
+      // l_aux 1/W times on each of its T ranks, whose gradients the data
+      // group alone sums).
       Value local = convertTo(b, aux, type);
       int64_t world = lookupWorldSize(func).value_or(1);
-      if (world > 1) {
-        Value sum = AllReduceOp::create(b, ret.getLoc(), local);
+      bool tensor = tensorParallel > 1;
+      FailureOr<int64_t> replicas =
+          tensor ? lookupGroupSize(func, CollectiveGroup::data)
+                 : FailureOr<int64_t>(world);
+      if (failed(replicas))
+        return failure();
+      if (*replicas > 1) {
+        Value sum = AllReduceOp::create(
+            b, ret.getLoc(), local,
+            tensor ? CollectiveGroup::data : CollectiveGroup::world);
         Value n = ConstantOp::create(
             b, ret.getLoc(),
             DenseElementsAttr::get(tensor0(type),
-                                   b.getFloatAttr(type.getElementType(), double(world))));
+                                   b.getFloatAttr(type.getElementType(),
+                                                  double(*replicas))));
         local = DivOp::create(b, ret.getLoc(), sum, n);
       }
       Value term = MulOp::create(b, ret.getLoc(), coef, local);

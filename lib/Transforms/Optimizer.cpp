@@ -414,12 +414,14 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // Gradients of experts split over the ranks of an expert group, of
     // tensor-parallel slices over a tensor group, and the others: norms and
     // overflow checks sum the split ones over their group.
-    SmallVector<Value> replicated, experts, slices;
+    SmallVector<Value> replicated, experts, slices, expertSlices;
     for (auto [i, v] : llvm::enumerate(g)) {
       CollectiveGroup over = grads[i].param.getPartitionGroup();
-      (over == CollectiveGroup::expert   ? experts
-       : over == CollectiveGroup::tensor ? slices
-                                         : replicated)
+      bool sliced = grads[i].param.getPartitionBlocks().has_value();
+      (over == CollectiveGroup::expert && sliced ? expertSlices
+       : over == CollectiveGroup::expert         ? experts
+       : over == CollectiveGroup::tensor         ? slices
+                                                 : replicated)
           .push_back(v);
     }
 
@@ -430,7 +432,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     Value skipped, unscale;
     SmallVector<std::pair<Value, StateOp>> scalerStores;
     if (s.lossScale.enabled) {
-      Value finite = buildGradientsFinite(b, replicated, experts, slices);
+      Value finite =
+          buildGradientsFinite(b, replicated, experts, slices, expertSlices);
       apply = apply ? b.logicalAnd(apply, finite) : finite;
       unscale = b.div(b.c(1), scale);
       skipped = b.select(finite, b.c(0), b.c(1));
@@ -444,7 +447,8 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     if (s.gradClip > 0) {
       norm = SqrtOp::create(
           builder, loc,
-          b.sumSquaresOverRanks(replicated, experts, unscale, slices));
+          b.sumSquaresOverRanks(replicated, experts, unscale, slices,
+                                expertSlices));
       clipCoef = b.min(b.div(b.c(s.gradClip), b.add(norm, b.c(1e-6))), b.c(1));
     }
     Value skip;

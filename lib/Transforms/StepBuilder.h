@@ -79,9 +79,12 @@ struct StepBuilder {
   /// split over the ranks of each expert group, and whose `slices` over the
   /// ranks of each tensor group (the others `replicated` on every rank of
   /// those groups): each split share is summed over its group, so that
-  /// every rank holds the same total.
+  /// every rank holds the same total. `expertSlices` are split over both
+  /// (experts under tensor parallelism): summed over the one, then the
+  /// other.
   Value sumSquaresOverRanks(ArrayRef<Value> replicated, ArrayRef<Value> experts,
-                            Value scale, ArrayRef<Value> slices = {}) {
+                            Value scale, ArrayRef<Value> slices = {},
+                            ArrayRef<Value> expertSlices = {}) {
     Value total = replicated.empty() ? Value() : sumSquares(replicated, scale);
     for (auto [split, over] : {std::pair(experts, CollectiveGroup::expert),
                                std::pair(slices, CollectiveGroup::tensor)}) {
@@ -90,6 +93,12 @@ struct StepBuilder {
       Value local = sumSquares(split, scale);
       Value group = AllReduceOp::create(b, loc, local, over);
       total = total ? add(total, group) : group;
+    }
+    if (!expertSlices.empty()) {
+      Value local = sumSquares(expertSlices, scale);
+      Value experts = AllReduceOp::create(b, loc, local, CollectiveGroup::expert);
+      Value both = AllReduceOp::create(b, loc, experts, CollectiveGroup::tensor);
+      total = total ? add(total, both) : both;
     }
     return total;
   }

@@ -102,7 +102,7 @@ public:
       // Experts alone in their expert-data group stay whole, and so does
       // their update.
       if (state && state.getPartitionGroup() == CollectiveGroup::expert &&
-          expertData <= 1)
+          (expertData <= 1 || lookupTensorParallelSize(func) > 1))
         continue;
       if (partitioned.contains(name) ||
           (state && state.getRole() == StateRole::parameter) ||
@@ -663,7 +663,11 @@ struct ZeroPartitionPass
       // experts are what the expert-data group partitions, and with one
       // rank in that group it stays as it is.
       bool expert = state.getPartitionGroup() == CollectiveGroup::expert;
-      if (expert && *expertData <= 1) {
+      // Experts under tensor parallelism (DeepSpeed-TED), their blocks
+      // split over the tensor group, stay whole on their expert-data group
+      // (with the biases updated beside them): ZeRO partitions the other
+      // states.
+      if (expert && (*expertData <= 1 || tensorParallel)) {
         if (state.getRole() == StateRole::optimizer)
           trains = true;
         continue;

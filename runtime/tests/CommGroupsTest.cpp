@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 #include <vector>
 
 using namespace dsc::rt;
@@ -86,9 +87,41 @@ TEST(CommGroups, MegatronMeshTensorInnermost) {
             "tensor-parallel size 3 does not divide the world size 4");
 }
 
+TEST(CommGroups, TedMeshExpertGroupsAlongTheData) {
+  // W = 8, T = 2, P = 2 (DeepSpeed-TED): tensor groups {0, 1}, {2, 3}, ...;
+  // the expert groups pair data indices 0-1 and 2-3 at one tensor index,
+  // the expert-data groups the data indices of one parity.
+  GroupLayout layout(8, 2, 2);
+  EXPECT_EQ(layout.size(CommGroup::Expert), 2);
+  EXPECT_EQ(layout.size(CommGroup::ExpertData), 2);
+  EXPECT_EQ(layout.size(CommGroup::Data), 4);
+  const std::vector<std::vector<int>> expert = {
+      {0, 2}, {1, 3}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {4, 6}, {5, 7}};
+  const std::vector<std::vector<int>> replicas = {
+      {0, 4}, {1, 5}, {2, 6}, {3, 7}, {0, 4}, {1, 5}, {2, 6}, {3, 7}};
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(members(layout, CommGroup::Expert, r), expert[size_t(r)]) << r;
+    EXPECT_EQ(members(layout, CommGroup::ExpertData, r), replicas[size_t(r)])
+        << r;
+    EXPECT_EQ(layout.index(CommGroup::Expert, r), r / 2 % 2);
+    EXPECT_EQ(layout.index(CommGroup::ExpertData, r), r / 4);
+    EXPECT_EQ(groupIndex(CommGroup::Expert, r, 2, 2), r / 2 % 2);
+    // A rank's expert group shares its tensor index.
+    for (int other : expert[size_t(r)])
+      EXPECT_EQ(other % 2, r % 2);
+  }
+  EXPECT_EQ(layout.describe(CommGroup::Expert, 5),
+            "the expert group (ranks 5, 7)");
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 4, 2); }),
+            "expert-parallel size 4 times tensor-parallel size 2 does not "
+            "divide the world size 4");
+}
+
 TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
-  for (auto [world, expert] : {std::pair{8, 2}, {8, 4}, {6, 3}, {12, 4}}) {
-    GroupLayout layout(world, expert, expert);
+  for (auto [world, expert, tensor] :
+       {std::tuple{8, 2, 2}, {8, 4, 2}, {8, 2, 4}, {6, 3, 1}, {6, 1, 3},
+        {12, 3, 2}, {12, 2, 3}}) {
+    GroupLayout layout(world, expert, tensor);
     for (CommGroup g : {CommGroup::World, CommGroup::Expert,
                         CommGroup::ExpertData, CommGroup::Tensor,
                         CommGroup::Data}) {

@@ -288,6 +288,41 @@ TEST(StateInit, ExpertDataPartitionsCutTheRanksExperts) {
   EXPECT_EQ(mine, (std::vector<float>{0.0f, 0.0f}));
 }
 
+TEST(StateInit, TedExpertSlicesHoldTheirExpertsTensorSlices) {
+  // Experts under tensor parallelism (DeepSpeed-TED): [4, 4] (4 experts of
+  // 4 hidden features, a column-parallel bias), W = 4, P = 2, T = 2, one
+  // block per expert. Rank r (t = r % 2, expert index (r / 2) % 2) holds
+  // features 2t, 2t + 1 of experts 2e and 2e + 1.
+  int64_t whole[2] = {4, 4};
+  int64_t local[2] = {2, 2};
+  StateDesc state{{"experts.b", ElementType::F32, 2, local},
+                  StateRole::Parameter,
+                  2,
+                  whole,
+                  int32_t(CommGroup::Expert),
+                  nullptr,
+                  0.0,
+                  0};
+  state.partitionBlocks = 4;
+  const std::vector<std::vector<float>> held = {
+      {0.5f, 1.5f, 4.5f, 5.5f}, {2.5f, 3.5f, 6.5f, 7.5f},
+      {8.5f, 9.5f, 12.5f, 13.5f}, {10.5f, 11.5f, 14.5f, 15.5f}};
+  std::vector<float> values(16);
+  for (int i = 0; i < 16; ++i)
+    values[size_t(i)] = float(i) + 0.5f;
+  ScratchDir dir;
+  writeSafeTensors(dir.file("w.safetensors"),
+                   {{"experts.b", DType::F32, {4, 4}, values.data()}});
+  SafeTensorsFile weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+  for (int r = 0; r < 4; ++r) {
+    StateSlice slice = stateSlice(state, r, 2, 2);
+    EXPECT_EQ(slice.total(), 4) << r;
+    std::vector<float> mine(4, -1.0f);
+    readState(state, weights, r, 2, mine.data(), 2);
+    EXPECT_EQ(mine, held[size_t(r)]) << r;
+  }
+}
+
 TEST(StateInit, ExpertPartitionedStatesHoldTheirRanksExperts) {
   ExpertRows e;
   const std::vector<int64_t> begins = {0, 6, 0, 6};

@@ -36,7 +36,7 @@
 // RUN: not dsc-opt %s --checkpoint-activations --checkpoint-budget=4096 --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=CKPT
 // CKPT: dsc-optimizer
 // CKPT-NEXT: cse
-// CKPT-NEXT: dsc-checkpoint-activations{budget=4096 print=false segments=blocks}
+// CKPT-NEXT: dsc-checkpoint-activations{budget=4096 comm-aware=true print=false segments=blocks}
 // This graph has no repeated blocks, which the pass reports.
 // CKPT: error: found no repeated blocks to checkpoint
 

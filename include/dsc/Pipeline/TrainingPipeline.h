@@ -237,6 +237,11 @@ struct TrainingPipelineOptions
       *this, "checkpoint-print",
       llvm::cl::desc("print the recomputed blocks to stderr"),
       llvm::cl::init(false)};
+  Option<bool> commAwareCheckpointing{
+      *this, "comm-aware-checkpointing",
+      llvm::cl::desc("recomputed blocks keep their collectives' forward "
+                     "outputs instead of communicating again (DeepSpeed-TED)"),
+      llvm::cl::init(true)};
   // Mixture of experts: --dsc-moe's options (DeepSpeed's MoE layer
   // arguments; off while moe-experts is 0 and no per-layer list is given).
   Option<int64_t> moeExperts{
@@ -290,6 +295,12 @@ struct TrainingPipelineOptions
   Option<bool> moeTop2SecondExpertSampling{
       *this, "moe-top2-2nd-expert-sampling",
       llvm::cl::desc("top-2: Gumbel noise on the second choice"),
+      llvm::cl::init(true)};
+  Option<bool> moeDuplicateTokenDropping{
+      *this, "moe-duplicate-token-dropping",
+      llvm::cl::desc("experts under tensor parallelism: each rank of a tensor "
+                     "group sends 1/T of the tokens through the all-to-all "
+                     "(DeepSpeed-TED)"),
       llvm::cl::init(true)};
   Option<int64_t> moeEpSize{
       *this, "moe-ep-size",

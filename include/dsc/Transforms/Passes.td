@@ -582,6 +582,24 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     same exchanges backwards. Two all-to-alls per layer forward, two
     backward, shapes fixed at compile time.
 
+    Under tensor parallelism (the module's `dsc.tensor_parallel_size` T > 1,
+    DeepSpeed-TED) the expert groups run along the data dimension (P * T
+    must divide the world; rank r is at index (r / T) % P of its expert
+    group, whose ranks share r % T), and each local expert's block is split
+    Megatron's way over the tensor group: first maps column-parallel, the
+    last one row-parallel, its partial products summed over `tensor` before
+    its bias. Such an expert state is `partition_group = expert` with
+    `partition_blocks` B: of the whole viewed as [B, T, C], the tensor
+    slice [:, r % T, :], of which the rank's experts' blocks. T must divide
+    the blocks' hidden width. `duplicate-token-dropping` (default true,
+    with P > 1): the dispatched tokens are alike on a tensor group, so each
+    rank sends its 1/T of every expert's capacity slots (`dsc.local_shard
+    over tensor`), the group gathers what the exchange delivered
+    (`dsc.all_gather over tensor`), the row-parallel sums become a
+    `dsc.reduce_scatter over tensor`, and after the return exchange an
+    `dsc.all_gather over tensor alike` restores `[E, C, M]`: the
+    all-to-alls move T times fewer bytes. T must then divide C.
+
     Randomness, as DeepSpeed's gating draws it but from
     `dsc.random_uniform` (seeded, counter-based: the same numbers on any
     world size): `use-rts` (top-1 only) gives each route the priority of a
@@ -644,6 +662,11 @@ def MixtureOfExperts : Pass<"dsc-moe", "::mlir::ModuleOp"> {
     Option<"top2SecondExpertSampling", "top2-2nd-expert-sampling", "bool",
            /*default=*/"true",
            "top-2: Gumbel noise on the logits that choose the second expert">,
+    Option<"duplicateTokenDropping", "duplicate-token-dropping", "bool",
+           /*default=*/"true",
+           "with tensor and expert parallelism: each rank of a tensor group "
+           "sends its 1/T of the dispatched tokens through the all-to-all "
+           "and an all-gather over the tensor group restores them">,
   ];
 }
 
@@ -937,6 +960,19 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
     memory), collectives and other ops with effects, and `dsc.dropout` with
     `p > 0`, whose mask the backward must see as the forward drew it.
 
+    Communication-aware checkpointing (`comm-aware`, on by default; the
+    DeepSpeed-TED optimisation): the outputs of a segment's collectives
+    (tensor-parallel all-reduces, expert all-to-alls, all-gathers) are kept
+    from the forward and read by the recomputation, so a checkpointed step
+    issues exactly the collectives of an uncheckpointed one: per transformer
+    layer 4 tensor all-reduces, per MoE layer 4 all-to-alls.
+    `comm-aware=false` clones those the recomputation or the backward reads
+    with the segment (each is communicated a second time in the backward,
+    in the same order on every rank: 5 all-reduces per transformer layer,
+    whose last sum feeds the next layer and is kept anyway; 6 all-to-alls
+    per MoE layer) and keeps those bytes no longer. `print` reports the bytes communication-awareness
+    keeps.
+
     `budget` (bytes, per rank) recomputes only as many blocks as needed,
     earliest first, for the estimated peak of what the backward keeps to
     fit: the forward values the backward reads that are not recomputed, or,
@@ -960,6 +996,9 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
            "0 recomputes every block">,
     Option<"print", "print", "bool", /*default=*/"false",
            "print the recomputed blocks and the kept-bytes estimate to stderr">,
+    Option<"commAware", "comm-aware", "bool", /*default=*/"true",
+           "keep the forward outputs of a recomputed segment's collectives "
+           "rather than communicating them again">,
   ];
 }
 

@@ -45,8 +45,12 @@ int groupIndex(CommGroup group, int rank, int expertParallelSize,
                int tensorParallelSize) {
   switch (group) {
   case CommGroup::World: return rank;
-  case CommGroup::Expert: return rank % expertParallelSize;
-  case CommGroup::ExpertData: return rank / expertParallelSize;
+  // Under tensor parallelism the expert groups run along the data
+  // dimension: rank r's data index d = r / T is split into d % P (its
+  // place in the expert group) and d / P (in the expert-data group).
+  case CommGroup::Expert: return rank / tensorParallelSize % expertParallelSize;
+  case CommGroup::ExpertData:
+    return rank / tensorParallelSize / expertParallelSize;
   case CommGroup::Tensor: return rank % tensorParallelSize;
   case CommGroup::Data: return rank / tensorParallelSize;
   }
@@ -65,13 +69,19 @@ GroupLayout::GroupLayout(int worldSize, int expertParallelSize,
   check(tensorParallelSize >= 1 && worldSize % tensorParallelSize == 0,
         "tensor-parallel size " + std::to_string(tensorParallelSize) +
             " does not divide the world size " + std::to_string(worldSize));
+  check(worldSize % (expertParallelSize * tensorParallelSize) == 0,
+        "expert-parallel size " + std::to_string(expertParallelSize) +
+            " times tensor-parallel size " +
+            std::to_string(tensorParallelSize) +
+            " does not divide the world size " + std::to_string(worldSize));
 }
 
 int GroupLayout::size(CommGroup group) const {
   switch (group) {
   case CommGroup::World: return worldSize_;
   case CommGroup::Expert: return expertParallelSize_;
-  case CommGroup::ExpertData: return worldSize_ / expertParallelSize_;
+  case CommGroup::ExpertData:
+    return worldSize_ / (expertParallelSize_ * tensorParallelSize_);
   case CommGroup::Tensor: return tensorParallelSize_;
   case CommGroup::Data: return worldSize_ / tensorParallelSize_;
   }
@@ -81,8 +91,16 @@ int GroupLayout::size(CommGroup group) const {
 int GroupLayout::color(CommGroup group, int rank) const {
   switch (group) {
   case CommGroup::World: return 0;
-  case CommGroup::Expert: return rank / expertParallelSize_;
-  case CommGroup::ExpertData: return rank % expertParallelSize_;
+  // Colors tell the groups of a kind apart: the tensor index t = r % T
+  // and the part of the data index d = r / T that the group does not vary.
+  case CommGroup::Expert: {
+    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
+    return d / expertParallelSize_ * tensorParallelSize_ + t;
+  }
+  case CommGroup::ExpertData: {
+    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
+    return d % expertParallelSize_ * tensorParallelSize_ + t;
+  }
   case CommGroup::Tensor: return rank / tensorParallelSize_;
   case CommGroup::Data: return rank % tensorParallelSize_;
   }
@@ -92,10 +110,16 @@ int GroupLayout::color(CommGroup group, int rank) const {
 int GroupLayout::member(CommGroup group, int rank, int index) const {
   switch (group) {
   case CommGroup::World: return index;
-  case CommGroup::Expert:
-    return color(group, rank) * expertParallelSize_ + index;
-  case CommGroup::ExpertData:
-    return color(group, rank) + index * expertParallelSize_;
+  case CommGroup::Expert: {
+    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
+    return (d / expertParallelSize_ * expertParallelSize_ + index) *
+               tensorParallelSize_ + t;
+  }
+  case CommGroup::ExpertData: {
+    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
+    return (d % expertParallelSize_ + index * expertParallelSize_) *
+               tensorParallelSize_ + t;
+  }
   case CommGroup::Tensor:
     return color(group, rank) * tensorParallelSize_ + index;
   case CommGroup::Data:

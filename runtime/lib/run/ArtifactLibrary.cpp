@@ -146,6 +146,22 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
                      info.tensorParallelSize);
   int64_t members = layout.size(static_cast<CommGroup>(group));
   int64_t numel = numElements(whole);
+  if (group == static_cast<int32_t>(CommGroup::Expert) &&
+      state.partitionBlocks >= 1) {
+    // The rank's experts of its tensor-parallel slice (Artifact.h): whole
+    // blocks, no padding.
+    int64_t ranks = info.tensorParallelSize;
+    int64_t blocks = state.partitionBlocks;
+    check(numel % (blocks * ranks) == 0 && blocks % members == 0 &&
+              numElements(state.tensor) * ranks * members == numel,
+          named + " holds " + std::to_string(numElements(state.tensor)) +
+              " elements of its whole tensor " +
+              formatShape(whole.rank, whole.shape) + " in " +
+              std::to_string(blocks) + " block(s) over a tensor group of " +
+              std::to_string(ranks) + " and an expert group of " +
+              std::to_string(members) + " rank(s), which does not tile it");
+    return;
+  }
   if (group == static_cast<int32_t>(CommGroup::Data) &&
       state.partitionBlocks >= 1) {
     // A tensor-parallel slice, partitioned (Artifact.h).

@@ -129,8 +129,15 @@ bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
   if (partitionGroup(state) == CommGroup::Data)
     return groupIndex(CommGroup::Tensor, rank, expertParallelSize,
                       tensorParallelSize) == 0;
-  return partitionGroup(state) != CommGroup::Expert ||
-         groupIndex(CommGroup::ExpertData, rank, expertParallelSize) == 0;
+  // An expert partition that tensor parallelism does not split (a
+  // row-parallel bias) is alike on the Tensor group too: Tensor index 0.
+  if (partitionGroup(state) == CommGroup::Expert)
+    return groupIndex(CommGroup::ExpertData, rank, expertParallelSize,
+                      tensorParallelSize) == 0 &&
+           (state.partitionBlocks >= 1 ||
+            groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+                       tensorParallelSize) == 0);
+  return true;
 }
 
 void checkCheckpointable(const ArtifactInfo &info) {

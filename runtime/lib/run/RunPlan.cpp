@@ -284,11 +284,23 @@ StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
     return {t * chunk, chunk, blocks, chunk * tensorParallelSize, begin,
             std::min(shard, local - begin)};
   }
+  if (partitionGroup(state) == CommGroup::Expert &&
+      state.partitionBlocks >= 1) {
+    // The rank's experts of its tensor-parallel slice: blocks
+    // [i * B / P, (i + 1) * B / P) of [B, T, C], at tensor index t.
+    int64_t blocks = state.partitionBlocks / expertParallelSize;
+    int64_t chunk = numel / tensorParallelSize / state.partitionBlocks;
+    int64_t stride = chunk * tensorParallelSize;
+    int64_t t = groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+                           tensorParallelSize);
+    return {index * blocks * stride + t * chunk, chunk, blocks, stride};
+  }
   if (partitionGroup(state) == CommGroup::ExpertData) {
     // A shard of the rank's experts: block r % P of the whole.
     int64_t block = numel / expertParallelSize;
     int64_t first =
-        block * groupIndex(CommGroup::Expert, rank, expertParallelSize);
+        block * groupIndex(CommGroup::Expert, rank, expertParallelSize,
+                           tensorParallelSize);
     int64_t begin = std::min(block, shard * index);
     return {first + begin, std::min(shard, block - begin)};
   }

@@ -1792,8 +1792,25 @@ module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64}
 // -----
 
 module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group (or its partition over a data group) takes}}
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group (or its partition over a data or an expert group) takes}}
   dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_blocks = 2 : i64} : tensor<12xf32>
+}
+
+// -----
+
+// An expert's slice under tensor parallelism (TED): 4 experts over an
+// expert group of 2 and a tensor group of 2, 3 blocks cannot hold whole
+// experts.
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e holds 'tensor<2x4x8xf32>' of 'tensor<4x8x8xf32>' in 3 blocks over an expert group of 2 and a tensor group of 2 ranks, which does not tile it (the blocks must be a multiple of its experts)}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 8, 8>, partition_group = 1 : i32, partition_blocks = 3 : i64} : tensor<2x4x8xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64, dsc.expert_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e holds 'tensor<2x8x8xf32>' of 'tensor<4x8x8xf32>' in 4 blocks over an expert group of 2 and a tensor group of 2 ranks, which does not tile it (the blocks must be a multiple of its experts)}}
+  dsc.state parameter @e {partition_of = array<i64: 4, 8, 8>, partition_group = 1 : i32, partition_blocks = 4 : i64} : tensor<2x8x8xf32>
 }
 
 // -----

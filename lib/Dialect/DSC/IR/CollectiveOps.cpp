@@ -90,7 +90,14 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
   case CollectiveGroup::expert:
     return experts;
   case CollectiveGroup::expert_data:
-    return *world / experts;
+    // Expert groups run along the data dimension of the tensor-parallel
+    // mesh (DeepSpeed-TED): the replicas of a rank's expert slices.
+    if (*world % (experts * tensor) != 0)
+      return op->emitOpError()
+             << kExpertParallelSizeAttrName << " " << experts << " times "
+             << kTensorParallelSizeAttrName << " " << tensor
+             << " does not divide " << kWorldSizeAttrName << " " << *world;
+    return *world / (experts * tensor);
   case CollectiveGroup::tensor:
     return tensor;
   case CollectiveGroup::data:

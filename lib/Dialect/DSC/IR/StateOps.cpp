@@ -92,11 +92,12 @@ LogicalResult StateOp::verify() {
                             "may live on the "
                          << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&
-      getPartitionGroup() != CollectiveGroup::data)
+      getPartitionGroup() != CollectiveGroup::data &&
+      getPartitionGroup() != CollectiveGroup::expert)
     return emitOpError() << "@" << getSymName()
                          << " has partition_blocks, which only a slice over "
                             "a tensor group (or its partition over a data "
-                            "group) takes";
+                            "or an expert group) takes";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -140,6 +141,25 @@ LogicalResult StateOp::verify() {
                            << " ranks of an expert group, which must divide "
                               "its leading dimension";
     local[0] /= *ranks;
+    if (std::optional<int64_t> blocks = getPartitionBlocks()) {
+      // Experts whose feed-forward block tensor parallelism splits: the
+      // rank's experts of its tensor slice, [B, T, C] with B a multiple of
+      // the experts (whole blocks per expert).
+      FailureOr<int64_t> tensor = lookupGroupSize(*this, CollectiveGroup::tensor);
+      if (failed(tensor))
+        return failure();
+      if (*blocks < 1 || *blocks % (*whole)[0] != 0 ||
+          elements % (*blocks * *tensor) != 0 ||
+          type.getRank() != int64_t(whole->size()) || type.getDimSize(0) != local[0] ||
+          type.getNumElements() * *tensor * *ranks != elements)
+        return emitOpError() << "@" << getSymName() << " holds " << type
+                             << " of " << getWholeType() << " in "
+                             << *blocks << " blocks over an expert group of "
+                             << *ranks << " and a tensor group of " << *tensor
+                             << " ranks, which does not tile it (the blocks "
+                                "must be a multiple of its experts)";
+      return success();
+    }
     if (type.getShape() != ArrayRef<int64_t>(local))
       return emitOpError() << "@" << getSymName() << " partitions "
                            << getWholeType() << " over the " << *ranks

@@ -51,6 +51,12 @@ const char *elementTypeName(ElementType type); // "f32", ... as in the IR
 ///     (the ranks that split each layer's weights); r at index r % T.
 ///   Data: the W/T ranks r % T + k*T (the ranks that hold the same slices:
 ///     data parallelism's group); r at index r / T.
+/// Both at once (DeepSpeed-TED: experts under tensor parallelism, P * T
+/// dividing W), the expert groups run along the data dimension: with
+/// t = r % T and d = r / T,
+///   Expert: the P ranks (g*P + k)*T + t, g = d / P; r at index d % P;
+///   ExpertData: the W/(P*T) ranks (d % P + k*P)*T + t; r at index d / P;
+/// which is the layout above when T = 1.
 enum class CommGroup : int32_t {
   World = 0,
   Expert = 1,
@@ -147,8 +153,12 @@ struct StateDesc {
   /// flattened, viewed as [B, T, C] with B = partitionBlocks (0 or 1: one
   /// block), the rank at index i of its Tensor group holds [:, i, :], in
   /// that order (`tensor` is its shape). For the Data group, 0: ZeRO
-  /// partitions the whole; B >= 1: the rank's slice of B blocks. Ignored for
-  /// other groups.
+  /// partitions the whole; B >= 1: the rank's slice of B blocks. For the
+  /// Expert group, 0: the rank's experts of the whole; B >= 1 (experts
+  /// whose feed-forward block tensor parallelism splits): of the rank's
+  /// tensor-parallel slice ([B, C], B a multiple of the experts), the
+  /// rank at index i of its Expert group holds blocks [i*B/P, (i+1)*B/P),
+  /// its experts' slices. Ignored for other groups.
   int64_t partitionBlocks;
 };
 

@@ -84,6 +84,12 @@ def DSC_LossReduction : I32EnumAttr<"LossReduction",
 // that split each layer's weights between them; its data group is the W / T
 // ranks with the same r % T (index r / T), over which the gradients of the
 // (split or replicated) parameters are summed and the loss is averaged.
+//
+// With both (DeepSpeed-TED: experts under tensor parallelism, P * T dividing
+// W) the expert groups run along the data dimension: with t = r % T and
+// d = r / T, r's expert group is the P ranks (d / P * P + k) * T + t (index
+// d % P) and its expert-data group the W / (P * T) ranks
+// (d % P + k * P) * T + t (index d / P); with T = 1 the layout above.
 def DSC_CollectiveGroup : I32EnumAttr<"CollectiveGroup",
     "the ranks a collective runs over", [
     I32EnumAttrCase<"world", 0>,

@@ -1471,13 +1471,27 @@ def DSC_AllGatherOp : DSC_Op<"all_gather", [SameOperandsAndResultElementType]> {
     ```mlir
     %whole = dsc.all_gather %shard : tensor<8xf32> -> tensor<16xf32>
     ```
+
+    `alike` says that every rank of the group uses the gathered whole
+    alike (the work after it is replicated, as after the all-gather that
+    restores the tokens of duplicate token dropping): its cotangent is then
+    the same on every rank rather than partial, and the gradient is the
+    rank's own shard of it (`dsc.local_shard`), no communication (Megatron's
+    gather whose backward splits).
+
+    ```mlir
+    %tokens = dsc.all_gather %mine over tensor alike
+        : tensor<64xf32> -> tensor<128xf32>
+    ```
   }];
   let arguments = (ins DSC_NumericTensor:$input,
                        DefaultValuedAttr<DSC_CollectiveGroup,
-                           "::mlir::dsc::CollectiveGroup::world">:$group);
+                           "::mlir::dsc::CollectiveGroup::world">:$group,
+                       UnitAttr:$alike);
   let results = (outs DSC_NumericTensor:$result);
   let assemblyFormat =
-      "$input (`over` $group^)? attr-dict `:` type($input) `->` type($result)";
+      "$input (`over` $group^)? (`alike` $alike^)? attr-dict `:` type($input) "
+      "`->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -1604,8 +1618,11 @@ def DSC_LocalShardOp : DSC_Op<"local_shard", [
     group's size, the module's `dsc.world_size` for `world`; r the rank's
     index in its group). The only dsc op whose value depends on the rank:
     ZeRO stage 1 takes each rank's part of a replicated parameter and
-    gradient with it, an expert's over its expert-data group. No gradient
-    rule.
+    gradient with it, an expert's over its expert-data group; duplicate
+    token dropping each rank's part of the dispatched tokens, over its
+    tensor group. Gradient: the `dsc.all_gather` of the shards' cotangents
+    (the input is the same on every rank; each rank's shard feeds its own
+    work, and the input's cotangent is all of them).
 
     Example (W = 2):
 

@@ -255,11 +255,27 @@ static LogicalResult replicateGrad(ReplicateOp op, Gradient &g) {
 }
 
 static LogicalResult allGatherGrad(AllGatherOp op, Gradient &g) {
+  // With `alike`, the ranks use the whole alike and its cotangent is the
+  // same on each: the shard's cotangent is its block of it, on its owner.
+  if (op.getAlike()) {
+    g.set(0, LocalShardOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
+                                  op.getGroup()));
+    return success();
+  }
   // Each rank's cotangent of the gathered whole is its own partial (the
   // ranks' losses differ by their micro-batches); the shard's cotangent on
   // its owner is the sum of every rank's cotangent of that block.
   g.set(0, ReduceScatterOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
                                    op.getGroup()));
+  return success();
+}
+
+static LogicalResult localShardGrad(LocalShardOp op, Gradient &g) {
+  // The input is the same on every rank of the group and each shard feeds
+  // its own rank's work: the input's cotangent is every rank's shard
+  // cotangent, in rank order.
+  g.set(0, AllGatherOp::create(g.b, g.loc, op.getInput().getType(), g.dy(),
+                               op.getGroup()));
   return success();
 }
 
@@ -320,6 +336,7 @@ void grad::registerElementwiseGradients(MLIRContext *context) {
   attach<DropoutOp, dropoutGrad>(context);
   attach<AllReduceOp, allReduceGrad>(context);
   attach<AllGatherOp, allGatherGrad>(context);
+  attach<LocalShardOp, localShardGrad>(context);
   attach<ReplicateOp, replicateGrad>(context);
   attach<AllToAllOp, allToAllGrad>(context);
   attach<PipelineSendOp, pipelineSendGrad>(context);
