@@ -131,8 +131,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // Megatron's split of the blocks, on the forward graph (autodiff derives
   // the conjugate collectives' backward), after the experts (which it does
   // not split yet) and before attention is formed into one op.
-  if (options.tensorParallel > 1)
-    pm.addPass(createTensorParallel());
+  if (options.tensorParallel > 1) {
+    TensorParallelOptions split;
+    split.vocabParallel = options.vocabParallel;
+    pm.addPass(createTensorParallel(split));
+  }
   // Before autodiff, so that the backward is built in 16 bits too; the pass
   // itself rejects unknown precisions.
   if (options.precision != "fp32") {
