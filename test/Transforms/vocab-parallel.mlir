@@ -13,12 +13,12 @@
 // CHECK: @transformer.wpe.weight : tensor<16x32xf32>
 // CHECK-LABEL: func.func @forward
 // The rank's first row: its element of [0, 128].
-// CHECK: %[[STARTS:.*]] = dsc.constant dense<[0, 128]> : tensor<2xi64>
-// CHECK: %[[OFF:.*]] = dsc.local_shard %[[STARTS]] over tensor : tensor<2xi64> -> tensor<1xi64>
+// CHECK: %[[STARTS:[0-9]+]] = dsc.constant dense<{{\[}}0, 128]> : tensor<2xi64>
+// CHECK: %[[ROW0:.*]] = dsc.local_shard %[[STARTS]] over tensor : tensor<2xi64> -> tensor<1xi64>
 // The lookup: ids outside the rank's rows are clamped into them, their rows
 // masked out, and the ranks' lookups summed.
 // CHECK: %[[WTE:.*]] = dsc.load @transformer.wte.weight : tensor<128x32xf32>
-// CHECK: %[[LOCAL:.*]] = dsc.sub %arg0, %[[OFF]] : tensor<1x16xi64>, tensor<1xi64>
+// CHECK: %[[LOCAL:.*]] = dsc.sub %arg0, %[[ROW0]] : tensor<1x16xi64>, tensor<1xi64>
 // CHECK: %[[CLAMPED:.*]] = dsc.maximum %{{.*}}, %{{.*}} : tensor<1x16xi64>, tensor<i64>
 // CHECK: %[[MINE:.*]] = dsc.compare eq, %[[CLAMPED]], %[[LOCAL]]
 // CHECK: %[[ROWS:.*]] = dsc.embedding %[[WTE]], %[[CLAMPED]] : tensor<128x32xf32>, tensor<1x16xi64>
@@ -27,8 +27,10 @@
 // CHECK: %[[TOKENS:.*]] = dsc.all_reduce %[[MASKED]] over tensor : tensor<1x16x32xf32>
 // CHECK: dsc.add %[[TOKENS]], %{{.*}} : tensor<1x16x32xf32>, tensor<16x32xf32>
 // The head: f, then the rank's 128 logits.
-// CHECK: %[[X:.*]] = dsc.replicate %{{.*}} over tensor : tensor<16x32xf32>
-// CHECK: %[[Z:.*]] = dsc.linear %[[X]], %[[WTE]] : tensor<16x32xf32>, tensor<128x32xf32>
+// CHECK: dsc.replicate
+// CHECK: dsc.replicate
+// CHECK: %[[X:.*]] = dsc.replicate %{{.*}} : tensor<16x32xf32>
+// CHECK-NEXT: %[[Z:.*]] = dsc.linear %[[X]], %[[WTE]] : tensor<16x32xf32>, tensor<128x32xf32>
 // CHECK: %[[Z2:.*]] = dsc.reshape %{{.*}} : tensor<1x16x128xf32> -> tensor<16x128xf32>
 // The loss, from three all-reduces of one value per token.
 // CHECK: %[[LMAX:.*]] = dsc.reduce_max %[[Z2]], dims = [1] keep_dims : tensor<16x128xf32>
@@ -49,17 +51,20 @@
 // CHECK-NOT: dsc.cross_entropy
 // CHECK-NOT: dsc.all_gather
 
-// The backward: the maximum passes nothing back; the logits' cotangent
-// reaches the rank's rows of the tied table from the head and the lookup
-// alike, and the head input's cotangent is summed over the group (f). The
-// forward all-reduces stay 2 per block plus 4 (lookup, maximum, sum,
-// target); the backward adds 2 per block plus 1 (the head's f).
-// GRAD-COUNT-4: dsc.all_reduce {{.*}} over tensor
+// The backward: the maximum passes nothing back; the target's logit its
+// cotangent to the rank's own column (the gather's scatter), and the lookup
+// scatters into the rank's rows of the tied table; the head input's
+// cotangent is summed over the group (f), as each block's input's. Forward:
+// the lookup's sum, the block's 2, the maximum, the sum and the target's
+// logit; backward: the 3 f's, nothing else over tensor.
+// GRAD-COUNT-3: dsc.all_reduce {{.*}} over tensor :
 // GRAD: dsc.all_reduce {{.*}} over tensor maximum
 // GRAD-COUNT-2: dsc.all_reduce {{.*}} over tensor :
-// GRAD: dsc.linear {{.*}} : tensor<16x128xf32>, tensor<128x32xf32>
+// GRAD: dsc.scatter_add {{.*}}, dim = 1 : tensor<16x128xf32>, tensor<16x1xi64>, tensor<16x1xf32>
 // GRAD-COUNT-3: dsc.all_reduce {{.*}} over tensor :
-// GRAD-NOT: dsc.all_reduce {{.*}} over tensor
+// GRAD-NOT: dsc.all_reduce
+// GRAD: dsc.scatter_add {{.*}}, dim = 0 : tensor<128x32xf32>, tensor<16x32xi64>, tensor<16x32xf32>
+// GRAD-NOT: dsc.all_reduce
 // GRAD: return
 
 // An untied token table of 64 rows looked up from the input ids is split
