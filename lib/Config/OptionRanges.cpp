@@ -95,6 +95,7 @@ const Range kRanges[] = {
     integer("zero-reduce-bucket-size", 0, kMaxCount),
     integer("zero-allgather-bucket-size", 0, kMaxCount),
     boolean("zero-overlap-comm"),
+    boolean("vocab-parallel"),
     choice("offload-optimizer", "none|cpu|nvme"),
     integer("zero-sub-group-size", 1, kMaxCount),
     integer("offload-buffer-count", 1, 1024),

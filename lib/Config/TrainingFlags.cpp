@@ -170,6 +170,9 @@ constexpr Flag kFlags[] = {
                     "parallelism; default 1)"},
     {"tensor-parallel", "ranks that split each attention and feed-forward "
                         "block (Megatron's tensor parallelism; default 1)"},
+    {"vocab-parallel", "with --tensor-parallel: split the token embedding and "
+                       "the head by vocabulary rows (default false; "
+                       "docs/tensor-parallel.md)"},
     {"pipeline-parallel", "pipeline stages (default 1; docs/pipeline-parallel.md)"},
     {"pipeline-stage", "with --pipeline-parallel: the stage to build (default 0)"},
     {"pipeline-schedule", "with --pipeline-parallel: gpipe, 1f1b (default) or zb-h1"},

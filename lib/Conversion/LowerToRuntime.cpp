@@ -751,9 +751,9 @@ struct LowerToRuntimePass
         Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
         dscrt::WaitOp::create(builder, loc, streams.comm, written);
         CollectiveGroup over = *getCollectiveGroup(&op);
-        if (isa<AllReduceOp>(op))
+        if (auto reduce = dyn_cast<AllReduceOp>(op))
           dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++,
-                                     over);
+                                     over, reduce.getMaximum());
         else if (isa<AllToAllOp>(op))
           dscrt::AllToAllOp::create(builder, loc, out, streams.comm, sequence++,
                                     over);

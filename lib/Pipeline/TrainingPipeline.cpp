@@ -134,8 +134,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // splits their feed-forward blocks itself: their maps are batched
   // products this pass does not match) and before attention is formed
   // into one op.
-  if (options.tensorParallel > 1)
-    pm.addPass(createTensorParallel());
+  if (options.tensorParallel > 1) {
+    TensorParallelOptions split;
+    split.vocabParallel = options.vocabParallel;
+    pm.addPass(createTensorParallel(split));
+  }
   // Before autodiff, so that the backward is built in 16 bits too; the pass
   // itself rejects unknown precisions.
   if (options.precision != "fp32") {

@@ -280,13 +280,18 @@ struct BucketCollectivesPass
   /// bucket's elements stay within `limit`, and the members' results can
   /// wait for it; otherwise the bucket is merged and a new one opens with
   /// it.
+  static bool isMaximum(Operation *op) {
+    auto reduce = dyn_cast<AllReduceOp>(op);
+    return reduce && reduce.getMaximum();
+  }
+
   template <typename OpTy>
   void bucket(Block &block, int64_t limit) {
     if (limit == 0)
       return;
     SmallVector<Operation *> collectives;
     for (Operation &op : block)
-      if (isa<OpTy>(op))
+      if (isa<OpTy>(op) && !isMaximum(&op)) // a maximum never packs with sums
         collectives.push_back(&op);
     OpenBucket open(block);
     for (Operation *op : collectives) {

@@ -19,6 +19,7 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "FeedForwardBlocks.h"
+#include "VocabParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -106,7 +107,7 @@ struct TensorParallelPass
       if (std::optional<SplitBlock> block = match(last, symbols, loads))
         blocks.push_back(std::move(*block));
     });
-    if (blocks.empty()) {
+    if (blocks.empty() && !vocabParallel) {
       module.emitError("--dsc-tensor-parallel found no attention or "
                        "feed-forward block to split over the ")
           << ranks << " ranks of a tensor group";
@@ -117,6 +118,8 @@ struct TensorParallelPass
       if (failed(plan) || failed(apply(block, *plan, symbols)))
         return signalPassFailure();
     }
+    if (vocabParallel && failed(splitVocabulary(module, ranks)))
+      return signalPassFailure();
   }
 
 private:

@@ -301,7 +301,8 @@ TEST(DscRunTargets, TeacherStatesComeFromTheTeachersFileUnderTheirOwnNames) {
               HasSubstr("no tensor 'h.0.w'"));
 }
 
-/// A one-rank communicator that logs each allReduce it runs.
+/// A one-rank communicator that logs each allReduce it runs (" max" after
+/// a maximum's count).
 class LoggingComm final : public Communicator {
 public:
   explicit LoggingComm(std::vector<std::string> &log)
@@ -315,8 +316,9 @@ public:
 
 private:
   void runAllReduce(const void *, void *, std::size_t count, CommDType,
-                    ReduceOp) override {
-    log_.push_back("allReduce " + std::to_string(count));
+                    ReduceOp op) override {
+    log_.push_back("allReduce " + std::to_string(count) +
+                   (op == ReduceOp::Max ? " max" : ""));
   }
   void runAllGather(const void *, void *, std::size_t, CommDType) override {}
   void runReduceScatter(const void *, void *, std::size_t, CommDType,
@@ -328,6 +330,26 @@ private:
   [[noreturn]] void abortJob(int) override { std::abort(); }
   std::vector<std::string> &log_;
 };
+
+// allReduceMax (a vocabulary-parallel loss's largest logit) is the
+// communicator's all-reduce with ReduceOp::Max, numbered and counted as the
+// step's other all-reduces.
+TEST(DscRunTargets, AllReduceMaxReducesWithMax) {
+  std::vector<std::string> log;
+  LoggingComm comm(log);
+  CpuStream compute("compute", CpuStream::Mode::Inline),
+      commStream("comm", CpuStream::Mode::Inline);
+  RunStepContext context({}, {}, {}, nullptr, comm, {&compute, &commStream}, 1);
+  float values[3] = {1, 2, 3};
+  context.beginStep(1);
+  context.allReduceMax(values, 3, ElementType::F32, 0, commStream,
+                       CommGroup::World);
+  context.allReduceSum(values, 1, ElementType::F32, 1, commStream,
+                       CommGroup::World);
+  commStream.synchronize();
+  EXPECT_EQ(context.collectivesThisStep(), 2);
+  EXPECT_EQ(log, (std::vector<std::string>{"allReduce 3 max", "allReduce 1"}));
+}
 
 TEST(DscRunTargets, CollectivesAreTasksOfTheCollectivesStream) {
   std::vector<std::string> log;

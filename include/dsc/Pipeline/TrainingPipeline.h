@@ -40,6 +40,12 @@ struct TrainingPipelineOptions
       llvm::cl::desc("ranks that split each block (Megatron's tensor "
                      "parallelism; the mesh's innermost dimension)"),
       llvm::cl::init(1)};
+  Option<bool> vocabParallel{
+      *this, "vocab-parallel",
+      llvm::cl::desc("with tensor-parallel > 1: split the token embedding "
+                     "and the head by vocabulary rows, and compute the "
+                     "cross-entropy without gathering the logits"),
+      llvm::cl::init(false)};
   Option<int64_t> pipelineParallel{
       *this, "pipeline-parallel",
       llvm::cl::desc("pipeline stages (the mesh's outermost dimension); "

@@ -305,8 +305,23 @@ def TensorParallel : Pass<"dsc-tensor-parallel", "::mlir::ModuleOp"> {
     slicing fits (T does not divide the heads or the hidden width) is an
     error at the block's last linear map, and so is a forward graph with no
     block to split.
+
+    With `vocab-parallel`, the token embedding and the head that produces
+    the logits of a cross-entropy are split by vocabulary rows too
+    (Megatron's VocabParallelEmbedding and vocab_parallel_cross_entropy):
+    each rank holds V / T rows of the table (and of an untied head), its
+    lookup masks the ids outside its rows and the lookups are summed with
+    `dsc.all_reduce over tensor`; the head computes the rank's V / T logits
+    and the loss is computed from them with three all-reduces over the
+    tensor group (the largest logit, `maximum`; the sum of the shifted
+    exponentials; the target's shifted logit), never gathering the logits.
+    A vocabulary that T does not divide is an error at the cross-entropy.
   }];
-  let options = [];
+  let options = [
+    Option<"vocabParallel", "vocab-parallel", "bool", /*default=*/"false",
+           "split the token embedding, the head and the cross-entropy by "
+           "vocabulary rows">,
+  ];
 }
 
 def FormAttention : Pass<"dsc-form-attention", "::mlir::ModuleOp"> {

@@ -695,7 +695,8 @@ private:
       // The runtime enqueues the collective on the stream (Artifact.h).
       MemRefType t = ar.getBuffer().getType();
       unsynchronized.insert(ar.getStream());
-      code() << "  ctx->allReduceSum(" << var(ar.getBuffer()) << ", " << t.getNumElements() << ", "
+      code() << "  ctx->" << (ar.getMaximum() ? "allReduceMax(" : "allReduceSum(")
+             << var(ar.getBuffer()) << ", " << t.getNumElements() << ", "
             << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence() << ", "
             << var(ar.getStream()) << ", " << commGroup(ar.getGroup()) << ");\n";
     } else if (auto exchange = dyn_cast<dscrt::AllToAllOp>(op)) {

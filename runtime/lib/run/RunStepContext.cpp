@@ -221,6 +221,17 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
     });
 }
 
+void RunStepContext::allReduceMax(void *buffer, size_t count, ElementType type,
+                                  int64_t sequence, Stream &stream,
+                                  CommGroup group) {
+  Issued issued = begin(CollectiveKind::AllReduce, "allReduceMax", count, type,
+                        sequence, stream, group);
+  if (issued.comm)
+    run(issued, stream, [buffer, count](Communicator &comm, CommDType dtype) {
+      comm.allReduce(buffer, buffer, count, dtype, ReduceOp::Max);
+    });
+}
+
 void RunStepContext::allGather(const void *send, void *recv, size_t count,
                                ElementType type, int64_t sequence,
                                Stream &stream, CommGroup group) {

@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 17;
+constexpr int32_t kArtifactAbiVersion = 18;
 
 class Stream;
 
@@ -255,6 +255,11 @@ public:
   /// collectives in the same order, so the ranks of each group issue its
   /// collectives in the same order too.
   virtual void allReduceSum(void *buffer, size_t count, ElementType type,
+                            int64_t sequence, Stream &stream,
+                            CommGroup group) = 0;
+  /// As allReduceSum, the elementwise maximum (a vocabulary-parallel
+  /// cross-entropy's largest logit over the tensor group).
+  virtual void allReduceMax(void *buffer, size_t count, ElementType type,
                             int64_t sequence, Stream &stream,
                             CommGroup group) = 0;
   /// Enqueues on `stream`, as allReduceSum: `recv` (groupSize(group) *

@@ -459,6 +459,9 @@ public:
   /// counts in groupStats(group).
   void allReduceSum(void *buffer, size_t count, ElementType type,
                     int64_t sequence, Stream &stream, CommGroup group) override;
+  /// As allReduceSum, with ReduceOp::Max; counted as an all-reduce.
+  void allReduceMax(void *buffer, size_t count, ElementType type,
+                    int64_t sequence, Stream &stream, CommGroup group) override;
   /// As allReduceSum, through Communicator::allGather, reduceScatter and
   /// allToAll (in place). Over a group of one rank without a communicator,
   /// allGather and reduceScatterSum copy `send` to `recv` (LocalCopy).

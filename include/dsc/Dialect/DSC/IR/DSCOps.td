@@ -1415,12 +1415,24 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
     ```mlir
     %g = dsc.all_reduce %partial over expert_data : tensor<2x128x32xf32>
     ```
+
+    `maximum` takes the elementwise maximum instead of the sum. Its result
+    has no gradient: it is used where a value only shifts a computation
+    whose result does not depend on it, as the largest logit over a tensor
+    group shifts a vocabulary-parallel cross-entropy (Megatron detaches it
+    alike); autodiff passes nothing through it.
+
+    ```mlir
+    %m = dsc.all_reduce %local_max over tensor maximum : tensor<64x1xf32>
+    ```
   }];
   let arguments = (ins DSC_NumericTensor:$input,
                        DefaultValuedAttr<DSC_CollectiveGroup,
-                           "::mlir::dsc::CollectiveGroup::world">:$group);
+                           "::mlir::dsc::CollectiveGroup::world">:$group,
+                       UnitAttr:$maximum);
   let results = (outs DSC_NumericTensor:$result);
-  let assemblyFormat = "$input (`over` $group^)? attr-dict `:` type($input)";
+  let assemblyFormat =
+      "$input (`over` $group^)? (`maximum` $maximum^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 

@@ -315,12 +315,15 @@ def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
     ```mlir
     dscrt.all_reduce %b on %comm {sequence = 0 : i64} : memref<2xf32>
     ```
+
+    `maximum`: the elementwise maximum instead of the sum.
   }];
   let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
                        I64Attr:$sequence, DefaultValuedAttr<DSC_CollectiveGroup,
-                           "::mlir::dsc::CollectiveGroup::world">:$group);
+                           "::mlir::dsc::CollectiveGroup::world">:$group,
+                       UnitAttr:$maximum);
   let assemblyFormat =
-      "$buffer `on` $stream (`over` $group^)? attr-dict `:` type($buffer)";
+      "$buffer `on` $stream (`over` $group^)? (`maximum` $maximum^)? attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

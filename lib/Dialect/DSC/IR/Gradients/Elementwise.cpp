@@ -237,6 +237,9 @@ static LogicalResult allReduceGrad(AllReduceOp op, Gradient &g) {
   // once: the identity again. Over another group smaller than the world
   // the result is replicated only within the group, so that argument does
   // not hold: such sums are gradient reductions, which come after autodiff.
+  // A maximum has no gradient (DSCOps.td): nothing passes through it.
+  if (op.getMaximum())
+    return success();
   if (op.getGroup() != CollectiveGroup::world &&
       op.getGroup() != CollectiveGroup::tensor &&
       op.getGroup() != CollectiveGroup::data &&
