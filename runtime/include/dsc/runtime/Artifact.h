@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 17;
+constexpr int32_t kArtifactAbiVersion = 18;
 
 class Stream;
 
@@ -51,13 +51,24 @@ const char *elementTypeName(ElementType type); // "f32", ... as in the IR
 ///     (the ranks that split each layer's weights); r at index r % T.
 ///   Data: the W/T ranks r % T + k*T (the ranks that hold the same slices:
 ///     data parallelism's group); r at index r / T.
+/// With pipeline-parallel size P (ArtifactInfo::pipelineParallelSize, P * T
+/// dividing W), stages outermost: rank r runs stage r / (W/P), and
+///   Pipeline: the P ranks r % (W/P) + s*(W/P), s = 0 .. P - 1 (the ranks
+///     that pass one micro-batch's activations along); r at index r / (W/P).
+///   Data then holds the D = W/(T*P) ranks of one stage with the same tensor
+///     index: (r % (W/P)) % T + k*T, k < D; r at index (r % (W/P)) / T.
 enum class CommGroup : int32_t {
   World = 0,
   Expert = 1,
   ExpertData = 2,
   Tensor = 3,
-  Data = 4
+  Data = 4,
+  Pipeline = 5
 };
+
+/// A pipeline stage's neighbours in its Pipeline group (ArtifactInfo::
+/// pipelineParallelSize): the stage after it and the stage before it.
+enum class PipelinePeer : int32_t { Next, Previous };
 
 struct TensorDesc {
   const char *name;     // fully-qualified PyTorch name, or the input name
@@ -197,6 +208,15 @@ struct ArtifactInfo {
   /// least 1 and a divisor of worldSize; the W / T ranks of a Data group
   /// read different micro-batches, the T ranks of a Tensor group the same.
   int32_t tensorParallelSize;
+  /// Pipeline-parallel size P: the size of the Pipeline group (CommGroup),
+  /// at least 1, P * tensorParallelSize dividing worldSize. With P > 1 the
+  /// artifact holds one program per stage (dsc_artifact_stages); this one
+  /// is stage `pipelineStage`'s, whose states, inputs and arena these
+  /// tables describe. One call runs an optimizer step's gradAccumSteps = 1
+  /// call over all its micro-batches, stacked along the inputs' first
+  /// dimension.
+  int32_t pipelineParallelSize;
+  int32_t pipelineStage;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run
@@ -266,6 +286,19 @@ public:
   /// rank sent to this one (its block groupRank(group)).
   virtual void allToAll(void *buffer, size_t count, ElementType type,
                         int64_t sequence, Stream &stream, CommGroup group) = 0;
+  /// Enqueues on `stream`, the artifact's collectives stream, the send of
+  /// `count` elements at `buffer` to this rank's `peer` in its Pipeline
+  /// group, tagged `microBatch`, and the receive into `buffer` of what that
+  /// peer sends with the same tag. Ordered as allReduceSum; `sequence` as
+  /// there. A send takes a copy of `buffer` when it runs and never waits
+  /// for its receiver; a receive completes once the message has arrived.
+  /// dsc-run waits for this step's sends to complete after the step.
+  virtual void pipelineSend(const void *buffer, size_t count, ElementType type,
+                            PipelinePeer peer, int64_t microBatch,
+                            int64_t sequence, Stream &stream) = 0;
+  virtual void pipelineRecv(void *buffer, size_t count, ElementType type,
+                            PipelinePeer peer, int64_t microBatch,
+                            int64_t sequence, Stream &stream) = 0;
   /// The number of ranks in this rank's `group`, and this rank's index in
   /// it (CommGroup).
   virtual int32_t groupSize(CommGroup group) const = 0;
@@ -311,6 +344,19 @@ struct StepVariants {
   const StepVariant *variants;
 };
 
+/// The program of one pipeline stage: its tables (ArtifactInfo, with
+/// pipelineStage = its index) and its step. dsc-run runs on rank r the
+/// stage r / (W / P) of the artifact's dsc_artifact_stages.
+struct PipelineStageProgram {
+  const ArtifactInfo *(*info)(void);
+  void (*step)(StepContext *context);
+};
+
+struct PipelineStagePrograms {
+  int32_t count; // pipelineParallelSize
+  const PipelineStageProgram *stages;
+};
+
 } // namespace dsc::rt
 
 extern "C" {
@@ -321,6 +367,9 @@ void dsc_artifact_step(dsc::rt::StepContext *context);
 /// Optional: the step's variants (StepVariant); absent in an artifact
 /// without data schedules.
 const dsc::rt::StepVariants *dsc_artifact_variants(void);
+/// Optional: the stages' programs of a pipeline-parallel artifact;
+/// dsc_artifact_info and dsc_artifact_step are then stage 0's.
+const dsc::rt::PipelineStagePrograms *dsc_artifact_stages(void);
 }
 
 #endif // DSC_RUNTIME_ARTIFACT_H
