@@ -25,7 +25,8 @@ std::size_t checkBuffers(const char *collective, const void *send,
             " overflows the buffer size");
   check(count == 0 || sendBlocks == 0 || send,
         std::string(collective) + ": null send buffer");
-  check(count == 0 || recv, std::string(collective) + ": null receive buffer");
+  check(count == 0 || recvBlocks == 0 || recv,
+        std::string(collective) + ": null receive buffer");
   return count * element;
 }
 

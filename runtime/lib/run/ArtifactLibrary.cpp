@@ -483,6 +483,14 @@ void ArtifactLibrary::selectPipelineStage(int rank, int worldSize) {
             std::to_string(info->pipelineStage) + " of " +
             std::to_string(info->pipelineParallelSize) + " on " +
             std::to_string(info->worldSize) + " ranks");
+  // Loading and saving place a partition's shards by the group index of
+  // a mesh without stages.
+  for (int32_t i = 0; i < info->numStates; ++i)
+    check(!info->states[i].wholeShape,
+          where + ": state '" + info->states[i].tensor.name +
+              "' is partitioned (ZeRO or tensor parallelism), which "
+              "pipeline stages do not support yet; build with "
+              "--zero-stage=0 --tensor-parallel=1");
   info_ = info;
   step_ = program.step;
 }

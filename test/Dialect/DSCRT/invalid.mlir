@@ -426,6 +426,7 @@ module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i6
 module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i64} {
   func.func @transfer_on_compute(%act: memref<2x8xf32>, %out: memref<2x8xf32>) {
     %compute = dscrt.stream "compute"
+    // expected-note @+1 {{the 'dscrt.kernel'}}
     dscrt.kernel on %compute ins(%act : memref<2x8xf32>) outs(%out : memref<2x8xf32>) {
     ^bb0(%x: tensor<2x8xf32>):
       dscrt.yield %x : tensor<2x8xf32>
