@@ -118,7 +118,9 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(group));
     return;
   }
-  check(isCommGroup(group),
+  // The stages of a pipeline hold different states: none is a shard of
+  // another's.
+  check(isCommGroup(group) && group != int32_t(CommGroup::Pipeline),
         named + " is partitioned over group " + std::to_string(group) +
             "; only the world (0), the expert group (1), the expert-data "
             "group (2), the tensor group (3) and the data group (4) "
