@@ -727,11 +727,36 @@ struct LowerToRuntimePass
                                           buffers.lookup(input)));
         continue;
       }
-      if (isa<PipelineSendOp, PipelineRecvOp>(op) ||
-          getCollectiveGroup(&op) == CollectiveGroup::pipeline)
-        return op.emitOpError()
-               << "moves data between pipeline stages, which the runtime "
-                  "cannot do yet";
+      if (auto send = dyn_cast<PipelineSendOp>(op)) {
+        // Read in place by the collectives stream, as an all-gather's
+        // shard; the send's scalar zero (what the stage adds to its loss)
+        // is a constant.
+        streams.waitFor(builder, loc, send.getInput());
+        ensureStream(streams.comm, "comm");
+        Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
+        dscrt::WaitOp::create(builder, loc, streams.comm, written);
+        dscrt::PipelineSendOp::create(
+            builder, loc, buffers.lookup(send.getInput()), streams.comm,
+            send.getPeer(), send.getMicroBatch(), sequence++);
+        auto zeroType = cast<RankedTensorType>(send.getZero().getType());
+        buffers.map(send.getZero(),
+                    dscrt::ConstantOp::create(
+                        builder, loc, bufferType(zeroType),
+                        DenseElementsAttr::get(zeroType, 0.0f)));
+        continue;
+      }
+      if (auto recv = dyn_cast<PipelineRecvOp>(op)) {
+        ensureStream(streams.comm, "comm");
+        Value out = dscrt::AllocOp::create(builder, loc,
+                                           bufferType(recv.getType()));
+        dscrt::PipelineRecvOp::create(builder, loc, out, streams.comm,
+                                      recv.getPeer(), recv.getMicroBatch(),
+                                      sequence++);
+        streams.fromComm.record(builder, loc, recv.getResult());
+        streams.fromComm.bound(builder, loc, kCollectivesInFlight);
+        buffers.map(recv.getResult(), out);
+        continue;
+      }
       if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op)) {
         Value input = op.getOperand(0), result = op.getResult(0);
         streams.waitFor(builder, loc, input);
@@ -954,7 +979,7 @@ struct LowerToRuntimePass
       auto readsBefore = [&](OpOperand &use) {
         Operation *user = use.getOwner();
         if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                LocalShardOp, TransferOp>(user))
+                LocalShardOp, TransferOp, PipelineSendOp>(user))
           return false;
         Operation *at = emittedAt(root, user);
         if (at == kernelAt && update)

@@ -105,6 +105,18 @@ struct PipelineParallelPass
                                  "loss, got "
                               << ret.getOperand(0).getType();
 
+    // A micro-batch's dropout would draw its masks from the call's first
+    // sample (dsc.step_key), not from its own as gradient accumulation's
+    // call of that micro-batch does.
+    for (auto dropout : body.getOps<DropoutOp>())
+      if (dropout.getP().convertToDouble() > 0)
+        return dropout.emitError()
+               << "dropout (p = " << dropout.getP().convertToDouble()
+               << ") with pipeline parallelism is not supported yet: the "
+                  "micro-batches of a stage would not draw the masks that "
+                  "gradient accumulation draws; export the model with "
+                  "dropout 0";
+
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);

@@ -117,6 +117,43 @@ TEST(CommGroups, TedMeshExpertGroupsAlongTheData) {
             "divide the world size 4");
 }
 
+TEST(CommGroups, PipelineStagesOutermost) {
+  // W = 8, T = 2, P = 2: stage 0 is ranks 0-3, stage 1 ranks 4-7; pipeline
+  // groups {r % 4, r % 4 + 4}; data groups within a stage, tensor index
+  // alike: {0, 2}, {1, 3}, {4, 6}, {5, 7}.
+  GroupLayout layout(8, 1, 2, 2);
+  EXPECT_EQ(layout.size(CommGroup::Pipeline), 2);
+  EXPECT_EQ(layout.size(CommGroup::Data), 2);
+  EXPECT_EQ(layout.size(CommGroup::Tensor), 2);
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_EQ(layout.stage(r), r / 4) << r;
+    EXPECT_EQ(members(layout, CommGroup::Pipeline, r),
+              (std::vector<int>{r % 4, r % 4 + 4}))
+        << r;
+    int base = r / 4 * 4 + r % 2;
+    EXPECT_EQ(members(layout, CommGroup::Data, r),
+              (std::vector<int>{base, base + 2}))
+        << r;
+    EXPECT_EQ(layout.index(CommGroup::Pipeline, r), r / 4);
+    EXPECT_EQ(layout.index(CommGroup::Data, r), r % 4 / 2);
+    EXPECT_EQ(layout.index(CommGroup::Tensor, r), r % 2);
+    for (CommGroup g : {CommGroup::Tensor, CommGroup::Data, CommGroup::Pipeline})
+      EXPECT_EQ(layout.member(g, r, layout.index(g, r)), r);
+  }
+  EXPECT_EQ(layout.describe(CommGroup::Pipeline, 6),
+            "the pipeline group (ranks 2, 6)");
+  EXPECT_EQ(layout.describe(CommGroup::Data, 5),
+            "the data group (ranks 5, 7)");
+  // P = W: every rank a stage, the pipeline the world.
+  GroupLayout deep(4, 1, 1, 4);
+  EXPECT_EQ(members(deep, CommGroup::Pipeline, 2),
+            (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(members(deep, CommGroup::Data, 2), std::vector<int>{2});
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 1, 2, 3); }),
+            "tensor-parallel size 2 times pipeline-parallel size 3 does not "
+            "divide the world size 4");
+}
+
 TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
   for (auto [world, expert, tensor] :
        {std::tuple{8, 2, 2}, {8, 4, 2}, {8, 2, 4}, {6, 3, 1}, {6, 1, 3},
@@ -174,8 +211,10 @@ TEST(CommGroups, NamesRoundTrip) {
     EXPECT_TRUE(isCommGroup(static_cast<int32_t>(g)));
   }
   CommGroup parsed;
-  EXPECT_FALSE(parseCommGroup("pipeline", parsed));
-  EXPECT_FALSE(isCommGroup(5));
+  EXPECT_TRUE(parseCommGroup("pipeline", parsed));
+  EXPECT_EQ(parsed, CommGroup::Pipeline);
+  EXPECT_FALSE(parseCommGroup("stage", parsed));
+  EXPECT_FALSE(isCommGroup(6));
   EXPECT_FALSE(isCommGroup(-1));
-  EXPECT_THROW(name(static_cast<CommGroup>(5)), Error);
+  EXPECT_THROW(name(static_cast<CommGroup>(6)), Error);
 }

@@ -9,6 +9,8 @@
 #include "dsc/runtime/MpiComm.h"
 #include "dsc/runtime/RankInfo.h"
 
+#include "ErrorOf.h"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 using namespace dsc::rt;
+using dsc::rt::test::errorOf;
 
 namespace {
 
@@ -355,6 +358,55 @@ TEST(CommMpi, ByteCountersFollowTheFormulas) {
   EXPECT_EQ(stats.total().calls, 8u);
   if (n == 2) // the figures by hand for the usual run
     EXPECT_EQ(stats.total().bytesSent, 4000u + 56 + 20 + 48 + 18 + 12);
+}
+
+TEST(CommMpi, SendsNeverWaitForTheirReceiver) {
+  // Every rank sends to the next and the previous rank before it receives
+  // anything: with sends that waited for their receiver (MPI's rendezvous
+  // above its eager limit: 4 MB here) this would hang.
+  MpiCommunicator comm;
+  const int n = comm.size(), rank = comm.rank();
+  const int next = (rank + 1) % n, previous = (rank + n - 1) % n;
+  const std::size_t count = std::size_t(1) << 20;
+  std::vector<float> out(count), in(count);
+  for (std::size_t i = 0; i < count; ++i)
+    out[i] = float(rank * 1000 + int(i % 997));
+  comm.send(out.data(), count, CommDType::F32, next, /*tag=*/3);
+  std::int64_t small[2] = {rank, -rank};
+  comm.send(small, 2, CommDType::I64, previous, /*tag=*/0);
+  std::fill(out.begin(), out.end(), -1.0f); // the send took a copy
+  std::int64_t got[2] = {};
+  comm.recv(got, 2, CommDType::I64, next, 0);
+  comm.recv(in.data(), count, CommDType::F32, previous, 3);
+  comm.completeSends();
+  EXPECT_EQ(got[0], next);
+  EXPECT_EQ(got[1], -next);
+  for (std::size_t i = 0; i < count; i += 4099)
+    EXPECT_EQ(in[i], float(previous * 1000 + int(i % 997))) << i;
+  const CommStats &stats = comm.stats();
+  EXPECT_EQ(stats[CollectiveKind::Send].calls, 2u);
+  EXPECT_EQ(stats[CollectiveKind::Send].bytesSent, count * 4 + 16);
+  EXPECT_EQ(stats[CollectiveKind::Recv].calls, 2u);
+  EXPECT_EQ(stats[CollectiveKind::Recv].bytesSent, 0u);
+  comm.barrier();
+}
+
+TEST(CommMpi, ReceiveOfAnotherSizeIsAnError) {
+  MpiCommunicator comm;
+  const int n = comm.size(), rank = comm.rank();
+  float values[3] = {1, 2, 3};
+  comm.send(values, 3, CommDType::F32, (rank + 1) % n, 0);
+  float two[2];
+  EXPECT_EQ(errorOf([&] {
+              comm.recv(two, 2, CommDType::F32, (rank + n - 1) % n, 0);
+            }),
+            "recv: rank " + std::to_string((rank + n - 1) % n) +
+                " sent 3 f32 elements with tag 0, expected 2");
+  comm.completeSends();
+  EXPECT_EQ(errorOf([&] { comm.send(values, 1, CommDType::F32, rank, 0); }),
+            "send: peer " + std::to_string(rank) + " is not another rank of " +
+                std::to_string(n));
+  comm.barrier();
 }
 
 TEST(CommMpi, CommunicatorsNumberTheirOwnCollectives) {

@@ -71,5 +71,7 @@ TEST(CommStats, RecordTotalAndTable) {
                          "broadcast                0                   0\n"
                          "barrier                  1                   0\n"
                          "allToAll                 0                   0\n"
+                         "send                     0                   0\n"
+                         "recv                     0                   0\n"
                          "total                    3                4096\n");
 }

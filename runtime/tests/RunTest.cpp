@@ -756,7 +756,7 @@ TEST(DscRunStepContext, CollectivesNameTheirGroup) {
             }),
             "step 2, collective 4 (allToAll of 1 f32 over group 7): no such "
             "communicator group (0: world, 1: expert, 2: expert_data, 3: "
-            "tensor, 4: data)");
+            "tensor, 4: data, 5: pipeline)");
   EXPECT_EQ(errorOf([&] {
               context.allToAll(values, 1, ElementType::I1, 5, s,
                                CommGroup::Expert);

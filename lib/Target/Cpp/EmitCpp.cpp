@@ -310,7 +310,7 @@ private:
     case CollectiveGroup::data:
       return "dsc::rt::CommGroup::Data";
     case CollectiveGroup::pipeline:
-      break; // the lowering rejects the pipeline's transfers
+      return "dsc::rt::CommGroup::Pipeline";
     }
     llvm_unreachable("unknown collective group");
   }
@@ -378,6 +378,7 @@ private:
     auto world = module->getAttrOfType<IntegerAttr>("dsc.world_size");
     auto experts = module->getAttrOfType<IntegerAttr>(kExpertParallelSizeAttrName);
     int64_t tensor = lookupTensorParallelSize(module);
+    auto stage = module->getAttrOfType<IntegerAttr>(kPipelineStageAttrName);
     auto model = module->getAttrOfType<StringAttr>("dsc.model");
     auto accum = module->getAttrOfType<IntegerAttr>(DSCDialect::kGradAccumAttrName);
     auto hostArena = step->getAttrOfType<IntegerAttr>(
@@ -388,7 +389,8 @@ private:
           << arenaBytes << ", " << states.size() << ", kStates, " << in.size() << ", kInputs, "
           << out.size() << ", kOutputs, " << streams.size() << ", kStreams, "
           << (accum ? accum.getInt() : 1) << ", " << (hostArena ? hostArena.getInt() : 0)
-          << ", " << tensor << "};\n\n";
+          << ", " << tensor << ", " << lookupPipelineParallelSize(module) << ", "
+          << (stage ? stage.getInt() : 0) << "};\n\n";
     return success();
   }
 
@@ -699,6 +701,22 @@ private:
              << var(ar.getBuffer()) << ", " << t.getNumElements() << ", "
             << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence() << ", "
             << var(ar.getStream()) << ", " << commGroup(ar.getGroup()) << ");\n";
+    } else if (isa<dscrt::PipelineSendOp, dscrt::PipelineRecvOp>(op)) {
+      // The runtime enqueues the transfer on the stream (Artifact.h).
+      auto emitTransfer = [&](auto transfer, StringRef call) {
+        MemRefType t = transfer.getBuffer().getType();
+        unsynchronized.insert(transfer.getStream());
+        code() << "  ctx->" << call << "(" << var(transfer.getBuffer()) << ", "
+               << t.getNumElements() << ", " << elementTypeEnum(t.getElementType())
+               << ", dsc::rt::PipelinePeer::"
+               << (transfer.getPeer() == PipelinePeer::next ? "Next" : "Previous")
+               << ", " << transfer.getMicroBatch() << ", " << transfer.getSequence()
+               << ", " << var(transfer.getStream()) << ");\n";
+      };
+      if (auto send = dyn_cast<dscrt::PipelineSendOp>(op))
+        emitTransfer(send, "pipelineSend");
+      else
+        emitTransfer(cast<dscrt::PipelineRecvOp>(op), "pipelineRecv");
     } else if (auto exchange = dyn_cast<dscrt::AllToAllOp>(op)) {
       // count: the elements of one block, one per rank of the group.
       MemRefType t = exchange.getBuffer().getType();

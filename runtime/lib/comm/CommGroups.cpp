@@ -21,6 +21,7 @@ const char *name(CommGroup group) {
   case CommGroup::ExpertData: return "expert_data";
   case CommGroup::Tensor: return "tensor";
   case CommGroup::Data: return "data";
+  case CommGroup::Pipeline: return "pipeline";
   }
   unknownGroup(group);
 }
@@ -28,7 +29,7 @@ const char *name(CommGroup group) {
 bool parseCommGroup(const std::string &text, CommGroup &group) {
   for (CommGroup candidate : {CommGroup::World, CommGroup::Expert,
                               CommGroup::ExpertData, CommGroup::Tensor,
-                              CommGroup::Data})
+                              CommGroup::Data, CommGroup::Pipeline})
     if (text == name(candidate)) {
       group = candidate;
       return true;
@@ -38,7 +39,7 @@ bool parseCommGroup(const std::string &text, CommGroup &group) {
 
 bool isCommGroup(int32_t value) {
   return value >= static_cast<int32_t>(CommGroup::World) &&
-         value <= static_cast<int32_t>(CommGroup::Data);
+         value <= static_cast<int32_t>(CommGroup::Pipeline);
 }
 
 int groupIndex(CommGroup group, int rank, int expertParallelSize,
@@ -53,14 +54,17 @@ int groupIndex(CommGroup group, int rank, int expertParallelSize,
     return rank / tensorParallelSize / expertParallelSize;
   case CommGroup::Tensor: return rank % tensorParallelSize;
   case CommGroup::Data: return rank / tensorParallelSize;
+  case CommGroup::Pipeline:
+    return 0; // a pipeline of one stage; GroupLayout knows the others
   }
   unknownGroup(group);
 }
 
 GroupLayout::GroupLayout(int worldSize, int expertParallelSize,
-                         int tensorParallelSize)
+                         int tensorParallelSize, int pipelineParallelSize)
     : worldSize_(worldSize), expertParallelSize_(expertParallelSize),
-      tensorParallelSize_(tensorParallelSize) {
+      tensorParallelSize_(tensorParallelSize),
+      pipelineParallelSize_(pipelineParallelSize) {
   check(worldSize >= 1,
         "world size " + std::to_string(worldSize) + " is not positive");
   check(expertParallelSize >= 1 && worldSize % expertParallelSize == 0,
@@ -74,6 +78,24 @@ GroupLayout::GroupLayout(int worldSize, int expertParallelSize,
             " times tensor-parallel size " +
             std::to_string(tensorParallelSize) +
             " does not divide the world size " + std::to_string(worldSize));
+  check(pipelineParallelSize >= 1 &&
+            worldSize % (tensorParallelSize * pipelineParallelSize) == 0,
+        "tensor-parallel size " + std::to_string(tensorParallelSize) +
+            " times pipeline-parallel size " +
+            std::to_string(pipelineParallelSize) +
+            " does not divide the world size " + std::to_string(worldSize));
+  check(pipelineParallelSize == 1 || expertParallelSize == 1,
+        "expert parallelism within pipeline stages is not supported");
+}
+
+int GroupLayout::stage(int rank) const { return rank / stageRanks(); }
+
+int GroupLayout::index(CommGroup group, int rank) const {
+  if (group == CommGroup::Pipeline)
+    return stage(rank);
+  if (group == CommGroup::Data)
+    return rank % stageRanks() / tensorParallelSize_;
+  return groupIndex(group, rank, expertParallelSize_, tensorParallelSize_);
 }
 
 int GroupLayout::size(CommGroup group) const {
@@ -83,7 +105,8 @@ int GroupLayout::size(CommGroup group) const {
   case CommGroup::ExpertData:
     return worldSize_ / (expertParallelSize_ * tensorParallelSize_);
   case CommGroup::Tensor: return tensorParallelSize_;
-  case CommGroup::Data: return worldSize_ / tensorParallelSize_;
+  case CommGroup::Data: return stageRanks() / tensorParallelSize_;
+  case CommGroup::Pipeline: return pipelineParallelSize_;
   }
   unknownGroup(group);
 }
@@ -102,7 +125,9 @@ int GroupLayout::color(CommGroup group, int rank) const {
     return d % expertParallelSize_ * tensorParallelSize_ + t;
   }
   case CommGroup::Tensor: return rank / tensorParallelSize_;
-  case CommGroup::Data: return rank % tensorParallelSize_;
+  case CommGroup::Data:
+    return stage(rank) * tensorParallelSize_ + rank % tensorParallelSize_;
+  case CommGroup::Pipeline: return rank % stageRanks();
   }
   unknownGroup(group);
 }
@@ -123,7 +148,10 @@ int GroupLayout::member(CommGroup group, int rank, int index) const {
   case CommGroup::Tensor:
     return color(group, rank) * tensorParallelSize_ + index;
   case CommGroup::Data:
-    return color(group, rank) + index * tensorParallelSize_;
+    return stage(rank) * stageRanks() + rank % tensorParallelSize_ +
+           index * tensorParallelSize_;
+  case CommGroup::Pipeline:
+    return color(group, rank) + index * stageRanks();
   }
   unknownGroup(group);
 }
@@ -139,9 +167,10 @@ std::string GroupLayout::describe(CommGroup group, int rank) const {
 
 GroupCommunicators::GroupCommunicators(Communicator &world,
                                        int expertParallelSize,
-                                       int tensorParallelSize)
-    : world_(world),
-      layout_(world.size(), expertParallelSize, tensorParallelSize) {
+                                       int tensorParallelSize,
+                                       int pipelineParallelSize)
+    : world_(world), layout_(world.size(), expertParallelSize,
+                             tensorParallelSize, pipelineParallelSize) {
   // The same decisions on every rank (they depend on W, P and T only), in the
   // same order: every rank takes part in the same splits.
   auto make = [&](CommGroup group) -> std::unique_ptr<Communicator> {
@@ -165,6 +194,7 @@ GroupCommunicators::GroupCommunicators(Communicator &world,
   expertData_ = make(CommGroup::ExpertData);
   tensor_ = make(CommGroup::Tensor);
   data_ = make(CommGroup::Data);
+  pipeline_ = make(CommGroup::Pipeline);
 }
 
 GroupCommunicators::~GroupCommunicators() = default;
@@ -181,6 +211,7 @@ Communicator *GroupCommunicators::communicator(CommGroup group) const {
   case CommGroup::ExpertData: return expertData_.get();
   case CommGroup::Tensor: return tensor_.get();
   case CommGroup::Data: return data_.get();
+  case CommGroup::Pipeline: return pipeline_.get();
   case CommGroup::World: break;
   }
   return &world_;

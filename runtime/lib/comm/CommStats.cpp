@@ -32,7 +32,10 @@ std::uint64_t collectiveBytesSent(CollectiveKind kind,
                                         std::to_string(size));
     // The last rank of the ring root, root+1, ..., forwards to nobody.
     return rank == (root + size - 1) % size ? 0 : payloadBytes;
+  case CollectiveKind::Send:
+    return payloadBytes;
   case CollectiveKind::Barrier:
+  case CollectiveKind::Recv:
     return 0;
   case CollectiveKind::Count:
     break;

@@ -19,7 +19,8 @@ constexpr DTypeEntry kDTypes[] = {
 constexpr const char *kReduceOps[] = {"sum", "max"};
 constexpr const char *kCollectiveKinds[] = {"allReduce",     "allGather",
                                             "reduceScatter", "broadcast",
-                                            "barrier",       "allToAll"};
+                                            "barrier",       "allToAll",
+                                            "send",          "recv"};
 static_assert(std::size(kCollectiveKinds) == kCollectiveKindCount);
 
 /// table[value]; Error for a value cast from an out-of-range integer.

@@ -25,7 +25,8 @@ std::size_t checkBuffers(const char *collective, const void *send,
             " overflows the buffer size");
   check(count == 0 || sendBlocks == 0 || send,
         std::string(collective) + ": null send buffer");
-  check(count == 0 || recv, std::string(collective) + ": null receive buffer");
+  check(count == 0 || recvBlocks == 0 || recv,
+        std::string(collective) + ": null receive buffer");
   return count * element;
 }
 
@@ -85,6 +86,42 @@ void Communicator::allToAll(const void *send, void *recv, std::size_t count,
       checkBuffers("allToAll", send, ranks(), recv, ranks(), count, dtype);
   issue(CollectiveKind::AllToAll, count, dtype, ReduceOp::Sum, 0, bytes);
   runAllToAll(send, recv, count, dtype);
+}
+
+void Communicator::send(const void *send, std::size_t count, CommDType dtype,
+                        int peer, int tag) {
+  check(peer >= 0 && peer < size() && peer != rank(),
+        "send: peer " + std::to_string(peer) + " is not another rank of " +
+            std::to_string(size()));
+  check(tag >= 0, "send: tag " + std::to_string(tag) + " is negative");
+  std::size_t bytes = checkBuffers("send", send, 1, nullptr, 0, count, dtype);
+  current_ = watchdog_.begin(CollectiveKind::Send, count, dtype, ReduceOp::Sum,
+                             peer);
+  stats_.record(CollectiveKind::Send, bytes);
+  runSend(send, count, dtype, peer, tag);
+}
+
+void Communicator::recv(void *recv, std::size_t count, CommDType dtype,
+                        int peer, int tag) {
+  check(peer >= 0 && peer < size() && peer != rank(),
+        "recv: peer " + std::to_string(peer) + " is not another rank of " +
+            std::to_string(size()));
+  check(tag >= 0, "recv: tag " + std::to_string(tag) + " is negative");
+  checkBuffers("recv", nullptr, 0, recv, 1, count, dtype);
+  current_ = watchdog_.begin(CollectiveKind::Recv, count, dtype, ReduceOp::Sum,
+                             peer);
+  stats_.record(CollectiveKind::Recv, 0);
+  runRecv(recv, count, dtype, peer, tag);
+}
+
+void Communicator::completeSends() { runCompleteSends(); }
+
+void Communicator::runSend(const void *, std::size_t, CommDType, int, int) {
+  throw Error("send: this communicator has no point-to-point transfers");
+}
+
+void Communicator::runRecv(void *, std::size_t, CommDType, int, int) {
+  throw Error("recv: this communicator has no point-to-point transfers");
 }
 
 void Communicator::printStats(std::ostream &os) const {

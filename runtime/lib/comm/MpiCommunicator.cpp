@@ -175,6 +175,54 @@ void MpiCommunicator::runAllToAll(const void *send, void *recv,
   wait(request);
 }
 
+void MpiCommunicator::runSend(const void *send, std::size_t count,
+                              CommDType dtype, int peer, int tag) {
+  // Completed sends give their copies back first.
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    int done = 0;
+    checkMpi(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    it = done ? sends_.erase(it) : std::next(it);
+  }
+  const auto *bytes = static_cast<const unsigned char *>(send);
+  PendingSend &pending = sends_.emplace_back();
+  pending.data.assign(bytes, bytes + count * byteSize(dtype));
+  checkMpi(MPI_Isend(pending.data.data(), mpiCount(count), mpiType(dtype), peer,
+                     tag, comm_, &pending.request),
+           "MPI_Isend");
+}
+
+void MpiCommunicator::runRecv(void *recv, std::size_t count, CommDType dtype,
+                              int peer, int tag) {
+  // One element more than expected: a longer message then shows as one,
+  // not as MPI's truncation error.
+  std::size_t bytes = count * byteSize(dtype);
+  staging_.resize(bytes + byteSize(dtype));
+  MPI_Request request;
+  checkMpi(MPI_Irecv(staging_.data(), mpiCount(count + 1), mpiType(dtype), peer,
+                     tag, comm_, &request),
+           "MPI_Irecv");
+  MPI_Status status;
+  waitForCompletion([&request, &status] {
+    int done = 0;
+    checkMpi(MPI_Test(&request, &done, &status), "MPI_Test");
+    return done != 0;
+  });
+  int received = 0;
+  checkMpi(MPI_Get_count(&status, mpiType(dtype), &received), "MPI_Get_count");
+  check(received == mpiCount(count),
+        "recv: rank " + std::to_string(peer) + " sent " +
+            std::to_string(received) + " " + name(dtype) +
+            " elements with tag " + std::to_string(tag) + ", expected " +
+            std::to_string(count));
+  std::memcpy(recv, staging_.data(), bytes);
+}
+
+void MpiCommunicator::runCompleteSends() {
+  for (PendingSend &pending : sends_)
+    wait(pending.request);
+  sends_.clear();
+}
+
 std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   checkSplitColor(color);
   MPI_Comm part = MPI_COMM_NULL;

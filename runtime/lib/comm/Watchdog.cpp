@@ -69,6 +69,11 @@ std::string describe(const CollectiveRecord &record) {
     os << "count=" << record.count << ", " << name(record.dtype)
        << ", root=" << record.root;
     break;
+  case CollectiveKind::Send:
+  case CollectiveKind::Recv:
+    os << "count=" << record.count << ", " << name(record.dtype)
+       << ", peer=" << record.root;
+    break;
   case CollectiveKind::AllGather:
   case CollectiveKind::AllToAll:
   case CollectiveKind::Count:

@@ -65,6 +65,20 @@ const char *offset(const void *p, std::size_t bytes) {
   return static_cast<const char *>(p) + bytes;
 }
 
+/// Makes `buffer` (device memory, idle) hold at least `bytes`.
+void reserve(void *&buffer, std::size_t &capacity, std::size_t bytes) {
+  if (capacity >= bytes)
+    return;
+  if (buffer)
+    checkCuda(cudaFree(buffer), "NcclCommunicator: cudaFree");
+  buffer = nullptr;
+  capacity = 0;
+  checkCuda(cudaMalloc(&buffer, bytes), "NcclCommunicator: cudaMalloc of " +
+                                            std::to_string(bytes) +
+                                            " staging bytes");
+  capacity = bytes;
+}
+
 /// "NCCL set-up did not complete within 600 s" for the set-up and tear-down
 /// waits, which have no collective record of their own.
 std::string notWithin(int rank, const char *what, double seconds) {
@@ -289,6 +303,9 @@ void NcclCommunicator::releaseResources() {
     (void)cudaFree(scratch_);
   if (staging_)
     (void)cudaFree(staging_);
+  if (sendStaging_)
+    (void)cudaFree(sendStaging_);
+  sendStaging_ = nullptr;
   if (ownsStream_ && stream_)
     (void)cudaStreamDestroy(stream_);
   (void)cudaGetLastError();
@@ -310,6 +327,16 @@ void NcclCommunicator::run(const char *call,
   check(comm_ && !failed_,
         std::string(call) +
             ": the NCCL communicator failed earlier and was aborted");
+  if (held_) {
+    // A held send runs before any other call (runRecv takes the one it
+    // pairs with out first).
+    HeldSend send = *held_;
+    held_.reset();
+    run("ncclSend", [&] {
+      return ncclSend(sendStaging_, send.count, ncclType(send.dtype), send.peer,
+                      comm_, stream_);
+    });
+  }
   try {
     makeCurrent(device_);
     checkResult(issue(), call);
@@ -349,18 +376,9 @@ const void *NcclCommunicator::unaliased(const void *send, std::size_t sendBytes,
                                         std::size_t recvBytes) {
   if (!overlaps(send, sendBytes, recv, recvBytes))
     return send;
-  if (stagingBytes_ < sendBytes) {
-    // The last collective has completed (each one is waited for), so the
-    // old buffer is idle.
-    if (staging_)
-      checkCuda(cudaFree(staging_), "NcclCommunicator: cudaFree");
-    staging_ = nullptr;
-    stagingBytes_ = 0;
-    checkCuda(cudaMalloc(&staging_, sendBytes),
-              "NcclCommunicator: cudaMalloc of " + std::to_string(sendBytes) +
-                  " staging bytes");
-    stagingBytes_ = sendBytes;
-  }
+  // The last collective has completed (each one is waited for), so the
+  // old buffer is idle.
+  reserve(staging_, stagingBytes_, sendBytes);
   checkCuda(cudaMemcpyAsync(staging_, send, sendBytes, cudaMemcpyDeviceToDevice,
                             stream_),
             "NcclCommunicator: cudaMemcpyAsync to the staging buffer");
@@ -470,6 +488,50 @@ void NcclCommunicator::runAllToAll(const void *send, void *recv,
     }
     ncclResult_t ended = ncclGroupEnd(); // always closes the group
     return result != ncclSuccess ? result : ended;
+  });
+}
+
+void NcclCommunicator::runSend(const void *send, std::size_t count,
+                               CommDType dtype, int peer, int /*tag*/) {
+  runCompleteSends(); // the staging buffer is idle once it returns
+  std::size_t bytes = count * byteSize(dtype);
+  makeCurrent(device_);
+  reserve(sendStaging_, sendStagingBytes_, bytes);
+  checkCuda(cudaMemcpyAsync(sendStaging_, send, bytes, cudaMemcpyDeviceToDevice,
+                            stream_),
+            "NcclCommunicator: cudaMemcpyAsync of a send");
+  held_ = HeldSend{count, dtype, peer};
+}
+
+void NcclCommunicator::runRecv(void *recv, std::size_t count, CommDType dtype,
+                               int peer, int /*tag*/) {
+  std::optional<HeldSend> send;
+  if (held_ && held_->peer == peer)
+    std::swap(send, held_);
+  run(send ? "ncclSend/ncclRecv" : "ncclRecv", [&] {
+    if (!send)
+      return ncclRecv(recv, count, ncclType(dtype), peer, comm_, stream_);
+    ncclResult_t result = ncclGroupStart();
+    if (result != ncclSuccess)
+      return result;
+    ncclResult_t sent = ncclSend(sendStaging_, send->count,
+                                 ncclType(send->dtype), peer, comm_, stream_);
+    ncclResult_t received =
+        ncclRecv(recv, count, ncclType(dtype), peer, comm_, stream_);
+    result = sent != ncclSuccess ? sent : received;
+    ncclResult_t ended = ncclGroupEnd(); // always closes the group
+    return result != ncclSuccess ? result : ended;
+  });
+}
+
+void NcclCommunicator::runCompleteSends() {
+  if (!held_)
+    return;
+  HeldSend send = *held_;
+  held_.reset();
+  run("ncclSend", [&] {
+    return ncclSend(sendStaging_, send.count, ncclType(send.dtype), send.peer,
+                    comm_, stream_);
   });
 }
 

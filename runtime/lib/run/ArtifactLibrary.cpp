@@ -118,7 +118,9 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(group));
     return;
   }
-  check(isCommGroup(group),
+  // The stages of a pipeline hold different states: none is a shard of
+  // another's.
+  check(isCommGroup(group) && group != int32_t(CommGroup::Pipeline),
         named + " is partitioned over group " + std::to_string(group) +
             "; only the world (0), the expert group (1), the expert-data "
             "group (2), the tensor group (3) and the data group (4) "
@@ -334,6 +336,17 @@ void validateArtifactInfo(const ArtifactInfo &info, const std::string &where) {
               std::to_string(size) + " does not divide its world size " +
               std::to_string(info.worldSize) + " (the " + groups +
               " groups must cut the ranks into equal parts)");
+  check(info.pipelineParallelSize >= 0 &&
+            info.worldSize % (tensorParallelSize(info) *
+                              pipelineParallelSize(info)) == 0 &&
+            info.pipelineStage >= 0 &&
+            info.pipelineStage < pipelineParallelSize(info),
+        where + ": artifact pipeline stage " +
+            std::to_string(info.pipelineStage) + " of " +
+            std::to_string(info.pipelineParallelSize) +
+            " does not fit its world of " + std::to_string(info.worldSize) +
+            " ranks with tensor-parallel size " +
+            std::to_string(tensorParallelSize(info)));
   check(info.arenaBytes >= 0, where + ": negative arena size " +
                                   std::to_string(info.arenaBytes));
   check(info.hostArenaBytes >= 0, where + ": negative host arena size " +
@@ -456,6 +469,48 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
     }
   }
   return library;
+}
+
+void ArtifactLibrary::selectPipelineStage(int rank, int worldSize) {
+  const int stages = pipelineParallelSize(*info_);
+  if (stages == 1)
+    return;
+  check(variants_.empty(),
+        path_ + ": a pipeline-parallel artifact with step variants");
+  check(worldSize % stages == 0,
+        path_ + ": " + std::to_string(stages) +
+            " pipeline stages do not divide the job's " +
+            std::to_string(worldSize) + " ranks");
+  auto table = reinterpret_cast<const PipelineStagePrograms *(*)()>(
+      ::dlsym(handle_, "dsc_artifact_stages"));
+  const PipelineStagePrograms *programs = table ? table() : nullptr;
+  check(programs && programs->count == stages && programs->stages,
+        path_ + ": the artifact has " + std::to_string(stages) +
+            " pipeline stages but no table of their programs "
+            "(dsc_artifact_stages); build it with dsc-compile");
+  const int stage = rank / (worldSize / stages);
+  const PipelineStageProgram &program = programs->stages[stage];
+  const ArtifactInfo *info = program.info ? program.info() : nullptr;
+  std::string where = path_ + " (pipeline stage " + std::to_string(stage) + ")";
+  check(info && program.step, where + ": no tables or no step");
+  validateArtifactInfo(*info, where);
+  check(info->pipelineStage == stage &&
+            pipelineParallelSize(*info) == stages &&
+            info->worldSize == info_->worldSize,
+        where + ": the stage's tables say stage " +
+            std::to_string(info->pipelineStage) + " of " +
+            std::to_string(info->pipelineParallelSize) + " on " +
+            std::to_string(info->worldSize) + " ranks");
+  // Loading and saving place a partition's shards by the group index of
+  // a mesh without stages.
+  for (int32_t i = 0; i < info->numStates; ++i)
+    check(!info->states[i].wholeShape,
+          where + ": state '" + info->states[i].tensor.name +
+              "' is partitioned (ZeRO or tensor parallelism), which "
+              "pipeline stages do not support yet; build with "
+              "--zero-stage=0 --tensor-parallel=1");
+  info_ = info;
+  step_ = program.step;
 }
 
 // No dlclose: generated code may leave threads behind (an OpenMP pool) that

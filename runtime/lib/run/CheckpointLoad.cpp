@@ -206,7 +206,9 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       entry.partitionGroupSize = entry.partitionWorldSize;
       if (partition.contains("group")) { // expert parallelism's
         std::string group = field<std::string>(partition, "group", at);
-        check(parseCommGroup(group, entry.partitionGroup),
+        // No state is partitioned over the pipeline's stages.
+        check(parseCommGroup(group, entry.partitionGroup) &&
+                  entry.partitionGroup != CommGroup::Pipeline,
               at + ": unknown partition group '" + group + "'");
         entry.partitionGroupSize = field<int>(partition, "group_size", at);
         check(entry.partitionGroupSize >= 1,

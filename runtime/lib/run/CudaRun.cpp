@@ -88,6 +88,7 @@ public:
   void allocate(const ArtifactInfo &info) override {
     expertParallelSize_ = info.expertParallelSize;
     tensorParallelSize_ = tensorParallelSize(info);
+    pipelineParallelSize_ = pipelineParallelSize(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_->allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -178,7 +179,8 @@ public:
     // own (ncclCommSplit of the job's).
     context_ = std::make_unique<RunStepContext>(
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
-        expertParallelSize_, localCopy, tensorParallelSize_);
+        expertParallelSize_, localCopy, tensorParallelSize_,
+        pipelineParallelSize_);
     return *context_;
   }
 
@@ -302,6 +304,7 @@ private:
   int32_t collectiveStream_ = -1;
   int32_t expertParallelSize_ = 1;
   int32_t tensorParallelSize_ = 1;
+  int32_t pipelineParallelSize_ = 1;
   // The groups' communicators (in the context) share the job's stream:
   // they go first.
   std::unique_ptr<Communicator> comm_;

@@ -253,8 +253,9 @@ int checkRanksAgree(Control &control, const JobDigest &digest,
 /// "memory=device" GPU memory (and the pinned host staging beside it). The
 /// collectives' figures are per group (RunStepContext::groupStats): the
 /// World's lines as "collective=KIND ...", those of the Expert,
-/// ExpertData, Tensor and Data groups, when the artifact issued any,
-/// prefixed "group=NAME".
+/// ExpertData, Tensor, Data and Pipeline groups, when the artifact issued
+/// any, prefixed "group=NAME" (a pipeline's sends and receives as
+/// collective=send and collective=recv).
 /// The memory of the steps of staged KD before its stop ("teacher") or
 /// after it ("student") that this run ran, first to last.
 struct StagedKdPhase {
@@ -345,7 +346,7 @@ std::string summary(int rank, const MemoryUse &memory,
     }
   for (CommGroup group : {CommGroup::World, CommGroup::Expert,
                           CommGroup::ExpertData, CommGroup::Tensor,
-                          CommGroup::Data}) {
+                          CommGroup::Data, CommGroup::Pipeline}) {
     const CommStats &stats = context.groupStats(group);
     CollectiveCounters total = stats.total();
     if (group != CommGroup::World && total.calls == 0)
@@ -526,6 +527,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   startup.enter("loading the artifact, the data and the state");
   outcome = attempt([&] {
     artifact = ArtifactLibrary::open(options.artifact);
+    artifact->selectPipelineStage(rank, size);
     const ArtifactInfo &info = artifact->info();
     applyArtifactRunSettings(options, artifact->runSettings(), options.artifact);
     if (!options.nvmePath.empty()) {
@@ -552,6 +554,11 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     // one batch (the data must hold a sequence), before any tensor is read.
     std::optional<SafeTensorsFile> weights;
     if (!options.resume.empty()) {
+      check(pipelineParallelSize(info) == 1,
+            "--resume: the artifact runs " +
+                std::to_string(info.pipelineParallelSize) +
+                " pipeline stages; resuming a pipeline-parallel run from a "
+                "checkpoint is not supported yet");
       resumed = Checkpoint::open(options.resume);
       resumed->checkJob(options.batch, options.seq);
       // The masks of an uninterrupted run: the checkpoint's seed.
@@ -627,7 +634,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     }
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs.push_back(target->hostInput(i));
-    data->fill(0, rank / (size / plan.dataRanks), plan.dataRanks, inputs);
+    data->fill(0, dataRankOf(info, rank, size), plan.dataRanks, inputs);
     if (resumed)
       target->loadStates(info, *resumed);
     else
@@ -685,7 +692,15 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                                     std::to_string(info.expertParallelSize) +
                                     ")"
                               : std::string();
-    if (info.tensorParallelSize > 1)
+    if (pipelineParallelSize(info) > 1)
+      experts += " (mesh: tensor " + std::to_string(tensorParallelSize(info)) +
+                 " x data " + std::to_string(plan.dataRanks) + " x pipeline " +
+                 std::to_string(pipelineParallelSize(info)) +
+                 ", tensor innermost; " +
+                 std::to_string(info.pipelineParallelSize) +
+                 " stages each running all micro-batches of a step in one "
+                 "call)";
+    else if (info.tensorParallelSize > 1)
       experts += " (mesh: tensor " + std::to_string(info.tensorParallelSize) +
                  " x data " + std::to_string(plan.dataRanks) +
                  ", tensor innermost)";
@@ -820,7 +835,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
       for (int64_t micro = 0; micro < microSteps; ++micro) {
         // The ranks of a tensor group (Megatron's mesh: consecutive ranks)
         // read the same micro-batch: their data-parallel rank's.
-        const int dataRank = rank / (size / plan.dataRanks);
+        const int dataRank = dataRankOf(info, rank, size);
         data->fill((step - 1) * microSteps + micro, dataRank, plan.dataRanks,
                    inputs);
         // This rank's first sample of the micro-batch in the optimizer
@@ -833,6 +848,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
           artifact->step(context);
         else
           artifact->step(context, variant);
+        context.completePipelineSends();
       }
       std::chrono::duration<double> elapsed =
           std::chrono::steady_clock::now() - start;

@@ -166,8 +166,10 @@ FeedPlan planFeeds(const ArtifactInfo &info, const RunOptions &options,
   check(plan.microBatch > 0 && plan.seqLen > 0,
         where + ": artifact input '" + first.name + "' is empty (" +
             describeType(first) + ")");
-  // The ranks of a tensor group read the same micro-batch.
-  plan.dataRanks = worldSize / tensorParallelSize(info);
+  // The ranks of a tensor group, and the stages of a pipeline, read the
+  // same micro-batch.
+  plan.dataRanks =
+      worldSize / tensorParallelSize(info) / pipelineParallelSize(info);
   plan.trainBatch = plan.microBatch * plan.dataRanks * info.gradAccumSteps;
   std::string accumulation =
       info.gradAccumSteps > 1

@@ -6,6 +6,7 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Stream.h"
 
+#include <climits>
 #include <cstring>
 
 namespace dsc::rt {
@@ -46,13 +47,15 @@ RunStepContext::RunStepContext(std::vector<void *> states,
                                std::vector<Stream *> streams,
                                int32_t collectiveStream,
                                int32_t expertParallelSize, LocalCopy localCopy,
-                               int32_t tensorParallelSize)
+                               int32_t tensorParallelSize,
+                               int32_t pipelineParallelSize)
     : states_(std::move(states)), inputs_(std::move(inputs)),
       outputs_(std::move(outputs)), arena_(arena), comm_(comm),
       streams_(std::move(streams)), collectiveStream_(collectiveStream),
       localCopy_(std::move(localCopy)),
-      groups_(std::make_unique<GroupCommunicators>(comm, expertParallelSize,
-                                                   tensorParallelSize)) {}
+      groups_(std::make_unique<GroupCommunicators>(
+          comm, expertParallelSize, tensorParallelSize, pipelineParallelSize)) {
+}
 
 RunStepContext::~RunStepContext() = default;
 
@@ -153,7 +156,7 @@ RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
                 what + ", collective " + std::to_string(sequence)};
   try {
     check(known, "no such communicator group (0: world, 1: expert, 2: "
-                 "expert_data, 3: tensor, 4: data)");
+                 "expert_data, 3: tensor, 4: data, 5: pipeline)");
     bool sums = kind == CollectiveKind::AllReduce ||
                 kind == CollectiveKind::ReduceScatter;
     issued.dtype = commType(type, sums ? "sum" : "move");
@@ -267,6 +270,54 @@ void RunStepContext::allToAll(void *buffer, size_t count, ElementType type,
     run(issued, stream, [buffer, count](Communicator &comm, CommDType dtype) {
       comm.allToAll(buffer, buffer, count, dtype);
     });
+}
+
+void RunStepContext::pipelineSend(const void *buffer, size_t count,
+                                  ElementType type, PipelinePeer peer,
+                                  int64_t microBatch, int64_t sequence,
+                                  Stream &stream) {
+  pipelineTransfer(true, const_cast<void *>(buffer), count, type, peer,
+                   microBatch, sequence, stream);
+}
+
+void RunStepContext::pipelineRecv(void *buffer, size_t count, ElementType type,
+                                  PipelinePeer peer, int64_t microBatch,
+                                  int64_t sequence, Stream &stream) {
+  pipelineTransfer(false, buffer, count, type, peer, microBatch, sequence,
+                   stream);
+}
+
+void RunStepContext::pipelineTransfer(bool send, void *buffer, size_t count,
+                                      ElementType type, PipelinePeer peer,
+                                      int64_t microBatch, int64_t sequence,
+                                      Stream &stream) {
+  const char *what = send ? "pipelineSend" : "pipelineRecv";
+  int32_t stage = groupRank(CommGroup::Pipeline);
+  int32_t target = peer == PipelinePeer::Next ? stage + 1 : stage - 1;
+  check(target >= 0 && target < groupSize(CommGroup::Pipeline) &&
+            microBatch >= 0 && microBatch <= INT32_MAX,
+        "step " + std::to_string(step_) + ", collective " +
+            std::to_string(sequence) + " (" + what + "): stage " +
+            std::to_string(stage) + " of " +
+            std::to_string(groupSize(CommGroup::Pipeline)) + " has no " +
+            (peer == PipelinePeer::Next ? "next" : "previous") +
+            " stage, or micro-batch " + std::to_string(microBatch) +
+            " is out of range");
+  Issued issued =
+      begin(send ? CollectiveKind::Send : CollectiveKind::Recv, what, count,
+            type, sequence, stream, CommGroup::Pipeline);
+  int tag = int(microBatch);
+  run(issued, stream, [=](Communicator &comm, CommDType dtype) {
+    if (send)
+      comm.send(buffer, count, dtype, target, tag);
+    else
+      comm.recv(buffer, count, dtype, target, tag);
+  });
+}
+
+void RunStepContext::completePipelineSends() {
+  if (Communicator *comm = groups_->communicator(CommGroup::Pipeline))
+    comm->completeSends();
 }
 
 int32_t RunStepContext::groupSize(CommGroup group) const {

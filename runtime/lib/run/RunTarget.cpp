@@ -32,6 +32,7 @@ public:
   void allocate(const ArtifactInfo &info) override {
     expertParallelSize_ = info.expertParallelSize;
     tensorParallelSize_ = tensorParallelSize(info);
+    pipelineParallelSize_ = pipelineParallelSize(info);
     for (int32_t i = 0; i < info.numInputs; ++i)
       inputs_.push_back(ioPool_.allocate(tensorBytes(info.inputs[i])));
     for (int32_t i = 0; i < info.numOutputs; ++i)
@@ -142,7 +143,8 @@ public:
       streams.push_back(stream.get());
     context_ = std::make_unique<RunStepContext>(
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
-        expertParallelSize_, RunStepContext::LocalCopy(), tensorParallelSize_);
+        expertParallelSize_, RunStepContext::LocalCopy(), tensorParallelSize_,
+        pipelineParallelSize_);
     context_->setHostArena(hostArena_);
     context_->setNvmeStore(nvme_.get());
     return *context_;
@@ -245,6 +247,7 @@ private:
   bool collectivesOnThread_ = false;
   int32_t expertParallelSize_ = 1;
   int32_t tensorParallelSize_ = 1;
+  int32_t pipelineParallelSize_ = 1;
 };
 
 std::unique_ptr<RunTarget> makeCpuRunTarget() {

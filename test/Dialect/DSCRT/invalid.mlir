@@ -398,3 +398,41 @@ func.func @host_buffer_without_host_arena() attributes {dscrt.arena_bytes = 1024
   %b = dscrt.buffer 0 : memref<4xf32, #dscrt.host>
   return
 }
+
+// -----
+
+module attributes {dsc.world_size = 2 : i64} {
+  func.func @transfer_without_stages(%act: memref<2x8xf32>) {
+    %comm = dscrt.stream "comm"
+    // expected-error @+1 {{'dscrt.pipeline_send' op moves data between pipeline stages, but the module has none}}
+    dscrt.pipeline_send %act to next on %comm {micro_batch = 0 : i64, sequence = 0 : i64} : memref<2x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i64} {
+  func.func @negative_micro_batch(%act: memref<2x8xf32>) {
+    %comm = dscrt.stream "comm"
+    // expected-error @+1 {{'dscrt.pipeline_recv' op micro_batch -1 is negative}}
+    dscrt.pipeline_recv %act from previous on %comm {micro_batch = -1 : i64, sequence = 0 : i64} : memref<2x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i64} {
+  func.func @transfer_on_compute(%act: memref<2x8xf32>, %out: memref<2x8xf32>) {
+    %compute = dscrt.stream "compute"
+    // expected-note @+1 {{the 'dscrt.kernel'}}
+    dscrt.kernel on %compute ins(%act : memref<2x8xf32>) outs(%out : memref<2x8xf32>) {
+    ^bb0(%x: tensor<2x8xf32>):
+      dscrt.yield %x : tensor<2x8xf32>
+    }
+    // expected-error @+1 {{'dscrt.pipeline_send' op runs on stream 'compute', which also runs a 'dscrt.kernel': collectives have a stream of their own}}
+    dscrt.pipeline_send %out to next on %compute {micro_batch = 0 : i64, sequence = 0 : i64} : memref<2x8xf32>
+    return
+  }
+}

@@ -98,3 +98,19 @@ func.func @offload() attributes {dscrt.arena_bytes = 256 : i64, dscrt.host_arena
   dscrt.synchronize %host
   return
 }
+
+// A pipeline stage's transfers to and from its neighbours, on the
+// collectives stream.
+// CHECK-LABEL: module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i64}
+module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i64} {
+  // CHECK-LABEL: func.func @stage
+  func.func @stage(%act: memref<2x8xf32>, %grad: memref<2x8xf32>) {
+    %compute = dscrt.stream "compute"
+    %comm = dscrt.stream "comm"
+    // CHECK: dscrt.pipeline_send %{{.*}} to next on %{{.*}} {micro_batch = 1 : i64, sequence = 0 : i64} : memref<2x8xf32>
+    dscrt.pipeline_send %act to next on %comm {micro_batch = 1 : i64, sequence = 0 : i64} : memref<2x8xf32>
+    // CHECK: dscrt.pipeline_recv %{{.*}} from next on %{{.*}} {micro_batch = 0 : i64, sequence = 1 : i64} : memref<2x8xf32>
+    dscrt.pipeline_recv %grad from next on %comm {micro_batch = 0 : i64, sequence = 1 : i64} : memref<2x8xf32>
+    return
+  }
+}

@@ -4,7 +4,7 @@
 // dsc.grad_accum) as its last ArtifactInfo field, and the accumulators as
 // states of role Gradient.
 // CHECK: {{[{][{]}}"w.grad_acc", ElementType::F32, 1, kShape{{[0-9]+}}}, dsc::rt::StateRole::Gradient},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {{.*}}, kStreams, 3, 0, 1};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {{.*}}, kStreams, 3, 0, 1, 1, 0};
 
 dsc.state parameter @w : tensor<4xf32>
 func.func @forward(%x: tensor<4xf32> {dsc.input = "x"}) -> (tensor<f32> {dsc.output = "loss"}) {

@@ -8,6 +8,6 @@
 // CHECK-NEXT: {{[{][{]}}"h.0.mlp.c_fc.weight", ElementType::F32, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter, 2, kShape{{[0-9]+}}, int32_t(dsc::rt::CommGroup::Tensor)},
 // CHECK: {{[{][{]}}"h.0.mlp.c_proj.weight", ElementType::F32, 2, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter, 2, kShape{{[0-9]+}}, int32_t(dsc::rt::CommGroup::Tensor), nullptr, 0.00000000000000000e+00, 0ull, dsc::rt::MemoryTier::Device, 4},
 // CHECK-NEXT: {{[{][{]}}"h.0.mlp.c_proj.bias", ElementType::F32, 1, kShape{{[0-9]+}}}, dsc::rt::StateRole::Parameter},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 4, 1, {{.*}}, kStreams, 1, 0, 2};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 4, 1, {{.*}}, kStreams, 1, 0, 2, 1, 0};
 // CHECK: ctx->allReduceSum({{.*}}, 32, ElementType::F32, 0, {{.*}}, dsc::rt::CommGroup::Tensor);
 // CHECK: ctx->allReduceSum({{.*}}, 1, ElementType::F32, {{[0-9]+}}, {{.*}}, dsc::rt::CommGroup::Data);

@@ -26,7 +26,7 @@
 // CHECK: const dsc::rt::StreamDesc kStreams[] = {
 // CHECK-NEXT: {"compute", false, false},
 // CHECK-NEXT: {"comm", true, true},
-// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0, 1};
+// CHECK: const dsc::rt::ArtifactInfo kInfo = {dsc::rt::kArtifactAbiVersion, "cpu", "", 2, 1, [[ARENA:[0-9]+]], 2, kStates, 2, kInputs, 1, kOutputs, 2, kStreams, 1, 0, 1, 1, 0};
 
 // dsc.linear: a call of the library's GEMM onto the bias (dsc/kernels/).
 // CHECK-LABEL: static void kernel0(dsc_stream_t stream, const float *__restrict in0,

@@ -244,7 +244,8 @@ LogicalResult WaitOp::verify() {
 
 Value mlir::dscrt::getCollectiveStream(Operation *op) {
   return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+            PipelineSendOp, PipelineRecvOp>(
           [](auto collective) { return collective.getStream(); })
       .Default([](Operation *) { return Value(); });
 }
@@ -252,7 +253,7 @@ Value mlir::dscrt::getCollectiveStream(Operation *op) {
 Value mlir::dscrt::getAsyncStream(Operation *op) {
   Value stream = llvm::TypeSwitch<Operation *, Value>(op)
                      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                           KernelOp, CopyOp, CopyShardOp, NvmeReadOp,
+                           PipelineSendOp, PipelineRecvOp, KernelOp, CopyOp, CopyShardOp, NvmeReadOp,
                            NvmeWriteOp>(
                          [](auto work) { return work.getStream(); })
                      .Default([](Operation *) { return Value(); });
@@ -306,6 +307,25 @@ static LogicalResult verifyCollectiveStream(Operation *collective) {
 }
 
 LogicalResult AllReduceOp::verify() { return verifyCollectiveStream(*this); }
+
+/// A transfer between stages of a module that has them.
+static LogicalResult verifyPipelineTransfer(Operation *op, int64_t microBatch) {
+  if (microBatch < 0)
+    return op->emitOpError() << "micro_batch " << microBatch
+                             << " is negative";
+  if (dsc::lookupWorldSize(op) && dsc::lookupPipelineParallelSize(op) < 2)
+    return op->emitOpError()
+           << "moves data between pipeline stages, but the module has none";
+  return verifyCollectiveStream(op);
+}
+
+LogicalResult PipelineSendOp::verify() {
+  return verifyPipelineTransfer(*this, getMicroBatch());
+}
+
+LogicalResult PipelineRecvOp::verify() {
+  return verifyPipelineTransfer(*this, getMicroBatch());
+}
 
 /// `shard` and `whole` of one element type, `whole` holding W times the
 /// elements of `shard` (W the size of `group`, when the module says it).

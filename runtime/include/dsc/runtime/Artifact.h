@@ -35,35 +35,46 @@ const char *elementTypeName(ElementType type); // "f32", ... as in the IR
 
 /// The groups of ranks a collective runs over, and a partitioned state is
 /// spread over. With W ranks (ArtifactInfo::worldSize) and expert-parallel
-/// size P (ArtifactInfo::expertParallelSize, which divides W), rank r is in
+/// size E (ArtifactInfo::expertParallelSize, which divides W), rank r is in
 /// one group of each kind, at an index of its own:
 ///   World: all W ranks; r at index r.
-///   Expert: the P consecutive ranks g*P, ..., g*P + P - 1 with g = r / P
-///     (the ranks that share out the experts of a layer); r at index r % P.
-///   ExpertData: the W/P ranks r % P + k*P, k = 0 .. W/P - 1 (the ranks that
+///   Expert: the E consecutive ranks g*E, ..., g*E + E - 1 with g = r / E
+///     (the ranks that share out the experts of a layer); r at index r % E.
+///   ExpertData: the W/E ranks r % E + k*E, k = 0 .. W/E - 1 (the ranks that
 ///     hold the same experts: expert parallelism's data-parallel group);
-///     r at index r / P.
-/// With P = 1 the Expert group is each rank alone and ExpertData is the
-/// world; with P = W, Expert is the world and ExpertData each rank alone.
+///     r at index r / E.
+/// With E = 1 the Expert group is each rank alone and ExpertData is the
+/// world; with E = W, Expert is the world and ExpertData each rank alone.
 /// With tensor-parallel size T (ArtifactInfo::tensorParallelSize, which
 /// divides W), Megatron's mesh, tensor innermost:
 ///   Tensor: the T consecutive ranks g*T, ..., g*T + T - 1 with g = r / T
 ///     (the ranks that split each layer's weights); r at index r % T.
 ///   Data: the W/T ranks r % T + k*T (the ranks that hold the same slices:
 ///     data parallelism's group); r at index r / T.
-/// Both at once (DeepSpeed-TED: experts under tensor parallelism, P * T
-/// dividing W), the expert groups run along the data dimension: with
-/// t = r % T and d = r / T,
-///   Expert: the P ranks (g*P + k)*T + t, g = d / P; r at index d % P;
-///   ExpertData: the W/(P*T) ranks (d % P + k*P)*T + t; r at index d / P;
+/// Both at once (DeepSpeed-TED: experts under tensor parallelism, E * T
+/// dividing W, E the expert-parallel size), the expert groups run along the
+/// data dimension: with t = r % T and d = r / T,
+///   Expert: the E ranks (g*E + k)*T + t, g = d / E; r at index d % E;
+///   ExpertData: the W/(E*T) ranks (d % E + k*E)*T + t; r at index d / E;
 /// which is the layout above when T = 1.
+/// With pipeline-parallel size P (ArtifactInfo::pipelineParallelSize, P * T
+/// dividing W), stages outermost: rank r runs stage r / (W/P), and
+///   Pipeline: the P ranks r % (W/P) + s*(W/P), s = 0 .. P - 1 (the ranks
+///     that pass one micro-batch's activations along); r at index r / (W/P).
+///   Data then holds the D = W/(T*P) ranks of one stage with the same tensor
+///     index: (r % (W/P)) % T + k*T, k < D; r at index (r % (W/P)) / T.
 enum class CommGroup : int32_t {
   World = 0,
   Expert = 1,
   ExpertData = 2,
   Tensor = 3,
-  Data = 4
+  Data = 4,
+  Pipeline = 5
 };
+
+/// A pipeline stage's neighbours in its Pipeline group (ArtifactInfo::
+/// pipelineParallelSize): the stage after it and the stage before it.
+enum class PipelinePeer : int32_t { Next, Previous };
 
 struct TensorDesc {
   const char *name;     // fully-qualified PyTorch name, or the input name
@@ -207,6 +218,15 @@ struct ArtifactInfo {
   /// least 1 and a divisor of worldSize; the W / T ranks of a Data group
   /// read different micro-batches, the T ranks of a Tensor group the same.
   int32_t tensorParallelSize;
+  /// Pipeline-parallel size P: the size of the Pipeline group (CommGroup),
+  /// at least 1, P * tensorParallelSize dividing worldSize. With P > 1 the
+  /// artifact holds one program per stage (dsc_artifact_stages); this one
+  /// is stage `pipelineStage`'s, whose states, inputs and arena these
+  /// tables describe. One call runs an optimizer step's gradAccumSteps = 1
+  /// call over all its micro-batches, stacked along the inputs' first
+  /// dimension.
+  int32_t pipelineParallelSize;
+  int32_t pipelineStage;
 };
 
 /// What generated code may ask of the runtime during a step. dsc-run
@@ -281,6 +301,19 @@ public:
   /// rank sent to this one (its block groupRank(group)).
   virtual void allToAll(void *buffer, size_t count, ElementType type,
                         int64_t sequence, Stream &stream, CommGroup group) = 0;
+  /// Enqueues on `stream`, the artifact's collectives stream, the send of
+  /// `count` elements at `buffer` to this rank's `peer` in its Pipeline
+  /// group, tagged `microBatch`, and the receive into `buffer` of what that
+  /// peer sends with the same tag. Ordered as allReduceSum; `sequence` as
+  /// there. A send takes a copy of `buffer` when it runs and never waits
+  /// for its receiver; a receive completes once the message has arrived.
+  /// dsc-run waits for this step's sends to complete after the step.
+  virtual void pipelineSend(const void *buffer, size_t count, ElementType type,
+                            PipelinePeer peer, int64_t microBatch,
+                            int64_t sequence, Stream &stream) = 0;
+  virtual void pipelineRecv(void *buffer, size_t count, ElementType type,
+                            PipelinePeer peer, int64_t microBatch,
+                            int64_t sequence, Stream &stream) = 0;
   /// The number of ranks in this rank's `group`, and this rank's index in
   /// it (CommGroup).
   virtual int32_t groupSize(CommGroup group) const = 0;
@@ -326,6 +359,19 @@ struct StepVariants {
   const StepVariant *variants;
 };
 
+/// The program of one pipeline stage: its tables (ArtifactInfo, with
+/// pipelineStage = its index) and its step. dsc-run runs on rank r the
+/// stage r / (W / P) of the artifact's dsc_artifact_stages.
+struct PipelineStageProgram {
+  const ArtifactInfo *(*info)(void);
+  void (*step)(StepContext *context);
+};
+
+struct PipelineStagePrograms {
+  int32_t count; // pipelineParallelSize
+  const PipelineStageProgram *stages;
+};
+
 } // namespace dsc::rt
 
 extern "C" {
@@ -336,6 +382,9 @@ void dsc_artifact_step(dsc::rt::StepContext *context);
 /// Optional: the step's variants (StepVariant); absent in an artifact
 /// without data schedules.
 const dsc::rt::StepVariants *dsc_artifact_variants(void);
+/// Optional: the stages' programs of a pipeline-parallel artifact;
+/// dsc_artifact_info and dsc_artifact_step are then stage 0's.
+const dsc::rt::PipelineStagePrograms *dsc_artifact_stages(void);
 }
 
 #endif // DSC_RUNTIME_ARTIFACT_H

@@ -52,6 +52,12 @@ public:
   /// 1 <= kept <= seqlen and an arena within ArtifactInfo's. Empty for an
   /// artifact without data schedules.
   const std::vector<StepVariant> &variants() const { return variants_; }
+  /// For a pipeline-parallel artifact (ArtifactInfo::pipelineParallelSize
+  /// P > 1), makes info() and step() those of the stage that rank `rank`
+  /// of a job of `worldSize` ranks runs, rank / (worldSize / P)
+  /// (dsc_artifact_stages), checked as open() checks stage 0's; nothing
+  /// otherwise. Error when the table is missing or is not P stages.
+  void selectPipelineStage(int rank, int worldSize);
   /// Runs variant `i`'s step.
   void step(StepContext &context, size_t i) const {
     variants_.at(i).step(&context);

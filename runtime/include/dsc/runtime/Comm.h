@@ -80,6 +80,20 @@ public:
   void allToAll(const void *send, void *recv, std::size_t count,
                 CommDType dtype);
 
+  /// Point to point (pipeline parallelism): `count` elements of `send` to
+  /// rank `peer`, tagged `tag`; the rank receives them with a recv from
+  /// this rank with the same tag (messages of one tag between two ranks
+  /// arrive in the order they were sent). send() returns once the data is
+  /// copied aside, never waiting for the receiver, so ranks that each
+  /// send before they receive cannot deadlock; completeSends() waits until
+  /// every send issued so far has been delivered. recv() returns once the
+  /// message is in `recv`; one of another size is an Error. Counted (send:
+  /// B bytes, recv: 0) and watched as the collectives are.
+  void send(const void *send, std::size_t count, CommDType dtype, int peer,
+            int tag);
+  void recv(void *recv, std::size_t count, CommDType dtype, int peer, int tag);
+  void completeSends();
+
   /// Calls and bytes sent per collective kind, by the formulas of
   /// CommStats.h.
   const CommStats &stats() const { return stats_; }
@@ -131,6 +145,13 @@ protected:
   virtual void runBarrier() = 0;
   virtual void runAllToAll(const void *send, void *recv, std::size_t count,
                            CommDType dtype) = 0;
+
+  /// Point to point; the default backend has none (Error).
+  virtual void runSend(const void *send, std::size_t count, CommDType dtype,
+                       int peer, int tag);
+  virtual void runRecv(void *recv, std::size_t count, CommDType dtype,
+                       int peer, int tag);
+  virtual void runCompleteSends() {}
 
   /// split()'s checks, and what the new communicator inherits from this
   /// one (jobRank()), for the backends' split.

@@ -46,18 +46,22 @@ class GroupLayout {
 public:
   /// Throws Error unless W >= 1 and P and T are divisors of W.
   GroupLayout(int worldSize, int expertParallelSize,
-              int tensorParallelSize = 1);
+              int tensorParallelSize = 1, int pipelineParallelSize = 1);
 
   int worldSize() const { return worldSize_; }
   int expertParallelSize() const { return expertParallelSize_; }
   int tensorParallelSize() const { return tensorParallelSize_; }
+  int pipelineParallelSize() const { return pipelineParallelSize_; }
+  /// Ranks per pipeline stage, W / P, and `rank`'s stage (Artifact.h).
+  int stageRanks() const { return worldSize_ / pipelineParallelSize_; }
+  int stage(int rank) const;
 
   /// Ranks in each group of kind `group`: W, P, W / P, T, W / T.
   int size(CommGroup group) const;
   /// `rank`'s index in its group of kind `group` (groupIndex).
-  int index(CommGroup group, int rank) const {
-    return groupIndex(group, rank, expertParallelSize_, tensorParallelSize_);
-  }
+  /// (groupIndex, but the Pipeline and Data groups of a pipeline with
+  /// P > 1 stages, which depend on W.)
+  int index(CommGroup group, int rank) const;
   /// Which group of kind `group` `rank` is in, numbered from 0 (the color
   /// of Communicator::split): 0, rank / P, rank % P, rank / T, rank % T.
   int color(CommGroup group, int rank) const;
@@ -71,6 +75,7 @@ private:
   int worldSize_;
   int expertParallelSize_;
   int tensorParallelSize_;
+  int pipelineParallelSize_;
 };
 
 /// The communicator of each group of this rank, made once when the job
@@ -88,7 +93,7 @@ public:
   /// divides world.size(), or when a split communicator's rank or size is
   /// not the layout's.
   GroupCommunicators(Communicator &world, int expertParallelSize,
-                     int tensorParallelSize = 1);
+                     int tensorParallelSize = 1, int pipelineParallelSize = 1);
   ~GroupCommunicators();
   GroupCommunicators(const GroupCommunicators &) = delete;
   GroupCommunicators &operator=(const GroupCommunicators &) = delete;
@@ -103,7 +108,8 @@ public:
 private:
   Communicator &world_;
   GroupLayout layout_;
-  std::unique_ptr<Communicator> expert_, expertData_, tensor_, data_;
+  std::unique_ptr<Communicator> expert_, expertData_, tensor_, data_,
+      pipeline_;
 };
 
 } // namespace dsc::rt

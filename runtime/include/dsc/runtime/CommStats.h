@@ -26,6 +26,8 @@
 //                  (a pipelined ring: each rank forwards the buffer once;
 //                  the N ranks together send (N-1) * B)
 //   barrier        0
+//   send           B                 (point to point, to one peer)
+//   recv           0
 //
 // With N = 1 every figure is 0. All figures are unsigned 64-bit integers and
 // depend only on the call's arguments and the rank, never on timing, so two

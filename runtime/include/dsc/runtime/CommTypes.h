@@ -30,6 +30,8 @@ enum class CollectiveKind : std::uint8_t {
   Broadcast,
   Barrier,
   AllToAll,
+  Send, // point to point: a pipeline stage's message to a neighbour
+  Recv,
   Count
 };
 

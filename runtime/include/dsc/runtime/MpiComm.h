@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <list>
 #include <vector>
 
 namespace dsc::rt {
@@ -70,6 +71,13 @@ private:
   void runBarrier() override;
   void runAllToAll(const void *send, void *recv, std::size_t count,
                    CommDType dtype) override;
+  /// MPI_Isend from a copy kept until the send completes (the caller's
+  /// buffer may be reused at once), MPI_Irecv waited for.
+  void runSend(const void *send, std::size_t count, CommDType dtype, int peer,
+               int tag) override;
+  void runRecv(void *recv, std::size_t count, CommDType dtype, int peer,
+               int tag) override;
+  void runCompleteSends() override;
   [[noreturn]] void abortJob(int exitCode) override;
 
   /// Waits for `request` through the watchdog.
@@ -87,6 +95,12 @@ private:
   MPI_Op f16Sum_ = MPI_OP_NULL;
   MPI_Op f16Max_ = MPI_OP_NULL;
   std::vector<unsigned char> staging_;
+  /// Sends in flight: each request with the copy it sends from.
+  struct PendingSend {
+    MPI_Request request;
+    std::vector<unsigned char> data;
+  };
+  std::list<PendingSend> sends_;
 };
 
 } // namespace dsc::rt

@@ -99,6 +99,16 @@ private:
   void runBarrier() override;
   void runAllToAll(const void *send, void *recv, std::size_t count,
                    CommDType dtype) override;
+  /// NCCL's sends wait for their receiver, so two neighbours that send to
+  /// each other before receiving (1F1B's steady state) would both wait. A
+  /// send is therefore copied aside and held: the next receive from the
+  /// same peer runs with it in one NCCL group (Megatron's paired
+  /// send-and-receive), anything else runs it alone first.
+  void runSend(const void *send, std::size_t count, CommDType dtype, int peer,
+               int tag) override;
+  void runRecv(void *recv, std::size_t count, CommDType dtype, int peer,
+               int tag) override;
+  void runCompleteSends() override;
   [[noreturn]] void abortJob(int exitCode) override;
 
   /// Everything the constructor sets up before the NCCL communicator, on
@@ -140,6 +150,15 @@ private:
   void *scratch_ = nullptr; // barrier's int
   void *staging_ = nullptr;
   std::size_t stagingBytes_ = 0;
+  /// The held send (runSend), from its copy in sendStaging_.
+  struct HeldSend {
+    std::size_t count;
+    CommDType dtype;
+    int peer;
+  };
+  std::optional<HeldSend> held_;
+  void *sendStaging_ = nullptr;
+  std::size_t sendStagingBytes_ = 0;
 };
 
 } // namespace dsc::rt

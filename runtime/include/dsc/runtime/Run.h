@@ -332,6 +332,19 @@ inline int tensorParallelSize(const ArtifactInfo &info) {
   return info.tensorParallelSize > 0 ? info.tensorParallelSize : 1;
 }
 
+/// The artifact's pipeline-parallel size, 1 for one that leaves it 0.
+inline int pipelineParallelSize(const ArtifactInfo &info) {
+  return info.pipelineParallelSize > 0 ? info.pipelineParallelSize : 1;
+}
+
+/// The data-parallel rank of `rank` in a job of `worldSize` ranks: its
+/// index in its Data group (Artifact.h), whose micro-batches it reads. The
+/// ranks of a tensor group, and the stages of a pipeline, read the same.
+inline int dataRankOf(const ArtifactInfo &info, int rank, int worldSize) {
+  int stageRanks = worldSize / pipelineParallelSize(info);
+  return rank % stageRanks / tensorParallelSize(info);
+}
+
 void forEachState(const ArtifactInfo &info, const SafeTensorsFile &weights,
                   const std::function<void(int32_t, const std::string &,
                                            size_t, bool present)> &read);
@@ -399,7 +412,8 @@ public:
                  std::vector<void *> outputs, void *arena, Communicator &comm,
                  std::vector<Stream *> streams = {},
                  int32_t collectiveStream = -1, int32_t expertParallelSize = 1,
-                 LocalCopy localCopy = {}, int32_t tensorParallelSize = 1);
+                 LocalCopy localCopy = {}, int32_t tensorParallelSize = 1,
+                 int32_t pipelineParallelSize = 1);
   ~RunStepContext() override;
 
   /// Starts a call of the step for optimizer step `step` (1-based, as
@@ -472,6 +486,19 @@ public:
                         CommGroup group) override;
   void allToAll(void *buffer, size_t count, ElementType type, int64_t sequence,
                 Stream &stream, CommGroup group) override;
+  /// Communicator::send and recv of the Pipeline group's communicator to
+  /// or from the stage after (Next) or before (Previous) this rank's,
+  /// tagged `microBatch`, numbered, counted and streamed as allReduceSum.
+  /// Error for a peer outside the pipeline (stage 0's Previous).
+  void pipelineSend(const void *buffer, size_t count, ElementType type,
+                    PipelinePeer peer, int64_t microBatch, int64_t sequence,
+                    Stream &stream) override;
+  void pipelineRecv(void *buffer, size_t count, ElementType type,
+                    PipelinePeer peer, int64_t microBatch, int64_t sequence,
+                    Stream &stream) override;
+  /// Waits until the step's pipeline sends have been delivered
+  /// (Communicator::completeSends); call once the step's streams are idle.
+  void completePipelineSends();
   int32_t groupSize(CommGroup group) const override;
   int32_t groupRank(CommGroup group) const override;
   int32_t rank() const override;
@@ -506,6 +533,10 @@ private:
   Issued begin(CollectiveKind kind, const std::string &what, size_t count,
                ElementType type, int64_t sequence, Stream &stream,
                CommGroup group);
+  /// pipelineSend's and pipelineRecv's common part.
+  void pipelineTransfer(bool send, void *buffer, size_t count, ElementType type,
+                        PipelinePeer peer, int64_t microBatch,
+                        int64_t sequence, Stream &stream);
   /// Runs `collective` on the issued collective's communicator, as a task
   /// of `stream` on the CPU, at once on CUDA; its Errors name `where`.
   void run(const Issued &issued, Stream &stream,
@@ -530,7 +561,7 @@ private:
   int32_t collectiveStream_;
   LocalCopy localCopy_;
   std::unique_ptr<GroupCommunicators> groups_;
-  std::array<CommStats, 5> groupStats_{};
+  std::array<CommStats, 6> groupStats_{};
   int64_t step_ = 0;
   int64_t firstSample_ = 0;
   uint64_t seed_ = 0;

@@ -347,6 +347,52 @@ def DSCRT_AllToAllOp : DSCRT_Op<"all_to_all"> {
   let hasVerifier = 1;
 }
 
+def DSCRT_PipelineSendOp : DSCRT_Op<"pipeline_send"> {
+  let summary = "sends a buffer to a neighbouring pipeline stage, on a stream";
+  let description = [{
+    The lowering of `dsc.pipeline_send`: the `count` elements of `buffer`
+    go to this rank's `next` or `previous` stage in its pipeline group,
+    where a `dscrt.pipeline_recv` from the opposite side with the same
+    `micro_batch` and type receives them. Enqueued on the collectives
+    stream and numbered as `dscrt.all_reduce`; the runtime copies the
+    buffer aside as the send runs, so a send never waits for its receiver
+    (which is what makes the stages' schedules free of deadlock: a stage
+    only ever waits for a receive whose send its peer issues without
+    waiting). `micro_batch` tags the message.
+
+    ```mlir
+    dscrt.pipeline_send %b to next on %comm {micro_batch = 1 : i64, sequence = 4 : i64} : memref<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
+                       DSC_PipelinePeer:$peer, I64Attr:$micro_batch,
+                       I64Attr:$sequence);
+  let assemblyFormat =
+      "$buffer `to` $peer `on` $stream attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
+def DSCRT_PipelineRecvOp : DSCRT_Op<"pipeline_recv"> {
+  let summary = "receives a buffer from a neighbouring pipeline stage, on a stream";
+  let description = [{
+    The lowering of `dsc.pipeline_recv`: `buffer` receives what the
+    `previous` or `next` stage sends with the matching
+    `dscrt.pipeline_send` (same `micro_batch`, same type). Enqueued on the
+    collectives stream and numbered as `dscrt.all_reduce`; readers of
+    `buffer` wait for an event recorded after it.
+
+    ```mlir
+    dscrt.pipeline_recv %b from previous on %comm {micro_batch = 1 : i64, sequence = 4 : i64} : memref<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
+                       DSC_PipelinePeer:$peer, I64Attr:$micro_batch,
+                       I64Attr:$sequence);
+  let assemblyFormat =
+      "$buffer `from` $peer `on` $stream attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+}
+
 def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
   let summary = "gathers every rank's shard into a buffer, on a stream";
   let description = [{
