@@ -21,24 +21,11 @@ using namespace mlir;
 using namespace mlir::dsc;
 
 bool cpp::isHostKernel(dscrt::KernelOp kernel) {
+  // A kernel's buffers are all in one memory (KernelOp's verifier).
   for (Value out : kernel.getOuts())
     if (dscrt::DSCRTDialect::isHostMemory(cast<MemRefType>(out.getType())))
       return true;
   return false;
-}
-
-LogicalResult cpp::checkHostKernel(dscrt::KernelOp kernel) {
-  // The lowering keeps tiers apart (an op mixing them is an error before
-  // it); a device buffer here would be dereferenced on the host.
-  for (Value v : llvm::concat<Value>(kernel.getIns(), kernel.getOuts())) {
-    if (v.getDefiningOp<dscrt::ConstantOp>())
-      continue; // read from the host copy of the constant
-    if (!dscrt::DSCRTDialect::isHostMemory(cast<MemRefType>(v.getType())))
-      return kernel.emitError("a kernel that writes host memory reads or writes "
-                              "device memory too: the CUDA target cannot run it "
-                              "on either");
-  }
-  return success();
 }
 
 SmallVector<std::string> cpp::kernelArgumentsFrom(dscrt::KernelOp kernel, StringRef array) {

@@ -20,10 +20,6 @@ namespace mlir::dsc::cpp {
 /// Whether `kernel` runs on the host: it writes host memory.
 bool isHostKernel(dscrt::KernelOp kernel);
 
-/// Fails with a diagnostic when a host kernel touches device memory (other
-/// than a constant, which the step has on the host too).
-LogicalResult checkHostKernel(dscrt::KernelOp kernel);
-
 /// The arguments of a call of `kernel`'s host function from an array of
 /// untyped buffers, `array` (inputs, then outputs): the CPU's empty queue,
 /// then each buffer cast to its type. The CPU step's tasks and the host
