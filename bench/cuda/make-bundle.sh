@@ -16,13 +16,15 @@ BUILD=${1:-$ROOT/build}
 OUT=$BUILD/gpu-bundle
 PY=/usr/bin/python3
 export PYTHONPATH=$ROOT/python
-rm -rf "$OUT" && mkdir -p "$OUT"/{bin,lib,exports,artifacts,train,tests}
+rm -rf "$OUT" && mkdir -p "$OUT"/{bin,lib,exports,artifacts,train,tests,offload}
 
 cp "$BUILD/bin/dsc-run" "$OUT/bin/"
 # The CUDA backend's own tests, which skip where there is no GPU.
 for t in RuntimeCudaTest RuntimeStreamCudaTest RuntimeCudaNcclTest; do
   cp "$BUILD/runtime/tests/$t" "$OUT/tests/"
 done
+# ZeRO-Offload's copies, pinned vs pageable (bench/cuda/offload_cuda.py).
+cp "$BUILD/runtime/bench/bench-offload-copy-cuda" "$OUT/bin/"
 # Copies every library the ldd output on stdin names into the bundle's
 # folder $1, except glibc's own and CUDA's and those lib/ has.
 copy_libs() {
@@ -87,6 +89,20 @@ tiny-bf16-z0 tiny --precision=bf16
 tiny-bf16-z2 tiny --precision=bf16 --zero-stage=2
 small-fp32-z0 small-b8-t512
 small-bf16-z0 small-b8-t512 --precision=bf16
+LIST
+# ZeRO-Offload's training step and the same step without offload
+# (bench/cuda/offload_cuda.py): GPT-2 124M, bf16, ZeRO stage 2, one rank.
+while read -r name model flags; do
+  dir=$OUT/offload/$name
+  mkdir -p "$dir"
+  cp "$OUT/artifacts/$model/sets.txt" "$dir/"
+  echo "$flags" > "$dir/flags.txt"
+  # shellcheck disable=SC2086
+  "$BUILD/bin/dsc-compile" "$OUT/artifacts/$model/model.mlir" --target=cuda $flags \
+    -o "$dir/step_cuda.so" > /dev/null
+done <<'LIST'
+small-bf16-z2 small-b8-t512 --precision=bf16 --zero-stage=2
+small-bf16-z2-offload small-b8-t512 --precision=bf16 --zero-stage=2 --offload-optimizer=cpu
 LIST
 # What the CPU artifacts load beside dsc-run's libraries (OpenMP's
 # runtime): in lib-cpu/, which only their dsc-run sees (run-on-gpu.sh puts

@@ -4,7 +4,7 @@
 # beside PyTorch: the eval steps (gpt2_eval_cuda.py), then the training
 # steps (gpt2_train_cuda.py). OUT receives the logs.
 #
-#   [PARTS="tests exports eval train"] bench/cuda/run-on-gpu.sh OUT
+#   [PARTS="tests exports eval train offload"] bench/cuda/run-on-gpu.sh OUT
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${1:?usage: run-on-gpu.sh OUT}
@@ -24,7 +24,7 @@ export OMPI_MCA_mca_base_component_path=$B/openmpi3 OMPI_MCA_ess_singleton_isola
 export OMPI_MCA_mca_base_component_show_load_errors=0
 ldd "$B/bin/dsc-run" | grep "not found"
 # PARTS (default: all) picks what runs, e.g. PARTS="tests train".
-PARTS=${PARTS:-tests exports eval train}
+PARTS=${PARTS:-tests exports eval train offload}
 has() { [[ " $PARTS " == *" $1 "* ]]; }
 if has tests; then
 echo "== CUDA backend tests"
@@ -49,4 +49,9 @@ if has train; then
 echo "== CUDA training steps"
 PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/gpt2_train_cuda.py" --bundle "$B" --out "$OUT" 2>&1 |
   tee "$OUT/gpt2_train_cuda.txt"
+fi
+if has offload; then
+echo "== ZeRO-Offload: copies, step time, overlap"
+PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/offload_cuda.py" --bundle "$B" --out "$OUT" 2>&1 |
+  tee "$OUT/offload_cuda.txt"
 fi

@@ -123,17 +123,22 @@ protected:
   /// the scratch directory; "" when it fails (a test failure) or when there
   /// is no compiler (compilerMissing_ says so: a standalone build of the
   /// runtime has none).
-  std::string compileTinyLm(const std::string &target, int worldSize) {
+  /// `flags` are dsc-compile's further options, `tag` names the artifact
+  /// among those of the same target and world size.
+  std::string compileTinyLm(const std::string &target, int worldSize,
+                            const std::vector<std::string> &flags = {},
+                            const std::string &tag = "") {
     if (!compilerBuilt()) {
       compilerMissing_ = true;
       return "";
     }
     std::string out = dir_.file("tiny_lm_" + target + "_w" +
-                                std::to_string(worldSize) + ".so");
+                                std::to_string(worldSize) + tag + ".so");
     std::vector<std::string> argv = {
         DSC_COMPILE_BINARY, std::string(DSC_TEST_INPUTS_DIR) + "/tiny_lm.mlir",
         "--target=" + target, "--world-size=" + std::to_string(worldSize),
         "-o", out};
+    argv.insert(argv.end(), flags.begin(), flags.end());
     if (target == "cuda" && gpus() > 0) {
       cudaDeviceProp properties{};
       if (cudaGetDeviceProperties(&properties, 0) == cudaSuccess)
@@ -310,6 +315,81 @@ TEST_F(DscRunCudaTool, ACompiledArtifactMatchesTheCpuTarget) {
   ASSERT_FALSE(cuda2.empty());
   ASSERT_FALSE(cpu2.empty());
   compare(2, cpu2, cuda2, 4);
+}
+
+/// ZeRO-Offload and ZeRO-Infinity on a GPU (tiny_lm, ZeRO stage 3, one
+/// rank, 4 steps of AdamW): the step's update runs on the host CPU, on
+/// pinned host states, between copies on the copy streams.
+///  - With the optimizer on the host (cpu) or on NVMe, and with the
+///    parameters' partitions on the host too, the host update is the same
+///    CPU kernel on the same bits: the losses (printed to round-trip a
+///    float) are identical.
+///  - Against the device's own update (no offload) they agree within fp32
+///    rounding only: nvcc contracts the CUDA AdamW's multiply-adds into
+///    FMAs, the host compiler does not, so each step's parameters may
+///    differ in their last bit (rtol 1e-5, the project's fp32 tolerance,
+///    bounds what four steps of that do to the loss).
+///  - dsc-run counts the copies both ways and the NVMe reads and writes.
+TEST_F(DscRunCudaTool, OffloadOnAGpuMatchesTheDeviceUpdate) {
+  if (gpus() < 1)
+    GTEST_SKIP() << "no GPU";
+  const std::vector<std::string> stage3 = {"--zero-stage=3",
+                                           "--zero-persistence-threshold=0"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), stage3.begin(), stage3.end());
+    return extra;
+  };
+  std::string none = compileTinyLm("cuda", 1, stage3, "_none");
+  SKIP_WITHOUT_COMPILER(none);
+  std::string cpu = compileTinyLm("cuda", 1, with({"--offload-optimizer=cpu"}), "_cpu");
+  std::string nvme = compileTinyLm(
+      "cuda", 1, with({"--offload-optimizer=nvme", "--offload-param=cpu"}),
+      "_nvme");
+  std::string param = compileTinyLm(
+      "cuda", 1, with({"--offload-optimizer=cpu", "--offload-param=cpu"}),
+      "_param");
+  ASSERT_FALSE(cpu.empty());
+  ASSERT_FALSE(nvme.empty());
+  ASSERT_FALSE(param.empty());
+  writeTinyLmWeights();
+  std::string nvmeDir = dir_.file("nvme");
+  ASSERT_EQ(::mkdir(nvmeDir.c_str(), 0700), 0);
+  auto losses = [&](const std::string &artifact, Result &result,
+                    bool onNvme = false) {
+    std::vector<std::string> argv = args(artifact, 4, 2);
+    if (onNvme)
+      argv.insert(argv.end(), {"--nvme-path", nvmeDir});
+    result = run(1, argv);
+    EXPECT_EQ(result.status, 0) << result.err;
+    return split(result.out, '\n');
+  };
+  auto lossText = [](const std::vector<std::string> &lines) {
+    std::vector<std::string> out;
+    for (const std::string &line : lines) {
+      size_t at = line.find(" loss=");
+      if (line.rfind("step=", 0) == 0 && at != std::string::npos)
+        out.push_back(line.substr(at, line.find(' ', at + 1) - at));
+    }
+    return out;
+  };
+  Result onDevice, onHost, onNvme, withParams;
+  std::vector<std::string> device = lossText(losses(none, onDevice));
+  std::vector<std::string> host = lossText(losses(cpu, onHost));
+  std::vector<std::string> disk = lossText(losses(nvme, onNvme, true));
+  std::vector<std::string> params = lossText(losses(param, withParams));
+  ASSERT_EQ(host.size(), 4u) << onHost.out;
+  EXPECT_EQ(disk, host);
+  EXPECT_EQ(params, host);
+  std::vector<double> expected = stepLosses(onDevice.out);
+  std::vector<double> got = stepLosses(onHost.out);
+  ASSERT_EQ(expected.size(), got.size());
+  for (size_t s = 0; s < got.size(); ++s)
+    EXPECT_NEAR(got[s], expected[s], 1e-5 * std::abs(expected[s]) + 1e-6)
+        << "step " << s + 1;
+  EXPECT_THAT(onHost.out, HasSubstr("transfer=d2h calls="));
+  EXPECT_THAT(onHost.out, HasSubstr("transfer=h2d calls="));
+  EXPECT_THAT(onNvme.out, HasSubstr("nvme=read calls="));
+  EXPECT_THAT(onNvme.out, HasSubstr("nvme=write calls="));
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "dsc/runtime/Comm.h"
 #include "dsc/runtime/Float16.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #include "dsc/runtime/Stream.h"
@@ -180,6 +181,26 @@ TEST(DscRunTargets, TheCpuTargetKeepsHostPools) {
   // So does --dump-states.
   EXPECT_EQ(target->hostState(fake.info, 0, scratch), states[0]);
   EXPECT_EQ(scratch.highWaterMark(), 0u);
+}
+
+// Both targets make the rank's NVMe store with makeNvmeStore: none without
+// NVMe states, an Error without a path, else one with every NVMe state's
+// extent (and only theirs) that reads back what it was given.
+TEST(DscRunTargets, TheNvmeStoreHoldsTheNvmeStates) {
+  OneRankArtifact a;
+  ScratchDir dir;
+  EXPECT_EQ(makeNvmeStore(a.info, dir.path(), 0), nullptr);
+  a.states[0].tier = MemoryTier::Nvme;
+  EXPECT_THAT(errorOf([&] { makeNvmeStore(a.info, "", 0); }),
+              HasSubstr("the artifact keeps state on NVMe (ZeRO-Infinity): "
+                        "give dsc-run --nvme-path DIR"));
+  std::unique_ptr<NvmeStore> store = makeNvmeStore(a.info, dir.path(), 1);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->stateBytes(0), 6 * sizeof(float));
+  std::vector<float> w = {1, 2, 3, 4, 5, 6}, back(6);
+  store->wait(store->write(0, 0, w.data(), 6 * sizeof(float)));
+  store->wait(store->read(0, 0, back.data(), 6 * sizeof(float)));
+  EXPECT_EQ(back, w);
 }
 
 TEST(DscRunTargets, StatesAreCheckedBeforeTheyAreRead) {

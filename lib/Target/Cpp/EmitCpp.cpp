@@ -2,6 +2,7 @@
 
 #include "dsc/Target/Cpp.h"
 
+#include "HostKernels.h"
 #include "KernelEmitter.h"
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
@@ -59,17 +60,15 @@ public:
         dscrt::DSCRTDialect::kArenaBytesAttrName);
     if (!arena)
       return step.emitError("the arena is not planned (run --dsc-plan-memory)");
-    // ZeRO-Offload's host kernels and host states: a CUDA artifact would
-    // need host tasks ordered with CUDA streams, which are not built yet.
-    if (cuda()) {
-      for (auto state : module.getOps<StateOp>())
-        if (state.getTier() != MemoryTier::device)
-          return state.emitError()
-                 << "ZeRO-Offload (a state on the "
-                 << stringifyMemoryTier(state.getTier())
-                 << ") is not built for the CUDA target yet; compile for "
-                    "--target=cpu";
-    }
+    // ZeRO-Offload's host kernels: on CUDA, the CPU target's code in a unit
+    // of their own (HostKernels.h).
+    if (cuda())
+      for (auto [k, kernel] : llvm::enumerate(step.getOps<dscrt::KernelOp>())) {
+        if (!cpp::isHostKernel(kernel))
+          continue;
+        hostKernels.push_back({kernel, "kernel" + std::to_string(k)});
+        hostKernelOps.insert(kernel);
+      }
     if (split() && failed(emitParts(step)))
       return failure();
     std::string stepText;
@@ -82,6 +81,7 @@ public:
       return failure();
     if (split())
       emitPartDeclarations();
+    emitHostDeclarations();
     if (failed(emitKernels(step)))
       return failure();
     code() << "} // namespace\n\n";
@@ -91,12 +91,19 @@ public:
     if (failed(emitStep(step)))
       return failure();
     os = &finalOs;
-    if (!split()) {
+    std::string hostText;
+    llvm::raw_string_ostream hostOs(hostText);
+    if (!hostKernels.empty() && failed(cpp::emitHostUnit(hostKernels, hostOs)))
+      return failure();
+    // With host kernels the artifact is several units even unsplit.
+    if (!split() && hostKernels.empty()) {
       finalOs << stepText;
       return success();
     }
     std::string ext = cuda() ? ".cu" : ".cpp";
     finalOs << "//--- step" << ext << "\n" << stepText;
+    if (!hostKernels.empty())
+      finalOs << "//--- host.cpp\n" << hostText;
     for (auto [i, part] : llvm::enumerate(parts)) {
       finalOs << "//--- kernels" << i + 1 << ext << "\n";
       emitHeader();
@@ -185,19 +192,9 @@ private:
   /// `static void kernelN_task(const dsc_task_t &)`: kernelN on the task's
   /// buffers.
   void emitKernelTask(dscrt::KernelOp kernel, StringRef name) {
-    SmallVector<std::string> args{"dsc_stream_t{}"};
-    unsigned i = 0;
-    auto arg = [&](Value v, bool input) {
-      std::string ty = cpp::cType(cast<MemRefType>(v.getType()).getElementType());
-      args.push_back("static_cast<" + std::string(input ? "const " : "") + ty +
-                     " *>(t.p[" + std::to_string(i++) + "])");
-    };
-    for (Value v : kernel.getIns())
-      arg(v, true);
-    for (Value v : kernel.getOuts())
-      arg(v, false);
     code() << "static void " << name << "_task(const dsc_task_t &t) { " << name
-          << (split() ? "_part(" : "(") << llvm::join(args, ", ") << "); }\n\n";
+          << (split() ? "_part(" : "(") << llvm::join(cpp::kernelArgumentsFrom(kernel, "t.p"), ", ")
+          << "); }\n\n";
   }
 
   std::string shapeArray(ArrayRef<int64_t> shape) {
@@ -437,8 +434,10 @@ private:
       if (auto kernel = dyn_cast<dscrt::KernelOp>(op)) {
         std::string name = "kernel" + std::to_string(kernelNames.size());
         kernelNames[&op] = name;
-        // Split: the kernel itself is in its part already (emitParts).
-        if (!split() && failed(cpp::emitKernel(kernel, name, code())))
+        // Split: the kernel itself is in its part already (emitParts); a
+        // host kernel of a CUDA artifact is in the host unit.
+        if (!split() && !hostKernelOps.contains(kernel) &&
+            failed(cpp::emitKernel(kernel, name, code())))
           return failure();
         if (!cuda())
           emitKernelTask(kernel, name);
@@ -452,8 +451,11 @@ private:
   /// calls it from its own unit).
   LogicalResult emitParts(func::FuncOp step) {
     SmallVector<std::pair<std::string, std::string>> kernels; // text, entry
+    int64_t index = 0;
     for (auto kernel : step.getOps<dscrt::KernelOp>()) {
-      std::string name = "kernel" + std::to_string(kernels.size());
+      std::string name = "kernel" + std::to_string(index++);
+      if (hostKernelOps.contains(kernel))
+        continue; // in the host unit
       std::string text;
       llvm::raw_string_ostream kos(text);
       if (failed(cpp::emitKernel(kernel, name, kos)))
@@ -497,6 +499,32 @@ private:
     if (cuda())
       code() << "inline void dsc_raise_index_errors() { " << llvm::join(calls, " ") << " }\n";
     code() << "\n";
+  }
+
+  /// CUDA with host kernels: the step's unit declares their entries,
+  /// outside the anonymous namespace so that they link.
+  void emitHostDeclarations() {
+    if (hostKernels.empty())
+      return;
+    code() << "} // namespace\n// The host kernels (ZeRO-Offload), compiled in the unit host.cpp.\n";
+    for (auto &entry : hostKernels)
+      code() << cpp::hostEntryDeclaration(entry.second) << ";\n";
+    code() << "namespace {\n\n";
+  }
+
+  /// A host kernel of a CUDA artifact: a host task of its stream that calls
+  /// the host unit's entry with the kernel's buffers (constants: their
+  /// host arrays).
+  std::string hostKernelTask(dscrt::KernelOp kernel, const std::string &label) {
+    SmallVector<std::string> pointers;
+    for (Value v : llvm::concat<Value>(kernel.getIns(), kernel.getOuts())) {
+      Operation *def = v.getDefiningOp();
+      std::string name = isa_and_nonnull<dscrt::ConstantOp>(def) ? constNames[def] : var(v);
+      pointers.push_back("const_cast<void *>(static_cast<const void *>(" + name + "))");
+    }
+    return var(kernel.getStream()) + ".enqueue([=] { void *const buffers[] = {" +
+           llvm::join(pointers, ", ") + "}; " + cpp::hostEntryName(kernelNames[kernel]) +
+           "(buffers); }, " + cString(label) + ")";
   }
 
   LogicalResult emitConstant(dscrt::ConstantOp cst, StringRef name) {
@@ -654,13 +682,17 @@ private:
       SmallVector<std::string> pointers;
       for (const std::string &a : args)
         pointers.push_back("dsc_ptr(" + a + ")");
+      std::string label =
+          name + " (" +
+          (isa<dscrt::YieldOp>(first) ? std::string("copy") : first.getName().getStringRef().str()) +
+          ")";
       enqueue(kernel.getStream(),
               "dsc_task_t{" + name + "_task, {" + llvm::join(pointers, ", ") + "}, 0}",
-              name + (split() ? "_part(" : "(") + var(kernel.getStream()) + "_h, " + list + ")",
-              name + " (" +
-                  (isa<dscrt::YieldOp>(first) ? std::string("copy")
-                                              : first.getName().getStringRef().str()) +
-                  ")");
+              hostKernelOps.contains(kernel)
+                  ? hostKernelTask(kernel, label + " on the host")
+                  : name + (split() ? "_part(" : "(") + var(kernel.getStream()) + "_h, " +
+                        list + ")",
+              label);
     } else if (auto copy = dyn_cast<dscrt::CopyOp>(op)) {
       MemRefType from = copy.getSource().getType(), to = copy.getTarget().getType();
       std::string src = var(copy.getSource()), dst = var(copy.getTarget());
@@ -797,6 +829,9 @@ private:
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Value, int64_t> streamIndex;
   llvm::DenseMap<Operation *, std::string> kernelNames, constNames;
+  /// CUDA: the kernels that run on the host, with their names.
+  SmallVector<std::pair<dscrt::KernelOp, std::string>> hostKernels;
+  llvm::DenseSet<Operation *> hostKernelOps;
 };
 } // namespace
 

@@ -17,6 +17,14 @@
 //     and stages state through pinned host memory ("staging"): each state
 //     tensor is read into a pinned buffer of the largest tensor's size and
 //     copied to the GPU;
+//   - ZeRO-Offload: keeps the states on the host and the host arena in
+//     pinned host memory ("host state", "host arena": cudaHostAlloc), so
+//     that the artifact's copies between them and the GPU (cudaMemcpyAsync
+//     on its copy streams) are asynchronous, and its host kernels (the
+//     update, host tasks of its "host" stream) read and write them in
+//     place; ZeRO-Infinity: creates the rank's NVMe store (makeNvmeStore)
+//     and writes the NVMe states into it as it loads them, through the
+//     pinned staging buffer, one state at a time;
 //   - creates the artifact's streams (CudaStream) and sums over NCCL
 //     (NcclCommunicator) on the artifact's collectives stream. The order of
 //     kernels and collectives is the artifact's: its events make the
@@ -32,6 +40,7 @@
 #include "dsc/runtime/CudaMemoryPool.h"
 #include "dsc/runtime/CudaStream.h"
 #include "dsc/runtime/MemoryPool.h"
+#include "dsc/runtime/NvmeStore.h"
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/SafeTensors.h"
 #ifdef DSC_HAVE_NCCL
@@ -41,6 +50,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 namespace dsc::rt {
@@ -83,6 +93,10 @@ public:
     ioPool_ = std::make_unique<CudaMemoryPool>("io", MemoryKind::PinnedHost);
     stagingPool_ =
         std::make_unique<CudaMemoryPool>("staging", MemoryKind::PinnedHost);
+    hostStatePool_ =
+        std::make_unique<CudaMemoryPool>("host state", MemoryKind::PinnedHost);
+    hostArenaPool_ =
+        std::make_unique<CudaMemoryPool>("host arena", MemoryKind::PinnedHost);
   }
 
   void allocate(const ArtifactInfo &info) override {
@@ -94,6 +108,9 @@ public:
     for (int32_t i = 0; i < info.numOutputs; ++i)
       outputs_.push_back(ioPool_->allocate(tensorBytes(info.outputs[i])));
     arena_ = arenaPool_->allocate(static_cast<size_t>(info.arenaBytes));
+    hostArena_ =
+        hostArenaPool_->allocate(static_cast<size_t>(info.hostArenaBytes));
+    nvme_ = makeNvmeStore(info, nvmePath_, rank_);
     for (int32_t i = 0; i < info.numStreams; ++i) {
       streams_.push_back(
           std::make_unique<cuda::CudaStream>(info.streams[i].name));
@@ -113,18 +130,19 @@ public:
                      states_.push_back(nullptr);
                      return;
                    }
-                   void *device = statePool_->allocate(bytes);
-                   states_.push_back(device);
-                   if (!present) { // optimizer state: starts at zero
-                     checkCuda(cudaMemset(device, 0, bytes),
-                               "zeroing state '" + name + "' on the GPU");
-                     return;
-                   }
-                   readState(info.states[i], weights, rank_,
-                             info.expertParallelSize, staging.buffer,
-                             tensorParallelSize(info));
-                   copy(device, staging.buffer, bytes, cudaMemcpyHostToDevice,
-                        "state '" + name + "' to the GPU");
+                   MemoryTier tier = info.states[i].tier;
+                   // Host states are read in place; device and NVMe
+                   // states through the staging buffer.
+                   void *read = tier == MemoryTier::Host
+                                    ? hostStatePool_->allocate(bytes)
+                                    : staging.buffer;
+                   if (present)
+                     readState(info.states[i], weights, rank_,
+                               info.expertParallelSize, read,
+                               tensorParallelSize(info));
+                   else // optimizer state: starts at zero
+                     std::memset(read, 0, bytes);
+                   place(i, tier, read, bytes, name);
                  });
   }
 
@@ -132,6 +150,13 @@ public:
                          const SafeTensorsFile &teacher) override {
     Staging staging(*stagingPool_, largestStateBytes(info));
     forEachTeacherState(info, teacher, [&](int32_t i, const StateDesc &own) {
+      // With parameter offload a teacher's partitions are on the host.
+      if (own.tier == MemoryTier::Host) {
+        states_[size_t(i)] = hostStatePool_->allocate(tensorBytes(own.tensor));
+        readState(own, teacher, rank_, info.expertParallelSize,
+                  states_[size_t(i)]);
+        return;
+      }
       readState(own, teacher, rank_, info.expertParallelSize, staging.buffer);
       states_[size_t(i)] = statePool_->allocate(tensorBytes(own.tensor));
       copy(states_[size_t(i)], staging.buffer, tensorBytes(own.tensor),
@@ -153,10 +178,14 @@ public:
         states_.push_back(nullptr);
         continue;
       }
-      void *device = statePool_->allocate(bytes);
-      states_.push_back(device);
-      copy(device, loaded[size_t(i)], bytes, cudaMemcpyHostToDevice,
-           std::string("state '") + state.name + "' to the GPU");
+      MemoryTier tier = info.states[size_t(i)].tier;
+      if (tier == MemoryTier::Host) {
+        void *pinned = hostStatePool_->allocate(bytes);
+        std::memcpy(pinned, loaded[size_t(i)], bytes);
+        place(i, tier, pinned, bytes, state.name);
+      } else {
+        place(i, tier, loaded[size_t(i)], bytes, state.name);
+      }
       host.release(loaded[size_t(i)]);
     }
   }
@@ -181,6 +210,8 @@ public:
         states_, inputs_, outputs_, arena_, *comm_, streams, collectiveStream_,
         expertParallelSize_, localCopy, tensorParallelSize_,
         pipelineParallelSize_);
+    context_->setHostArena(hostArena_);
+    context_->setNvmeStore(nvme_.get());
     return *context_;
   }
 
@@ -196,7 +227,17 @@ public:
         continue;
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);
+      // Every step synchronized its streams before it returned: the host
+      // states are final, and the NVMe states written back.
+      if (info.states[i].tier == MemoryTier::Host) {
+        host[size_t(i)] = states_[size_t(i)];
+        continue;
+      }
       host[size_t(i)] = scratch.allocate(bytes);
+      if (info.states[i].tier == MemoryTier::Nvme) {
+        nvme_->wait(nvme_->read(NvmeStore::StateId(i), 0, host[size_t(i)], bytes));
+        continue;
+      }
       copy(host[size_t(i)], states_[size_t(i)], bytes, cudaMemcpyDeviceToHost,
            std::string("state '") + state.name + "' from the GPU");
     }
@@ -222,12 +263,14 @@ public:
     checkCuda(cudaDeviceSynchronize(), "waiting for the steps with the teacher");
     MemoryUse released;
     released.where = "device";
-    const size_t state = statePool_->bytesInUse(), arena = arenaPool_->bytesInUse();
+    const size_t state = statePool_->bytesInUse(), arena = arenaPool_->bytesInUse(),
+                 hostState = hostStatePool_->bytesInUse();
     for (int32_t i = 0; i < info.numStates; ++i) {
       void *&buffer = states_[size_t(i)];
       if (info.states[i].role != StateRole::Teacher || !buffer)
         continue;
-      statePool_->release(buffer);
+      (info.states[i].tier == MemoryTier::Host ? *hostStatePool_ : *statePool_)
+          .release(buffer);
       buffer = nullptr;
       context_->setState(i, nullptr);
     }
@@ -238,8 +281,10 @@ public:
     }
     released.state = state - statePool_->bytesInUse();
     released.arena = arena - arenaPool_->bytesInUse();
+    released.hostState = hostState - hostStatePool_->bytesInUse();
     for (CudaMemoryPool *pool :
-         {arenaPool_.get(), statePool_.get(), ioPool_.get(), stagingPool_.get()})
+         {arenaPool_.get(), statePool_.get(), ioPool_.get(), stagingPool_.get(),
+          hostStatePool_.get(), hostArenaPool_.get()})
       pool->resetHighWaterMark();
     return released;
   }
@@ -253,6 +298,11 @@ public:
     use.state = statePool_->highWaterMark();
     // Inputs and outputs are pinned host memory: no device io.
     use.pinnedHost = stagingPool_->highWaterMark() + ioPool_->highWaterMark();
+    // ZeRO-Offload's pinned pools, reported as on the CPU target.
+    use.hostState = hostStatePool_->highWaterMark();
+    use.hostArena = hostArenaPool_->highWaterMark();
+    if (nvme_)
+      use.nvmeState = nvmeBytes_;
     return use;
   }
 
@@ -274,6 +324,29 @@ private:
     void *buffer;
   };
 
+  /// Makes `bytes` at `buffer` (host memory: a host state's own, or a
+  /// buffer the caller keeps) state `i` where its tier says: a host state
+  /// is `buffer` itself, a device state a copy of it in GPU memory, an NVMe
+  /// state a write of it into the rank's file (the state then has no
+  /// buffer: the artifact's host buffers hold it during the steps).
+  void place(int32_t i, MemoryTier tier, void *buffer, size_t bytes,
+             const std::string &name) {
+    if (tier == MemoryTier::Host) {
+      states_.push_back(buffer);
+      return;
+    }
+    if (tier == MemoryTier::Nvme) {
+      nvme_->wait(nvme_->write(NvmeStore::StateId(i), 0, buffer, bytes));
+      nvmeBytes_ += bytes;
+      states_.push_back(nullptr);
+      return;
+    }
+    void *device = statePool_->allocate(bytes);
+    states_.push_back(device);
+    copy(device, buffer, bytes, cudaMemcpyHostToDevice,
+         "state '" + name + "' to the GPU");
+  }
+
   /// A synchronous copy on the legacy default stream (after the work queued
   /// there, before the work queued after it).
   static void copy(void *to, const void *from, size_t bytes,
@@ -294,7 +367,13 @@ private:
 #endif
   }
 
-  std::unique_ptr<CudaMemoryPool> arenaPool_, statePool_, ioPool_, stagingPool_;
+  std::unique_ptr<CudaMemoryPool> arenaPool_, statePool_, ioPool_, stagingPool_,
+      hostStatePool_, hostArenaPool_;
+  // Destroyed after the streams whose tasks use it (declared before them),
+  // which removes the rank's file.
+  std::unique_ptr<NvmeStore> nvme_;
+  size_t nvmeBytes_ = 0;
+  void *hostArena_ = nullptr;
   int rank_ = 0;
   std::vector<void *> states_;
   std::vector<void *> inputs_, outputs_;

@@ -43,23 +43,7 @@ public:
     hostArena_ = hostArenaPool_.allocate(static_cast<size_t>(info.hostArenaBytes));
     // ZeRO-Infinity: the NVMe states' file, created (with the states'
     // extents reserved) before any state is read.
-    bool nvme = false;
-    for (int32_t i = 0; i < info.numStates; ++i)
-      nvme |= info.states[i].tier == MemoryTier::Nvme;
-    if (nvme) {
-      check(!nvmePath_.empty(),
-            std::string("the artifact keeps state on NVMe "
-                        "(ZeRO-Infinity): give dsc-run --nvme-path DIR, or "
-                        "compile with --nvme-path (nvme_path)"));
-      NvmeOptions options;
-      options.path = nvmePath_;
-      options.rank = rank_;
-      nvme_ = std::make_unique<NvmeStore>(options);
-      for (int32_t i = 0; i < info.numStates; ++i)
-        if (info.states[i].tier == MemoryTier::Nvme)
-          nvme_->addState(NvmeStore::StateId(i),
-                          tensorBytes(info.states[i].tensor));
-    }
+    nvme_ = makeNvmeStore(info, nvmePath_, rank_);
     for (int32_t i = 0; i < info.numStreams; ++i) {
       const StreamDesc &desc = info.streams[i];
       streams_.push_back(std::make_unique<CpuStream>(
@@ -269,6 +253,27 @@ Registry &registry() {
 } // namespace
 
 RunTarget::~RunTarget() = default;
+
+std::unique_ptr<NvmeStore> makeNvmeStore(const ArtifactInfo &info,
+                                         const std::string &path, int rank) {
+  bool nvme = false;
+  for (int32_t i = 0; i < info.numStates; ++i)
+    nvme |= info.states[i].tier == MemoryTier::Nvme;
+  if (!nvme)
+    return nullptr;
+  check(!path.empty(),
+        std::string("the artifact keeps state on NVMe "
+                    "(ZeRO-Infinity): give dsc-run --nvme-path DIR, or "
+                    "compile with --nvme-path (nvme_path)"));
+  NvmeOptions options;
+  options.path = path;
+  options.rank = rank;
+  auto store = std::make_unique<NvmeStore>(options);
+  for (int32_t i = 0; i < info.numStates; ++i)
+    if (info.states[i].tier == MemoryTier::Nvme)
+      store->addState(NvmeStore::StateId(i), tensorBytes(info.states[i].tensor));
+  return store;
+}
 
 void registerRunTarget(const std::string &target, RunTargetFactory factory) {
   Registry &r = registry();

@@ -661,6 +661,14 @@ protected:
   std::string nvmePath_;
 };
 
+/// ZeRO-Infinity: the store of this rank's states on NVMe (ids: state
+/// indices) in `path`, each state's extent reserved; nullptr when the
+/// artifact keeps no state on NVMe. Throws Error when it does and `path`
+/// is "" (neither dsc-run --nvme-path nor the artifact's nvme_path), or as
+/// NvmeStore does. Both targets create theirs with it.
+std::unique_ptr<NvmeStore> makeNvmeStore(const ArtifactInfo &info,
+                                         const std::string &path, int rank);
+
 using RunTargetFactory = std::unique_ptr<RunTarget> (*)();
 
 /// Makes `factory` the RunTarget of artifacts for `target`. "cpu" is built
