@@ -105,8 +105,8 @@ class HFNamedDecoder(Decoder):
         return super().forward(input_ids, labels)
 
 
-def build(batch=2, seq=8, hf_names=False):
-    model = HFNamedDecoder() if hf_names else Decoder()
+def build(batch=2, seq=8, hf_names=False, layers=2):
+    model = HFNamedDecoder(layers=layers) if hf_names else Decoder(layers=layers)
     g = torch.Generator().manual_seed(7)
     tokens = torch.randint(0, 256, (batch, seq), generator=g)
     targets = torch.randint(0, 256, (batch, seq), generator=g)
