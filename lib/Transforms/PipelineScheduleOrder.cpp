@@ -172,6 +172,7 @@ struct PipelineSchedulePass
     SmallVector<SmallVector<Operation *>> forward(microBatches),
         backward(microBatches);
     bool behind = false; // an op with effects stayed in the tail
+    llvm::DenseSet<Operation *> inTail;
     for (Operation &op : body.without_terminator()) {
       llvm::BitVector set = none;
       for (Value operand : op.getOperands())
@@ -201,11 +202,18 @@ struct PipelineSchedulePass
                           cast<PipelineRecvOp>(op).getPeer() ==
                               PipelinePeer::previous);
         (isForward ? forward : backward)[mb].push_back(&op);
-      } else if (set.none() && (!behind || isMemoryEffectFree(&op))) {
+      } else if (set.none() && (!behind || isMemoryEffectFree(&op)) &&
+                 llvm::none_of(op.getOperands(), [&](Value operand) {
+                   return inTail.contains(operand.getDefiningOp());
+                 })) {
         free.push_back(&op);
       } else {
+        // Behind the micro-batches: what depends on several of them, what
+        // has effects after such an op, and what reads either (ZeRO's
+        // reshapes of the optimizer's results, say).
         behind |= !isMemoryEffectFree(&op);
         tail.push_back(&op);
+        inTail.insert(&op);
       }
     }
 
@@ -240,10 +248,21 @@ struct PipelineSchedulePass
                                   body.getArguments().end());
     for (Operation &op : body) {
       for (Value operand : op.getOperands())
-        if (!defined.contains(operand))
-          return op.emitOpError()
-                 << "would run before an operand it reads in the "
-                 << schedule << " order of this pipeline stage";
+        if (!defined.contains(operand)) {
+          InFlightDiagnostic diag =
+              op.emitOpError() << "would run before an operand it reads in the "
+                               << schedule << " order of this pipeline stage";
+          // ZeRO-3's gathers for the backward are the known case: they
+          // depend on no micro-batch and follow the loss's collective.
+          if (Operation *def = operand.getDefiningOp())
+            diag.attachNote(def->getLoc())
+                << "the operand is '" << def->getName()
+                << "', which depends on no micro-batch and stays behind the "
+                   "step's collectives (ZeRO-3's partitioned parameters are "
+                   "not supported in a pipeline stage yet: keep them whole "
+                   "with --zero-stage=2 or a persistence threshold)";
+          return diag;
+        }
       defined.insert(op.result_begin(), op.result_end());
     }
     return success();

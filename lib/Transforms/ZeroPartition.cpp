@@ -76,9 +76,10 @@ static RankedTensorType tensorType(Value v) {
 /// The group ZeRO partitions a state that is not an expert's over: the
 /// world, or under tensor parallelism the data group (a tensor-parallel
 /// slice's replicas, and those of the states the tensor group holds alike).
+// A mesh of tensor or pipeline parallelism partitions a state over its
+// data group (the ranks holding the same slice of the same stage).
 static CollectiveGroup partitionGroupOf(StateOp state) {
-  return lookupTensorParallelSize(state) > 1 ? CollectiveGroup::data
-                                             : CollectiveGroup::world;
+  return dataParallelGroup(state);
 }
 
 namespace {
@@ -645,13 +646,14 @@ struct ZeroPartitionPass
         lookupGroupSize(module, CollectiveGroup::expert_data);
     if (failed(expertData))
       return signalPassFailure();
-    // Under tensor parallelism the other states are partitioned over their
-    // data group of D = W / T ranks; with D = 1 there is nothing to
-    // partition them over (the stage is recorded all the same).
+    // Under tensor or pipeline parallelism the other states are partitioned
+    // over their data group of D = W / (T * P) ranks; with D = 1 there is
+    // nothing to partition them over (the stage is recorded all the same).
     FailureOr<int64_t> data = lookupGroupSize(module, CollectiveGroup::data);
     if (failed(data))
       return signalPassFailure();
     bool tensorParallel = lookupTensorParallelSize(module) > 1;
+    bool meshed = dataParallelGroup(module) == CollectiveGroup::data;
 
     // Every optimizer state of a parameter's shape and every fp32 master
     // weight (mixed precision) is partitioned, and at stage 3 every
@@ -697,12 +699,12 @@ struct ZeroPartitionPass
         continue;
       if (state.getTensorType().getRank() == 0)
         continue;
-      if (!expert && tensorParallel && *data <= 1)
+      if (!expert && meshed && *data <= 1)
         continue;
       // Padded to W * S elements, which for a world size near int64's
       // limit no longer fits (the ops built from it could not exist).
       RankedTensorType type = state.getTensorType();
-      int64_t ranks = expert ? *expertData : tensorParallel ? *data : *world;
+      int64_t ranks = expert ? *expertData : meshed ? *data : *world;
       int64_t shard = shardSize(type.getNumElements(), ranks);
       if (!checkedByteSize({shard, ranks},
                            type.getElementType().getIntOrFloatBitWidth())) {
@@ -732,7 +734,7 @@ struct ZeroPartitionPass
                          << func.getBody().getBlocks().size();
         return signalPassFailure();
       }
-      if (tensorParallel && *data <= 1)
+      if (meshed && *data <= 1)
         break;
       if (failed(Partitioner(func, *world, *expertData, *data, stage,
                              partitioned)
@@ -761,7 +763,7 @@ struct ZeroPartitionPass
             state.getPartitionBlocks().value_or(1)));
       state.setPartitionGroup(expert ? CollectiveGroup::expert_data
                                      : partitionGroupOf(state));
-      int64_t ranks = expert ? *expertData : tensorParallel ? *data : *world;
+      int64_t ranks = expert ? *expertData : meshed ? *data : *world;
       state.setType(RankedTensorType::get(
           {shardSize(local.getNumElements(), ranks)}, local.getElementType()));
     }

@@ -145,7 +145,7 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
     return;
   }
   GroupLayout layout(info.worldSize, info.expertParallelSize,
-                     info.tensorParallelSize);
+                     info.tensorParallelSize, pipelineParallelSize(info));
   int64_t members = layout.size(static_cast<CommGroup>(group));
   int64_t numel = numElements(whole);
   if (group == static_cast<int32_t>(CommGroup::Expert) &&
@@ -501,14 +501,6 @@ void ArtifactLibrary::selectPipelineStage(int rank, int worldSize) {
             std::to_string(info->pipelineStage) + " of " +
             std::to_string(info->pipelineParallelSize) + " on " +
             std::to_string(info->worldSize) + " ranks");
-  // Loading and saving place a partition's shards by the group index of
-  // a mesh without stages.
-  for (int32_t i = 0; i < info->numStates; ++i)
-    check(!info->states[i].wholeShape,
-          where + ": state '" + info->states[i].tensor.name +
-              "' is partitioned (ZeRO or tensor parallelism), which "
-              "pipeline stages do not support yet; build with "
-              "--zero-stage=0 --tensor-parallel=1");
   info_ = info;
   step_ = program.step;
 }

@@ -137,7 +137,8 @@ public:
                                     ? hostStatePool_->allocate(bytes)
                                     : staging.buffer;
                    if (present)
-                     readState(info.states[i], weights, rank_,
+                     readState(info.states[i], weights,
+                               stageLocalRank(info, rank_),
                                info.expertParallelSize, read,
                                tensorParallelSize(info));
                    else // optimizer state: starts at zero
@@ -153,11 +154,11 @@ public:
       // With parameter offload a teacher's partitions are on the host.
       if (own.tier == MemoryTier::Host) {
         states_[size_t(i)] = hostStatePool_->allocate(tensorBytes(own.tensor));
-        readState(own, teacher, rank_, info.expertParallelSize,
+        readState(own, teacher, stageLocalRank(info, rank_), info.expertParallelSize,
                   states_[size_t(i)]);
         return;
       }
-      readState(own, teacher, rank_, info.expertParallelSize, staging.buffer);
+      readState(own, teacher, stageLocalRank(info, rank_), info.expertParallelSize, staging.buffer);
       states_[size_t(i)] = statePool_->allocate(tensorBytes(own.tensor));
       copy(states_[size_t(i)], staging.buffer, tensorBytes(own.tensor),
            cudaMemcpyHostToDevice,

@@ -432,7 +432,7 @@ std::vector<void *> loadStates(const ArtifactInfo &info,
                      statePool(info.states[i], pool, hostPool, nvmePool).allocate(bytes);
                  buffers.push_back(buffer);
                  if (present)
-                   readState(info.states[i], weights, rank,
+                   readState(info.states[i], weights, stageLocalRank(info, rank),
                              info.expertParallelSize, buffer,
                              tensorParallelSize(info));
                  else

@@ -75,7 +75,7 @@ public:
       void *&buffer = states_[size_t(i)];
       buffer = statePool(own, statePool_, &hostStatePool_, &nvmeLoadPool_)
                    .allocate(tensorBytes(own.tensor));
-      readState(own, teacher, rank_, info.expertParallelSize, buffer);
+      readState(own, teacher, stageLocalRank(info, rank_), info.expertParallelSize, buffer);
       if (own.tier == MemoryTier::Nvme)
         moveToNvme(info, i);
     });

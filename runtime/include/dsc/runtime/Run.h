@@ -337,6 +337,15 @@ inline int pipelineParallelSize(const ArtifactInfo &info) {
   return info.pipelineParallelSize > 0 ? info.pipelineParallelSize : 1;
 }
 
+/// The rank whose place in the tensor-by-data mesh of one pipeline stage
+/// `rank` has: every stage lays out its W/P ranks alike (Artifact.h), so
+/// its states' shards are placed as those of a job of W/P ranks. The rank
+/// itself without pipeline parallelism.
+inline int stageLocalRank(const ArtifactInfo &info, int rank) {
+  int stageRanks = info.worldSize / pipelineParallelSize(info);
+  return stageRanks > 0 ? rank % stageRanks : rank;
+}
+
 /// The data-parallel rank of `rank` in a job of `worldSize` ranks: its
 /// index in its Data group (Artifact.h), whose micro-batches it reads. The
 /// ranks of a tensor group, and the stages of a pipeline, read the same.
