@@ -342,6 +342,8 @@ inline int pipelineParallelSize(const ArtifactInfo &info) {
 /// its states' shards are placed as those of a job of W/P ranks. The rank
 /// itself without pipeline parallelism.
 inline int stageLocalRank(const ArtifactInfo &info, int rank) {
+  if (pipelineParallelSize(info) == 1)
+    return rank;
   int stageRanks = info.worldSize / pipelineParallelSize(info);
   return stageRanks > 0 ? rank % stageRanks : rank;
 }
