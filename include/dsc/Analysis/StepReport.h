@@ -108,7 +108,7 @@ struct CollectiveReport {
   std::string kind;
   /// The ranks it runs over: world, expert, expert_data, pipeline.
   std::string group = "world";
-  int64_t groupSize = 1;       // their number
+  int64_t groupSize = 1; // their number
   std::string element; // "f32", "bf16", ...
   std::string location;
   int64_t payloadBytes = 0; // the call's B (CommStats.h)
