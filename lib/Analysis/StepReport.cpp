@@ -139,6 +139,14 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   if (auto accum = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kGradAccumAttrName))
     report.gradAccum = accum.getInt();
+  if (auto stages = module->getAttrOfType<IntegerAttr>(
+          kPipelineParallelSizeAttrName))
+    report.pipelineParallelSize = stages.getInt();
+  if (auto stage = module->getAttrOfType<IntegerAttr>(kPipelineStageAttrName))
+    report.pipelineStage = stage.getInt();
+  if (auto micro = module->getAttrOfType<IntegerAttr>(
+          kPipelineMicroBatchesAttrName))
+    report.pipelineMicroBatches = micro.getInt();
   if (auto threshold = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroPersistenceThresholdAttrName))
     report.stage3.persistenceThreshold = threshold.getInt();
@@ -303,6 +311,30 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
       perUpdate.insert(op);
   });
   graph.walk([&](Operation *op) {
+    // A pipeline stage's transfers: each op is one call per step (the
+    // micro-batches are unrolled into the stage's program), the whole
+    // payload sent to, or received from, one neighbouring stage. dsc-run
+    // counts a receive's bytes as none sent.
+    if (isa<PipelineSendOp, PipelineRecvOp>(op)) {
+      bool send = isa<PipelineSendOp>(op);
+      Type type =
+          send ? op->getOperand(0).getType() : op->getResult(0).getType();
+      CollectiveReport c;
+      c.kind = send ? "send" : "recv";
+      c.group = stringifyCollectiveGroup(CollectiveGroup::pipeline).str();
+      FailureOr<int64_t> stages =
+          lookupGroupSize(op, CollectiveGroup::pipeline);
+      c.groupSize = succeeded(stages) ? *stages : 1;
+      Type element = cast<RankedTensorType>(type).getElementType();
+      c.element = debugString(element);
+      c.elementBytes = elementBytes(element);
+      c.location = debugString(op->getLoc());
+      c.payloadBytes = tensorBytes(type);
+      c.bytesSent = send ? c.payloadBytes : 0;
+      c.busBytes = double(c.bytesSent);
+      report.collectives.push_back(std::move(c));
+      return;
+    }
     StringRef kind;
     Value payload;
     int64_t blocks = 1; // the payload is 1 / blocks of the value
@@ -363,8 +395,12 @@ double StepReport::volumeInPsi() const {
   if (worldSize <= 1 || parameterElements == 0)
     return 0;
   double elements = 0;
+  // ZeRO's volume is the collectives' traffic in parameters; a pipeline's
+  // transfers carry activations, whose size follows the batch, not Psi.
   for (const CollectiveReport &c : collectives)
-    elements += double(c.bytesSent * c.callsPerUpdate) / double(c.elementBytes);
+    if (!c.isTransfer())
+      elements +=
+          double(c.bytesSent * c.callsPerUpdate) / double(c.elementBytes);
   double n = double(worldSize);
   return elements / ((n - 1) / n) /
          double(parameterElements);
@@ -471,6 +507,7 @@ static void printArenaPeak(llvm::raw_ostream &os, const ArenaPeak &peak) {
 }
 
 void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
+  int64_t microBatches = gradAccum * pipelineMicroBatches;
   os << "dsc report: world size " << worldSize;
   // Megatron's mesh: rank r at tensor index r % T, data index r / T.
   if (tensorParallelSize > 1)
@@ -478,10 +515,18 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
        << worldSize / tensorParallelSize
        << ", tensor innermost: rank r at tensor r % " << tensorParallelSize
        << ", data r / " << tensorParallelSize << ")";
+  if (pipelineParallelSize > 1)
+    os << ", pipeline stage " << pipelineStage << " of "
+       << pipelineParallelSize;
   os << ", ZeRO stage " << zeroStage
      << ", " << grouped(parameterElements) << " trained parameters (Psi), "
-     << gradAccum << " micro-batch" << (gradAccum == 1 ? "" : "es")
-     << " per update\n";
+     << microBatches << " micro-batch" << (microBatches == 1 ? "" : "es")
+     << " per update";
+  // A stage's program runs all of a step's micro-batches in one call.
+  if (pipelineParallelSize > 1)
+    os << " (" << gradAccum << " call" << (gradAccum == 1 ? "" : "s")
+       << " of the stage's step)";
+  os << "\n";
   auto row = [&](StringRef name, int64_t bytes, StringRef note = "") {
     os << llvm::format("  %-18s %20s  %10s", name.str().c_str(),
                        grouped(bytes).c_str(), gigabytes(bytes).c_str());
@@ -636,6 +681,11 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                           {"parameters", parameterElements}};
   if (teacherFlops)
     root["teacher_flops"] = teacherFlops;
+  if (pipelineParallelSize > 1) {
+    root["pipeline_parallel_size"] = pipelineParallelSize;
+    root["pipeline_stage"] = pipelineStage;
+    root["pipeline_micro_batches"] = pipelineMicroBatches;
+  }
   if (parts.memory) {
     const RankMemory &m = memory;
     llvm::json::Array ranks;

@@ -101,11 +101,14 @@ struct TransferReport {
           nvmeWriteBytes = 0;
 };
 
-/// One collective op of the step.
+/// One collective op of the step, or one transfer between pipeline stages.
 struct CollectiveReport {
-  std::string kind;    // "all_reduce", "all_gather", "reduce_scatter", "all_to_all"
-  std::string group = "world"; // the ranks it runs over: world, expert, expert_data
-  int64_t groupSize = 1;       // their number
+  /// "all_reduce", "all_gather", "reduce_scatter", "all_to_all", or a
+  /// pipeline transfer: "send" or "recv".
+  std::string kind;
+  /// The ranks it runs over: world, expert, expert_data, pipeline.
+  std::string group = "world";
+  int64_t groupSize = 1; // their number
   std::string element; // "f32", "bf16", ...
   std::string location;
   int64_t payloadBytes = 0; // the call's B (CommStats.h)
@@ -117,6 +120,9 @@ struct CollectiveReport {
   /// dsc.optimizer_boundary (the gradients' reductions and what follows),
   /// the micro-batches per update for the others (stage 3's gathers).
   int64_t callsPerUpdate = 1;
+
+  /// Whether this is a point-to-point transfer between pipeline stages.
+  bool isTransfer() const { return kind == "send" || kind == "recv"; }
 };
 
 /// DeepSpeed's model-state estimator (estimate_zero2/3_model_states_mem_
@@ -136,6 +142,10 @@ struct StepReport {
   int64_t tensorParallelSize = 1; // the mesh's tensor groups (Megatron's)
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
+  /// With pipeline parallelism, the report is of one stage's program: its
+  /// stage of P, and the micro-batches one call of it runs.
+  int64_t pipelineParallelSize = 1, pipelineStage = 0,
+          pipelineMicroBatches = 1;
   int64_t parameterElements = 0; // Ψ, whole parameters
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;
