@@ -74,10 +74,8 @@ static RankedTensorType tensorType(Value v) {
 }
 
 /// The group ZeRO partitions a state that is not an expert's over: the
-/// world, or under tensor parallelism the data group (a tensor-parallel
-/// slice's replicas, and those of the states the tensor group holds alike).
-// A mesh of tensor or pipeline parallelism partitions a state over its
-// data group (the ranks holding the same slice of the same stage).
+/// world, or under tensor or pipeline parallelism the data group (the ranks
+/// holding the same slice of the same stage).
 static CollectiveGroup partitionGroupOf(StateOp state) {
   return dataParallelGroup(state);
 }
