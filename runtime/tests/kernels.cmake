@@ -43,6 +43,9 @@ dsc_runtime_test(KernelsRowTest kernels/RowTest.cpp)
 dsc_runtime_test(KernelsClassifierTest kernels/ClassifierTest.cpp)
 # The f64 rows (RowF64.h) against long double loops.
 dsc_runtime_test(KernelsRowF64Test kernels/RowF64Test.cpp)
+
+# The vectorisable float tanh of generated loops (Tanh.h) against tanhl.
+dsc_runtime_test(KernelsTanhTest kernels/TanhTest.cpp)
 dsc_kernels_cuda_test(KernelsRowCudaTest kernels/RowCudaTest.cu)
 
 # Attention: the CPU kernels against a naive double reference; the CUDA

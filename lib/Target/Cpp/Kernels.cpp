@@ -201,7 +201,7 @@ private:
     else if (isa<ReluOp>(op)) e = a(0) + " < 0 ? " + ty + "(0) : " + a(0);
     else if (isa<SiluOp>(op)) e = a(0) + " / (" + one + " + exp(-" + a(0) + "))";
     else if (isa<SigmoidOp>(op)) e = one + " / (" + one + " + exp(-" + a(0) + "))";
-    else if (isa<TanhOp>(op)) e = "tanh(" + a(0) + ")";
+    else if (isa<TanhOp>(op)) e = "dsc_tanh(" + a(0) + ")";
     else if (isa<ExpOp>(op)) e = "exp(" + a(0) + ")";
     else if (isa<CosOp>(op)) e = "cos(" + a(0) + ")";
     else if (isa<SinOp>(op)) e = "sin(" + a(0) + ")";
@@ -214,7 +214,7 @@ private:
         e = literal(0.5, elem) + " * " + x + " * (" + one + " + erf(" + x +
             " * " + literal(M_SQRT1_2, elem) + "))";
       else
-        e = literal(0.5, elem) + " * " + x + " * (" + one + " + tanh(" +
+        e = literal(0.5, elem) + " * " + x + " * (" + one + " + dsc_tanh(" +
             literal(std::sqrt(2.0 / M_PI), elem) + " * (" + x + " + " +
             literal(0.044715, elem) + " * " + x + " * " + x + " * " + x + ")))";
     } else if (auto gg = dyn_cast<GeluGradOp>(op)) {
@@ -226,7 +226,7 @@ private:
             " * exp(-" + half + " * " + x + " * " + x + ")";
       } else {
         std::string k = literal(M_SQRT2 * M_2_SQRTPI * 0.5, elem);
-        std::string t = "tanh(" + k + " * (" + x + " + " + literal(0.044715, elem) +
+        std::string t = "dsc_tanh(" + k + " * (" + x + " + " + literal(0.044715, elem) +
                         " * " + x + " * " + x + " * " + x + "))";
         e = half + " * (" + one + " + " + t + ") + " + half + " * " + x + " * (" +
             one + " - " + t + " * " + t + ") * " + k + " * (" + one + " + " +

@@ -38,7 +38,7 @@
 // CHECK-LABEL: DSC_GLOBAL void kernel1_0(
 // CHECK: DSC_FOR(i, 8) {
 // CHECK: const float t0 = (in0[i]) * (in1[0]);
-// CHECK-NEXT: const float t1 = tanh((t0));
+// CHECK-NEXT: const float t1 = dsc_tanh((t0));
 // CHECK-NEXT: const float t2 = cos((t1));
 // CHECK-NEXT: const float t3 = sin((t2));
 // CHECK-NEXT: out0[i] = t3;

@@ -13,6 +13,7 @@
 #define DSC_RUNTIME_GENERATEDCODE_H
 
 #include "dsc/kernels/Kernels.h"
+#include "dsc/kernels/Tanh.h"
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CpuGemm.h"
 #include "dsc/runtime/Float16.h"
@@ -29,9 +30,12 @@
 #include <string>
 #include <vector>
 
-// Emitted loops (KernelEmitter.h in the compiler).
+// Emitted loops (KernelEmitter.h in the compiler). A parallel loop is
+// also a simd loop: its iterations are independent, and without the
+// pragma GCC's -O2 (its "very cheap" cost model) vectorises none of them,
+// as OpenMP splits the trip count into chunks whose size it cannot see.
 #define DSC_GLOBAL static
-#define DSC_FOR(i, n) _Pragma("omp parallel for") for (int64_t i = 0; i < (n); ++i)
+#define DSC_FOR(i, n) _Pragma("omp parallel for simd") for (int64_t i = 0; i < (n); ++i)
 #define DSC_SERIAL_FOR(i, n) for (int64_t i = 0; i < (n); ++i)
 // An index check inside a loop records the first bad index and skips the
 // element (an exception must not leave an OpenMP region); each launch raises
@@ -113,6 +117,11 @@ void dsc_raise_index_error() {
   dsc_index_fault.state.store(0);
   throw std::out_of_range(message);
 }
+
+// tanh of a float in emitted loops (GELU's tanh approximation and its
+// gradient): arithmetic the loop vectorises, not libm's scalar call.
+// GeneratedCommon.h has dsc_tanh of the other types.
+inline float dsc_tanh(float x) { return dsc::kernels::tanhF32(x); }
 } // namespace
 
 #include "dsc/runtime/GeneratedCommon.h"

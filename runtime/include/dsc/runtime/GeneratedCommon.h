@@ -17,4 +17,8 @@
 template <typename T> DSC_HD inline T dsc_max(T a, T b) { return a != a || a > b ? a : b; }
 template <typename T> DSC_HD inline T dsc_min(T a, T b) { return a != a || a < b ? a : b; }
 
+// tanh in emitted loops: the standard one (the CPU's GeneratedCode.h
+// overloads it for float).
+template <typename T> DSC_HD inline auto dsc_tanh(T x) { return tanh(x); }
+
 #endif // DSC_RUNTIME_GENERATEDCOMMON_H
