@@ -184,7 +184,9 @@ struct SequenceSplitter {
     SmallVector<Role> roles;
     for (Value operand : op->getOperands()) {
       RankedTensorType type = tensorOf(operand);
-      if (type.getShape() == result.getShape()) {
+      // An activation, whole or broadcast along its features (RMSNorm's
+      // [b, s, 1] scale).
+      if (type.getRank() == result.getRank() && tokens.leading(type) == lead) {
         roles.push_back(Role::Shard);
         continue;
       }
