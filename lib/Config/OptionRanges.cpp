@@ -96,6 +96,7 @@ const Range kRanges[] = {
     integer("zero-allgather-bucket-size", 0, kMaxCount),
     boolean("zero-overlap-comm"),
     boolean("vocab-parallel"),
+    boolean("sequence-parallel"),
     choice("offload-optimizer", "none|cpu|nvme"),
     integer("zero-sub-group-size", 1, kMaxCount),
     integer("offload-buffer-count", 1, 1024),

@@ -173,6 +173,10 @@ constexpr Flag kFlags[] = {
     {"vocab-parallel", "with --tensor-parallel: split the token embedding and "
                        "the head by vocabulary rows (default false; "
                        "docs/tensor-parallel.md)"},
+    {"sequence-parallel", "with --tensor-parallel: hold the activations "
+                          "between the split blocks split along the sequence "
+                          "(Megatron's sequence parallelism; default false; "
+                          "docs/tensor-parallel.md)"},
     {"pipeline-parallel", "pipeline stages (default 1; docs/pipeline-parallel.md)"},
     {"pipeline-stage", "with --pipeline-parallel: the stage to build (default 0)"},
     {"pipeline-schedule", "with --pipeline-parallel: gpipe, 1f1b (default) or zb-h1"},

@@ -134,9 +134,11 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   // splits their feed-forward blocks itself: their maps are batched
   // products this pass does not match) and before attention is formed
   // into one op.
-  if (options.tensorParallel > 1) {
+  // With sequence-parallel alone, the pass says that it has nothing to do.
+  if (options.tensorParallel > 1 || options.sequenceParallel) {
     TensorParallelOptions split;
     split.vocabParallel = options.vocabParallel;
+    split.sequenceParallel = options.sequenceParallel;
     pm.addPass(createTensorParallel(split));
   }
   // Before autodiff, so that the backward is built in 16 bits too; the pass

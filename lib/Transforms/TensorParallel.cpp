@@ -19,6 +19,7 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "FeedForwardBlocks.h"
+#include "SequenceParallel.h"
 #include "VocabParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -97,8 +98,15 @@ struct TensorParallelPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     ranks = lookupTensorParallelSize(module);
-    if (ranks <= 1)
+    if (ranks <= 1) {
+      // As Megatron-LM does: sequence parallelism splits the work of a
+      // tensor group, and without one there is nothing to split.
+      if (sequenceParallel)
+        module.emitWarning("--dsc-tensor-parallel: sequence-parallel does "
+                           "nothing without a tensor group of more than one "
+                           "rank (tensor-parallel > 1)");
       return;
+    }
     SymbolTable symbols(module);
     llvm::StringMap<int> loads;
     module.walk([&](LoadOp load) { ++loads[load.getState()]; });
@@ -113,13 +121,25 @@ struct TensorParallelPass
           << ranks << " ranks of a tensor group";
       return signalPassFailure();
     }
+    llvm::MapVector<func::FuncOp, SmallVector<SplitBlockEnds>> ends;
     for (SplitBlock &block : blocks) {
       FailureOr<Plan> plan = planSplit(block);
-      if (failed(plan) || failed(apply(block, *plan, symbols)))
+      if (failed(plan))
         return signalPassFailure();
+      auto func = block.last->getParentOfType<func::FuncOp>();
+      FailureOr<SplitBlockEnds> end = apply(block, *plan, symbols);
+      if (failed(end))
+        return signalPassFailure();
+      ends[func].push_back(*end);
     }
     if (vocabParallel && failed(splitVocabulary(module, ranks)))
       return signalPassFailure();
+    // After the vocabulary split, whose head input is one more f that the
+    // sequence's gather replaces.
+    if (sequenceParallel)
+      for (auto &[func, funcEnds] : ends)
+        if (failed(splitSequence(func, funcEnds, ranks)))
+          return signalPassFailure();
   }
 
 private:
@@ -417,13 +437,14 @@ private:
     load.getResult().setType(local);
   }
 
-  LogicalResult apply(SplitBlock &block, Plan &plan, SymbolTable &symbols) {
+  FailureOr<SplitBlockEnds> apply(SplitBlock &block, Plan &plan,
+                                  SymbolTable &symbols) {
     // f: the block's input, alike on every rank of the group, enters the
     // ranks' own work; its gradient sums theirs.
     OpBuilder b(block.first.front());
     b.setInsertionPointAfterValue(block.input);
-    Value replicated = ReplicateOp::create(b, block.input.getLoc(), block.input,
-                                           CollectiveGroup::tensor);
+    auto replicated = ReplicateOp::create(b, block.input.getLoc(), block.input,
+                                          CollectiveGroup::tensor);
     // Column-parallel: the output features [B, T, C] of weight [N, K] and
     // bias [N] are B blocks of T slices of C * K and C elements.
     for (LinearOp linear : block.first) {
@@ -462,12 +483,13 @@ private:
     Location loc = last.getLoc();
     Value partial =
         LinearOp::create(b, loc, last.getInput(), last.getWeight(), Value());
-    Value out = AllReduceOp::create(b, loc, partial, CollectiveGroup::tensor);
+    auto sum = AllReduceOp::create(b, loc, partial, CollectiveGroup::tensor);
+    Value out = sum;
     if (Value bias = last.getBias())
       out = AddOp::create(b, loc, out, bias);
     last.getResult().replaceAllUsesWith(out);
     last.erase();
-    return success();
+    return SplitBlockEnds{replicated, sum};
   }
 };
 } // namespace

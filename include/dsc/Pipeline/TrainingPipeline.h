@@ -46,6 +46,12 @@ struct TrainingPipelineOptions
                      "and the head by vocabulary rows, and compute the "
                      "cross-entropy without gathering the logits"),
       llvm::cl::init(false)};
+  Option<bool> sequenceParallel{
+      *this, "sequence-parallel",
+      llvm::cl::desc("with tensor-parallel > 1: hold the activations between "
+                     "the split blocks split along the sequence (Megatron's "
+                     "sequence parallelism)"),
+      llvm::cl::init(false)};
   Option<int64_t> pipelineParallel{
       *this, "pipeline-parallel",
       llvm::cl::desc("pipeline stages (the mesh's outermost dimension); "

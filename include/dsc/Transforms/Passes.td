@@ -316,11 +316,37 @@ def TensorParallel : Pass<"dsc-tensor-parallel", "::mlir::ModuleOp"> {
     tensor group (the largest logit, `maximum`; the sum of the shifted
     exponentials; the target's shifted logit), never gathering the logits.
     A vocabulary that T does not divide is an error at the cross-entropy.
+
+    With `sequence-parallel` (Megatron-LM's `--sequence-parallel`), the
+    activations between the split blocks are held split along the sequence
+    over the tensor group: rank r holds tokens [r * s/T, (r + 1) * s/T) of
+    every sample (the sequence is the second dimension of the graph's
+    inputs, [b, s]; an activation is [b, s, ...] or [b * s, ...]). Each
+    block's `dsc.all_reduce` becomes a `dsc.reduce_scatter` of the sequence
+    and its `dsc.replicate` a `dsc.all_gather` of it (whose gradient,
+    derived by autodiff, is a reduce-scatter): the same bytes as the two
+    all-reduces. The token-wise ops between the blocks (layer norms,
+    residual adds, biases, reshapes, reductions over the features) run on
+    the rank's s/T tokens. The region begins at the first value the first
+    block's input is computed from token by token (the embeddings' sum),
+    where each rank takes its shard (`dsc.local_shard`), and ends where a
+    shard meets an op that is not token-wise (the head): an all-gather
+    `alike` restores the whole. A parameter that the shards' work reads
+    whole (a norm's weight, a bias) enters through a `dsc.replicate` over
+    the tensor group, so that its gradient, computed from s/T tokens, is
+    summed over the group. A dropout between the blocks runs on the whole
+    sequence (its masks are the single-device run's, drawn by global
+    position). A sequence that T does not divide is an error; without a
+    tensor group (T = 1) the option does nothing and says so, as
+    Megatron-LM turns it off at a tensor-parallel size of 1.
   }];
   let options = [
     Option<"vocabParallel", "vocab-parallel", "bool", /*default=*/"false",
            "split the token embedding, the head and the cross-entropy by "
            "vocabulary rows">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", /*default=*/"false",
+           "hold the activations between the split blocks split along the "
+           "sequence (Megatron's sequence parallelism)">,
   ];
 }
 

@@ -1,0 +1,36 @@
+//===- SequenceParallel.h - Megatron's sequence parallelism -----*- C++ -*-===//
+//
+// The part of --dsc-tensor-parallel that, with `sequence-parallel`, holds
+// the activations between the split blocks split along the sequence over
+// the tensor group (Megatron-LM's --sequence-parallel): each block's sum of
+// partial products becomes a reduce-scatter of the sequence, its input an
+// all-gather of it, and the token-wise work between the blocks (norms,
+// residual adds, biases) runs on the rank's 1/T of the tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DSC_LIB_TRANSFORMS_SEQUENCEPARALLEL_H
+#define DSC_LIB_TRANSFORMS_SEQUENCEPARALLEL_H
+
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::dsc {
+/// The ops by which --dsc-tensor-parallel split one block: the f on its
+/// input and the g on its output.
+struct SplitBlockEnds {
+  ReplicateOp input;
+  AllReduceOp output;
+};
+
+/// Splits the sequence of `func`'s activations between the blocks `ends`
+/// over the `ranks` ranks of a tensor group. The sequence is the second
+/// dimension of the function's inputs ([batch, seq, ...]); the activations
+/// are [batch, seq, ...] or [batch * seq, ...]. Emits a located error and
+/// fails where the sequence does not divide over the ranks.
+LogicalResult splitSequence(func::FuncOp func, ArrayRef<SplitBlockEnds> ends,
+                            int64_t ranks);
+} // namespace mlir::dsc
+
+#endif // DSC_LIB_TRANSFORMS_SEQUENCEPARALLEL_H
