@@ -1,12 +1,15 @@
-// CPU GEMM throughput of the runtime (dsc::rt::cpu::gemmF32) beside OpenBLAS's
-// cblas_sgemm called directly, on the shapes of GPT-2 124M's linear layers,
-// measured alternately in the same process; medians of several repetitions.
+// CPU GEMM throughput of the runtime (dsc::rt::cpu::gemmF32: single-threaded
+// OpenBLAS calls on blocks of C, one per OpenMP thread) beside OpenBLAS's
+// cblas_sgemm called directly with its own threads (as many as OpenMP's), on
+// the shapes of GPT-2 124M's linear layers, measured alternately in the same
+// process; medians of several repetitions.
 //
 //   build/runtime/bench/bench-gemm-cpu [repetitions=7] [tokens=128]
 
 #include "dsc/runtime/CpuGemm.h"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,7 +52,9 @@ int main(int argc, char **argv) {
     std::vector<double> ours, theirs;
     dsc::rt::cpu::gemmF32(s, a.data(), b.data(), out.data()); // warm up
     for (int r = 0; r < reps; ++r) {
+      openblas_set_num_threads(1); // as the runtime keeps it
       ours.push_back(seconds([&] { dsc::rt::cpu::gemmF32(s, a.data(), b.data(), out.data()); }));
+      openblas_set_num_threads(omp_get_max_threads());
       theirs.push_back(seconds([&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, s.m, s.n, s.k, 1.0f,
                     a.data(), s.k, b.data(), s.k, 0.0f, out.data(), s.n);

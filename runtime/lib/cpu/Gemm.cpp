@@ -15,10 +15,11 @@ namespace dsc::rt::cpu {
 
 namespace {
 
-/// OpenBLAS runs a GEMM of at most this m * n * k on the calling thread
-/// (its SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD): batch items this
-/// small gain nothing from its threads, only from ours.
-constexpr double kOpenBlasSingleThreadMnk = 65536.0 * 4;
+/// A product of at most this m * n * k runs on one thread: a parallel
+/// region's fork and join would cost more than the split saves (OpenBLAS's
+/// own threading draws the line at the same size, its SMP_THRESHOLD_MIN *
+/// GEMM_MULTITHREAD_THRESHOLD). Batches of such items run items in parallel.
+constexpr double kSplitMinMnk = 65536.0 * 4;
 
 /// Whether the batch's items run on OpenMP threads (CpuGemm.h says when).
 bool itemsInParallel(const GemmShape &s) {
@@ -30,7 +31,7 @@ bool itemsInParallel(const GemmShape &s) {
   if (threads < 2)
     return false;
   return s.batch >= threads ||
-         double(s.m) * double(s.n) * double(s.k) <= kOpenBlasSingleThreadMnk;
+         double(s.m) * double(s.n) * double(s.k) <= kSplitMinMnk;
 }
 
 /// f(i) for every batch item i, on OpenMP threads or in order.
@@ -43,6 +44,58 @@ template <typename F> void forEachItem(const GemmShape &s, F &&f) {
   }
   for (int64_t i = 0; i < s.batch; ++i)
     f(i);
+}
+
+/// Column (or row) blocks of one product are a multiple of this, so that
+/// every thread's block is whole micro-tiles of OpenBLAS's kernels.
+constexpr int64_t kSplitAlign = 16;
+
+/// OpenBLAS runs on the calling thread only: its own threads would be a
+/// second pool beside OpenMP's, and on a machine with as many cores as
+/// threads each pool's idle threads spin (OpenBLAS's with sched_yield,
+/// about 12% of GPT-2's CPU step) while the other pool's work waits for
+/// the core. A large product is split over OpenMP's threads instead (see
+/// sgemmSplit). Called once, before the first product.
+void keepOpenBlasOnCallingThread() {
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
+}
+
+/// One item, C = alpha op(A) op(B) + beta C, as blocks of C's columns (or
+/// rows, when C has more rows than columns) on OpenMP threads, one
+/// single-threaded sgemm each. Each element is still one dot product over
+/// k, but OpenBLAS may order its terms differently for another block shape
+/// (its own threading does too): results move within the product's
+/// rounding, and do not depend on anything but the thread count.
+void sgemmSplit(const GemmShape &s, const float *a, const float *b, float *c,
+                float alpha, float beta) {
+  const int64_t lda = s.transA ? s.m : s.k;
+  const int64_t ldb = s.transB ? s.k : s.n;
+  auto sgemm = [&](int64_t m, int64_t n, const float *ai, const float *bi,
+                   float *ci) {
+    cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
+                s.transB ? CblasTrans : CblasNoTrans, m, n, s.k, alpha, ai,
+                lda, bi, ldb, beta, ci, s.n);
+  };
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool byColumns = s.n >= s.m;
+  const int64_t extent = byColumns ? s.n : s.m;
+  int64_t block = (extent + threads - 1) / threads;
+  block = (block + kSplitAlign - 1) / kSplitAlign * kSplitAlign;
+  if (threads < 2 || block >= extent ||
+      double(s.m) * double(s.n) * double(s.k) <= kSplitMinMnk) {
+    sgemm(s.m, s.n, a, b, c);
+    return;
+  }
+  const int64_t blocks = (extent + block - 1) / block;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < blocks; ++i) {
+    const int64_t first = i * block, size = std::min(block, extent - first);
+    if (byColumns) // B's columns: [k, n] offset by column, [n, k] by row
+      sgemm(s.m, size, a, b + (s.transB ? first * s.k : first), c + first);
+    else // A's rows: [m, k] offset by row, [k, m] by column
+      sgemm(size, s.n, a + (s.transA ? first : first * s.k), b, c + first * s.n);
+  }
 }
 
 } // namespace
@@ -61,14 +114,10 @@ void gemmF32(const GemmShape &s, const float *a, const float *b, float *c,
   checkGemmShape(s);
   if (s.m == 0 || s.n == 0)
     return;
-  // Leading dimensions of the row-major operands as stored.
-  const int64_t lda = s.transA ? s.m : s.k;
-  const int64_t ldb = s.transB ? s.k : s.n;
+  keepOpenBlasOnCallingThread();
   forEachItem(s, [&](int64_t i) {
-    cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
-                s.transB ? CblasTrans : CblasNoTrans, s.m, s.n, s.k, alpha,
-                a + i * s.strideA, lda, b + i * s.strideB, ldb, beta,
-                c + i * s.strideC, s.n);
+    sgemmSplit(s, a + i * s.strideA, b + i * s.strideB, c + i * s.strideC,
+               alpha, beta);
   });
 }
 

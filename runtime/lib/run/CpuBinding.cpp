@@ -17,7 +17,7 @@ std::optional<std::string> cpuBindingWarning(int rank, int allowed, int online,
   return "dsc-run: warning: rank " + std::to_string(rank) + " may run on " +
          std::to_string(allowed) + " of the " + std::to_string(online) +
          " CPUs of this machine, which has " + std::to_string(ranksOnNode) +
-         " rank(s): its OpenMP and OpenBLAS threads share " +
+         " rank(s): its OpenMP threads (which run the GEMMs too) share " +
          (allowed == 1 ? std::string("that core") : std::string("those")) +
          " (mpirun binds each rank to one core for small jobs); run mpirun "
          "with --bind-to none, or --map-by slot:PE=" +

@@ -712,7 +712,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                  static_cast<long long>(options.seq),
                  static_cast<long long>(options.steps));
     // mpirun's default binding for small jobs holds a rank to one core,
-    // where its OpenMP and OpenBLAS threads then take turns.
+    // where its OpenMP threads then take turns.
     const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     int ranksOnNode = local ? std::atoi(local) : size;
     if (std::optional<std::string> warning =

@@ -8,7 +8,9 @@
 // log-sum-exp of each row, [B, H, T] fp32. The backward recomputes each
 // tile's probabilities from q, k and that log-sum-exp instead of reading a
 // saved [T, S] matrix. Memory beyond the operands: one tile of scores per
-// thread, and B*H*T doubles in the backward.
+// thread in the forward; in the backward, B*H*T doubles and per thread a
+// [T, 64] tile of probabilities and of dS and a [T, D] dq accumulator
+// (linear in T).
 //
 // Masks (optional; `mask == nullptr` is none): an element (b, h, t, s) of
 // the mask is mask[b*maskStrideB + h*maskStrideH + t*maskStrideT +
@@ -22,12 +24,12 @@
 //
 // Numerics: scores, exponentials and accumulators are double, for float and
 // 16-bit data alike; results are rounded once when written. Work items are
-// (b, h, query tile) in the forward and the dq pass, (b, h, key tile) in
-// the dk/dv pass: each writes its own rows, sums in a fixed order, so the
-// results do not depend on the number of OpenMP threads. The backward
-// computes dk/dv and dq in two passes (each recomputing the scores) rather
-// than accumulating dq with atomics across key tiles: twice the score work,
-// deterministic and with no [T, S] buffer.
+// (b, h, query tile) in the forward and (b, h) in the backward: each writes
+// its own rows and sums in a fixed order, so the results do not depend on
+// the number of OpenMP threads. The backward walks a head's key tiles in
+// order and computes each tile's probabilities and dS once, for dk and dv
+// of the tile's keys and for dq of every query row (accumulated across the
+// tiles by the one thread that owns the head, not with atomics).
 //
 // The instantiations for float, dsc::rt::BFloat16 and dsc::rt::Half (each
 // with an additive mask of its own type or a uint8_t boolean mask) are
@@ -206,94 +208,87 @@ void attentionBackward(Queue, const T *q, const T *k, const T *v, const T *out,
   for (int64_t row = 0; row < bhCount * queries; ++row)
     delta[row] = dot(dOut + row * valueDim, out + row * valueDim, valueDim);
 
-  // The probability and dS of (t, s), recomputed; 0 where the key is hidden.
-  auto probability = [&](int64_t bh, int64_t t, int64_t s, double &p,
-                         double &ds) {
-    const int64_t b = bh / heads, h = bh % heads;
-    const double rowLse = lse[bh * queries + t];
-    p = ds = 0;
-    if (rowLse == kNegInf)
-      return;
-    const double x = score(q + (bh * queries + t) * headDim,
-                           k + (bh * keys + s) * headDim, headDim, scale, mask,
-                           b * maskStrideB + h * maskStrideH + t * maskStrideT +
-                               s * maskStrideS);
-    p = std::exp(x - rowLse);
-    if (p == 0)
-      return;
-    const double dp = dot(dOut + (bh * queries + t) * valueDim,
-                          v + (bh * keys + s) * valueDim, valueDim);
-    ds = p * (dp - delta[bh * queries + t]);
-  };
-
-  // dk and dv: one work item per (b, h, key tile), query rows in order.
-  const int64_t keyTiles = (keys + kKeyTile - 1) / kKeyTile;
+  // One work item per (b, h): its key tiles in order, each tile's
+  // probabilities and dS computed once, for every query row that sees the
+  // tile, into `g` (scale * dS) and used three times: dv and dk of the
+  // tile's keys (sums over t in order) and dq of every row (sums over s in
+  // order, tile after tile). Scratch per thread: the tile's [T, kKeyTile]
+  // dS and the head's [T, D] dq in double.
 #pragma omp parallel
   {
     std::vector<double> dkAcc(kKeyTile * headDim), dvAcc(kKeyTile * valueDim);
+    std::vector<double> g(queries * kKeyTile), prob(queries * kKeyTile);
+    std::vector<double> dqAcc(queries * headDim);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t w = 0; w < bhCount * keyTiles; ++w) {
-      const int64_t bh = w / keyTiles, s0 = (w % keyTiles) * kKeyTile;
-      const int64_t cols = std::min(kKeyTile, keys - s0);
-      std::fill(dkAcc.begin(), dkAcc.end(), 0.0);
-      std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
-      // The first query row that sees key s0 (causal: s0 <= t + S - T).
-      const int64_t first =
-          causal ? std::clamp<int64_t>(s0 - (keys - queries), 0, queries) : 0;
-      for (int64_t t = first; t < queries; ++t) {
-        const int64_t end = std::min(cols, keyEnd(t, queries, keys, causal) - s0);
-        const T *qRow = q + (bh * queries + t) * headDim;
-        const T *dORow = dOut + (bh * queries + t) * valueDim;
-        for (int64_t c = 0; c < end; ++c) {
-          double p, ds;
-          probability(bh, t, s0 + c, p, ds);
-          if (p == 0)
-            continue;
-          double *dvRow = &dvAcc[c * valueDim];
+    for (int64_t bh = 0; bh < bhCount; ++bh) {
+      const int64_t b = bh / heads, h = bh % heads;
+      const int64_t maskBase = b * maskStrideB + h * maskStrideH;
+      std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
+      for (int64_t s0 = 0; s0 < keys; s0 += kKeyTile) {
+        const int64_t cols = std::min(kKeyTile, keys - s0);
+        // The first query row that sees a key of this tile.
+        const int64_t first =
+            causal ? std::clamp<int64_t>(s0 - (keys - queries), 0, queries) : 0;
+        for (int64_t t = first; t < queries; ++t) {
+          const int64_t end = std::min(cols, keyEnd(t, queries, keys, causal) - s0);
+          const double rowLse = lse[bh * queries + t];
+          const T *qRow = q + (bh * queries + t) * headDim;
+          const T *dORow = dOut + (bh * queries + t) * valueDim;
+          for (int64_t c = 0; c < end; ++c) {
+            double p = 0, ds = 0;
+            if (rowLse != kNegInf) {
+              const int64_t s = s0 + c;
+              const double x = score(qRow, k + (bh * keys + s) * headDim, headDim,
+                                     scale, mask,
+                                     maskBase + t * maskStrideT + s * maskStrideS);
+              p = std::exp(x - rowLse);
+              if (p != 0)
+                ds = p * (dot(dORow, v + (bh * keys + s) * valueDim, valueDim) -
+                          delta[bh * queries + t]);
+            }
+            prob[t * kKeyTile + c] = p;
+            g[t * kKeyTile + c] = ds * scale;
+          }
+        }
+        std::fill(dkAcc.begin(), dkAcc.end(), 0.0);
+        std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
+        for (int64_t t = first; t < queries; ++t) {
+          const int64_t end = std::min(cols, keyEnd(t, queries, keys, causal) - s0);
+          const T *qRow = q + (bh * queries + t) * headDim;
+          const T *dORow = dOut + (bh * queries + t) * valueDim;
+          double *dqRow = &dqAcc[t * headDim];
+          for (int64_t c = 0; c < end; ++c) {
+            const double p = prob[t * kKeyTile + c], gs = g[t * kKeyTile + c];
+            if (p == 0)
+              continue;
+            double *dvRow = &dvAcc[c * valueDim];
 #pragma omp simd
-          for (int64_t d = 0; d < valueDim; ++d)
-            dvRow[d] += p * double(float(dORow[d]));
-          double *dkRow = &dkAcc[c * headDim];
-          const double g = ds * scale;
+            for (int64_t d = 0; d < valueDim; ++d)
+              dvRow[d] += p * double(float(dORow[d]));
+            double *dkRow = &dkAcc[c * headDim];
 #pragma omp simd
+            for (int64_t d = 0; d < headDim; ++d)
+              dkRow[d] += gs * double(float(qRow[d]));
+            const T *kRow = k + (bh * keys + s0 + c) * headDim;
+#pragma omp simd
+            for (int64_t d = 0; d < headDim; ++d)
+              dqRow[d] += gs * double(float(kRow[d]));
+          }
+        }
+        for (int64_t c = 0; c < cols; ++c) {
+          T *dkOut = dk + (bh * keys + s0 + c) * headDim;
+          T *dvOut = dv + (bh * keys + s0 + c) * valueDim;
           for (int64_t d = 0; d < headDim; ++d)
-            dkRow[d] += g * double(float(qRow[d]));
+            dkOut[d] = T(float(dkAcc[c * headDim + d]));
+          for (int64_t d = 0; d < valueDim; ++d)
+            dvOut[d] = T(float(dvAcc[c * valueDim + d]));
         }
       }
-      for (int64_t c = 0; c < cols; ++c) {
-        T *dkOut = dk + (bh * keys + s0 + c) * headDim;
-        T *dvOut = dv + (bh * keys + s0 + c) * valueDim;
+      for (int64_t t = 0; t < queries; ++t) {
+        T *dqOut = dq + (bh * queries + t) * headDim;
         for (int64_t d = 0; d < headDim; ++d)
-          dkOut[d] = T(float(dkAcc[c * headDim + d]));
-        for (int64_t d = 0; d < valueDim; ++d)
-          dvOut[d] = T(float(dvAcc[c * valueDim + d]));
+          dqOut[d] = T(float(dqAcc[t * headDim + d]));
       }
-    }
-  }
-
-  // dq: one work item per (b, h, query row), keys in order.
-#pragma omp parallel
-  {
-    std::vector<double> dqAcc(headDim);
-#pragma omp for schedule(dynamic, kQueryTile)
-    for (int64_t row = 0; row < bhCount * queries; ++row) {
-      const int64_t bh = row / queries, t = row % queries;
-      std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
-      const int64_t end = keyEnd(t, queries, keys, causal);
-      for (int64_t s = 0; s < end; ++s) {
-        double p, ds;
-        probability(bh, t, s, p, ds);
-        if (p == 0)
-          continue;
-        const T *kRow = k + (bh * keys + s) * headDim;
-        const double g = ds * scale;
-#pragma omp simd
-        for (int64_t d = 0; d < headDim; ++d)
-          dqAcc[d] += g * double(float(kRow[d]));
-      }
-      T *dqOut = dq + row * headDim;
-      for (int64_t d = 0; d < headDim; ++d)
-        dqOut[d] = T(float(dqAcc[d]));
     }
   }
 }

@@ -3,9 +3,9 @@
 // The CPU backend's matrix product: row-major, optionally transposed
 // operands, batched with strides (a stride of 0 broadcasts an operand over
 // the batch, which is how dsc.matmul's batch broadcasting lowers). Each
-// product is one OpenBLAS sgemm. A batch is one call: its items run in an
-// OpenMP-parallel loop when that beats OpenBLAS's own threading (see
-// gemmF32), one after the other otherwise. OpenBLAS 0.3.21 has no batched
+// product is OpenBLAS sgemm on OpenMP's threads. A batch is one call: its
+// items run in an OpenMP-parallel loop, or one after the other, each split
+// over the threads (see gemmF32). OpenBLAS 0.3.21 has no batched
 // call (cblas_sgemm_batch came in 0.3.27), so this is the batch.
 //
 // The epilogue variants (gemmEpilogue*) apply what cuBLASLt's epilogues
@@ -46,13 +46,14 @@ void checkGemmShape(const GemmShape &shape);
 /// dsc::rt::Error for negative sizes, or a zero C stride with batch > 1
 /// (the items would overwrite each other).
 ///
-/// Batches: the items are spread over OpenMP threads, one sgemm each,
-/// when the batch has at least as many items as threads or each item is
-/// small enough that OpenBLAS would run it on one thread anyway
-/// (m * n * k <= 262,144); otherwise (few large items) they are issued in
-/// order and OpenBLAS threads inside each. Items whose outputs overlap
-/// (|strideC| < m * n) always run in order, as a loop of calls would.
-/// The result does not depend on the choice: each item is the same sgemm.
+/// Threads: OpenBLAS runs on the calling thread only (one pool of threads,
+/// OpenMP's, not two competing for the cores). The items of a batch are
+/// spread over OpenMP threads, one sgemm each, when the batch has at least
+/// as many items as threads or each item is small (m * n * k <= 262,144);
+/// otherwise (few large items) they are issued in order, each split into
+/// blocks of C's columns or rows on the threads. Items whose outputs
+/// overlap (|strideC| < m * n) always run in order, as a loop of calls
+/// would.
 void gemmF32(const GemmShape &shape, const float *a, const float *b, float *c,
              float alpha = 1.0f, float beta = 0.0f);
 
