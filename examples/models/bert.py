@@ -109,10 +109,12 @@ class BertForMaskedLM(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
 
 
-def build(size="tiny", batch=2, seq=None, vocab=None):
+def build(size="tiny", batch=2, seq=None, vocab=None, heads=None):
     cfg = dict(SIZES[size])
     if vocab is not None:
         cfg["vocab"] = vocab
+    if heads is not None:  # e.g. 4 for tensor parallelism over 4 ranks
+        cfg["heads"] = heads
     seq = seq or min(cfg["max_pos"], 8 if size == "tiny" else 128)
     model = BertForMaskedLM(**cfg)
     g = torch.Generator().manual_seed(1234)
