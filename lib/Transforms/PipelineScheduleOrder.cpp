@@ -10,9 +10,12 @@
 // carries, any other op to the union of its operands'. An unmarked op of
 // exactly one micro-batch belongs to that micro-batch's backward. The
 // program is then: what depends on no micro-batch (pure ops, and the
-// others up to the first op with effects that stays behind), each action's ops in the schedule's order,
-// and what depends on several micro-batches (the sums of weight gradients,
-// the loss, the optimizer), each group in its original order. ZB-H1 splits
+// others up to the first op with effects that stays behind), each action's
+// ops in the schedule's order, and what depends on several micro-batches
+// (the sums of weight gradients, the loss, the optimizer), each group in
+// its original order. What depends on no micro-batch but stayed behind
+// while an action reads it (ZeRO-3's gathers of the parameters for the
+// backward) runs just before the first such action. ZB-H1 splits
 // each micro-batch's backward into the part the previous stage waits for
 // and the weight gradients (splitBackward).
 //
@@ -160,6 +163,59 @@ struct PipelineSchedulePass
     backward = std::move(kept);
   }
 
+  /// Takes out of `tail` what depends on no micro-batch but is read, at
+  /// the end of a chain of such ops, by an action's op: ZeRO-3's gathers
+  /// of the parameters for the backward, which follow the loss's
+  /// collective in program order and so stayed behind it. Each goes just
+  /// before the first action (in the schedule's order) that reads it,
+  /// directly or through the chain; returns them per action, in program
+  /// order. Every rank of a stage's data group runs this stage's program,
+  /// so the collectives among them stay in one order on all of them.
+  /// What the tail reads alone stays there: moving it ahead of the tail's
+  /// effects (the optimizer's stores) could change what it reads.
+  static SmallVector<SmallVector<Operation *>>
+  attachToFirstUser(SmallVector<Operation *> &tail,
+                    const llvm::DenseMap<Value, llvm::BitVector> &dependsOn,
+                    ArrayRef<SmallVector<Operation *> *> groups) {
+    const size_t never = groups.size();
+    llvm::DenseMap<Operation *, size_t> actionOf;
+    for (auto [index, group] : llvm::enumerate(groups))
+      for (Operation *op : *group)
+        actionOf[op] = index;
+    auto independent = [&](Operation *op) {
+      return llvm::all_of(op->getResults(), [&](Value result) {
+        auto it = dependsOn.find(result);
+        return it == dependsOn.end() || it->second.none();
+      });
+    };
+    // Users follow their operands in program order: the first action that
+    // reads an op is known once its users' are, walking the tail backwards.
+    llvm::DenseMap<Operation *, size_t> firstAction;
+    for (Operation *op : llvm::reverse(tail)) {
+      if (op->getNumResults() == 0 || !independent(op))
+        continue;
+      size_t first = never;
+      for (Operation *user : op->getUsers()) {
+        if (auto it = actionOf.find(user); it != actionOf.end())
+          first = std::min(first, it->second);
+        else if (auto it = firstAction.find(user); it != firstAction.end())
+          first = std::min(first, it->second);
+      }
+      if (first != never)
+        firstAction[op] = first;
+    }
+    SmallVector<SmallVector<Operation *>> ahead(groups.size());
+    SmallVector<Operation *> kept;
+    for (Operation *op : tail) {
+      if (auto it = firstAction.find(op); it != firstAction.end())
+        ahead[it->second].push_back(op);
+      else
+        kept.push_back(op);
+    }
+    tail = std::move(kept);
+    return ahead;
+  }
+
   LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,
                       int64_t microBatches) {
     if (!func.getBody().hasOneBlock())
@@ -231,14 +287,20 @@ struct PipelineSchedulePass
         }))
       for (int64_t mb = 0; mb < microBatches; ++mb)
         splitBackward(backward[mb], weight[mb]);
+    // The ops of each action, in the schedule's order.
+    SmallVector<SmallVector<Operation *> *> groups;
+    for (const pipeline::Action &action : actions)
+      groups.push_back(action.pass == pipeline::PassKind::forward
+                           ? &forward[action.microBatch]
+                       : action.pass == pipeline::PassKind::backward
+                           ? &backward[action.microBatch]
+                           : &weight[action.microBatch]);
+    SmallVector<SmallVector<Operation *>> ahead =
+        attachToFirstUser(tail, dependsOn, groups);
     place(free);
-    for (const pipeline::Action &action : actions) {
-      if (action.pass == pipeline::PassKind::forward)
-        place(forward[action.microBatch]);
-      else if (action.pass == pipeline::PassKind::backward)
-        place(backward[action.microBatch]);
-      else
-        place(weight[action.microBatch]);
+    for (auto [group, attached] : llvm::zip(groups, ahead)) {
+      place(attached);
+      place(*group);
     }
     place(tail);
 
@@ -252,15 +314,13 @@ struct PipelineSchedulePass
           InFlightDiagnostic diag =
               op.emitOpError() << "would run before an operand it reads in the "
                                << schedule << " order of this pipeline stage";
-          // ZeRO-3's gathers for the backward are the known case: they
-          // depend on no micro-batch and follow the loss's collective.
+          // What reads no micro-batch and stayed behind goes ahead of the
+          // action that reads it (attachToFirstUser); an operand still
+          // behind is an op the grouping above does not know.
           if (Operation *def = operand.getDefiningOp())
             diag.attachNote(def->getLoc())
                 << "the operand is '" << def->getName()
-                << "', which depends on no micro-batch and stays behind the "
-                   "step's collectives (ZeRO-3's partitioned parameters are "
-                   "not supported in a pipeline stage yet: keep them whole "
-                   "with --zero-stage=2 or a persistence threshold)";
+                << "', which the schedule leaves after this op";
           return diag;
         }
       defined.insert(op.result_begin(), op.result_end());

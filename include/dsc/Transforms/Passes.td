@@ -163,7 +163,12 @@ def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
     depending on its micro-batch). Each action's ops keep their order;
     what depends on no micro-batch runs first, and what depends on several
     (the sums of the micro-batches' weight gradients, the loss, the
-    optimizer) after the last action, in program order.
+    optimizer) after the last action, in program order. What depends on
+    no micro-batch but follows an op with effects that runs after the last
+    action (ZeRO-3's gathers of the parameters for the backward follow the
+    loss's collectives) runs just before the first action that reads it;
+    every rank of a stage's data group runs the stage's program, so their
+    collectives keep one order.
 
     `schedule`: `gpipe` (every forward, then every backward), `1f1b`
     (DeepSpeed's: P - 1 - s warm-up forwards on stage s, then one forward
