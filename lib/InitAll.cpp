@@ -5,6 +5,7 @@
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
 #include "dsc/Dialect/DSCRT/IR/DSCRTDialect.h"
+#include "dsc/Pipeline/LoweringPipeline.h"
 #include "dsc/Pipeline/Passes.h"
 #include "dsc/Pipeline/TrainingPipeline.h"
 #include "dsc/Transforms/Passes.h"
@@ -24,5 +25,6 @@ void mlir::dsc::registerAllPasses() {
   registerDSCConversionPasses();
   registerDSCPipelinePasses();
   registerTrainingPipeline();
+  registerLowerToRuntimePipeline();
   mlir::registerTransformsPasses();
 }

@@ -1,11 +1,26 @@
-//===- DecomposeForLibrary.cpp - ops the library computes after a rewrite -===//
+//===- DecomposeForLibrary.cpp - --dsc-decompose-for-library ---------------===//
+//
+// Some forms of non-elementwise ops have no kernel in the kernel library
+// (runtime/include/dsc/kernels/) but become library kernels after a cheap
+// rewrite in the graph: a conversion, a permute or a broadcast in front.
+// The lowering applies these rewrites before it forms kernels, so that the
+// emitter never has to generate a loop for a non-elementwise op. With
+// gradient accumulation, the graph is also put in the order the conversion
+// emits: what runs on every micro-step before the optimizer boundary.
+//
+//===----------------------------------------------------------------------===//
 
-#include "DecomposeForLibrary.h"
-
+#include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSC/IR/GraphUtils.h"
 #include "dsc/Dialect/DSCRT/IR/LibraryKernels.h"
 
 #include "mlir/IR/Builders.h"
+
+namespace mlir::dsc {
+#define GEN_PASS_DEF_DECOMPOSEFORLIBRARY
+#include "dsc/Conversion/Passes.h.inc"
+} // namespace mlir::dsc
 
 using namespace mlir;
 using namespace mlir::dsc;
@@ -97,7 +112,62 @@ static void broadcastPartialBatch(MatmulOp mm) {
   }
 }
 
-void mlir::dsc::decomposeForLibrary(func::FuncOp graph) {
+/// A summed or averaged cross-entropy becomes per-token losses (one
+/// independent row each: a parallel kernel) and reductions, instead of one
+/// serial loop over every token's logits: the LM head's loss dominated
+/// GPT-2's CPU step otherwise.
+static void expandCrossEntropy(func::FuncOp graph) {
+  SmallVector<CrossEntropyOp> losses;
+  graph.walk([&](CrossEntropyOp ce) {
+    if (ce.getReduction() != LossReduction::none)
+      losses.push_back(ce);
+  });
+  for (CrossEntropyOp ce : losses) {
+    OpBuilder b(ce);
+    Location loc = ce.getLoc();
+    auto targets = cast<RankedTensorType>(ce.getTargets().getType());
+    SmallVector<int64_t> all;
+    for (int64_t d = 0; d < targets.getRank(); ++d)
+      all.push_back(d);
+    Value perToken = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
+                                            ce.getIgnoreIndex(), LossReduction::none);
+    Value total = all.empty() ? perToken
+                              : ReduceSumOp::create(b, loc, perToken, all, false).getResult();
+    Value result = total;
+    if (ce.getReduction() == LossReduction::mean)
+      result = DivOp::create(b, loc, total, ce.buildCountedTargets(b));
+    ce.replaceAllUsesWith(result);
+    ce.erase();
+  }
+}
+
+/// Gradient accumulation: the ops that read the graph's
+/// dsc.optimizer_boundary, directly or not, run once per optimizer step;
+/// they move after it and every other op before it, each side in its
+/// order, so that a call which ends no optimizer step can stop at the
+/// boundary.
+static void orderAroundBoundary(Block &body) {
+  auto boundaries = body.getOps<OptimizerBoundaryOp>();
+  if (boundaries.empty())
+    return;
+  Operation *boundary = *boundaries.begin();
+  DenseSet<Operation *> perUpdate{boundary};
+  for (Operation *op = boundary->getNextNode(); op;) {
+    Operation *next = op->getNextNode();
+    if (op->hasTrait<mlir::OpTrait::IsTerminator>())
+      break;
+    if (llvm::any_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return def && perUpdate.contains(def);
+        }))
+      perUpdate.insert(op);
+    else
+      op->moveBefore(boundary);
+    op = next;
+  }
+}
+
+static void decomposeForLibrary(func::FuncOp graph) {
   SmallVector<Operation *> ops;
   graph.walk([&](Operation *op) { ops.push_back(op); });
   for (Operation *op : ops) {
@@ -122,3 +192,19 @@ void mlir::dsc::decomposeForLibrary(func::FuncOp graph) {
       broadcastPartialBatch(mm);
   }
 }
+
+namespace {
+struct DecomposeForLibraryPass
+    : public dsc::impl::DecomposeForLibraryBase<DecomposeForLibraryPass> {
+  void runOnOperation() override {
+    func::FuncOp graph = getOperation();
+    if (graph.isExternal())
+      return; // nothing to lower: --dsc-convert-to-runtime reports it
+    if (failed(verifyLowerableGraph(graph)))
+      return signalPassFailure();
+    expandCrossEntropy(graph);
+    decomposeForLibrary(graph);
+    orderAroundBoundary(graph.getBody().front());
+  }
+};
+} // namespace

@@ -2,7 +2,7 @@
 // RUN: dsc-opt %s --dsc-lower-to-runtime --dscrt-select-library --dsc-plan-memory | dsc-translate --dscrt-to-cpp | FileCheck %s --check-prefix=CPP
 
 // Forms of non-elementwise ops the library has no kernel for become
-// library kernels after a rewrite in the lowering (DecomposeForLibrary.h):
+// library kernels after a rewrite in the lowering (--dsc-decompose-for-library):
 // no non-elementwise op is left to generated loops.
 
 // CHECK-LABEL: func.func @step()

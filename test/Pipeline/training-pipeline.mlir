@@ -29,7 +29,13 @@
 // THEN-NEXT: dsc-eval-mode
 // THEN-NOT: dsc-autodiff
 // THEN: cse
-// THEN-NEXT: dsc-lower-to-runtime
+// THEN-NEXT: func.func(
+// THEN-NEXT: dsc-decompose-for-library
+// THEN-NEXT: dsc-form-kernels{fuse-elementwise=true}
+// THEN-NEXT: ),
+// THEN-NEXT: dsc-convert-to-runtime
+// THEN-NEXT: func.func(
+// THEN-NEXT: dscrt-verify-step
 
 // Activation checkpointing ends the pipeline, after the last CSE (which
 // would merge the recomputed blocks back); a flag without a value is true.

@@ -5,8 +5,66 @@
 
 include "mlir/Pass/PassBase.td"
 
-def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
-  let summary = "lowers the dsc graph to buffers, kernels and collectives";
+def DecomposeForLibrary
+    : Pass<"dsc-decompose-for-library", "::mlir::func::FuncOp"> {
+  let summary = "rewrites the graph into ops the kernel library computes";
+  let description = [{
+    The first pass of the lowering (`--dsc-lower-to-runtime`). It checks
+    what the lowering assumes of the graph function (one block, statically
+    shaped tensors in and out: a diagnostic otherwise), then rewrites it:
+
+    - a summed or averaged `dsc.cross_entropy` becomes per-token losses
+      (`reduction = none`, one parallel kernel) and reductions;
+    - i32 index operands become i64 (`dsc.convert`), the library's index
+      type; a `dsc.scatter_add` of i1 data becomes a sum on i64 and `!= 0`;
+    - a reduction over dims that are not adjacent becomes a `dsc.permute`
+      that moves them last and a reduction over the trailing dims;
+    - a batched `dsc.matmul` whose operand broadcasts some batch dims only
+      gets a `dsc.broadcast` of that operand to the whole batch (one
+      strided-batched GEMM).
+
+    With gradient accumulation it also orders the graph around its
+    `dsc.optimizer_boundary`: the ops that read the boundary's results,
+    directly or not, run once per optimizer step and move after it; every
+    other op moves before it, each side keeping its order. A call that ends
+    no optimizer step then stops at the boundary.
+
+    Example: `dsc-opt model.mlir --dsc-decompose-for-library`.
+  }];
+}
+
+def FormKernels : Pass<"dsc-form-kernels", "::mlir::func::FuncOp"> {
+  let summary = "decides which elementwise ops run as one kernel";
+  let description = [{
+    Groups chains of elementwise ops into fused kernels and records each
+    group of two or more ops as a `dsc.fusion_group = N` attribute on its
+    members (groups numbered from 0 in the order of their last op, where
+    `--dsc-convert-to-runtime` emits the group's `dscrt.kernel`); an op
+    without the attribute is a kernel of its own.
+
+    An elementwise op joins the group of an elementwise user with the same
+    result shape when that user is its only reader besides stores, so the
+    intermediate value never reaches memory; a stored intermediate (an
+    optimizer's moments beside its parameter's update) becomes one more
+    output of the kernel. Ops on both sides of a `dsc.optimizer_boundary`
+    never share a kernel.
+
+    ```mlir
+    %a = dsc.mul %x, %y {dsc.fusion_group = 0 : i64} : ...
+    %b = dsc.add %a, %z {dsc.fusion_group = 0 : i64} : ...
+    ```
+
+    Example: `dsc-opt model.mlir --dsc-decompose-for-library --dsc-form-kernels`.
+  }];
+  let options = [
+    Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
+           "fuse chains of elementwise ops into one kernel (false: every op "
+           "is a kernel of its own)">,
+  ];
+}
+
+def ConvertToRuntime : Pass<"dsc-convert-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "converts the dsc graph to buffers, kernels and collectives";
   let description = [{
     Rewrites the module's graph function (`@forward`) into `@step`, a
     function of the `dscrt` dialect with no arguments: graph inputs become
@@ -15,15 +73,8 @@ def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
     `dscrt.constant`, `dsc.all_reduce` a copy plus an in-place
     `dscrt.all_reduce`, the returned values `dscrt.output`s, and every other
     op a `dscrt.kernel` writing freshly allocated buffers (`dscrt.alloc`).
-
-    A summed or averaged `dsc.cross_entropy` is first expanded into per-token
-    losses (`reduction = none`, one parallel kernel) and reductions.
-
-    Chains of elementwise ops are fused: an elementwise op whose single user
-    is an elementwise op with the same result shape joins that user's
-    kernel, so intermediate values never reach memory. An op whose other
-    users are stores joins too, as one more output of the kernel (an
-    optimizer's moments and update: one kernel per parameter).
+    The ops of one `dsc.fusion_group` (`--dsc-form-kernels`) become one
+    `dscrt.kernel`, emitted where the group's last op is.
 
     A stored value that an elementwise kernel computes is written straight
     into the state's memory, with no copy, when every read of the state's
@@ -31,13 +82,19 @@ def LowerToRuntime : Pass<"dsc-lower-to-runtime", "::mlir::ModuleOp"> {
     writes; otherwise (a later reader, a collective reading the state) the
     store copies it once every read is done.
 
-    Example: `dsc-opt model.mlir --dsc-lower-to-runtime --dsc-plan-memory`.
+    Kernels run on the stream "compute", collectives on "comm", and with
+    offload the copies on "d2h" and "h2d", host kernels on "host" and NVMe
+    reads and writes on "nvme"; `dscrt.record`/`dscrt.wait` order each
+    reader after the writer on another stream.
+
+    It expects the graph that `--dsc-decompose-for-library` leaves (ordered
+    around its optimizer boundary); `--dsc-lower-to-runtime` runs the three
+    passes in order.
+
+    Example: `dsc-opt model.mlir --dsc-decompose-for-library
+    --dsc-form-kernels --dsc-convert-to-runtime`.
   }];
   let dependentDialects = ["::mlir::dscrt::DSCRTDialect"];
-  let options = [
-    Option<"fuseElementwise", "fuse-elementwise", "bool", /*default=*/"true",
-           "fuse chains of elementwise ops into one kernel">,
-  ];
 }
 
 def SelectLibraryKernels
@@ -54,6 +111,34 @@ def SelectLibraryKernels
 
     Example: `dsc-opt model.mlir --dsc-lower-to-runtime --dscrt-select-library
     --dsc-plan-memory`.
+  }];
+}
+
+def VerifyStep : Pass<"dscrt-verify-step", "::mlir::func::FuncOp"> {
+  let summary = "checks that the step's streams are ordered where they share buffers";
+  let description = [{
+    Checks, on each function with `dscrt.stream`s (the step), what the
+    lowering guarantees and the emitter and `--dsc-plan-memory` rely on.
+    Each stream runs its work in order; work on another stream is ordered
+    after it only through a `dscrt.record` of that stream and a
+    `dscrt.wait` for it (transitively), or a `dscrt.synchronize` of it
+    before the host enqueues the work. A located error for:
+
+    - a launch (kernel, copy, collective, NVMe read or write) that reads a
+      buffer another stream wrote, or overwrites a buffer another stream
+      wrote or reads, without being ordered after that work (a view uses
+      its source's memory; every `dscrt.state` of one index is one state);
+    - a read of a buffer nothing has written (states, inputs, the step key
+      and constants hold values when the step starts);
+    - a `dscrt.alloc` nothing uses;
+    - work on a stream that is not a `dscrt.stream` of the function;
+    - a return before every stream with work is synchronized (the runtime
+      reads the outputs once the step returns).
+
+    It checks buffers by their values, before `--dsc-plan-memory` places
+    them in the arena. `--dsc-lower-to-runtime` ends with it.
+
+    Example: `dsc-opt step.mlir --dscrt-verify-step`.
   }];
 }
 

@@ -82,3 +82,25 @@ Value mlir::dsc::stepKeyOf(func::FuncOp func) {
       builder, func.getLoc(),
       RankedTensorType::get({4}, builder.getI64Type()));
 }
+
+LogicalResult mlir::dsc::verifyLowerableGraph(func::FuncOp graph) {
+  if (!graph.getBody().hasOneBlock())
+    return graph.emitError() << "the graph must be one block to lower, it has "
+                             << graph.getBody().getBlocks().size();
+  auto isStaticTensor = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.hasStaticShape() &&
+           tensor.getElementType().isIntOrFloat();
+  };
+  for (BlockArgument arg : graph.getArguments())
+    if (!isStaticTensor(arg.getType()))
+      return graph.emitError() << "graph input #" << arg.getArgNumber()
+                               << " must be a statically shaped tensor, got "
+                               << arg.getType();
+  for (auto [i, type] : llvm::enumerate(graph.getResultTypes()))
+    if (!isStaticTensor(type))
+      return graph.emitError() << "graph output #" << i
+                               << " must be a statically shaped tensor, got "
+                               << type;
+  return success();
+}

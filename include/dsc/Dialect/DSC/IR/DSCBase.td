@@ -109,6 +109,11 @@ def DSC_Dialect : Dialect {
     /// step report prints it beside the teacher's bytes).
     static constexpr ::llvm::StringLiteral kTeacherFlopsAttrName =
         "dsc.teacher_flops";
+    /// Op attribute: the fused kernel an elementwise op belongs to (an i64
+    /// numbering the groups of its function, `--dsc-form-kernels`); the
+    /// ops of one group become one dscrt.kernel.
+    static constexpr ::llvm::StringLiteral kFusionGroupAttrName =
+        "dsc.fusion_group";
   }];
 }
 

@@ -39,6 +39,10 @@ std::optional<int64_t> microBatchOf(func::FuncOp func);
 /// when it has none), so that it dominates any op of the body.
 Value stepKeyOf(func::FuncOp func);
 
+/// What the lowering assumes of a graph function, checked so that bad
+/// input is a diagnostic: one block, statically shaped tensors in and out.
+LogicalResult verifyLowerableGraph(func::FuncOp graph);
+
 } // namespace mlir::dsc
 
 #endif // DSC_DIALECT_DSC_IR_GRAPHUTILS_H

@@ -1,6 +1,11 @@
-//===- LowerToRuntime.cpp - dsc graph -> dscrt buffers and kernels ---------===//
-
-#include "DecomposeForLibrary.h"
+//===- ConvertToRuntime.cpp - dsc graph -> dscrt buffers and kernels ------===//
+//
+// The conversion proper of the lowering: the graph, decomposed and ordered
+// (--dsc-decompose-for-library) with its kernels formed (--dsc-form-kernels),
+// becomes the step of runtime calls: buffers, kernels, collectives and
+// copies, on streams ordered by events.
+//
+//===----------------------------------------------------------------------===//
 
 #include "dsc/Conversion/Passes.h"
 #include "dsc/Dialect/DSC/IR/DSCDialect.h"
@@ -14,12 +19,11 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 
-#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::dsc {
-#define GEN_PASS_DEF_LOWERTORUNTIME
+#define GEN_PASS_DEF_CONVERTTORUNTIME
 #include "dsc/Conversion/Passes.h.inc"
 } // namespace mlir::dsc
 
@@ -237,9 +241,8 @@ struct NvmeSchedule {
   }
 };
 
-struct LowerToRuntimePass
-    : public dsc::impl::LowerToRuntimeBase<LowerToRuntimePass> {
-  using LowerToRuntimeBase::LowerToRuntimeBase;
+struct ConvertToRuntimePass
+    : public dsc::impl::ConvertToRuntimeBase<ConvertToRuntimePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -253,144 +256,86 @@ struct LowerToRuntimePass
       return signalPassFailure();
   }
 
-  /// Gradient accumulation: the ops that read the graph's
-  /// dsc.optimizer_boundary (`boundary`, set when there is one), directly
-  /// or not, run once per optimizer step; they move after it and every
-  /// other op before it, each side in its order, so that a call which
-  /// ends no optimizer step can stop at the boundary. Returns the former.
-  static DenseSet<Operation *> orderAroundBoundary(Block &body,
-                                                   OptimizerBoundaryOp &boundary) {
+  /// Gradient accumulation: the ops after the graph's
+  /// dsc.optimizer_boundary (`boundary`, set when there is one) run once
+  /// per optimizer step; --dsc-decompose-for-library moved there exactly
+  /// the ops that read the boundary, directly or not. Returns them; an
+  /// error at an op after the boundary that does not read it.
+  static FailureOr<DenseSet<Operation *>>
+  perUpdateOps(Block &body, OptimizerBoundaryOp &boundary) {
     DenseSet<Operation *> perUpdate;
     auto boundaries = body.getOps<OptimizerBoundaryOp>();
     if (boundaries.empty())
       return perUpdate;
     boundary = *boundaries.begin();
     perUpdate.insert(boundary);
-    for (Operation *op = boundary->getNextNode(); op;) {
-      Operation *next = op->getNextNode();
-      if (isa<func::ReturnOp>(op))
-        break;
-      if (llvm::any_of(op->getOperands(), [&](Value v) {
+    for (Operation *op = boundary->getNextNode();
+         op && !op->hasTrait<mlir::OpTrait::IsTerminator>(); op = op->getNextNode()) {
+      if (llvm::none_of(op->getOperands(), [&](Value v) {
             Operation *def = v.getDefiningOp();
             return def && perUpdate.contains(def);
           }))
-        perUpdate.insert(op);
-      else
-        op->moveBefore(boundary);
-      op = next;
+        return op->emitOpError()
+               << "follows the dsc.optimizer_boundary but does not read it, "
+                  "so it would run once per optimizer step only; "
+                  "--dsc-decompose-for-library moves it before the boundary";
+      perUpdate.insert(op);
     }
     perUpdate.erase(boundary);
     return perUpdate;
   }
 
-  /// Groups of ops emitted as one kernel: elementwise chains joined, every
-  /// other op alone. Returns, for each op, the last op of its group (where
-  /// the group's kernel is emitted).
-  DenseMap<Operation *, Operation *>
-  groupOps(Block &body, const DenseSet<Operation *> &perUpdate) {
-    llvm::EquivalenceClasses<Operation *> classes;
-    DenseMap<Operation *, unsigned> position;
-    for (Operation &op : body) {
-      position[&op] = position.size();
-      classes.insert(&op);
-      if (!fuseElementwise || !isElementwise(&op))
-        continue;
-      auto shape = cast<RankedTensorType>(op.getResult(0).getType()).getShape();
-      for (Value operand : op.getOperands()) {
-        Operation *def = operand.getDefiningOp();
-        if (!def || def->getBlock() != &body || !isElementwise(def) ||
-            !onlyStoredBesides(operand, &op) ||
-            perUpdate.contains(def) != perUpdate.contains(&op))
-          continue;
-        if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
-          continue;
-        classes.unionSets(def, &op);
-      }
-    }
+  /// The kernels --dsc-form-kernels recorded: for each op of `body`, the
+  /// last op of its dsc.fusion_group (where the group's kernel is
+  /// emitted), or the op itself when it has none. An error at a group that
+  /// one kernel cannot compute: a member that is not elementwise, an op
+  /// before the last whose value an op outside the group but a store reads
+  /// (it would read it before the kernel is emitted), or a group across
+  /// the optimizer boundary.
+  static FailureOr<DenseMap<Operation *, Operation *>>
+  recordedGroups(Block &body, const DenseSet<Operation *> &perUpdate) {
     DenseMap<Operation *, Operation *> root;
-    for (auto it = classes.begin(); it != classes.end(); ++it) {
-      if (!(*it)->isLeader())
+    DenseMap<int64_t, SmallVector<Operation *>> groups;
+    SmallVector<int64_t> ids; // in order of first appearance
+    for (Operation &op : body) {
+      root[&op] = &op;
+      auto id = op.getAttrOfType<IntegerAttr>(DSCDialect::kFusionGroupAttrName);
+      if (!id)
         continue;
-      Operation *last = nullptr;
-      for (auto member = classes.member_begin(**it);
-           member != classes.member_end(); ++member)
-        if (!last || position[*member] > position[last])
-          last = *member;
-      for (auto member = classes.member_begin(**it);
-           member != classes.member_end(); ++member)
-        root[*member] = last;
+      if (!isElementwise(&op))
+        return op.emitOpError() << "is in a dsc.fusion_group but is not "
+                                   "elementwise";
+      auto [it, inserted] = groups.try_emplace(id.getInt());
+      if (inserted)
+        ids.push_back(id.getInt());
+      it->second.push_back(&op);
+    }
+    for (int64_t id : ids) {
+      ArrayRef<Operation *> members = groups[id];
+      Operation *last = members.back();
+      for (Operation *member : members) {
+        if (perUpdate.contains(member) != perUpdate.contains(last))
+          return member->emitOpError()
+                 << "is in dsc.fusion_group " << id
+                 << " with ops on the other side of the optimizer boundary";
+        root[member] = last;
+        if (member == last)
+          continue; // its kernel's result, read after the kernel
+        for (Operation *user : member->getUsers())
+          if (!isa<StoreOp>(user) &&
+              user->getAttr(DSCDialect::kFusionGroupAttrName) !=
+                  member->getAttr(DSCDialect::kFusionGroupAttrName))
+            return user->emitOpError()
+                   << "reads a value of dsc.fusion_group " << id
+                   << ", which is computed inside the group's kernel";
+      }
     }
     return root;
   }
 
-  /// Whether every use of `value` but those by `user` stores it: then
-  /// `value` joins `user`'s kernel as one more output of it, which the
-  /// stores copy (an optimizer's new moments are stored and read by the
-  /// parameter's update: one kernel computes all three).
-  static bool onlyStoredBesides(Value value, Operation *user) {
-    return llvm::all_of(value.getUsers(), [&](Operation *u) {
-      return u == user || isa<StoreOp>(u);
-    });
-  }
-
-  /// A summed or averaged cross-entropy becomes per-token losses (one
-  /// independent row each: a parallel kernel) and reductions, instead of one
-  /// serial loop over every token's logits: the LM head's loss dominated
-  /// GPT-2's CPU step otherwise.
-  void expandCrossEntropy(func::FuncOp graph) {
-    SmallVector<CrossEntropyOp> losses;
-    graph.walk([&](CrossEntropyOp ce) {
-      if (ce.getReduction() != LossReduction::none)
-        losses.push_back(ce);
-    });
-    for (CrossEntropyOp ce : losses) {
-      OpBuilder b(ce);
-      Location loc = ce.getLoc();
-      auto targets = cast<RankedTensorType>(ce.getTargets().getType());
-      SmallVector<int64_t> all;
-      for (int64_t d = 0; d < targets.getRank(); ++d)
-        all.push_back(d);
-      Value perToken = CrossEntropyOp::create(b, loc, ce.getLogits(), ce.getTargets(),
-                                              ce.getIgnoreIndex(), LossReduction::none);
-      Value total = all.empty() ? perToken
-                                : ReduceSumOp::create(b, loc, perToken, all, false).getResult();
-      Value result = total;
-      if (ce.getReduction() == LossReduction::mean)
-        result = DivOp::create(b, loc, total, ce.buildCountedTargets(b));
-      ce.replaceAllUsesWith(result);
-      ce.erase();
-    }
-  }
-
-  /// What the lowering assumes of the graph, checked so that bad input is a
-  /// diagnostic: one block, static tensors in and out.
-  LogicalResult checkGraph(func::FuncOp graph) {
-    if (!graph.getBody().hasOneBlock())
-      return graph.emitError() << "the graph must be one block to lower, it has "
-                               << graph.getBody().getBlocks().size();
-    auto isStaticTensor = [](Type t) {
-      auto tensor = dyn_cast<RankedTensorType>(t);
-      return tensor && tensor.hasStaticShape() &&
-             tensor.getElementType().isIntOrFloat();
-    };
-    for (BlockArgument arg : graph.getArguments())
-      if (!isStaticTensor(arg.getType()))
-        return graph.emitError() << "graph input #" << arg.getArgNumber()
-                                 << " must be a statically shaped tensor, got "
-                                 << arg.getType();
-    for (auto [i, type] : llvm::enumerate(graph.getResultTypes()))
-      if (!isStaticTensor(type))
-        return graph.emitError() << "graph output #" << i
-                                 << " must be a statically shaped tensor, got "
-                                 << type;
-    return success();
-  }
-
   LogicalResult lower(ModuleOp module, func::FuncOp graph) {
-    if (failed(checkGraph(graph)))
+    if (failed(verifyLowerableGraph(graph)))
       return failure();
-    expandCrossEntropy(graph);
-    decomposeForLibrary(graph);
     OpBuilder builder(module.getContext());
     builder.setInsertionPointAfter(graph);
     auto step = func::FuncOp::create(builder, graph.getLoc(), "step",
@@ -425,7 +370,9 @@ struct LowerToRuntimePass
     }
 
     OptimizerBoundaryOp boundary;
-    DenseSet<Operation *> perUpdate = orderAroundBoundary(body, boundary);
+    FailureOr<DenseSet<Operation *>> perUpdate = perUpdateOps(body, boundary);
+    if (failed(perUpdate))
+      return failure();
     FailureOr<MemoryTiers> tiers = MemoryTiers::compute(body);
     if (failed(tiers))
       return failure();
@@ -452,7 +399,11 @@ struct LowerToRuntimePass
         events->waiter = waiter;
       }
     };
-    DenseMap<Operation *, Operation *> root = groupOps(body, perUpdate);
+    FailureOr<DenseMap<Operation *, Operation *>> groups =
+        recordedGroups(body, *perUpdate);
+    if (failed(groups))
+      return failure();
+    DenseMap<Operation *, Operation *> &root = *groups;
     // Members of each group in program order, collected at their root.
     DenseMap<Operation *, SmallVector<Operation *>> members;
     for (Operation &op : body)
@@ -554,7 +505,7 @@ struct LowerToRuntimePass
     SmallVector<Value> everyCall, onceAStep;
     for (Value value : ret.getOperands()) {
       Operation *def = value.getDefiningOp();
-      (def && perUpdate.contains(def) ? onceAStep : everyCall).push_back(value);
+      (def && perUpdate->contains(def) ? onceAStep : everyCall).push_back(value);
     }
     // Each output is a host buffer filled by a copy on compute, once the
     // collectives that produced it have run.
@@ -1043,7 +994,7 @@ struct LowerToRuntimePass
 
   /// One dscrt.kernel computing `group` (in program order). Its outputs
   /// are the last op's results and every other result of the group read
-  /// outside it (stored: see onlyStoredBesides).
+  /// outside it (stored: --dsc-form-kernels joins no other reader).
   void emitKernel(OpBuilder &builder, Value stream, ArrayRef<Operation *> group,
                   IRMapping &buffers,
                   llvm::function_ref<MemRefType(Value)> typeOf,
@@ -1078,8 +1029,9 @@ struct LowerToRuntimePass
     IRMapping values;
     for (auto [input, arg] : llvm::zip(inputs, block.getArguments()))
       values.map(input, arg);
+    // The fusion decision is spent: the kernel is the group.
     for (Operation *op : group)
-      inner.clone(*op, values);
+      inner.clone(*op, values)->removeAttr(DSCDialect::kFusionGroupAttrName);
     SmallVector<Value> yielded;
     for (Value result : results)
       yielded.push_back(values.lookup(result));
