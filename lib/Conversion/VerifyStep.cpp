@@ -136,46 +136,38 @@ struct StepChecker {
   /// launches no work.
   static bool accesses(Operation *op, Value &stream, SmallVector<Value> &reads,
                        SmallVector<Value> &writes) {
-    return llvm::TypeSwitch<Operation *, bool>(op)
+    stream = getWorkStream(op);
+    if (!stream)
+      return false;
+    llvm::TypeSwitch<Operation *>(op)
         .Case([&](KernelOp k) {
-          stream = k.getStream();
           llvm::append_range(reads, k.getIns());
           llvm::append_range(writes, k.getOuts());
-          return true;
         })
         .Case<CopyOp, CopyShardOp, AllGatherOp, ReduceScatterOp>([&](auto c) {
-          stream = c.getStream();
           reads.push_back(c.getSource());
           writes.push_back(c.getTarget());
-          return true;
         })
         .Case<AllReduceOp, AllToAllOp>([&](auto c) {
-          stream = c.getStream();
           reads.push_back(c.getBuffer());
           writes.push_back(c.getBuffer());
-          return true;
         })
         .Case([&](PipelineSendOp s) {
-          stream = s.getStream();
           reads.push_back(s.getBuffer());
-          return true;
         })
         .Case([&](PipelineRecvOp r) {
-          stream = r.getStream();
           writes.push_back(r.getBuffer());
-          return true;
         })
         .Case([&](NvmeReadOp r) {
-          stream = r.getStream();
           writes.push_back(r.getTarget());
-          return true;
         })
         .Case([&](NvmeWriteOp w) {
-          stream = w.getStream();
           reads.push_back(w.getSource());
-          return true;
         })
-        .Default([](Operation *) { return false; });
+        .Default([](Operation *) {
+          llvm_unreachable("getWorkStream names an op the list lacks");
+        });
+    return true;
   }
 
   std::optional<unsigned> indexOf(Operation *op, Value stream) {

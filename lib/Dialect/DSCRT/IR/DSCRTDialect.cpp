@@ -250,13 +250,16 @@ Value mlir::dscrt::getCollectiveStream(Operation *op) {
       .Default([](Operation *) { return Value(); });
 }
 
+Value mlir::dscrt::getWorkStream(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
+            PipelineSendOp, PipelineRecvOp, KernelOp, CopyOp, CopyShardOp,
+            NvmeReadOp, NvmeWriteOp>([](auto work) { return work.getStream(); })
+      .Default([](Operation *) { return Value(); });
+}
+
 Value mlir::dscrt::getAsyncStream(Operation *op) {
-  Value stream = llvm::TypeSwitch<Operation *, Value>(op)
-                     .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-                           PipelineSendOp, PipelineRecvOp, KernelOp, CopyOp, CopyShardOp, NvmeReadOp,
-                           NvmeWriteOp>(
-                         [](auto work) { return work.getStream(); })
-                     .Default([](Operation *) { return Value(); });
+  Value stream = getWorkStream(op);
   auto named = stream ? stream.getDefiningOp<StreamOp>() : StreamOp();
   if (named && named.getName() == DSCRTDialect::kComputeStreamName)
     return {};
@@ -273,18 +276,7 @@ static LogicalResult verifyCollectiveStream(Operation *collective) {
       first = first ? first : &op;
       continue;
     }
-    Value other;
-    if (auto kernel = dyn_cast<KernelOp>(op))
-      other = kernel.getStream();
-    else if (auto copy = dyn_cast<CopyOp>(op))
-      other = copy.getStream();
-    else if (auto copy = dyn_cast<CopyShardOp>(op))
-      other = copy.getStream();
-    else if (auto read = dyn_cast<NvmeReadOp>(op))
-      other = read.getStream();
-    else if (auto write = dyn_cast<NvmeWriteOp>(op))
-      other = write.getStream();
-    if (other == stream) {
+    if (getWorkStream(&op) == stream) {
       InFlightDiagnostic diag = collective->emitOpError()
                                 << "runs on stream " << streamName(stream)
                                 << ", which also runs a '" << op.getName()

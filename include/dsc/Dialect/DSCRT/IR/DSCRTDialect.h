@@ -27,6 +27,9 @@ namespace mlir::dscrt {
 /// The stream of a collective (dscrt.all_reduce, all_gather,
 /// reduce_scatter), or null for any other op.
 Value getCollectiveStream(Operation *op);
+/// The stream `op` enqueues work on (a kernel, copy, collective, pipeline
+/// transfer or NVMe read/write), or null for an op that launches no work.
+Value getWorkStream(Operation *op);
 /// The stream `op` enqueues work on, when it is not the compute stream
 /// (kComputeStreamName): a collective's, a copy's on a copy stream, a host
 /// kernel's. Null for any other op. Buffers such work uses are busy until
