@@ -29,8 +29,12 @@ namespace mlir::dsc {
 /// the other, each after a `//--- NAME` line (LLVM split-file's format;
 /// `.cu` for CUDA). Every unit has the preamble; a kernel's entry
 /// `kernelN_part` has hidden visibility.
+///
+/// With `shareKernels`, launches whose kernels are the same code (every
+/// layer's) call one function; without, each launch has its own (for
+/// comparing code size and compile time).
 LogicalResult emitCpp(ModuleOp module, llvm::raw_ostream &os, bool cuda = false,
-                      int64_t partBytes = 0);
+                      int64_t partBytes = 0, bool shareKernels = true);
 
 /// The unit (0, 1, ...) of each of consecutive kernels whose texts have
 /// `kernelBytes`, split into units of about `partBytes` each: a kernel goes

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -48,8 +49,10 @@ class ModuleEmitter {
 public:
   /// With `partBytes` > 0 the artifact is several translation units, as
   /// one text in split-file's format (see emitCpp).
-  ModuleEmitter(ModuleOp module, llvm::raw_ostream &os, cpp::Target target, int64_t partBytes)
-      : module(module), finalOs(os), os(&os), target(target), partBytes(partBytes) {}
+  ModuleEmitter(ModuleOp module, llvm::raw_ostream &os, cpp::Target target, int64_t partBytes,
+                bool shareKernels)
+      : module(module), finalOs(os), os(&os), target(target), partBytes(partBytes),
+        shareKernels(shareKernels) {}
 
   LogicalResult run() {
     func::FuncOp step = module.lookupSymbol<func::FuncOp>("step");
@@ -60,16 +63,9 @@ public:
         dscrt::DSCRTDialect::kArenaBytesAttrName);
     if (!arena)
       return step.emitError("the arena is not planned (run --dsc-plan-memory)");
-    // ZeRO-Offload's host kernels: on CUDA, the CPU target's code in a unit
-    // of their own (HostKernels.h).
-    if (cuda())
-      for (auto [k, kernel] : llvm::enumerate(step.getOps<dscrt::KernelOp>())) {
-        if (!cpp::isHostKernel(kernel))
-          continue;
-        hostKernels.push_back({kernel, "kernel" + std::to_string(k)});
-        hostKernelOps.insert(kernel);
-      }
-    if (split() && failed(emitParts(step)))
+    if (failed(nameKernels(step)))
+      return failure();
+    if (split() && failed(emitParts()))
       return failure();
     std::string stepText;
     llvm::raw_string_ostream stepOs(stepText);
@@ -167,6 +163,41 @@ private:
       // Kernels the step calls from other units link inside the artifact
       // only; it exports dsc_artifact_info and dsc_artifact_step alone.
       code() << "#define DSC_PART __attribute__((visibility(\"hidden\")))\n\n";
+  }
+
+  /// Names each kernel's function. Launches whose kernels would be written
+  /// as the same code (the same body on the same shapes: every layer of a
+  /// model launches its layer's kernels) share one function, so that the
+  /// generated code and its compile time grow with the kinds of layers, not
+  /// with the depth. Kernels that keep state per call site (the
+  /// multi-tensor tables and scratch of the optimizer family) are never
+  /// shared. ZeRO-Offload's host kernels are, on CUDA, the CPU target's code
+  /// in a unit of their own (HostKernels.h), shared only among themselves.
+  LogicalResult nameKernels(func::FuncOp step) {
+    llvm::StringMap<std::string> nameOfCode;
+    for (auto kernel : step.getOps<dscrt::KernelOp>()) {
+      bool host = cuda() && cpp::isHostKernel(kernel);
+      std::string code = host ? "host\n" : "";
+      llvm::raw_string_ostream codeOs(code);
+      if (failed(cpp::emitKernel(kernel, "kernel", codeOs)))
+        return failure();
+      std::string name = "kernel" + std::to_string(definitions.size());
+      if (shareKernels && !cpp::keepsCallSiteState(kernel)) {
+        auto [it, inserted] = nameOfCode.try_emplace(code, name);
+        if (!inserted) {
+          kernelNames[kernel] = it->second;
+          continue;
+        }
+      }
+      kernelNames[kernel] = name;
+      definitions.insert(kernel);
+      if (host)
+        hostKernels.push_back({kernel, name});
+    }
+    for (auto kernel : step.getOps<dscrt::KernelOp>())
+      if (cuda() && cpp::isHostKernel(kernel))
+        hostKernelOps.insert(kernel);
+    return success();
   }
 
   /// The one type of every task the CPU step enqueues: a function and the
@@ -431,9 +462,9 @@ private:
         if (failed(emitConstant(cst, name)))
           return failure();
       }
-      if (auto kernel = dyn_cast<dscrt::KernelOp>(op)) {
-        std::string name = "kernel" + std::to_string(kernelNames.size());
-        kernelNames[&op] = name;
+      auto kernel = dyn_cast<dscrt::KernelOp>(op);
+      if (kernel && definitions.contains(kernel)) {
+        const std::string &name = kernelNames[&op];
         // Split: the kernel itself is in its part already (emitParts); a
         // host kernel of a CUDA artifact is in the host unit.
         if (!split() && !hostKernelOps.contains(kernel) &&
@@ -449,11 +480,10 @@ private:
   /// Split: writes every kernel into `parts` (splitIntoUnits), with each kernel's
   /// entry `kernelN_part` (hidden, outside the anonymous namespace: the step
   /// calls it from its own unit).
-  LogicalResult emitParts(func::FuncOp step) {
+  LogicalResult emitParts() {
     SmallVector<std::pair<std::string, std::string>> kernels; // text, entry
-    int64_t index = 0;
-    for (auto kernel : step.getOps<dscrt::KernelOp>()) {
-      std::string name = "kernel" + std::to_string(index++);
+    for (dscrt::KernelOp kernel : definitions) {
+      const std::string &name = kernelNames[kernel];
       if (hostKernelOps.contains(kernel))
         continue; // in the host unit
       std::string text;
@@ -819,6 +849,7 @@ private:
   llvm::raw_ostream &code() { return *os; }
   cpp::Target target;
   int64_t partBytes;
+  bool shareKernels;
   /// Split: each unit's kernels, and their entries the step calls.
   struct Part {
     std::string kernels, entries;
@@ -828,7 +859,9 @@ private:
   int shapes = 0;
   llvm::DenseMap<Value, std::string> names;
   llvm::DenseMap<Value, int64_t> streamIndex;
+  /// Each kernel's function (nameKernels), and the kernels that define one.
   llvm::DenseMap<Operation *, std::string> kernelNames, constNames;
+  llvm::SetVector<dscrt::KernelOp> definitions;
   /// CUDA: the kernels that run on the host, with their names.
   SmallVector<std::pair<dscrt::KernelOp, std::string>> hostKernels;
   llvm::DenseSet<Operation *> hostKernelOps;
@@ -855,11 +888,12 @@ SmallVector<int64_t> mlir::dsc::splitIntoUnits(ArrayRef<int64_t> kernelBytes, in
 }
 
 LogicalResult mlir::dsc::emitCpp(ModuleOp module, llvm::raw_ostream &os, bool cuda,
-                                 int64_t partBytes) {
+                                 int64_t partBytes, bool shareKernels) {
   // Emit to a string first: on failure nothing partial reaches the output.
   std::string text;
   llvm::raw_string_ostream buffer(text);
-  if (failed(ModuleEmitter(module, buffer, cuda ? cpp::Target::Cuda : cpp::Target::Cpu, partBytes)
+  if (failed(ModuleEmitter(module, buffer, cuda ? cpp::Target::Cuda : cpp::Target::Cpu, partBytes,
+                          shareKernels)
                  .run()))
     return failure();
   os << text;
@@ -876,6 +910,12 @@ void mlir::dsc::registerToCppTranslation() {
                      "bytes of text), in split-file's `//--- NAME` format; 0 "
                      "(the default): one unit"),
       llvm::cl::init(0));
+  static llvm::cl::opt<bool> shareKernels(
+      "dscrt-share-kernels",
+      llvm::cl::desc("launches whose kernels are the same code (every "
+                     "layer's) call one function (the default); false: a "
+                     "function per launch"),
+      llvm::cl::init(true));
   for (bool cuda : {false, true}) {
     TranslateFromMLIRRegistration registration(
         cuda ? "dscrt-to-cuda" : "dscrt-to-cpp",
@@ -888,7 +928,7 @@ void mlir::dsc::registerToCppTranslation() {
           auto module = dyn_cast<ModuleOp>(op);
           if (!module)
             return op->emitError("expected a module");
-          return emitCpp(module, os, cuda, splitBytes);
+          return emitCpp(module, os, cuda, splitBytes, shareKernels);
         },
         [](DialectRegistry &registry) { registerAllDialects(registry); });
   }

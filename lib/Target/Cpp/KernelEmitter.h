@@ -51,6 +51,11 @@ FailureOr<std::string> kernelParameters(dscrt::KernelOp kernel);
 LogicalResult emitKernel(dscrt::KernelOp kernel, StringRef name,
                          llvm::raw_ostream &os);
 
+/// Whether the code of `kernel` keeps state per call site (a function-local
+/// static: the optimizer family's table of tensors and scratch), so that
+/// two launches must not share its function even when their code is equal.
+bool keepsCallSiteState(dscrt::KernelOp kernel);
+
 } // namespace mlir::dsc::cpp
 
 #endif // DSC_LIB_TARGET_CPP_KERNELEMITTER_H

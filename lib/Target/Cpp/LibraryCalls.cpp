@@ -51,6 +51,11 @@ static FamilyEmitter familyOf(StringRef library) {
       .Default(nullptr);
 }
 
+bool mlir::dsc::cpp::keepsCallSiteState(dscrt::KernelOp kernel) {
+  // emitOptimizerCall's tables and workspaces are function-local statics.
+  return familyOf(kernel.getLibrary().value_or("")) == emitOptimizerCall;
+}
+
 LogicalResult mlir::dsc::cpp::emitLibraryCall(dscrt::KernelOp kernel,
                                               StringRef name,
                                               llvm::raw_ostream &os) {

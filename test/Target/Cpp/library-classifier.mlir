@@ -25,10 +25,17 @@ func.func @forward(%logits: tensor<2x4x50xf32>, %t: tensor<2x4xi64>, %hl: tensor
   // CHECK-LABEL: static void kernel2(
   // CHECK-NEXT: dsc_kernels::crossEntropyForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 8, 50, -100 DSC_INDEX_FAULT);
   %c = dsc.cross_entropy %logits, %t : tensor<2x4x50xf32>, tensor<2x4xi64>
-  // i32 targets: converted to int64 (a generated loop), then the classifier.
-  // CHECK: static void kernel7(dsc_stream_t stream, const int32_t *__restrict in0, int64_t *__restrict out0) {
-  // CHECK: static void kernel8(dsc_stream_t stream, const float *__restrict in0, const int64_t *__restrict in1, float *__restrict out0) {
-  // CHECK-NEXT: dsc_kernels::crossEntropyForward(stream, DSC_LIB(in0), DSC_LIB(in1), DSC_LIB(out0), 8, 50, -100 DSC_INDEX_FAULT);
+  // i32 targets: converted to int64 (a generated loop), then the classifier:
+  // the same call as the mean's, so the same function (kernel2), launched
+  // on other buffers. The mean's two sums share one function too.
+  // CHECK: static void kernel6(dsc_stream_t stream, const int32_t *__restrict in0, int64_t *__restrict out0) {
+  // CHECK-NOT: static void kernel7(
+  // CHECK: enqueue(dsc_task_t{kernel2_task, {dsc_ptr([[LOGITS:v[0-9]+]]), dsc_ptr([[T:v[0-9]+]]), {{.*}} "kernel2 (dsc.cross_entropy)");
+  // CHECK: enqueue(dsc_task_t{kernel3_task, {{.*}} "kernel3 (dsc.reduce_sum)");
+  // CHECK: enqueue(dsc_task_t{kernel3_task, {{.*}} "kernel3 (dsc.reduce_sum)");
+  // CHECK: enqueue(dsc_task_t{kernel6_task, {{.*}}, dsc_ptr([[T32:v[0-9]+]])}, 0}, "kernel6 (dsc.convert)");
+  // CHECK-NEXT: auto
+  // CHECK-NEXT: enqueue(dsc_task_t{kernel2_task, {dsc_ptr([[LOGITS]]), dsc_ptr([[T32]]), {{.*}} "kernel2 (dsc.cross_entropy)");
   %d = dsc.cross_entropy %logits, %t32 reduction = none : tensor<2x4x50xf32>, tensor<2x4xi32>
   return %a, %b, %c, %d : tensor<2x4xf32>, tensor<3xbf16>, tensor<f32>, tensor<2x4xf32>
 }
