@@ -131,13 +131,11 @@ struct PipelineSchedulePass
     os << "dsc-pipeline-schedule: " << schedule << ", "
        << built.shape.stages << " stages x " << built.shape.microBatches
        << " micro-batches";
-    if (built.shape.chunks > 1)
-      os << " x " << built.shape.chunks << " chunks";
-    os << "; stage " << stage;
     const int64_t chunks = built.shape.chunks;
     if (chunks > 1)
-      os << " (action:chunk)";
-    os << " runs";
+      os << " x " << chunks << " chunks";
+    os << "; stage " << stage << (chunks > 1 ? " (action:chunk)" : "")
+       << " runs";
     for (const pipeline::Action &action : built.ranks[stage]) {
       os << " "
          << (action.pass == pipeline::PassKind::forward    ? "F"
