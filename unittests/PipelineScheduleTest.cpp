@@ -51,6 +51,25 @@ TEST(PipelineSchedule, OneFOneBOrderOfEachRank) {
                                                    F(3), B(3), F(4), B(4), F(5), B(5)}));
 }
 
+TEST(PipelineSchedule, InterleavedOrderOfEachRank) {
+  // P = 2, M = 4, V = 2 (the e2e test's shape): rank r warms up with
+  // 2(P - r - 1) + (V - 1)P forwards, groups of P micro-batches through
+  // chunk 0, then chunk 1; the backwards run the chunks in reverse.
+  Schedule s = build(ScheduleKind::interleaved, 2, 4, 2);
+  auto F = [](int64_t mb, int64_t c) { return Action{PassKind::forward, mb, c}; };
+  auto B = [](int64_t mb, int64_t c) { return Action{PassKind::backward, mb, c}; };
+  EXPECT_EQ(s.ranks[0],
+            (llvm::SmallVector<Action>{F(0, 0), F(1, 0), F(0, 1), F(1, 1),
+                                       F(2, 0), B(0, 1), F(3, 0), B(1, 1),
+                                       F(2, 1), B(0, 0), F(3, 1), B(1, 0),
+                                       B(2, 1), B(3, 1), B(2, 0), B(3, 0)}));
+  EXPECT_EQ(s.ranks[1],
+            (llvm::SmallVector<Action>{F(0, 0), F(1, 0), F(0, 1), B(0, 1),
+                                       F(1, 1), B(1, 1), F(2, 0), B(0, 0),
+                                       F(3, 0), B(1, 0), F(2, 1), B(2, 1),
+                                       F(3, 1), B(3, 1), B(2, 0), B(3, 0)}));
+}
+
 TEST(PipelineSchedule, GPipeAndOneFOneBBubbleIsPMinusOneOverM) {
   for (int64_t p : {1, 2, 4, 8})
     for (int64_t m : {1, 3, 8, 16})

@@ -147,6 +147,8 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   if (auto micro = module->getAttrOfType<IntegerAttr>(
           kPipelineMicroBatchesAttrName))
     report.pipelineMicroBatches = micro.getInt();
+  if (auto chunks = module->getAttrOfType<IntegerAttr>(kPipelineChunksAttrName))
+    report.pipelineChunks = chunks.getInt();
   if (auto threshold = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroPersistenceThresholdAttrName))
     report.stage3.persistenceThreshold = threshold.getInt();
@@ -518,6 +520,8 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
   if (pipelineParallelSize > 1)
     os << ", pipeline stage " << pipelineStage << " of "
        << pipelineParallelSize;
+  if (pipelineChunks > 1)
+    os << " (" << pipelineChunks << " model chunks, interleaved)";
   os << ", ZeRO stage " << zeroStage
      << ", " << grouped(parameterElements) << " trained parameters (Psi), "
      << microBatches << " micro-batch" << (microBatches == 1 ? "" : "es")
@@ -685,6 +689,8 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
     root["pipeline_parallel_size"] = pipelineParallelSize;
     root["pipeline_stage"] = pipelineStage;
     root["pipeline_micro_batches"] = pipelineMicroBatches;
+    if (pipelineChunks > 1)
+      root["pipeline_chunks"] = pipelineChunks;
   }
   if (parts.memory) {
     const RankMemory &m = memory;

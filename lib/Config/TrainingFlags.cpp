@@ -179,7 +179,10 @@ constexpr Flag kFlags[] = {
                           "docs/tensor-parallel.md)"},
     {"pipeline-parallel", "pipeline stages (default 1; docs/pipeline-parallel.md)"},
     {"pipeline-stage", "with --pipeline-parallel: the stage to build (default 0)"},
-    {"pipeline-schedule", "with --pipeline-parallel: gpipe, 1f1b (default) or zb-h1"},
+    {"pipeline-schedule", "with --pipeline-parallel: gpipe, 1f1b (default), "
+                          "zb-h1 or interleaved"},
+    {"pipeline-chunks", "with --pipeline-schedule=interleaved: model chunks "
+                        "per rank (Megatron's virtual pipeline size)"},
     {"steps-per-print", "dsc-run prints a step line every N steps "
                         "(compiled into the artifact; default: every step)"},
     {"csv-monitor", "dsc-run writes DeepSpeed csv_monitor files into this "

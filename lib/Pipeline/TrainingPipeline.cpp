@@ -160,6 +160,7 @@ void mlir::dsc::buildTrainingPipeline(OpPassManager &pm,
   if (pipelined) {
     PipelineParallelOptions pipeline;
     pipeline.stage = options.pipelineStage;
+    pipeline.chunks = options.pipelineChunks;
     if (options.step == TrainingPipelineOptions::Step::Train)
       pipeline.microBatches = options.gradAccum;
     pm.addPass(createPipelineParallel(pipeline));

@@ -5,7 +5,10 @@
 // the values that cross a cut sent to the next stage and received from the
 // previous one. Autodiff then builds the stage's backward, the gradients'
 // transfers included, from the transfer ops' own rules; the schedule pass
-// orders the micro-batches.
+// orders the micro-batches. For the interleaved schedule the cut makes V·P
+// virtual stages (chunks) and rank r keeps chunks r, r + P, ...: a chunk's
+// neighbours are on the neighbouring ranks, the last rank's next being
+// rank 0, so the transfers stay between next and previous.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,6 +79,21 @@ struct PipelineParallelPass
                          << int64_t(microBatches);
       return signalPassFailure();
     }
+    if (chunks < 1) {
+      module.emitError() << "model chunks per rank must be at least 1, got "
+                         << int64_t(chunks);
+      return signalPassFailure();
+    }
+    // Megatron's rule: the interleaved schedule walks the micro-batches in
+    // groups of P through each chunk.
+    if (chunks > 1 && microBatches % stages != 0) {
+      module.emitError() << "the interleaved schedule's " << int64_t(chunks)
+                         << " model chunks per rank need the micro-batches ("
+                         << int64_t(microBatches)
+                         << ") to be a multiple of the " << stages
+                         << " pipeline stages";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> graphs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())
@@ -89,7 +107,10 @@ struct PipelineParallelPass
       return signalPassFailure();
   }
 
-  LogicalResult cut(ModuleOp module, func::FuncOp func, int64_t stages) {
+  /// Cuts `func` into `ranks` · V virtual stages, stage k on rank k mod
+  /// `ranks`.
+  LogicalResult cut(ModuleOp module, func::FuncOp func, int64_t ranks) {
+    const int64_t stages = ranks * chunks;
     Block &body = func.getBody().front();
     if (!func.getBody().hasOneBlock())
       return func.emitError() << "pipeline parallelism cuts a single-block graph";
@@ -121,12 +142,19 @@ struct PipelineParallelPass
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     SmallVector<BlockRun> runs = findBlocks(ops);
-    if (int64_t(runs.size()) < stages)
+    if (int64_t(runs.size()) < stages && chunks == 1)
       return func.emitError()
              << "cannot cut this graph's " << runs.size()
              << " repeated blocks (states named <prefix>.<i>.*) into " << stages
              << " pipeline stages: pipeline-parallel must not exceed the "
                 "model's blocks";
+    if (int64_t(runs.size()) < stages)
+      return func.emitError()
+             << "cannot cut this graph's " << runs.size()
+             << " repeated blocks (states named <prefix>.<i>.*) into "
+             << int64_t(chunks) << " x " << ranks
+             << " model chunks: pipeline-chunks times pipeline-parallel must "
+                "not exceed the model's blocks";
 
     // Each block runs up to the next block's first op; the ops before the
     // first block are the prologue, those after the last the epilogue.
@@ -186,24 +214,25 @@ struct PipelineParallelPass
                  << "this value crosses from pipeline stage " << k - 1
                  << " to " << k << " but has no static shape to send";
 
-    // A parameter that several stages read (GPT-2's embedding, also its
+    // A parameter that several ranks read (GPT-2's embedding, also its
     // head) is held by each; their gradients' sum, over the pipeline group,
-    // keeps the copies equal, as DeepSpeed's tied layers do.
+    // keeps the copies equal, as DeepSpeed's tied layers do. Chunks of one
+    // rank share its copy, whose gradient autodiff sums.
     llvm::StringMap<llvm::SmallDenseSet<int64_t>> readers;
     for (Operation *op : ops)
       if (auto load = dyn_cast<LoadOp>(op))
         for (Operation *user : load->getUsers())
-          readers[load.getState()].insert(user == ret ? stages - 1
-                                                      : stageOf.lookup(user));
+          readers[load.getState()].insert(
+              (user == ret ? stages - 1 : stageOf.lookup(user)) % ranks);
     for (auto state : module.getOps<StateOp>()) {
       auto it = readers.find(state.getSymName());
       if (it == readers.end() || it->second.size() < 2 ||
           state.getRole() != StateRole::parameter)
         continue;
-      if (int64_t(it->second.size()) != stages)
+      if (int64_t(it->second.size()) != ranks)
         return state.emitError()
                << "@" << state.getSymName() << " is read by " << it->second.size()
-               << " of the " << stages
+               << " of the " << ranks
                << " pipeline stages; a weight shared by stages is summed over "
                   "the whole pipeline group, so every stage must read it";
       state->setAttr(kPipelineTiedAttrName, UnitAttr::get(module.getContext()));
@@ -212,7 +241,7 @@ struct PipelineParallelPass
     if (print) {
       // What each stage holds: every state its ops read, a tied one on
       // each stage that reads it.
-      SmallVector<double> stageParameters(stages, 0.0);
+      SmallVector<double> stageParameters(ranks, 0.0);
       llvm::StringSet<> counted;
       for (Operation *op : ops)
         if (auto load = dyn_cast<LoadOp>(op); load && counted.insert(load.getState()).second)
@@ -220,7 +249,7 @@ struct PipelineParallelPass
             stageParameters[reader] += bytesOf(load.getType());
       report(func, blocks, prologue, epilogue, *balanced, live, stageParameters);
     }
-    return rebuild(module, func, ops, stageOf, live, stages, repeated);
+    return rebuild(module, func, ops, stageOf, live, ranks, repeated);
   }
 
   /// A span's FLOPs, the bytes of the states it loads, and the bytes of
@@ -244,11 +273,16 @@ struct PipelineParallelPass
               const Span &epilogue, const pipeline::StageCut &cut,
               ArrayRef<llvm::SetVector<Value>> live,
               ArrayRef<double> stageParameters) {
-    int64_t stages = stageParameters.size();
+    const int64_t stages = cut.firstBlock.size(),
+                  ranks = stageParameters.size();
     llvm::raw_ostream &os = llvm::errs();
     os << "dsc-pipeline-parallel: @" << func.getSymName() << ": "
-       << blocks.size() << " blocks in " << stages
-       << " stages, balanced by matrix-product FLOPs per micro-batch\n";
+       << blocks.size() << " blocks in ";
+    if (stages == ranks)
+      os << stages << " stages";
+    else
+      os << stages / ranks << " x " << ranks << " chunks";
+    os << ", balanced by matrix-product FLOPs per micro-batch\n";
     auto line = [&](const Span &span) {
       os << llvm::formatv("  {0,-22} {1,12:F0} FLOPs {2,10:F0} B parameters "
                           "{3,10:F0} B activations\n",
@@ -271,23 +305,38 @@ struct PipelineParallelPass
       double sent = 0;
       for (Value v : live[s + 1])
         sent += bytesOf(v.getType());
-      os << llvm::formatv("  stage {0}: blocks {1}..{2} {3,12:F0} FLOPs "
-                          "{4,10:F0} B parameters {5,10:F0} B activations, "
-                          "sends {6:F0} B per micro-batch\n",
-                          s, blocks[first].name, blocks[last].name,
-                          cut.stageCost[s], stageParameters[s], activations,
+      if (stages == ranks) {
+        os << llvm::formatv("  stage {0}: blocks {1}..{2} {3,12:F0} FLOPs "
+                            "{4,10:F0} B parameters {5,10:F0} B activations, "
+                            "sends {6:F0} B per micro-batch\n",
+                            s, blocks[first].name, blocks[last].name,
+                            cut.stageCost[s], stageParameters[s], activations,
+                            s + 1 < stages ? sent : 0.0);
+        continue;
+      }
+      os << llvm::formatv("  chunk {0} (rank {1}): blocks {2}..{3} {4,12:F0} "
+                          "FLOPs {5,10:F0} B activations, sends {6:F0} B per "
+                          "micro-batch\n",
+                          s, s % ranks, blocks[first].name, blocks[last].name,
+                          cut.stageCost[s], activations,
                           s + 1 < stages ? sent : 0.0);
     }
+    // A rank's states serve all its chunks.
+    if (stages != ranks)
+      for (int64_t r = 0; r < ranks; ++r)
+        os << llvm::formatv("  rank {0}: {1:F0} B parameters\n", r,
+                            stageParameters[r]);
   }
 
-  /// Replaces `func` by stage `stage`'s program and drops the states it
-  /// does not read.
+  /// Replaces `func` by the program of rank `stage` (its chunks' ops) and
+  /// drops the states it does not read.
   LogicalResult rebuild(ModuleOp module, func::FuncOp func,
                         ArrayRef<Operation *> ops,
                         DenseMap<Operation *, int64_t> &stageOf,
-                        ArrayRef<llvm::SetVector<Value>> live, int64_t stages,
+                        ArrayRef<llvm::SetVector<Value>> live, int64_t ranks,
                         function_ref<bool(Operation *)> repeated) {
-    const int64_t s = stage, m = microBatches;
+    const int64_t r = stage, m = microBatches, v = chunks;
+    const int64_t stages = ranks * v;
     MLIRContext *context = module.getContext();
     // The inputs of all the micro-batches, one after the other.
     SmallVector<Type> inputs;
@@ -309,11 +358,11 @@ struct PipelineParallelPass
     func.getBody().push_back(entry);
     OpBuilder b = OpBuilder::atBlockEnd(entry);
 
-    // This stage's program: its own ops and the loads and constants they
-    // read (found backwards: users before definitions).
+    // This rank's program: its chunks' ops and the loads and constants
+    // they read (found backwards: users before definitions).
     llvm::DenseSet<Operation *> needed;
     for (Operation *op : llvm::reverse(ops)) {
-      bool own = stageOf.lookup(op) == s && !repeated(op);
+      bool own = stageOf.lookup(op) % ranks == r && !repeated(op);
       bool read = repeated(op) && llvm::any_of(op->getUsers(), [&](Operation *user) {
                     return needed.contains(user);
                   });
@@ -323,8 +372,10 @@ struct PipelineParallelPass
     // What depends on no micro-batch (loads, constants, what is computed
     // from them alone: a weight's transpose, the position embeddings) runs
     // once, before the micro-batches.
-    llvm::DenseSet<Value> perMicroBatch(live[s].begin(), live[s].end());
-    perMicroBatch.insert(func.getArguments().begin(), func.getArguments().end());
+    llvm::DenseSet<Value> perMicroBatch(func.getArguments().begin(),
+                                        func.getArguments().end());
+    for (int64_t k = r; k < stages; k += ranks)
+      perMicroBatch.insert(live[k].begin(), live[k].end());
     IRMapping once;
     SmallVector<Operation *> repeatedOps;
     for (Operation *op : ops) {
@@ -340,39 +391,60 @@ struct PipelineParallelPass
     }
 
     auto markAttr = b.getStringAttr(kMicroBatchAttrName);
+    auto chunkAttr = b.getStringAttr(kPipelineChunkAttrName);
     SmallVector<Value> zeros, losses;
     for (int64_t mb = 0; mb < m; ++mb) {
       IRMapping map = once;
-      auto mark = [&](Operation *op) {
-        op->setAttr(markAttr, b.getI64IntegerAttr(mb));
-      };
-      for (auto [arg, stacked] :
-           llvm::zip(func.getArguments(), entry->getArguments())) {
-        if (llvm::none_of(arg.getUsers(),
-                          [&](Operation *user) { return needed.contains(user); }))
-          continue;
-        int64_t rows = cast<RankedTensorType>(arg.getType()).getDimSize(0);
-        auto slice = SliceOp::create(b, func.getLoc(), stacked, /*dim=*/0,
-                                     mb * rows, (mb + 1) * rows, /*step=*/1);
-        mark(slice);
-        map.map(arg, slice.getResult());
+      // The rank's chunks in model order; chunk c runs virtual stage k.
+      for (int64_t c = 0, k = r; c < v; ++c, k += ranks) {
+        auto inChunk = [&](Operation *op) {
+          return needed.contains(op) && stageOf.lookup(op) == k;
+        };
+        // The first chunk goes unmarked, so that one chunk per rank adds
+        // nothing to the IR.
+        auto markChunk = [&](Operation *op) {
+          if (c > 0)
+            op->setAttr(chunkAttr, b.getI64IntegerAttr(c));
+        };
+        auto mark = [&](Operation *op) {
+          op->setAttr(markAttr, b.getI64IntegerAttr(mb));
+          markChunk(op);
+        };
+        for (auto [arg, stacked] :
+             llvm::zip(func.getArguments(), entry->getArguments())) {
+          if (llvm::none_of(arg.getUsers(), inChunk))
+            continue;
+          int64_t rows = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+          auto slice = SliceOp::create(b, func.getLoc(), stacked, /*dim=*/0,
+                                       mb * rows, (mb + 1) * rows, /*step=*/1);
+          mark(slice);
+          map.map(arg, slice.getResult());
+        }
+        if (k > 0)
+          for (Value value : live[k]) {
+            auto recv = PipelineRecvOp::create(b, value.getLoc(), value.getType(),
+                                               PipelinePeer::previous, mb);
+            markChunk(recv);
+            map.map(value, recv.getResult());
+          }
+        for (Operation *op : repeatedOps)
+          if (stageOf.lookup(op) == k)
+            mark(b.clone(*op, map));
+        if (k + 1 < stages)
+          for (Value value : live[k + 1]) {
+            auto send = PipelineSendOp::create(b, value.getLoc(),
+                                               map.lookup(value),
+                                               PipelinePeer::next, mb);
+            markChunk(send);
+            zeros.push_back(send);
+          }
+        else
+          losses.push_back(map.lookup(ret.getOperand(0)));
       }
-      if (s > 0)
-        for (Value v : live[s])
-          map.map(v, PipelineRecvOp::create(b, v.getLoc(), v.getType(),
-                                            PipelinePeer::previous, mb)
-                         .getResult());
-      for (Operation *op : repeatedOps)
-        mark(b.clone(*op, map));
-      if (s + 1 < stages)
-        for (Value v : live[s + 1])
-          zeros.push_back(PipelineSendOp::create(b, v.getLoc(), map.lookup(v),
-                                                 PipelinePeer::next, mb));
-      else
-        losses.push_back(map.lookup(ret.getOperand(0)));
     }
 
-    // The stage's share of the loss, then the step's loss on every stage.
+    // The rank's share of the loss (the mean of the last chunk's losses
+    // plus its sends' zeros), then the step's loss on every rank.
     Location loc = ret.getLoc();
     auto scalar = [&](double value) {
       auto type = RankedTensorType::get({}, b.getF32Type());
@@ -381,12 +453,14 @@ struct PipelineParallelPass
           .getResult();
     };
     Value local;
-    for (Value term : s + 1 < stages ? zeros : losses)
+    for (Value term : losses)
+      local = local ? AddOp::create(b, loc, local, term).getResult() : term;
+    if (local && m > 1)
+      local = MulOp::create(b, loc, local, scalar(1.0 / double(m)));
+    for (Value term : zeros)
       local = local ? AddOp::create(b, loc, local, term).getResult() : term;
     if (!local)
       local = scalar(0.0);
-    if (s + 1 == stages && m > 1)
-      local = MulOp::create(b, loc, local, scalar(1.0 / double(m)));
     Value total = AllReduceOp::create(b, loc, local, CollectiveGroup::pipeline);
     func::ReturnOp::create(b, loc, total);
 
@@ -402,8 +476,10 @@ struct PipelineParallelPass
           !read.contains(state.getSymName()))
         state.erase();
     OpBuilder top(module.getBodyRegion());
-    module->setAttr(kPipelineStageAttrName, top.getI64IntegerAttr(s));
+    module->setAttr(kPipelineStageAttrName, top.getI64IntegerAttr(r));
     module->setAttr(kPipelineMicroBatchesAttrName, top.getI64IntegerAttr(m));
+    if (v > 1)
+      module->setAttr(kPipelineChunksAttrName, top.getI64IntegerAttr(v));
     return success();
   }
 };

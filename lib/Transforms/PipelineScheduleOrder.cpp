@@ -8,7 +8,10 @@
 // Each op is assigned to the micro-batches it depends on: a forward op to
 // the one it is marked with (`dsc.micro_batch`), a transfer to the one it
 // carries, any other op to the union of its operands'. An unmarked op of
-// exactly one micro-batch belongs to that micro-batch's backward. The
+// exactly one micro-batch belongs to that micro-batch's backward. Under the
+// interleaved schedule a micro-batch is one per model chunk of the rank
+// (`dsc.pipeline_chunk`), since each chunk's forward and backward are
+// actions of their own. The
 // program is then: what depends on no micro-batch (pure ops, and the
 // others up to the first op with effects that stays behind), each action's
 // ops in the schedule's order, and what depends on several micro-batches
@@ -59,21 +62,41 @@ struct PipelineSchedulePass
         pipeline::parseScheduleKind(schedule);
     if (!kind) {
       module.emitError() << "unknown pipeline schedule '" << schedule
-                         << "' (expected gpipe, 1f1b or zb-h1)";
-      return signalPassFailure();
-    }
-    if (*kind == pipeline::ScheduleKind::interleaved) {
-      module.emitError() << "the interleaved pipeline schedule runs V model "
-                            "chunks per rank, which --dsc-pipeline-parallel "
-                            "does not cut yet (expected gpipe, 1f1b or zb-h1)";
+                         << "' (expected gpipe, 1f1b, zb-h1 or interleaved)";
       return signalPassFailure();
     }
     pipeline::ScheduleShape shape;
     shape.stages = lookupPipelineParallelSize(module);
     shape.microBatches = countAttr.getInt();
+    if (auto chunks = module->getAttrOfType<IntegerAttr>(kPipelineChunksAttrName))
+      shape.chunks = chunks.getInt();
+    const bool interleaved = *kind == pipeline::ScheduleKind::interleaved;
+    if (interleaved && shape.chunks < 2) {
+      module.emitError() << "the interleaved pipeline schedule runs several "
+                            "model chunks per rank, but this stage was cut "
+                            "into one (set pipeline-chunks to 2 or more, or "
+                            "use 1f1b)";
+      return signalPassFailure();
+    }
+    if (!interleaved && shape.chunks > 1) {
+      module.emitError() << "this stage was cut into " << shape.chunks
+                         << " model chunks per rank, which only the "
+                            "interleaved pipeline schedule runs, not "
+                         << schedule;
+      return signalPassFailure();
+    }
     llvm::Expected<pipeline::Schedule> built = pipeline::buildSchedule(*kind, shape);
     if (!built) {
       module.emitError() << llvm::toString(built.takeError());
+      return signalPassFailure();
+    }
+    // The ranks' lists must meet: each transfer's peer reaches it. The
+    // simulation plays them against their dependencies and fails on a
+    // deadlock.
+    if (llvm::Expected<pipeline::Simulation> run =
+            pipeline::simulatePipeline(*built, pipeline::PassCosts{});
+        !run) {
+      module.emitError() << llvm::toString(run.takeError());
       return signalPassFailure();
     }
     int64_t stage = stageAttr.getInt();
@@ -84,7 +107,8 @@ struct PipelineSchedulePass
     }
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() &&
-          failed(order(func, built->ranks[stage], shape.microBatches)))
+          failed(order(func, built->ranks[stage], shape.microBatches,
+                       shape.chunks)))
         return signalPassFailure();
     if (print && failed(report(module, *built, stage)))
       return signalPassFailure();
@@ -106,26 +130,36 @@ struct PipelineSchedulePass
     llvm::raw_ostream &os = llvm::errs();
     os << "dsc-pipeline-schedule: " << schedule << ", "
        << built.shape.stages << " stages x " << built.shape.microBatches
-       << " micro-batches; stage " << stage << " runs";
-    for (const pipeline::Action &action : built.ranks[stage])
+       << " micro-batches";
+    const int64_t chunks = built.shape.chunks;
+    if (chunks > 1)
+      os << " x " << chunks << " chunks";
+    os << "; stage " << stage << (chunks > 1 ? " (action:chunk)" : "")
+       << " runs";
+    for (const pipeline::Action &action : built.ranks[stage]) {
       os << " "
          << (action.pass == pipeline::PassKind::forward    ? "F"
              : action.pass == pipeline::PassKind::backward ? "B"
                                                            : "W")
          << action.microBatch;
+      if (chunks > 1)
+        os << ":" << action.chunk;
+    }
     // The formula the simulation must meet: (P-1)/M of the ideal time for
-    // GPipe and 1F1B; ZB-H1 leaves (P-1)(F+B-W) of a rank's M(F+B+W).
+    // GPipe and 1F1B, (P-1)/(V·M) interleaved; ZB-H1 leaves (P-1)(F+B-W)
+    // of a rank's M(F+B+W).
     const double p = double(built.shape.stages - 1),
                  m = double(built.shape.microBatches);
     const double formula =
         split ? p * (costs.forward + costs.backward - costs.weight) /
                     (m * (costs.forward + costs.backward + costs.weight))
-              : p / m;
+              : p / (double(chunks) * m);
     os << llvm::formatv("\n  bubble {0:F3} of the ideal time ({1} = "
                         "{2:F3}); micro-batches in flight at most:",
                         run->bubbleFraction(),
-                        split ? "(P-1)(F+B-W)/(M(F+B+W)), F=B=W"
-                              : "(P-1)/M",
+                        split         ? "(P-1)(F+B-W)/(M(F+B+W)), F=B=W"
+                        : chunks > 1 ? "(P-1)/(V*M)"
+                                     : "(P-1)/M",
                         formula);
     for (int64_t held : run->peakInFlight)
       os << " " << held;
@@ -217,16 +251,19 @@ struct PipelineSchedulePass
   }
 
   LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,
-                      int64_t microBatches) {
+                      int64_t microBatches, int64_t chunks) {
     if (!func.getBody().hasOneBlock())
       return func.emitError() << "a pipeline stage's graph must be one block";
     Block &body = func.getBody().front();
     llvm::DenseMap<Value, llvm::BitVector> dependsOn;
-    llvm::BitVector none(microBatches);
+    // An action's ops are those of one micro-batch on one chunk: key
+    // m · V + c.
+    const int64_t keys = microBatches * chunks;
+    auto keyOf = [&](int64_t mb, int64_t chunk) { return mb * chunks + chunk; };
+    llvm::BitVector none(keys);
     // Per op: the micro-batches it depends on and whether it is a forward op.
     SmallVector<Operation *> free, tail;
-    SmallVector<SmallVector<Operation *>> forward(microBatches),
-        backward(microBatches);
+    SmallVector<SmallVector<Operation *>> forward(keys), backward(keys);
     bool behind = false; // an op with effects stayed in the tail
     llvm::DenseSet<Operation *> inTail;
     for (Operation &op : body.without_terminator()) {
@@ -245,19 +282,25 @@ struct PipelineSchedulePass
         if (*own < 0 || *own >= microBatches)
           return op.emitOpError() << "belongs to micro-batch " << *own
                                   << ", but the step runs " << microBatches;
-        set.set(*own);
+        int64_t chunk = 0;
+        if (auto mark = op.getAttrOfType<IntegerAttr>(kPipelineChunkAttrName))
+          chunk = mark.getInt();
+        if (chunk < 0 || chunk >= chunks)
+          return op.emitOpError() << "belongs to model chunk " << chunk
+                                  << ", but the rank holds " << chunks;
+        set.set(keyOf(*own, chunk));
       }
       for (Value result : op.getResults())
         dependsOn[result] = set;
       if (set.count() == 1) {
-        int64_t mb = set.find_first();
+        int64_t key = set.find_first();
         bool isForward = op.hasAttr(kMicroBatchAttrName) ||
                          (isa<PipelineSendOp>(op) &&
                           cast<PipelineSendOp>(op).getPeer() == PipelinePeer::next) ||
                          (isa<PipelineRecvOp>(op) &&
                           cast<PipelineRecvOp>(op).getPeer() ==
                               PipelinePeer::previous);
-        (isForward ? forward : backward)[mb].push_back(&op);
+        (isForward ? forward : backward)[key].push_back(&op);
       } else if (set.none() && (!behind || isMemoryEffectFree(&op)) &&
                  llvm::none_of(op.getOperands(), [&](Value operand) {
                    return inTail.contains(operand.getDefiningOp());
@@ -281,20 +324,22 @@ struct PipelineSchedulePass
     };
     // A schedule that splits the backward (ZB-H1) runs each micro-batch's
     // input-gradient part first, the weight-gradient rest later.
-    SmallVector<SmallVector<Operation *>> weight(microBatches);
+    SmallVector<SmallVector<Operation *>> weight(keys);
     if (llvm::any_of(actions, [](const pipeline::Action &action) {
           return action.pass == pipeline::PassKind::weight;
         }))
-      for (int64_t mb = 0; mb < microBatches; ++mb)
-        splitBackward(backward[mb], weight[mb]);
+      for (int64_t key = 0; key < keys; ++key)
+        splitBackward(backward[key], weight[key]);
     // The ops of each action, in the schedule's order.
     SmallVector<SmallVector<Operation *> *> groups;
-    for (const pipeline::Action &action : actions)
+    for (const pipeline::Action &action : actions) {
+      int64_t key = keyOf(action.microBatch, action.chunk);
       groups.push_back(action.pass == pipeline::PassKind::forward
-                           ? &forward[action.microBatch]
+                           ? &forward[key]
                        : action.pass == pipeline::PassKind::backward
-                           ? &backward[action.microBatch]
-                           : &weight[action.microBatch]);
+                           ? &backward[key]
+                           : &weight[key]);
+    }
     SmallVector<SmallVector<Operation *>> ahead =
         attachToFirstUser(tail, dependsOn, groups);
     place(free);

@@ -96,8 +96,8 @@
 // PRINT-GPIPE: dsc-pipeline-schedule: gpipe, 2 stages x 4 micro-batches; stage 1 runs F0 F1 F2 F3 B0 B1 B2 B3
 // PRINT-GPIPE-NEXT: bubble 0.250 of the ideal time ((P-1)/M = 0.250); micro-batches in flight at most: 4 4
 
-// KIND: error: unknown pipeline schedule 'zb-h2' (expected gpipe, 1f1b or zb-h1)
-// INTERLEAVED: error: the interleaved pipeline schedule runs V model chunks per rank, which --dsc-pipeline-parallel does not cut yet (expected gpipe, 1f1b or zb-h1)
+// KIND: error: unknown pipeline schedule 'zb-h2' (expected gpipe, 1f1b, zb-h1 or interleaved)
+// INTERLEAVED: error: the interleaved pipeline schedule runs several model chunks per rank, but this stage was cut into one (set pipeline-chunks to 2 or more, or use 1f1b)
 
 // ZB-H1 on the last of two stages, two micro-batches: F0 B0 F1 B1 W0 W1.
 // B is what the previous stage waits for (the gradient it is sent), W the

@@ -143,9 +143,10 @@ struct StepReport {
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update
   /// With pipeline parallelism, the report is of one stage's program: its
-  /// stage of P, and the micro-batches one call of it runs.
+  /// stage of P, the micro-batches one call of it runs, and the model
+  /// chunks it holds (the interleaved schedule's V).
   int64_t pipelineParallelSize = 1, pipelineStage = 0,
-          pipelineMicroBatches = 1;
+          pipelineMicroBatches = 1, pipelineChunks = 1;
   int64_t parameterElements = 0; // Ψ, whole parameters
   /// Parameters of the largest module (states named `<module>.<leaf>`).
   int64_t largestModuleElements = 0;

@@ -64,9 +64,14 @@ struct TrainingPipelineOptions
       llvm::cl::init(0)};
   Option<std::string> pipelineSchedule{
       *this, "pipeline-schedule",
-      llvm::cl::desc("with pipeline-parallel > 1: gpipe or 1f1b (default, "
-                     "DeepSpeed's)"),
+      llvm::cl::desc("with pipeline-parallel > 1: gpipe, 1f1b (default, "
+                     "DeepSpeed's), zb-h1 or interleaved"),
       llvm::cl::init("1f1b")};
+  Option<int64_t> pipelineChunks{
+      *this, "pipeline-chunks",
+      llvm::cl::desc("with the interleaved schedule: model chunks per "
+                     "rank (Megatron's virtual pipeline size, at least 2)"),
+      llvm::cl::init(1)};
   Option<int64_t> microBatch{
       *this, "micro-batch",
       llvm::cl::desc("per-rank micro-batch the exported inputs must have "

@@ -138,6 +138,15 @@ def PipelineParallel : Pass<"dsc-pipeline-parallel", "::mlir::ModuleOp"> {
     the pipeline group, the step's loss on every stage. Only a graph whose
     one output is its loss is cut.
 
+    `chunks` (V, Megatron's virtual pipeline size) cuts the blocks into
+    V·P chunks instead, balanced alike, for the interleaved schedule: rank
+    r holds chunks r, r + P, ..., r + (V - 1)P, and each chunk sends to the
+    next rank's, the last rank's chunk c to rank 0's chunk c + 1 (the
+    pipeline group is a ring). Each forward op and transfer of a chunk
+    other than the first also carries `dsc.pipeline_chunk`; the module
+    records V as `dsc.pipeline_chunks`. V·P above the blocks, or M not a
+    multiple of P (Megatron's rule), is an error.
+
     `print` reports each block's FLOPs, parameter and activation bytes, and
     each stage's blocks, costs and bytes sent per micro-batch.
   }];
@@ -147,6 +156,9 @@ def PipelineParallel : Pass<"dsc-pipeline-parallel", "::mlir::ModuleOp"> {
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "micro-batches per optimizer step (the gradient accumulation "
            "count), all run by one call of the step">,
+    Option<"chunks", "chunks", "int64_t", /*default=*/"1",
+           "model chunks per rank (V > 1: the interleaved schedule's cut "
+           "into V·P chunks)">,
     Option<"print", "print", "bool", /*default=*/"false",
            "print the cost of each block and stage">,
   ];
@@ -176,21 +188,26 @@ def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
     activations a stage holds by P - s) or `zb-h1` (zero-bubble H1: 1F1B
     with each backward split into its input-gradient part B, what the
     previous stage waits for, and its weight-gradient part W, which stage
-    s runs s micro-batches later, filling the cool-down bubble). The
-    interleaved schedule needs V model chunks per rank, which
-    --dsc-pipeline-parallel does not cut: an error.
+    s runs s micro-batches later, filling the cool-down bubble) or
+    `interleaved` (Megatron's interleaved 1F1B over the V model chunks per
+    rank that `--dsc-pipeline-parallel=chunks=V` cut: the forwards walk the
+    micro-batches in groups of P through chunk 0, then chunk 1, ..., the
+    backwards the same groups through the chunks in reverse; an action is
+    then a micro-batch on one chunk). The interleaved schedule with one
+    chunk per rank, and another schedule with several, are errors.
 
     `print` shows the stage's action list and what PipelineSchedule's
     simulation measures of the schedule, with a backward twice as long as
     the forward (for ZB-H1, B and W as long as the forward each): its
     bubble as a fraction of the ideal time ((P - 1) / M for GPipe and 1F1B,
-    (P - 1)(F + B - W) / (M (F + B + W)) for ZB-H1) and the most
+    (P - 1) / (V M) interleaved, (P - 1)(F + B - W) / (M (F + B + W)) for
+    ZB-H1) and the most
     micro-batches whose activations each stage holds at once (M for GPipe,
     P - s for 1F1B and ZB-H1).
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "gpipe, 1f1b or zb-h1">,
+           "gpipe, 1f1b, zb-h1 or interleaved">,
     Option<"print", "print", "bool", /*default=*/"false",
            "print the stage's actions, the bubble and the micro-batches in "
            "flight per stage">,

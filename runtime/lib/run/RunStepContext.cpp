@@ -292,15 +292,22 @@ void RunStepContext::pipelineTransfer(bool send, void *buffer, size_t count,
                                       int64_t microBatch, int64_t sequence,
                                       Stream &stream) {
   const char *what = send ? "pipelineSend" : "pipelineRecv";
+  // The pipeline group is a ring: under the interleaved schedule the last
+  // rank's chunk c sends to rank 0's chunk c + 1 (and its gradient comes
+  // back the other way). A message is matched by its peer and micro-batch
+  // alone; two of one micro-batch between the same ranks (a chunk's and
+  // the next chunk's, or with two ranks an activation and a gradient) are
+  // issued and received in the same order, since each depends on the one
+  // before through the model's chunks.
   int32_t stage = groupRank(CommGroup::Pipeline);
-  int32_t target = peer == PipelinePeer::Next ? stage + 1 : stage - 1;
-  check(target >= 0 && target < groupSize(CommGroup::Pipeline) &&
-            microBatch >= 0 && microBatch <= INT32_MAX,
+  int32_t stages = groupSize(CommGroup::Pipeline);
+  int32_t target = peer == PipelinePeer::Next ? (stage + 1) % stages
+                                              : (stage + stages - 1) % stages;
+  check(stages > 1 && microBatch >= 0 && microBatch <= INT32_MAX,
         "step " + std::to_string(step_) + ", collective " +
             std::to_string(sequence) + " (" + what + "): stage " +
-            std::to_string(stage) + " of " +
-            std::to_string(groupSize(CommGroup::Pipeline)) + " has no " +
-            (peer == PipelinePeer::Next ? "next" : "previous") +
+            std::to_string(stage) + " of " + std::to_string(stages) +
+            " has no " + (peer == PipelinePeer::Next ? "next" : "previous") +
             " stage, or micro-batch " + std::to_string(microBatch) +
             " is out of range");
   Issued issued =

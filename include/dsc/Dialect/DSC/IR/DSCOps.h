@@ -60,6 +60,12 @@ constexpr llvm::StringLiteral kPipelineMicroBatchesAttrName =
 constexpr llvm::StringLiteral kPipelineTiedAttrName = "dsc.pipeline_tied";
 /// Marks a forward op of a pipeline stage with the micro-batch it computes.
 constexpr llvm::StringLiteral kMicroBatchAttrName = "dsc.micro_batch";
+/// The model chunks a rank holds under the interleaved schedule (V, set by
+/// `--dsc-pipeline-parallel` when above 1: rank r runs virtual stages
+/// r, r + P, ..., r + (V - 1)P), and the chunk of a forward op or a
+/// transfer, beside its `dsc.micro_batch`; absent: 1 and 0.
+constexpr llvm::StringLiteral kPipelineChunksAttrName = "dsc.pipeline_chunks";
+constexpr llvm::StringLiteral kPipelineChunkAttrName = "dsc.pipeline_chunk";
 
 /// The prefix of a teacher's weights (StateRole::teacher, `--dsc-distill`):
 /// `teacher.h.0.attn.c_attn.weight` is the teacher's `h.0.attn.c_attn.weight`.

@@ -290,19 +290,29 @@ static LogicalResult reduceScatterGrad(ReduceScatterOp op, Gradient &g) {
   return success();
 }
 
+/// A transfer's gradient belongs to the same model chunk as the transfer
+/// (the interleaved schedule runs each chunk's backward as its own action).
+static void keepChunk(Operation *transfer, Operation *gradient) {
+  if (Attribute chunk = transfer->getAttr(kPipelineChunkAttrName))
+    gradient->setAttr(kPipelineChunkAttrName, chunk);
+}
+
 static LogicalResult pipelineSendGrad(PipelineSendOp op, Gradient &g) {
   // The send's result is a zero the stage adds to its loss; what the loss
   // owes `input` is computed by the stages after this one, and their
   // gradient of it comes back from the peer the activation went to.
-  g.set(0, PipelineRecvOp::create(g.b, g.loc, op.getInput().getType(),
-                                  op.getPeer(), op.getMicroBatch()));
+  auto recv = PipelineRecvOp::create(g.b, g.loc, op.getInput().getType(),
+                                     op.getPeer(), op.getMicroBatch());
+  keepChunk(op, recv);
+  g.set(0, recv);
   return success();
 }
 
 static LogicalResult pipelineRecvGrad(PipelineRecvOp op, Gradient &g) {
   // The received activation has no operand here: its cotangent belongs to
   // the stage that sent it, which waits for it.
-  PipelineSendOp::create(g.b, g.loc, g.dy(), op.getPeer(), op.getMicroBatch());
+  keepChunk(op, PipelineSendOp::create(g.b, g.loc, g.dy(), op.getPeer(),
+                                       op.getMicroBatch()));
   return success();
 }
 
