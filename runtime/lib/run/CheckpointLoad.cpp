@@ -157,6 +157,14 @@ Checkpoint Checkpoint::open(const std::string &dir) {
   job.seq = field<int64_t>(metadata, "seq", metaPath);
   if (metadata.contains("seed"))
     job.seed = field<int64_t>(metadata, "seed", metaPath);
+  if (metadata.contains("pipeline_parallel_size")) {
+    job.pipelineParallelSize =
+        field<int>(metadata, "pipeline_parallel_size", metaPath);
+    check(job.pipelineParallelSize >= 1 &&
+              job.worldSize % job.pipelineParallelSize == 0,
+          metaPath + ": field \"pipeline_parallel_size\" does not divide "
+                     "\"world_size\"");
+  }
   check(field<std::string>(metadata, "checksum", metaPath) ==
             detail::kCheckpointChecksumName,
         metaPath + ": checksums are not " + detail::kCheckpointChecksumName);
@@ -412,8 +420,11 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     if (state.role == StateRole::Teacher)
       continue;
     const Entry &entry = tensors_.at(name);
-    StateSlice slice = stateSlice(state, rank, info.expertParallelSize,
-                                  tensorParallelSize(info));
+    // A pipeline stage's ranks hold their states' pieces as a job of W/P
+    // ranks would, whatever stages saved them.
+    StateSlice slice =
+        stateSlice(state, stageLocalRank(info, rank), info.expertParallelSize,
+                   tensorParallelSize(info));
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
     // Run by run (one but for a tensor-parallel slice).

@@ -651,9 +651,8 @@ public:
   /// Host memory holding output `i` after a step.
   virtual const void *hostOutput(int32_t i) = 0;
   /// The states in host memory, for writeCheckpointShard of `rank` in a job
-  /// of `worldSize`: state i where checkpointWrites(state i, i, rank,
-  /// worldSize, info.expertParallelSize) (the others may be nullptr);
-  /// copies go to `scratch`.
+  /// of `worldSize`: state i where checkpointWritesInStage(info, i, rank,
+  /// worldSize) (the others may be nullptr); copies go to `scratch`.
   virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                          int worldSize,
                                          MemoryPool &scratch) = 0;
