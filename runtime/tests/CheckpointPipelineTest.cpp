@@ -77,7 +77,7 @@ float valueOf(const std::string &name, int64_t i) {
 }
 
 std::vector<float> wholeOf(const std::string &name, int64_t numel) {
-  std::vector<float> values(size_t(numel));
+  std::vector<float> values(static_cast<size_t>(numel));
   for (int64_t i = 0; i < numel; ++i)
     values[size_t(i)] = valueOf(name, i);
   return values;
