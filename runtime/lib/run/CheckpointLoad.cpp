@@ -383,6 +383,7 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   std::vector<std::string> sources;
+  std::vector<bool> zero(size_t(info.numStates), false); // absent: zero
   for (int32_t i = 0; i < info.numStates; ++i) {
     sources.push_back(stateSource(info.states[i], [&](const std::string &n) {
       return tensors_.count(n) != 0;
@@ -393,6 +394,10 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     TensorDesc whole = wholeTensor(info.states[i]);
     whole.name = sources.back().c_str();
     auto found = tensors_.find(whole.name);
+    if (found == tensors_.end() && zeroBetweenSteps(info.states[i])) {
+      zero[size_t(i)] = true;
+      continue;
+    }
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
     // A master weight read from its fp32 parameter has that one's role.
@@ -419,6 +424,10 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
     if (state.role == StateRole::Teacher)
       continue;
+    if (zero[size_t(i)]) {
+      std::memset(buffer, 0, tensorBytes(state.tensor));
+      continue;
+    }
     const Entry &entry = tensors_.at(name);
     // A pipeline stage's ranks hold their states' pieces as a job of W/P
     // ranks would, whatever stages saved them.

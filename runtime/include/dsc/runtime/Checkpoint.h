@@ -231,7 +231,9 @@ public:
 
   /// Reads every state of `info` into buffers from `pool`, in
   /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
-  /// file; refuses a state the checkpoint lacks, another dtype, shape
+  /// file; refuses a state the checkpoint lacks (but those zero between
+  /// optimizer steps, zeroBetweenSteps in Run.h, which start at zero),
+  /// another dtype, shape
   /// (naming both) or role, a tensor whose bytes fail their checksum, and
   /// one holding NaN or an infinity.
   /// `rank` is the loading rank: a partitioned state gets its slice
