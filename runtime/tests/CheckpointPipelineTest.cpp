@@ -227,4 +227,49 @@ TEST_F(DscRunPipelineCheckpoint, RefusesACommitThatLacksAStagesState) {
   EXPECT_FALSE(std::filesystem::exists(root_ + "/latest"));
 }
 
+TEST_F(DscRunPipelineCheckpoint, RefusesAnotherModelsCheckpoint) {
+  save();
+  StateDesc other[] = {whole("other.w", kBlockShape)};
+  ArtifactInfo info = infoWith(other, 1, 1, 1, 0);
+  MemoryPool pool("state");
+  try {
+    Checkpoint::open(root_).loadStates(info, pool, 0);
+    ADD_FAILURE() << "loaded another model's checkpoint";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(),
+                HasSubstr("step_2: holds none of the artifact's 1 states "
+                          "(such as 'other.w'): it is another model's "
+                          "checkpoint"));
+  }
+}
+
+TEST_F(DscRunPipelineCheckpoint, ResumesAccumulatorsAbsentFromTheSaverAtZero) {
+  save();
+  // Gradient accumulation's sums and count, which a pipeline has not.
+  constexpr int64_t kScalar[] = {1};
+  StateDesc withAccumulation[] = {whole("wte", kWteShape),
+                                  whole("wte.grad_acc", kWteShape),
+                                  whole("optimizer.micro_step", kScalar),
+                                  whole("wte.exp_avg", kWteShape)};
+  withAccumulation[1].role = StateRole::Gradient;
+  withAccumulation[2].role = StateRole::Optimizer;
+  withAccumulation[2].tensor.rank = 1;
+  withAccumulation[3].role = StateRole::Optimizer;
+  ArtifactInfo info = infoWith(withAccumulation, 3, 1, 1, 0);
+  MemoryPool pool("state");
+  Checkpoint checkpoint = Checkpoint::open(root_);
+  std::vector<void *> loaded = checkpoint.loadStates(info, pool, 0);
+  const float *sums = static_cast<const float *>(loaded[1]);
+  EXPECT_EQ(std::vector<float>(sums, sums + 8), std::vector<float>(8, 0.0f));
+  EXPECT_EQ(*static_cast<const float *>(loaded[2]), 0.0f);
+  // An optimizer moment is the optimizer's state: never made up.
+  info.numStates = 4;
+  try {
+    checkpoint.loadStates(info, pool, 0);
+    ADD_FAILURE() << "loaded a checkpoint that lacks wte.exp_avg";
+  } catch (const Error &error) {
+    EXPECT_THAT(error.what(), HasSubstr("no tensor 'wte.exp_avg'"));
+  }
+}
+
 } // namespace

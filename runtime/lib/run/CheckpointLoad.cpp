@@ -313,7 +313,14 @@ Checkpoint Checkpoint::open(const std::string &dir) {
     const std::string &file = checkpoint.shards_[r];
     const std::string path = joinPath(stepDir, file);
     std::error_code error;
-    check(fs::exists(path, error), where + ": shard " + file + " is missing");
+    // A pipeline's shard holds one stage's states: say which.
+    std::string stage;
+    if (shardList[r].is_object() && shardList[r].contains("stage"))
+      stage = " (pipeline stage " +
+              std::to_string(field<int>(shardList[r], "stage", metaPath)) +
+              "'s states)";
+    check(fs::exists(path, error),
+          where + ": shard " + file + stage + " is missing");
     uintmax_t size = fs::file_size(path, error);
     check(!error, path + ": cannot stat: " + error.message());
     uint64_t expected = field<uint64_t>(shardList[r], "bytes", metaPath);
@@ -397,6 +404,16 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     if (found == tensors_.end() && zeroBetweenSteps(info.states[i])) {
       zero[size_t(i)] = true;
       continue;
+    }
+    if (found == tensors_.end()) {
+      // Not one state in common: another model's checkpoint, said so
+      // rather than by its first tensor that this model lacks.
+      bool any = false;
+      for (int32_t j = 0; j < info.numStates && !any; ++j)
+        any = tensors_.count(info.states[j].tensor.name) != 0;
+      check(any, where + ": holds none of the artifact's " +
+                     std::to_string(info.numStates) + " states (such as '" +
+                     whole.name + "'): it is another model's checkpoint");
     }
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
