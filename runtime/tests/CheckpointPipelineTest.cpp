@@ -237,9 +237,9 @@ TEST_F(DscRunPipelineCheckpoint, RefusesAnotherModelsCheckpoint) {
     ADD_FAILURE() << "loaded another model's checkpoint";
   } catch (const Error &error) {
     EXPECT_THAT(error.what(),
-                HasSubstr("step_2: holds none of the artifact's 1 states "
-                          "(such as 'other.w'): it is another model's "
-                          "checkpoint"));
+                HasSubstr("step_2: holds none of the artifact's "
+                          "parameters and buffers (such as 'other.w'): it "
+                          "is another model's checkpoint"));
   }
 }
 

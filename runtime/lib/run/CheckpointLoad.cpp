@@ -373,6 +373,26 @@ void Checkpoint::checkJob(int64_t globalBatch, int64_t seq) const {
             std::to_string(job_.step) + ") counts batches of that shape");
 }
 
+void Checkpoint::checkModel(const ArtifactInfo &info) const {
+  // The model's own tensors: every model's optimizer has a step count.
+  const char *first = nullptr;
+  int32_t count = 0;
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const StateDesc &state = info.states[i];
+    if (state.role != StateRole::Parameter && state.role != StateRole::Buffer)
+      continue;
+    if (tensors_.count(state.tensor.name))
+      return;
+    first = first ? first : state.tensor.name;
+    ++count;
+  }
+  check(count == 0, "checkpoint " + directory_ +
+                        ": holds none of the artifact's parameters and "
+                        "buffers (such as '" +
+                        (first ? first : "") +
+                        "'): it is another model's checkpoint");
+}
+
 struct Checkpoint::ReadCache {
   std::optional<SafeTensorsFile> shard;
   std::vector<char> scratch;
@@ -405,16 +425,8 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
       zero[size_t(i)] = true;
       continue;
     }
-    if (found == tensors_.end()) {
-      // Not one state in common: another model's checkpoint, said so
-      // rather than by its first tensor that this model lacks.
-      bool any = false;
-      for (int32_t j = 0; j < info.numStates && !any; ++j)
-        any = tensors_.count(info.states[j].tensor.name) != 0;
-      check(any, where + ": holds none of the artifact's " +
-                     std::to_string(info.numStates) + " states (such as '" +
-                     whole.name + "'): it is another model's checkpoint");
-    }
+    if (found == tensors_.end())
+      checkModel(info);
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
     // A master weight read from its fp32 parameter has that one's role.

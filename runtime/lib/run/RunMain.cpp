@@ -555,6 +555,7 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     std::optional<SafeTensorsFile> weights;
     if (!options.resume.empty()) {
       resumed = Checkpoint::open(options.resume);
+      resumed->checkModel(info);
       resumed->checkJob(options.batch, options.seq);
       // The masks of an uninterrupted run: the checkpoint's seed.
       if (!options.seedGiven && resumed->job().seed)

@@ -224,6 +224,11 @@ public:
   const std::string &directory() const { return directory_; }
   const CheckpointJob &job() const { return job_; }
 
+  /// Refuses a checkpoint that holds none of the parameters and buffers of
+  /// `info` (one pipeline stage's, or the whole artifact's): another
+  /// model's. Checked before checkJob, whose complaint would say less.
+  void checkModel(const ArtifactInfo &info) const;
+
   /// Refuses another global batch or sequence length than the saver's: the
   /// data position (batch N) means the same sequences only with the same
   /// batch shape.
