@@ -107,18 +107,22 @@ protected:
     return buffers;
   }
 
-  std::string save() {
-    CheckpointJob job{2, 4, "tiny.mlir", "cpu", 4, 4, 7, 2};
-    beginCheckpoint(root_, 2);
+  /// Every rank's shard of the save after step 2, in dsc-run's order.
+  std::vector<std::string> writeShards() {
+    beginCheckpoint(root_, job_.step);
     std::vector<std::string> reports;
     for (int r = 0; r < 4; ++r) {
       std::vector<std::vector<float>> buffers = buffersOf(r);
       std::vector<void *> states;
       for (std::vector<float> &buffer : buffers)
         states.push_back(buffer.data());
-      reports.push_back(writeCheckpointShard(root_, job, stages_, states, r));
+      reports.push_back(writeCheckpointShard(root_, job_, stages_, states, r));
     }
-    return commitCheckpoint(root_, job, stages_, reports);
+    return reports;
+  }
+
+  std::string save() {
+    return commitCheckpoint(root_, job_, stages_, writeShards());
   }
 
   StateDesc stage0_[2], stage1_[2];
@@ -126,6 +130,7 @@ protected:
   PipelineStageInfos stages_;
   ScratchDir dir_;
   std::string root_;
+  const CheckpointJob job_{2, 4, "tiny.mlir", "cpu", 4, 4, 7, 2};
 };
 
 TEST_F(DscRunPipelineCheckpoint, TheFirstStageThatHoldsATiedWeightWritesIt) {
@@ -203,22 +208,13 @@ TEST_F(DscRunPipelineCheckpoint, LoadsEachStagesPieceAtItsPlaceInTheStage) {
 }
 
 TEST_F(DscRunPipelineCheckpoint, RefusesACommitThatLacksAStagesState) {
-  CheckpointJob job{2, 4, "tiny.mlir", "cpu", 4, 4, 7, 2};
-  beginCheckpoint(root_, 2);
-  std::vector<std::string> reports;
-  for (int r = 0; r < 4; ++r) {
-    std::vector<std::vector<float>> buffers = buffersOf(r);
-    std::vector<void *> states;
-    for (std::vector<float> &buffer : buffers)
-      states.push_back(buffer.data());
-    reports.push_back(writeCheckpointShard(root_, job, stages_, states, r));
-  }
+  std::vector<std::string> reports = writeShards();
   // Stage 1's tables with a state that its ranks did not write.
   StateDesc grown[] = {shard("h.1.w"), whole("wte", kWteShape),
                        whole("h.1.extra", kBlockShape)};
   ArtifactInfo info1 = infoWith(grown, 3, 4, 2, 1);
   try {
-    commitCheckpoint(root_, job, {&info0_, &info1}, reports);
+    commitCheckpoint(root_, job_, {&info0_, &info1}, reports);
     ADD_FAILURE() << "committed a checkpoint without h.1.extra";
   } catch (const Error &error) {
     EXPECT_THAT(error.what(), HasSubstr("no rank wrote state 'h.1.extra' of "
