@@ -464,7 +464,13 @@ struct PipelineParallelPass
     Value total = AllReduceOp::create(b, loc, local, CollectiveGroup::pipeline);
     func::ReturnOp::create(b, loc, total);
 
-    // Drop the old body, then the states no op reads any more.
+    // Drop the old body, then the states no op reads any more: those
+    // another stage reads. A state the whole graph never reads (a buffer
+    // the model registers but does not use) stays on stage 0, so that the
+    // stages' states together are the model's, as a checkpoint of the
+    // pipeline holds them.
+    llvm::StringSet<> readByGraph;
+    old.walk([&](LoadOp load) { readByGraph.insert(load.getState()); });
     old.dropAllDefinedValueUses();
     old.erase();
     func.setType(FunctionType::get(context, inputs, func.getResultTypes()));
@@ -473,7 +479,8 @@ struct PipelineParallelPass
     for (auto state : llvm::make_early_inc_range(module.getOps<StateOp>()))
       if ((state.getRole() == StateRole::parameter ||
            state.getRole() == StateRole::buffer) &&
-          !read.contains(state.getSymName()))
+          !read.contains(state.getSymName()) &&
+          (s != 0 || readByGraph.contains(state.getSymName())))
         state.erase();
     OpBuilder top(module.getBodyRegion());
     module->setAttr(kPipelineStageAttrName, top.getI64IntegerAttr(r));

@@ -37,3 +37,9 @@ target_link_libraries(BlockSubsetTest PRIVATE dsc_runtime
   GTest::gmock GTest::gtest GTest::gtest_main)
 gtest_discover_tests(BlockSubsetTest DISCOVERY_TIMEOUT 60
   PROPERTIES TIMEOUT 60)
+
+add_executable(CheckpointPipelineTest CheckpointPipelineTest.cpp)
+target_link_libraries(CheckpointPipelineTest PRIVATE dsc_runtime
+  nlohmann_json::nlohmann_json GTest::gmock GTest::gtest GTest::gtest_main)
+gtest_discover_tests(CheckpointPipelineTest DISCOVERY_TIMEOUT 60
+  PROPERTIES TIMEOUT 60)

@@ -5,6 +5,10 @@
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=2 print" 2>&1 | FileCheck %s --check-prefixes=REPORT,STAGE0
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=1 micro-batches=2" | FileCheck %s --check-prefix=STAGE1
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel="stage=1" | FileCheck %s --check-prefix=MIDDLE
+// A buffer the graph never reads (GPT-2's registered attention mask) stays
+// on stage 0 alone, so that the stages' states together are the model's.
+// RUN: sed '/^dsc.state parameter @wpe/i dsc.state buffer @"h.0.attn.bias" : tensor<8x8xf32>' %S/Inputs/three-blocks.mlir | dsc-opt --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=2" | FileCheck %s --check-prefix=UNREAD0
+// RUN: sed '/^dsc.state parameter @wpe/i dsc.state buffer @"h.0.attn.bias" : tensor<8x8xf32>' %S/Inputs/three-blocks.mlir | dsc-opt --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=1 micro-batches=2" | FileCheck %s --check-prefix=UNREAD1
 
 // Every block costs the same FLOPs; the head's 2048 make the last stage's
 // 6144 the largest when it takes one block (the cut 2 + 1: 8192 + 6144).
@@ -63,3 +67,7 @@
 // MIDDLE: dsc.linear %[[X]]
 // MIDDLE: %[[Z:.*]] = dsc.pipeline_send %{{.*}} to next micro_batch 0 : tensor<8x4xf32>
 // MIDDLE: dsc.all_reduce %[[Z]] over pipeline
+
+// UNREAD0: dsc.state buffer @h.0.attn.bias : tensor<8x8xf32>
+// UNREAD0: func.func @forward
+// UNREAD1-NOT: h.0.attn.bias

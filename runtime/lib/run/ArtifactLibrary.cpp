@@ -488,21 +488,34 @@ void ArtifactLibrary::selectPipelineStage(int rank, int worldSize) {
         path_ + ": the artifact has " + std::to_string(stages) +
             " pipeline stages but no table of their programs "
             "(dsc_artifact_stages); build it with dsc-compile");
+  // Every stage's tables, not only this rank's: a checkpoint holds them all.
+  std::vector<const ArtifactInfo *> infos;
+  for (int stage = 0; stage < stages; ++stage) {
+    const PipelineStageProgram &program = programs->stages[stage];
+    const ArtifactInfo *info = program.info ? program.info() : nullptr;
+    std::string where =
+        path_ + " (pipeline stage " + std::to_string(stage) + ")";
+    check(info && program.step, where + ": no tables or no step");
+    validateArtifactInfo(*info, where);
+    check(info->pipelineStage == stage &&
+              pipelineParallelSize(*info) == stages &&
+              info->worldSize == info_->worldSize,
+          where + ": the stage's tables say stage " +
+              std::to_string(info->pipelineStage) + " of " +
+              std::to_string(info->pipelineParallelSize) + " on " +
+              std::to_string(info->worldSize) + " ranks");
+    infos.push_back(info);
+  }
   const int stage = rank / (worldSize / stages);
-  const PipelineStageProgram &program = programs->stages[stage];
-  const ArtifactInfo *info = program.info ? program.info() : nullptr;
-  std::string where = path_ + " (pipeline stage " + std::to_string(stage) + ")";
-  check(info && program.step, where + ": no tables or no step");
-  validateArtifactInfo(*info, where);
-  check(info->pipelineStage == stage &&
-            pipelineParallelSize(*info) == stages &&
-            info->worldSize == info_->worldSize,
-        where + ": the stage's tables say stage " +
-            std::to_string(info->pipelineStage) + " of " +
-            std::to_string(info->pipelineParallelSize) + " on " +
-            std::to_string(info->worldSize) + " ranks");
-  info_ = info;
-  step_ = program.step;
+  info_ = infos[size_t(stage)];
+  step_ = programs->stages[stage].step;
+  stages_ = std::move(infos);
+}
+
+std::vector<const ArtifactInfo *> ArtifactLibrary::stageInfos() const {
+  if (stages_.empty())
+    return {info_};
+  return stages_;
 }
 
 // No dlclose: generated code may leave threads behind (an OpenMP pool) that

@@ -140,8 +140,11 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
   std::vector<TensorRecord> records = checkpoint.tensors();
   std::ostringstream out;
   out << "checkpoint " << checkpoint.directory() << "\n"
-      << "step " << job.step << ", saved by " << job.worldSize
-      << " rank(s), target " << job.target;
+      << "step " << job.step << ", saved by " << job.worldSize << " rank(s)";
+  // Each stage's ranks wrote its states; the tensors are the model's.
+  if (job.pipelineParallelSize > 1)
+    out << " in " << job.pipelineParallelSize << " pipeline stages";
+  out << ", target " << job.target;
   if (!job.model.empty())
     out << ", model " << job.model;
   out << ", global batch " << job.globalBatch << ", sequence " << job.seq

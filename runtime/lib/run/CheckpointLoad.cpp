@@ -157,6 +157,14 @@ Checkpoint Checkpoint::open(const std::string &dir) {
   job.seq = field<int64_t>(metadata, "seq", metaPath);
   if (metadata.contains("seed"))
     job.seed = field<int64_t>(metadata, "seed", metaPath);
+  if (metadata.contains("pipeline_parallel_size")) {
+    job.pipelineParallelSize =
+        field<int>(metadata, "pipeline_parallel_size", metaPath);
+    check(job.pipelineParallelSize >= 1 &&
+              job.worldSize % job.pipelineParallelSize == 0,
+          metaPath + ": field \"pipeline_parallel_size\" does not divide "
+                     "\"world_size\"");
+  }
   check(field<std::string>(metadata, "checksum", metaPath) ==
             detail::kCheckpointChecksumName,
         metaPath + ": checksums are not " + detail::kCheckpointChecksumName);
@@ -305,7 +313,14 @@ Checkpoint Checkpoint::open(const std::string &dir) {
     const std::string &file = checkpoint.shards_[r];
     const std::string path = joinPath(stepDir, file);
     std::error_code error;
-    check(fs::exists(path, error), where + ": shard " + file + " is missing");
+    // A pipeline's shard holds one stage's states: say which.
+    std::string stage;
+    if (shardList[r].is_object() && shardList[r].contains("stage"))
+      stage = " (pipeline stage " +
+              std::to_string(field<int>(shardList[r], "stage", metaPath)) +
+              "'s states)";
+    check(fs::exists(path, error),
+          where + ": shard " + file + stage + " is missing");
     uintmax_t size = fs::file_size(path, error);
     check(!error, path + ": cannot stat: " + error.message());
     uint64_t expected = field<uint64_t>(shardList[r], "bytes", metaPath);
@@ -358,6 +373,26 @@ void Checkpoint::checkJob(int64_t globalBatch, int64_t seq) const {
             std::to_string(job_.step) + ") counts batches of that shape");
 }
 
+void Checkpoint::checkModel(const ArtifactInfo &info) const {
+  // The model's own tensors: every model's optimizer has a step count.
+  const char *first = nullptr;
+  int32_t count = 0;
+  for (int32_t i = 0; i < info.numStates; ++i) {
+    const StateDesc &state = info.states[i];
+    if (state.role != StateRole::Parameter && state.role != StateRole::Buffer)
+      continue;
+    if (tensors_.count(state.tensor.name))
+      return;
+    first = first ? first : state.tensor.name;
+    ++count;
+  }
+  check(count == 0, "checkpoint " + directory_ +
+                        ": holds none of the artifact's parameters and "
+                        "buffers (such as '" +
+                        (first ? first : "") +
+                        "'): it is another model's checkpoint");
+}
+
 struct Checkpoint::ReadCache {
   std::optional<SafeTensorsFile> shard;
   std::vector<char> scratch;
@@ -375,6 +410,7 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
   std::vector<void *> buffers;
   buffers.reserve(static_cast<size_t>(info.numStates));
   std::vector<std::string> sources;
+  std::vector<bool> zero(size_t(info.numStates), false); // absent: zero
   for (int32_t i = 0; i < info.numStates; ++i) {
     sources.push_back(stateSource(info.states[i], [&](const std::string &n) {
       return tensors_.count(n) != 0;
@@ -385,6 +421,12 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     TensorDesc whole = wholeTensor(info.states[i]);
     whole.name = sources.back().c_str();
     auto found = tensors_.find(whole.name);
+    if (found == tensors_.end() && zeroBetweenSteps(info.states[i])) {
+      zero[size_t(i)] = true;
+      continue;
+    }
+    if (found == tensors_.end())
+      checkModel(info);
     checkStatePresent(found != tensors_.end(), where, whole);
     checkStateMatches(where, whole, found->second.dtype, found->second.shape);
     // A master weight read from its fp32 parameter has that one's role.
@@ -411,9 +453,16 @@ std::vector<void *> Checkpoint::loadStates(const ArtifactInfo &info,
     char *buffer = static_cast<char *>(buffers[size_t(i)]);
     if (state.role == StateRole::Teacher)
       continue;
+    if (zero[size_t(i)]) {
+      std::memset(buffer, 0, tensorBytes(state.tensor));
+      continue;
+    }
     const Entry &entry = tensors_.at(name);
-    StateSlice slice = stateSlice(state, rank, info.expertParallelSize,
-                                  tensorParallelSize(info));
+    // A pipeline stage's ranks hold their states' pieces as a job of W/P
+    // ranks would, whatever stages saved them.
+    StateSlice slice =
+        stateSlice(state, stageLocalRank(info, rank), info.expertParallelSize,
+                   tensorParallelSize(info));
     if (isPartitioned(state))
       std::memset(buffer, 0, tensorBytes(state.tensor));
     // Run by run (one but for a tensor-parallel slice).

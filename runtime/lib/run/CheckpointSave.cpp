@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -140,15 +141,50 @@ bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
   return true;
 }
 
+bool checkpointWritesInStage(const ArtifactInfo &stage, int32_t index,
+                             int rank, int worldSize) {
+  const int stageRanks = worldSize / pipelineParallelSize(stage);
+  return checkpointWrites(stage.states[index], index, rank % stageRanks,
+                          stageRanks, stage.expertParallelSize,
+                          tensorParallelSize(stage));
+}
+
+namespace {
+
+/// The stage that `rank` of a job of `worldSize` ranks runs.
+int stageOfRank(const PipelineStageInfos &stages, int rank, int worldSize) {
+  const int count = static_cast<int>(stages.size());
+  check(count >= 1 && worldSize % count == 0 && rank >= 0 && rank < worldSize,
+        "checkpoint: " + std::to_string(count) +
+            " pipeline stages for rank " + std::to_string(rank) + " of " +
+            std::to_string(worldSize));
+  return rank / (worldSize / count);
+}
+
+/// Whether `info` has a state named `name`.
+bool holdsState(const ArtifactInfo &info, const char *name) {
+  for (int32_t i = 0; i < info.numStates; ++i)
+    if (std::strcmp(info.states[i].tensor.name, name) == 0)
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool checkpointWrites(const PipelineStageInfos &stages, int32_t index,
+                      int rank, int worldSize) {
+  const int stage = stageOfRank(stages, rank, worldSize);
+  const ArtifactInfo &info = *stages[size_t(stage)];
+  if (!checkpointWritesInStage(info, index, rank, worldSize))
+    return false;
+  // A tied weight: the first stage that holds it writes it.
+  for (int earlier = 0; earlier < stage; ++earlier)
+    if (holdsState(*stages[size_t(earlier)], info.states[index].tensor.name))
+      return false;
+  return true;
+}
+
 void checkCheckpointable(const ArtifactInfo &info) {
-  // Each stage holds its own states (a tied weight on two stages); the
-  // format has no piece for a stage's states yet, and saving stage 0's
-  // alone would be a checkpoint that silently lacks the rest.
-  check(pipelineParallelSize(info) == 1,
-        "--save: the artifact runs " +
-            std::to_string(info.pipelineParallelSize) +
-            " pipeline stages, each holding only its own states; "
-            "checkpoints of a pipeline-parallel run are not supported yet");
   // A shard of a tensor-parallel slice is a run of the slice's blocks that
   // may start and end inside one: no piece of the checkpoint format.
   for (int32_t i = 0; i < info.numStates; ++i) {
@@ -204,8 +240,11 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
     const std::string file = report.at("file").get<std::string>();
     check(report.at("rank").get<size_t>() == r,
           "shard reports are not in rank order");
-    shards.push_back(
-        {{"file", file}, {"rank", r}, {"bytes", report.at("bytes")}});
+    ordered_json shard = {
+        {"file", file}, {"rank", r}, {"bytes", report.at("bytes")}};
+    if (report.contains("stage"))
+      shard["stage"] = report.at("stage");
+    shards.push_back(std::move(shard));
     for (auto &[name, entry] : report.at("tensors").items()) {
       if (entry.contains("offset")) { // a piece of a partitioned state
         ordered_json &merged = tensors[name];
@@ -296,6 +335,19 @@ std::string writeCheckpointShard(const std::string &root,
                                  const CheckpointJob &job,
                                  const ArtifactInfo &info,
                                  const std::vector<void *> &states, int rank) {
+  return writeCheckpointShard(root, job, PipelineStageInfos{&info}, states,
+                              rank);
+}
+
+std::string writeCheckpointShard(const std::string &root,
+                                 const CheckpointJob &job,
+                                 const PipelineStageInfos &stages,
+                                 const std::vector<void *> &states, int rank) {
+  const int stage = stageOfRank(stages, rank, job.worldSize);
+  const ArtifactInfo &info = *stages[size_t(stage)];
+  // A stage's ranks place its states' pieces as a job of W/P ranks would.
+  const int stageRanks = job.worldSize / static_cast<int>(stages.size());
+  const int local = rank % stageRanks;
   std::string staging = checkpointStagingDirectory(root, job.step);
   std::error_code error;
   check(fs::is_directory(staging, error),
@@ -310,14 +362,13 @@ std::string writeCheckpointShard(const std::string &root,
   ordered_json tensors = ordered_json::object();
   for (int32_t i = 0; i < info.numStates; ++i) {
     const StateDesc &desc = info.states[i];
-    if (!checkpointWrites(desc, i, rank, job.worldSize,
-                          info.expertParallelSize, tensorParallelSize(info)))
+    if (!checkpointWrites(stages, i, rank, job.worldSize))
       continue;
     const TensorDesc &state = desc.tensor;
     std::vector<int64_t> shape(state.shape, state.shape + state.rank);
     DType dtype = storageDType(state.type);
     size_t bytes = tensorBytes(state);
-    StateSlice slice = stateSlice(desc, rank, info.expertParallelSize,
+    StateSlice slice = stateSlice(desc, local, info.expertParallelSize,
                                   tensorParallelSize(info));
     if (isPartitioned(desc)) {
       // This rank's piece, its zero padding stripped.
@@ -345,7 +396,7 @@ std::string writeCheckpointShard(const std::string &root,
       if (partitionGroup(desc) != CommGroup::World) {
         entry["group"] = name(partitionGroup(desc));
         entry["group_size"] =
-            GroupLayout(job.worldSize, info.expertParallelSize,
+            GroupLayout(stageRanks, info.expertParallelSize,
                         tensorParallelSize(info))
                 .size(partitionGroup(desc));
       }
@@ -359,21 +410,37 @@ std::string writeCheckpointShard(const std::string &root,
   std::string file = checkpointShardName(rank, job.worldSize);
   std::string path = joinPath(staging, file);
   // The shard says what it is on its own, for whoever finds it alone.
-  writeSafeTensors(path, views,
-                   {{"format", kCheckpointFormat},
-                    {"step", std::to_string(job.step)},
-                    {"rank", std::to_string(rank)},
-                    {"world_size", std::to_string(job.worldSize)}});
+  std::map<std::string, std::string> header = {
+      {"format", kCheckpointFormat},
+      {"step", std::to_string(job.step)},
+      {"rank", std::to_string(rank)},
+      {"world_size", std::to_string(job.worldSize)}};
+  if (stages.size() > 1)
+    header["pipeline_stage"] = std::to_string(stage);
+  writeSafeTensors(path, views, header);
   uintmax_t bytes = fs::file_size(path, error);
   checkFs(error, path, "cannot stat");
   ordered_json report = {
       {"file", file}, {"rank", rank}, {"bytes", bytes}, {"tensors", tensors}};
+  if (stages.size() > 1)
+    report["stage"] = stage;
   return report.dump();
 }
 
 std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                              const ArtifactInfo &info,
                              const std::vector<std::string> &reports) {
+  return commitCheckpoint(root, job, PipelineStageInfos{&info}, reports);
+}
+
+std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
+                             const PipelineStageInfos &stages,
+                             const std::vector<std::string> &reports) {
+  check(!stages.empty() &&
+            job.worldSize % static_cast<int>(stages.size()) == 0,
+        "commitCheckpoint: " + std::to_string(stages.size()) +
+            " pipeline stages for " + std::to_string(job.worldSize) +
+            " ranks");
   check(reports.size() == static_cast<size_t>(job.worldSize),
         "commitCheckpoint: " + std::to_string(reports.size()) +
             " shard reports for " + std::to_string(job.worldSize) + " ranks");
@@ -390,17 +457,30 @@ std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                            {"tensors", ordered_json::object()}};
   if (job.seed)
     metadata["seed"] = *job.seed;
+  if (stages.size() > 1)
+    metadata["pipeline_parallel_size"] = stages.size();
   std::map<std::string, ordered_json> tensors =
       mergeReports(reports, metadata["shards"]);
-  // Every state once, in the artifact's order, and nothing else.
-  for (int32_t i = 0; i < info.numStates; ++i) {
-    if (info.states[i].role == StateRole::Teacher)
-      continue;
-    std::string name = info.states[i].tensor.name;
-    auto found = tensors.find(name);
-    check(found != tensors.end(), "no rank wrote state '" + name + "'");
-    metadata["tensors"][name] = std::move(found->second);
-    tensors.erase(found);
+  // Every state of every stage once, in the stages' and the artifact's
+  // order, and nothing else; a state that several stages hold (a tied
+  // weight) the first time.
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const ArtifactInfo &info = *stages[s];
+    for (int32_t i = 0; i < info.numStates; ++i) {
+      if (info.states[i].role == StateRole::Teacher)
+        continue;
+      std::string name = info.states[i].tensor.name;
+      if (metadata["tensors"].contains(name))
+        continue;
+      auto found = tensors.find(name);
+      check(found != tensors.end(),
+            "no rank wrote state '" + name + "'" +
+                (stages.size() > 1
+                     ? " of pipeline stage " + std::to_string(s)
+                     : std::string()));
+      metadata["tensors"][name] = std::move(found->second);
+      tensors.erase(found);
+    }
   }
   check(tensors.empty(), "a rank wrote '" +
                              (tensors.empty() ? "" : tensors.begin()->first) +

@@ -223,8 +223,7 @@ public:
                                  int worldSize, MemoryPool &scratch) override {
     std::vector<void *> host(states_.size(), nullptr);
     for (int32_t i = 0; i < info.numStates; ++i) {
-      if (!checkpointWrites(info.states[i], i, rank, worldSize,
-                            info.expertParallelSize, tensorParallelSize(info)))
+      if (!checkpointWritesInStage(info, i, rank, worldSize))
         continue;
       const TensorDesc &state = info.states[i].tensor;
       size_t bytes = tensorBytes(state);

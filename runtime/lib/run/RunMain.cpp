@@ -372,8 +372,8 @@ std::string summary(int rank, const MemoryUse &memory,
 /// prepares, every rank writes its shard, rank 0 commits (Checkpoint.h).
 /// Returns 0, or the exit status once the messages are printed.
 int saveCheckpoint(Control &control, const std::string &root,
-                   const CheckpointJob &job, const ArtifactInfo &info,
-                   RunTarget &target) {
+                   const CheckpointJob &job, const PipelineStageInfos &stages,
+                   const ArtifactInfo &info, RunTarget &target) {
   const int rank = control.rank();
   auto start = std::chrono::steady_clock::now();
   auto phase = [&](auto &&body) {
@@ -396,14 +396,14 @@ int saveCheckpoint(Control &control, const std::string &root,
     code = phase([&] {
       MemoryPool scratch("checkpoint");
       report = writeCheckpointShard(
-          root, job, info,
+          root, job, stages,
           target.hostStates(info, rank, job.worldSize, scratch), rank);
     });
   if (code == 0) {
     std::vector<std::string> reports = control.gather(report);
     code = phase([&] {
       if (rank == 0)
-        directory = commitCheckpoint(root, job, info, reports);
+        directory = commitCheckpoint(root, job, stages, reports);
     });
   }
   if (code != 0) {
@@ -554,12 +554,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
     // one batch (the data must hold a sequence), before any tensor is read.
     std::optional<SafeTensorsFile> weights;
     if (!options.resume.empty()) {
-      check(pipelineParallelSize(info) == 1,
-            "--resume: the artifact runs " +
-                std::to_string(info.pipelineParallelSize) +
-                " pipeline stages; resuming a pipeline-parallel run from a "
-                "checkpoint is not supported yet");
       resumed = Checkpoint::open(options.resume);
+      resumed->checkModel(info);
       resumed->checkJob(options.batch, options.seq);
       // The masks of an uninterrupted run: the checkpoint's seed.
       if (!options.seedGiven && resumed->job().seed)
@@ -724,17 +720,23 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                    "(dsc-compile --eval): every step is forward and loss "
                    "only\n",
                    options.artifact.c_str());
-    if (resumed)
+    if (resumed) {
+      const int savedStages = resumed->job().pipelineParallelSize;
+      std::string stages =
+          savedStages > 1
+              ? " in " + std::to_string(savedStages) + " pipeline stages"
+              : std::string();
       std::fprintf(stderr,
-                   "dsc-run: resuming from %s (saved by %d rank(s)): steps "
+                   "dsc-run: resuming from %s (saved by %d rank(s)%s): steps "
                    "%lld to %lld%s\n",
                    resumed->directory().c_str(), resumed->job().worldSize,
-                   static_cast<long long>(firstStep),
+                   stages.c_str(), static_cast<long long>(firstStep),
                    static_cast<long long>(lastStep),
                    options.weights.empty()
                        ? ""
                        : "; --weights is ignored, the state is the "
                          "checkpoint's");
+    }
     std::fflush(stderr);
   }
 
@@ -747,8 +749,10 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
   int64_t skippedSteps = 0; // loss scaling: overflowed steps so far
   auto save = [&](int64_t step) {
     CheckpointJob job{step,        size,          info.model ? info.model : "",
-                      info.target, options.batch, options.seq, options.seed};
-    return saveCheckpoint(control, options.save, job, info, *target);
+                      info.target, options.batch, options.seq, options.seed,
+                      pipelineParallelSize(info)};
+    return saveCheckpoint(control, options.save, job, artifact->stageInfos(),
+                          info, *target);
   };
   // --steps 0 --save: the state as loaded, with the states rewrites add
   // filled in by their rules, so that any implementation can start from it.

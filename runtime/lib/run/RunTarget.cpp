@@ -144,8 +144,7 @@ public:
     std::vector<void *> host = states_;
     for (int32_t i = 0; i < info.numStates; ++i) {
       if (info.states[i].tier != MemoryTier::Nvme ||
-          !checkpointWrites(info.states[i], i, rank, worldSize,
-                            info.expertParallelSize))
+          !checkpointWritesInStage(info, i, rank, worldSize))
         continue;
       size_t bytes = tensorBytes(info.states[i].tensor);
       host[size_t(i)] = scratch.allocate(bytes);

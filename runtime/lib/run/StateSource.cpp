@@ -27,6 +27,12 @@ std::string stateSource(const StateDesc &state,
   return name.substr(0, name.size() - suffix.size());
 }
 
+bool zeroBetweenSteps(const StateDesc &state) {
+  return state.role == StateRole::Gradient ||
+         (state.role == StateRole::Optimizer &&
+          std::strcmp(state.tensor.name, "optimizer.micro_step") == 0);
+}
+
 bool roundsOnLoad(ElementType type, DType stored) {
   return stored == DType::F32 &&
          (type == ElementType::BF16 || type == ElementType::F16);

@@ -58,6 +58,10 @@ public:
   /// (dsc_artifact_stages), checked as open() checks stage 0's; nothing
   /// otherwise. Error when the table is missing or is not P stages.
   void selectPipelineStage(int rank, int worldSize);
+  /// The tables of every pipeline stage, in stage order, each checked as
+  /// info() is (once selectPipelineStage has run): what a checkpoint of the
+  /// whole job is made of. Just info() without pipeline parallelism.
+  std::vector<const ArtifactInfo *> stageInfos() const;
   /// Runs variant `i`'s step.
   void step(StepContext &context, size_t i) const {
     variants_.at(i).step(&context);
@@ -68,6 +72,7 @@ private:
   std::string path_;
   void *handle_ = nullptr;
   const ArtifactInfo *info_ = nullptr;
+  std::vector<const ArtifactInfo *> stages_; // selectPipelineStage's, P > 1
   void (*step_)(StepContext *) = nullptr;
   std::string runSettings_;
   std::vector<StepVariant> variants_;

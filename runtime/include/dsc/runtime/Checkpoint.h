@@ -14,6 +14,15 @@
 // removed only once `latest` names the new one (CheckpointSave.cpp): a
 // crash at any point leaves `latest` naming a complete checkpoint.
 //
+// A pipeline-parallel job (P stages) writes one checkpoint too: each rank
+// writes its stage's states under their names, as a job of W/P ranks
+// would place them, the shards still numbered by world rank; a state that
+// several stages hold (a tied weight) is written by the first of them
+// only, so the union of the shards is the whole model's state, every name
+// once. metadata.json adds "pipeline_parallel_size" and each shard's
+// "stage". Resuming reads each stage's states by name, so the stages of
+// the saver and the resumer need not agree.
+//
 // N counts completed steps: a resumed run starts at step N + 1 and feeds
 // data batch N. Tensors are stored under their fully-qualified names
 // (the names the IR and weights files use), each exactly once, and
@@ -99,6 +108,23 @@ int checkpointWriter(int32_t index, int worldSize);
 bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
                       int worldSize, int expertParallelSize,
                       int tensorParallelSize = 1);
+/// The tables of a pipeline-parallel artifact's stages, in stage order
+/// (ArtifactLibrary::stageInfos): stage s runs on ranks [s * W/P, (s + 1) *
+/// W/P). One entry, the artifact's, without pipeline parallelism.
+using PipelineStageInfos = std::vector<const ArtifactInfo *>;
+/// Whether `rank` writes state `index` of its own stage's tables, ignoring
+/// the other stages: checkpointWrites within the stage, whose W/P ranks
+/// place their states as a job of W/P ranks does (stageLocalRank, Run.h).
+bool checkpointWritesInStage(const ArtifactInfo &stage, int32_t index,
+                             int rank, int worldSize);
+/// Whether `rank` writes state `index` of its stage's tables
+/// (stages[rank / (W/P)]): checkpointWritesInStage, unless an earlier stage
+/// holds a state of the same name too. Such a state is a tied weight (GPT-2's
+/// token embedding, which the last stage's head reuses), kept equal on
+/// every stage that holds it; the first of them writes it, so that every
+/// name is stored once and the union over the stages is the model's state.
+bool checkpointWrites(const PipelineStageInfos &stages, int32_t index,
+                      int rank, int worldSize);
 /// Throws an Error naming the first state of `info` that a checkpoint
 /// cannot record: ZeRO's partition of a tensor-parallel slice over the Data
 /// group (its shard may start and end inside the slice's blocks).
@@ -121,6 +147,10 @@ struct CheckpointJob {
   /// The run's seed (dsc-run --seed), which a resumed run takes unless
   /// given another; absent in checkpoints saved before dsc-run had one.
   std::optional<int64_t> seed;
+  /// Pipeline stages of the saver: each rank wrote its stage's states.
+  /// Informative only: a checkpoint holds the model's states by name
+  /// whatever the stages, so any number of stages can resume it.
+  int pipelineParallelSize = 1;
 };
 
 //===----------------------------------------------------------------------===//
@@ -148,6 +178,13 @@ std::string writeCheckpointShard(const std::string &root,
                                  const CheckpointJob &job,
                                  const ArtifactInfo &info,
                                  const std::vector<void *> &states, int rank);
+/// The same for a rank of a pipeline-parallel job: `states` are those of
+/// its own stage's tables (stages[rank / (W/P)]), of which it writes the
+/// ones checkpointWrites(stages, ...) gives it, under their names.
+std::string writeCheckpointShard(const std::string &root,
+                                 const CheckpointJob &job,
+                                 const PipelineStageInfos &stages,
+                                 const std::vector<void *> &states, int rank);
 
 /// Rank 0, once every rank's shard is durable: checks that the reports
 /// (in rank order) hold every state once, writes metadata.json atomically,
@@ -157,6 +194,12 @@ std::string writeCheckpointShard(const std::string &root,
 /// Throws Error; `latest` is untouched then.
 std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
                              const ArtifactInfo &info,
+                             const std::vector<std::string> &reports);
+/// The same for a pipeline-parallel job: the reports hold every state of
+/// every stage once (a state that several stages hold, once), and
+/// metadata.json records the stage count ("pipeline_parallel_size").
+std::string commitCheckpoint(const std::string &root, const CheckpointJob &job,
+                             const PipelineStageInfos &stages,
                              const std::vector<std::string> &reports);
 
 /// Rank 0, after a failed save: removes the staging directory, best effort.
@@ -181,6 +224,11 @@ public:
   const std::string &directory() const { return directory_; }
   const CheckpointJob &job() const { return job_; }
 
+  /// Refuses a checkpoint that holds none of the parameters and buffers of
+  /// `info` (one pipeline stage's, or the whole artifact's): another
+  /// model's. Checked before checkJob, whose complaint would say less.
+  void checkModel(const ArtifactInfo &info) const;
+
   /// Refuses another global batch or sequence length than the saver's: the
   /// data position (batch N) means the same sequences only with the same
   /// batch shape.
@@ -188,12 +236,16 @@ public:
 
   /// Reads every state of `info` into buffers from `pool`, in
   /// ArtifactInfo::states order, as loadStates (Run.h) does from a weights
-  /// file; refuses a state the checkpoint lacks, another dtype, shape
+  /// file; refuses a state the checkpoint lacks (but those zero between
+  /// optimizer steps, zeroBetweenSteps in Run.h, which start at zero),
+  /// another dtype, shape
   /// (naming both) or role, a tensor whose bytes fail their checksum, and
   /// one holding NaN or an infinity.
   /// `rank` is the loading rank: a partitioned state gets its slice
-  /// (stateSlice, Run.h, with the artifact's expert-parallel size),
-  /// zero-padded.
+  /// (stateSlice, Run.h, with the artifact's expert-parallel size, at the
+  /// rank's place in its pipeline stage: stageLocalRank), zero-padded. A
+  /// pipeline stage reads its own states only, by name, so a checkpoint
+  /// saved by any number of stages resumes on any other.
   /// States on the host come from `hostPool` when one is given, states on
   /// NVMe from `nvmePool` (statePool, Run.h). A teacher's state is left
   /// nullptr, as loadStates (Run.h) leaves it.

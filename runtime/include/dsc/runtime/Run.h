@@ -239,6 +239,13 @@ void checkStateMatches(const std::string &where, const TensorDesc &state,
 /// in mixed precision from fp32 weights, or from an fp32 checkpoint).
 std::string stateSource(const StateDesc &state,
                         const std::function<bool(const std::string &)> &has);
+/// Whether `state` is zero between optimizer steps, where every checkpoint
+/// is saved: gradient accumulation's sums (StateRole::Gradient) and its
+/// count of micro-batches, "optimizer.micro_step", which the last
+/// micro-batch of each step resets. A checkpoint that lacks them (saved by
+/// a job without gradient accumulation, such as a pipeline, whose stages
+/// take all the micro-batches of a step in one call) resumes them at zero.
+bool zeroBetweenSteps(const StateDesc &state);
 /// Whether a tensor stored as `stored` is rounded (to nearest even) into a
 /// state of `type` as it is read: f32 into a bf16 or f16 state (the 16-bit
 /// parameters of mixed precision, from fp32 weights).
@@ -651,9 +658,8 @@ public:
   /// Host memory holding output `i` after a step.
   virtual const void *hostOutput(int32_t i) = 0;
   /// The states in host memory, for writeCheckpointShard of `rank` in a job
-  /// of `worldSize`: state i where checkpointWrites(state i, i, rank,
-  /// worldSize, info.expertParallelSize) (the others may be nullptr);
-  /// copies go to `scratch`.
+  /// of `worldSize`: state i where checkpointWritesInStage(info, i, rank,
+  /// worldSize) (the others may be nullptr); copies go to `scratch`.
   virtual std::vector<void *> hostStates(const ArtifactInfo &info, int rank,
                                          int worldSize,
                                          MemoryPool &scratch) = 0;
