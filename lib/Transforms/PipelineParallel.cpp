@@ -480,7 +480,7 @@ struct PipelineParallelPass
       if ((state.getRole() == StateRole::parameter ||
            state.getRole() == StateRole::buffer) &&
           !read.contains(state.getSymName()) &&
-          (s != 0 || readByGraph.contains(state.getSymName())))
+          (r != 0 || readByGraph.contains(state.getSymName())))
         state.erase();
     OpBuilder top(module.getBodyRegion());
     module->setAttr(kPipelineStageAttrName, top.getI64IntegerAttr(r));
