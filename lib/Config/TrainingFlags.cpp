@@ -356,6 +356,13 @@ mlir::dsc::trainingPipelineFromFlags() {
   }
   if (!scheduleValid)
     return failure();
+  // A report file without a report would be silently left unwritten.
+  for (const char *option : {"report-file", "report-format"})
+    if (settings.count(option) && !settings.count("report")) {
+      llvm::errs() << "dsc-opt: error: --dsc-" << option
+                   << " needs --dsc-report=memory, comm or memory,comm\n";
+      return failure();
+    }
   // ZeRO partitions the optimizer step, which only a training step has.
   auto zero = settings.find("zero-stage");
   auto step = settings.find("step");
