@@ -10,6 +10,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -22,10 +23,12 @@ namespace mlir::dsc {
 /// `torch.nn.ModuleList` names its children `<prefix>.<i>` (GPT-2's
 /// `transformer.h.3.attn.c_attn.weight`, Llama's `layers.3.mlp.up_proj.weight`).
 /// A state belongs to the block of the shortest such prefix that occurs with
-/// at least two indices (so experts inside a block stay in their block).
+/// at least two indices (so experts inside a block stay in their block),
+/// or that `module` records as repeated (kRepeatedBlocksAttrName: a
+/// pipeline stage holding one block of several).
 class BlockNames {
 public:
-  explicit BlockNames(ArrayRef<StringRef> stateNames) {
+  explicit BlockNames(ArrayRef<StringRef> stateNames, ModuleOp module = {}) {
     llvm::StringMap<llvm::StringSet<>> indices;
     for (StringRef name : stateNames)
       forEachIndexedPrefix(name, [&](StringRef prefix, StringRef index) {
@@ -35,6 +38,19 @@ public:
     for (auto &entry : indices)
       if (entry.second.size() >= 2)
         repeated.insert(entry.first());
+    if (auto recorded = module ? module->getAttrOfType<ArrayAttr>(kRepeatedBlocksAttrName)
+                               : ArrayAttr())
+      for (auto prefix : recorded.getAsValueRange<StringAttr>())
+        repeated.insert(prefix);
+  }
+
+  /// The prefixes of the repeated blocks, sorted.
+  SmallVector<StringRef> prefixes() const {
+    SmallVector<StringRef> out;
+    for (const auto &entry : repeated)
+      out.push_back(entry.getKey());
+    llvm::sort(out);
+    return out;
   }
 
   /// `<prefix>.<i>` of the block that `stateName` belongs to, or "".

@@ -264,7 +264,7 @@ private:
         loads.push_back(load);
         names.push_back(load.getState());
       }
-    BlockNames blocks(names);
+    BlockNames blocks(names, func->getParentOfType<ModuleOp>());
     // Each block's first load and the last forward op reading its loads.
     struct Extent {
       std::string name;

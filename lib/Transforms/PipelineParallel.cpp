@@ -142,6 +142,17 @@ struct PipelineParallelPass
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     SmallVector<BlockRun> runs = findBlocks(ops);
+    // Passes after the cut (activation checkpointing) find the blocks by
+    // their states' names; a stage holding one block could not tell.
+    {
+      SmallVector<StringRef> names;
+      for (Operation *op : ops)
+        if (auto load = dyn_cast<LoadOp>(op))
+          names.push_back(load.getState());
+      Builder builder(module.getContext());
+      module->setAttr(kRepeatedBlocksAttrName,
+                      builder.getStrArrayAttr(BlockNames(names).prefixes()));
+    }
     if (int64_t(runs.size()) < stages && chunks == 1)
       return func.emitError()
              << "cannot cut this graph's " << runs.size()

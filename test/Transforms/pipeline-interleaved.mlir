@@ -32,7 +32,7 @@
 
 // Rank 0 keeps chunks 0 (h.0) and 2 (h.2), the tied embedding marked for
 // the pipeline group's gradient sum.
-// CUT0: module attributes {dsc.pipeline_chunks = 2 : i64, dsc.pipeline_micro_batches = 4 : i64, dsc.pipeline_parallel_size = 2 : i64, dsc.pipeline_stage = 0 : i64, dsc.world_size = 2 : i64}
+// CUT0: module attributes {dsc.pipeline_chunks = 2 : i64, dsc.pipeline_micro_batches = 4 : i64, dsc.pipeline_parallel_size = 2 : i64, dsc.pipeline_stage = 0 : i64, dsc.repeated_blocks = ["h"], dsc.world_size = 2 : i64}
 // CUT0: dsc.state parameter @wte {dsc.pipeline_tied}
 // CUT0-NOT: h.1.
 // CUT0: dsc.state parameter @h.0.mlp.weight

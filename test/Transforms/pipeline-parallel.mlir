@@ -5,6 +5,10 @@
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=2 print" 2>&1 | FileCheck %s --check-prefixes=REPORT,STAGE0
 // RUN: dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=1 micro-batches=2" | FileCheck %s --check-prefix=STAGE1
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel="stage=1" | FileCheck %s --check-prefix=MIDDLE
+// The middle stage holds one block: the module records the model's block
+// prefixes, so that activation checkpointing still finds h.1 as a block.
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel="stage=1" --dsc-autodiff --dsc-checkpoint-activations="print" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIDDLE-CKPT
+// MIDDLE-CKPT: dsc-checkpoint-activations: @forward: recomputing 1 of 1 blocks h.1;
 // A buffer the graph never reads (GPT-2's registered attention mask) stays
 // on stage 0 alone, so that the stages' states together are the model's.
 // RUN: sed '/^dsc.state parameter @wpe/i dsc.state buffer @"h.0.attn.bias" : tensor<8x8xf32>' %S/Inputs/three-blocks.mlir | dsc-opt --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=2" | FileCheck %s --check-prefix=UNREAD0
@@ -19,7 +23,7 @@
 // The last stage holds the tied embedding too (256 B).
 // REPORT: stage 1: blocks h.2..h.2 6144 FLOPs 544 B parameters
 
-// STAGE0: module attributes {dsc.pipeline_micro_batches = 2 : i64, dsc.pipeline_parallel_size = 2 : i64, dsc.pipeline_stage = 0 : i64, dsc.world_size = 2 : i64}
+// STAGE0: module attributes {dsc.pipeline_micro_batches = 2 : i64, dsc.pipeline_parallel_size = 2 : i64, dsc.pipeline_stage = 0 : i64, dsc.repeated_blocks = ["h"], dsc.world_size = 2 : i64}
 // STAGE0: dsc.state parameter @wte {dsc.pipeline_tied}
 // STAGE0: dsc.state parameter @h.1.mlp.weight
 // STAGE0-NOT: h.2
@@ -59,7 +63,7 @@
 
 // A middle stage (three stages of three blocks) holds its block's states,
 // reads no input, receives and sends; its loss is its send's zero.
-// MIDDLE: dsc.pipeline_stage = 1
+// MIDDLE: dsc.pipeline_stage = 1 : i64, dsc.repeated_blocks = ["h"]
 // MIDDLE-NOT: h.0
 // MIDDLE-NOT: h.2
 // MIDDLE: %[[X:.*]] = dsc.pipeline_recv from previous micro_batch 0 : tensor<8x4xf32>

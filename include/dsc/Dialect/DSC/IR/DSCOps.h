@@ -66,6 +66,11 @@ constexpr llvm::StringLiteral kMicroBatchAttrName = "dsc.micro_batch";
 /// transfer, beside its `dsc.micro_batch`; absent: 1 and 0.
 constexpr llvm::StringLiteral kPipelineChunksAttrName = "dsc.pipeline_chunks";
 constexpr llvm::StringLiteral kPipelineChunkAttrName = "dsc.pipeline_chunk";
+/// The prefixes of the model's repeated blocks (`transformer.h`: states
+/// `transformer.h.<i>.*`), recorded on a pipeline stage's module by
+/// `--dsc-pipeline-parallel`: a stage may hold a single block, whose states
+/// alone would not show that it is one of several.
+constexpr llvm::StringLiteral kRepeatedBlocksAttrName = "dsc.repeated_blocks";
 
 /// The prefix of a teacher's weights (StateRole::teacher, `--dsc-distill`):
 /// `teacher.h.0.attn.c_attn.weight` is the teacher's `h.0.attn.c_attn.weight`.
