@@ -16,8 +16,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 namespace mlir::dsc {
 #define GEN_PASS_DEF_VERIFYSTEP
 #include "dsc/Conversion/Passes.h.inc"
@@ -136,37 +134,11 @@ struct StepChecker {
   /// launches no work.
   static bool accesses(Operation *op, Value &stream, SmallVector<Value> &reads,
                        SmallVector<Value> &writes) {
-    stream = getWorkStream(op);
-    if (!stream)
+    auto user = dyn_cast<StreamUserOpInterface>(op);
+    if (!user)
       return false;
-    llvm::TypeSwitch<Operation *>(op)
-        .Case([&](KernelOp k) {
-          llvm::append_range(reads, k.getIns());
-          llvm::append_range(writes, k.getOuts());
-        })
-        .Case<CopyOp, CopyShardOp, AllGatherOp, ReduceScatterOp>([&](auto c) {
-          reads.push_back(c.getSource());
-          writes.push_back(c.getTarget());
-        })
-        .Case<AllReduceOp, AllToAllOp>([&](auto c) {
-          reads.push_back(c.getBuffer());
-          writes.push_back(c.getBuffer());
-        })
-        .Case([&](PipelineSendOp s) {
-          reads.push_back(s.getBuffer());
-        })
-        .Case([&](PipelineRecvOp r) {
-          writes.push_back(r.getBuffer());
-        })
-        .Case([&](NvmeReadOp r) {
-          writes.push_back(r.getTarget());
-        })
-        .Case([&](NvmeWriteOp w) {
-          reads.push_back(w.getSource());
-        })
-        .Default([](Operation *) {
-          llvm_unreachable("getWorkStream names an op the list lacks");
-        });
+    stream = user.getStream();
+    user.getBufferAccesses(reads, writes);
     return true;
   }
 

@@ -116,3 +116,52 @@ func.func @not_synchronized() {
   // expected-error @+1 {{'func.return' op returns before synchronizing stream 'comm', which has work pending}}
   return
 }
+
+// -----
+
+// A host kernel reads what an NVMe read writes, but the host stream never
+// waited for the read.
+func.func @read_of_nvme_read_unordered() {
+  %host = dscrt.stream "host"
+  %nvme = dscrt.stream "nvme"
+  // expected-note @+1 {{the buffer}}
+  %h = dscrt.alloc : memref<4xf32, #dscrt.host>
+  // expected-note @+1 {{the unordered access}}
+  dscrt.nvme_read 0 "w.exp_avg" to %h on %nvme : memref<4xf32, #dscrt.host>
+  %o = dscrt.output 0 "o" : memref<4xf32, #dscrt.host>
+  // expected-error @+1 {{'dscrt.kernel' op on stream 'host' reads a buffer written on stream 'nvme' without waiting for it}}
+  dscrt.kernel on %host ins(%h : memref<4xf32, #dscrt.host>) outs(%o : memref<4xf32, #dscrt.host>) {
+  ^bb0(%v: tensor<4xf32>):
+    dscrt.yield %v : tensor<4xf32>
+  }
+  dscrt.synchronize %host
+  dscrt.synchronize %nvme
+  return
+}
+
+// -----
+
+// A host kernel overwrites a buffer an NVMe write may still be reading.
+func.func @overwrite_while_nvme_write() {
+  %host = dscrt.stream "host"
+  %nvme = dscrt.stream "nvme"
+  %x = dscrt.input 0 "x" : memref<4xf32, #dscrt.host>
+  // expected-note @+1 {{the buffer}}
+  %h = dscrt.alloc : memref<4xf32, #dscrt.host>
+  dscrt.kernel on %host ins(%x : memref<4xf32, #dscrt.host>) outs(%h : memref<4xf32, #dscrt.host>) {
+  ^bb0(%v: tensor<4xf32>):
+    dscrt.yield %v : tensor<4xf32>
+  }
+  %written = dscrt.record %host
+  dscrt.wait %nvme for %written
+  // expected-note @+1 {{the unordered access}}
+  dscrt.nvme_write %h to 0 "w.exp_avg" on %nvme : memref<4xf32, #dscrt.host>
+  // expected-error @+1 {{'dscrt.kernel' op on stream 'host' overwrites a buffer read on stream 'nvme' without waiting for it}}
+  dscrt.kernel on %host ins(%x : memref<4xf32, #dscrt.host>) outs(%h : memref<4xf32, #dscrt.host>) {
+  ^bb0(%v: tensor<4xf32>):
+    dscrt.yield %v : tensor<4xf32>
+  }
+  dscrt.synchronize %host
+  dscrt.synchronize %nvme
+  return
+}

@@ -430,15 +430,8 @@ private:
   /// the step thread has no other work to do meanwhile.
   SmallVector<std::string> streamTable(func::FuncOp step) {
     llvm::DenseSet<Value> collectives, others;
-    step.walk([&](Operation *op) {
-      if (Value stream = dscrt::getCollectiveStream(op))
-        collectives.insert(stream);
-      else if (auto kernel = dyn_cast<dscrt::KernelOp>(op))
-        others.insert(kernel.getStream());
-      else if (auto copy = dyn_cast<dscrt::CopyOp>(op))
-        others.insert(copy.getStream());
-      else if (auto copy = dyn_cast<dscrt::CopyShardOp>(op))
-        others.insert(copy.getStream());
+    step.walk([&](dscrt::StreamUserOpInterface user) {
+      (user.isCollective() ? collectives : others).insert(user.getStream());
     });
     SmallVector<std::string> rows;
     for (auto stream : step.getOps<dscrt::StreamOp>()) {

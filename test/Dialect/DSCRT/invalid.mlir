@@ -436,3 +436,26 @@ module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 2 : i6
     return
   }
 }
+
+// -----
+
+func.func @all_to_all_beside_nvme_writes(%x: memref<4xf32>, %h: memref<4xf32, #dscrt.host>) {
+  %a = dscrt.stream "nvme"
+  // expected-error @+1 {{'dscrt.all_to_all' op runs on stream 'nvme', which also runs a 'dscrt.nvme_write': collectives have a stream of their own}}
+  dscrt.all_to_all %x on %a {sequence = 0 : i64} : memref<4xf32>
+  // expected-note @+1 {{the 'dscrt.nvme_write'}}
+  dscrt.nvme_write %h to 0 "w" on %a : memref<4xf32, #dscrt.host>
+  return
+}
+
+// -----
+
+func.func @pipeline_recv_on_a_second_stream(%x: memref<4xf32>) {
+  %a = dscrt.stream "comm"
+  %b = dscrt.stream "comm2"
+  // expected-note @+1 {{the first collective}}
+  dscrt.all_to_all %x on %a {sequence = 0 : i64} : memref<4xf32>
+  // expected-error @+1 {{'dscrt.pipeline_recv' op runs on stream 'comm2', but the first collective of the block runs on 'comm': collectives run on one stream}}
+  dscrt.pipeline_recv %x from previous on %b {micro_batch = 0 : i64, sequence = 1 : i64} : memref<4xf32>
+  return
+}

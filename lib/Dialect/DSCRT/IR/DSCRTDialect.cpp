@@ -243,19 +243,81 @@ LogicalResult WaitOp::verify() {
 }
 
 Value mlir::dscrt::getCollectiveStream(Operation *op) {
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-            PipelineSendOp, PipelineRecvOp>(
-          [](auto collective) { return collective.getStream(); })
-      .Default([](Operation *) { return Value(); });
+  auto user = dyn_cast<StreamUserOpInterface>(op);
+  return user && user.isCollective() ? user.getStream() : Value();
 }
 
 Value mlir::dscrt::getWorkStream(Operation *op) {
-  return llvm::TypeSwitch<Operation *, Value>(op)
-      .Case<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
-            PipelineSendOp, PipelineRecvOp, KernelOp, CopyOp, CopyShardOp,
-            NvmeReadOp, NvmeWriteOp>([](auto work) { return work.getStream(); })
-      .Default([](Operation *) { return Value(); });
+  auto user = dyn_cast<StreamUserOpInterface>(op);
+  return user ? user.getStream() : Value();
+}
+
+//===----------------------------------------------------------------------===//
+// StreamUserOpInterface
+//===----------------------------------------------------------------------===//
+
+#include "dsc/Dialect/DSCRT/IR/DSCRTInterfaces.cpp.inc"
+
+void KernelOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                 SmallVectorImpl<Value> &writes) {
+  llvm::append_range(reads, getIns());
+  llvm::append_range(writes, getOuts());
+}
+
+void CopyOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                               SmallVectorImpl<Value> &writes) {
+  reads.push_back(getSource());
+  writes.push_back(getTarget());
+}
+
+void CopyShardOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                    SmallVectorImpl<Value> &writes) {
+  reads.push_back(getSource());
+  writes.push_back(getTarget());
+}
+
+void AllGatherOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                    SmallVectorImpl<Value> &writes) {
+  reads.push_back(getSource());
+  writes.push_back(getTarget());
+}
+
+void ReduceScatterOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                        SmallVectorImpl<Value> &writes) {
+  reads.push_back(getSource());
+  writes.push_back(getTarget());
+}
+
+void AllReduceOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                    SmallVectorImpl<Value> &writes) {
+  reads.push_back(getBuffer());
+  writes.push_back(getBuffer());
+}
+
+void AllToAllOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                   SmallVectorImpl<Value> &writes) {
+  reads.push_back(getBuffer());
+  writes.push_back(getBuffer());
+}
+
+void PipelineSendOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                       SmallVectorImpl<Value> &) {
+  reads.push_back(getBuffer());
+}
+
+void PipelineRecvOp::getBufferAccesses(SmallVectorImpl<Value> &,
+                                       SmallVectorImpl<Value> &writes) {
+  writes.push_back(getBuffer());
+}
+
+void NvmeReadOp::getBufferAccesses(SmallVectorImpl<Value> &,
+                                   SmallVectorImpl<Value> &writes) {
+  writes.push_back(getTarget());
+}
+
+void NvmeWriteOp::getBufferAccesses(SmallVectorImpl<Value> &reads,
+                                    SmallVectorImpl<Value> &) {
+  reads.push_back(getSource());
 }
 
 Value mlir::dscrt::getAsyncStream(Operation *op) {

@@ -4,6 +4,7 @@
 #define DSC_DIALECT_DSCRT_IR_DSCRTDIALECT_H
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
+#include "dsc/Dialect/DSCRT/IR/DSCRTInterfaces.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -24,11 +25,11 @@
 #include "dsc/Dialect/DSCRT/IR/DSCRTOps.h.inc"
 
 namespace mlir::dscrt {
-/// The stream of a collective (dscrt.all_reduce, all_gather,
-/// reduce_scatter), or null for any other op.
+/// The stream of a collective (a StreamUserOpInterface op whose
+/// isCollective holds), or null for any other op.
 Value getCollectiveStream(Operation *op);
-/// The stream `op` enqueues work on (a kernel, copy, collective, pipeline
-/// transfer or NVMe read/write), or null for an op that launches no work.
+/// The stream `op` enqueues work on (StreamUserOpInterface), or null for an
+/// op that launches no work.
 Value getWorkStream(Operation *op);
 /// The stream `op` enqueues work on, when it is not the compute stream
 /// (kComputeStreamName): a collective's, a copy's on a copy stream, a host

@@ -14,6 +14,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "dsc/Dialect/DSC/IR/DSCEnums.td"
+include "dsc/Dialect/DSCRT/IR/DSCRTInterfaces.td"
 
 def DSCRT_Dialect : Dialect {
   let name = "dscrt";
@@ -76,6 +77,21 @@ def DSCRT_Dialect : Dialect {
 
 class DSCRT_Op<string mnemonic, list<Trait> traits = []>
     : Op<DSCRT_Dialect, mnemonic, traits>;
+
+/// An op that enqueues work on its `$stream` operand.
+class DSCRT_StreamUserOp<string mnemonic, list<Trait> traits = []>
+    : DSCRT_Op<mnemonic, traits # [
+        DeclareOpInterfaceMethods<DSCRT_StreamUserOpInterface>]>;
+
+/// A collective (or pipeline transfer): work on the collective stream.
+class DSCRT_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : DSCRT_Op<mnemonic, traits # [
+        DeclareOpInterfaceMethods<DSCRT_StreamUserOpInterface,
+                                  ["isCollective"]>]> {
+  let extraClassDefinition = [{
+    bool $cppClass::isCollective() { return true; }
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Memory spaces, streams and events
@@ -237,7 +253,7 @@ def DSCRT_ViewOp : DSCRT_Op<"view", [Pure]> {
   let hasVerifier = 1;
 }
 
-def DSCRT_KernelOp : DSCRT_Op<"kernel", [AttrSizedOperandSegments,
+def DSCRT_KernelOp : DSCRT_StreamUserOp<"kernel", [AttrSizedOperandSegments,
     SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "one kernel launch: dsc ops over tensors bound to buffers";
   let description = [{
@@ -301,7 +317,7 @@ def DSCRT_YieldOp : DSCRT_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]>
   }]>];
 }
 
-def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
+def DSCRT_AllReduceOp : DSCRT_CollectiveOp<"all_reduce"> {
   let summary = "in-place sum of a buffer over all ranks, on a stream";
   let description = [{
     Every rank issues the same all-reduces in the same order; `sequence`
@@ -327,7 +343,7 @@ def DSCRT_AllReduceOp : DSCRT_Op<"all_reduce"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_AllToAllOp : DSCRT_Op<"all_to_all"> {
+def DSCRT_AllToAllOp : DSCRT_CollectiveOp<"all_to_all"> {
   let summary = "in-place exchange of one block with every rank of a group";
   let description = [{
     `buffer` holds N equal blocks, N the size of the group (`over`): block j
@@ -347,7 +363,7 @@ def DSCRT_AllToAllOp : DSCRT_Op<"all_to_all"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_PipelineSendOp : DSCRT_Op<"pipeline_send"> {
+def DSCRT_PipelineSendOp : DSCRT_CollectiveOp<"pipeline_send"> {
   let summary = "sends a buffer to a neighbouring pipeline stage, on a stream";
   let description = [{
     The lowering of `dsc.pipeline_send`: the `count` elements of `buffer`
@@ -372,7 +388,7 @@ def DSCRT_PipelineSendOp : DSCRT_Op<"pipeline_send"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_PipelineRecvOp : DSCRT_Op<"pipeline_recv"> {
+def DSCRT_PipelineRecvOp : DSCRT_CollectiveOp<"pipeline_recv"> {
   let summary = "receives a buffer from a neighbouring pipeline stage, on a stream";
   let description = [{
     The lowering of `dsc.pipeline_recv`: `buffer` receives what the
@@ -393,7 +409,7 @@ def DSCRT_PipelineRecvOp : DSCRT_Op<"pipeline_recv"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
+def DSCRT_AllGatherOp : DSCRT_CollectiveOp<"all_gather"> {
   let summary = "gathers every rank's shard into a buffer, on a stream";
   let description = [{
     `target` (W * S elements) receives the S elements of every rank's
@@ -419,7 +435,7 @@ def DSCRT_AllGatherOp : DSCRT_Op<"all_gather"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
+def DSCRT_ReduceScatterOp : DSCRT_CollectiveOp<"reduce_scatter"> {
   let summary = "sums a buffer over all ranks into each rank's shard, on a stream";
   let description = [{
     `target` (S elements) receives block `rank` of the elementwise sum over
@@ -442,7 +458,7 @@ def DSCRT_ReduceScatterOp : DSCRT_Op<"reduce_scatter"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_CopyShardOp : DSCRT_Op<"copy_shard"> {
+def DSCRT_CopyShardOp : DSCRT_StreamUserOp<"copy_shard"> {
   let summary = "copies this rank's block of a buffer, on a stream";
   let description = [{
     `target` (S elements) receives elements [r * S, (r + 1) * S) of
@@ -484,7 +500,7 @@ def DSCRT_OutputOp : DSCRT_Op<"output", [Pure]> {
   let assemblyFormat = "$index $name attr-dict `:` type($result)";
 }
 
-def DSCRT_CopyOp : DSCRT_Op<"copy"> {
+def DSCRT_CopyOp : DSCRT_StreamUserOp<"copy"> {
   let summary = "copies a buffer into another of the same type, on a stream";
   let description = [{
     Enqueued on `stream`: the bytes of `source` into `target`, host to
@@ -506,7 +522,7 @@ def DSCRT_CopyOp : DSCRT_Op<"copy"> {
   let hasVerifier = 1;
 }
 
-def DSCRT_NvmeReadOp : DSCRT_Op<"nvme_read"> {
+def DSCRT_NvmeReadOp : DSCRT_StreamUserOp<"nvme_read"> {
   let summary = "reads an NVMe state into a host buffer, on a stream";
   let description = [{
     Enqueued on `stream`: the bytes of state `index` (ArtifactInfo::states,
@@ -526,7 +542,7 @@ def DSCRT_NvmeReadOp : DSCRT_Op<"nvme_read"> {
   }];
 }
 
-def DSCRT_NvmeWriteOp : DSCRT_Op<"nvme_write"> {
+def DSCRT_NvmeWriteOp : DSCRT_StreamUserOp<"nvme_write"> {
   let summary = "writes a host buffer into an NVMe state, on a stream";
   let description = [{
     Enqueued on `stream`: `source`, a host buffer of the state's type, into
