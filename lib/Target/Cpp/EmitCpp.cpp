@@ -767,16 +767,12 @@ private:
                  << "sums over some pipeline stages, which the runtime does on "
                     "the CPU target in f32 or f64 only, not in "
                  << t.getElementType() << (cuda() ? " on CUDA" : "");
-        code() << "  {
-    static const int32_t stages[] = {";
+        code() << "  {\n    static const int32_t stages[] = {";
         llvm::interleaveComma(stages.asArrayRef(), code());
-        code() << "};
-    ctx->allReduceSumStages(" << var(ar.getBuffer()) << ", "
+        code() << "};\n    ctx->allReduceSumStages(" << var(ar.getBuffer()) << ", "
                << t.getNumElements() << ", " << elementTypeEnum(t.getElementType())
                << ", " << ar.getSequence() << ", " << var(ar.getStream())
-               << ", stages, " << stages.size() << ");
-  }
-";
+               << ", stages, " << stages.size() << ");\n  }\n";
         return success();
       }
       code() << "  ctx->" << (ar.getMaximum() ? "allReduceMax(" : "allReduceSum(")
