@@ -110,17 +110,3 @@ module {
   }
 }
 
-// -----
-
-// dsc-run adds the parts of a sum over some pipeline stages on the host,
-// in f32 or f64.
-module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
-  func.func @step() attributes {dscrt.arena_bytes = 256 : i64} {
-    %s = dscrt.stream "comm"
-    %b = dscrt.buffer 0 : memref<4xbf16>
-    // expected-error @+1 {{'dscrt.all_reduce' op sums over some pipeline stages, which the runtime does on the CPU target in f32 or f64 only, not in 'bf16'}}
-    dscrt.all_reduce %b on %s over pipeline stages [0, 3] {sequence = 0 : i64} : memref<4xbf16>
-    return
-  }
-}
-
