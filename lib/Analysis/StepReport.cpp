@@ -363,6 +363,16 @@ StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
                                    ? FailureOr<int64_t>(report.worldSize)
                                    : lookupGroupSize(op, over);
     c.groupSize = succeeded(ranks) ? *ranks : 1;
+    // A sum over some stages of the pipeline (a tied weight's): the group
+    // of those stages, named as dsc-run names it ("pipeline[0,3]").
+    if (auto reduce = dyn_cast<AllReduceOp>(op); reduce && reduce.getStages()) {
+      ArrayRef<int64_t> stages = *reduce.getStages();
+      c.group += "[";
+      llvm::raw_string_ostream os(c.group);
+      llvm::interleave(stages, os, ",");
+      os << "]";
+      c.groupSize = stages.size();
+    }
     if (kind == "all_to_all")
       blocks = c.groupSize;
     Type element = cast<RankedTensorType>(payload.getType()).getElementType();

@@ -729,7 +729,8 @@ struct ConvertToRuntimePass
         CollectiveGroup over = *getCollectiveGroup(&op);
         if (auto reduce = dyn_cast<AllReduceOp>(op))
           dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++,
-                                     over, reduce.getMaximum());
+                                     over, reduce.getMaximum())
+              .setStagesAttr(reduce.getStagesAttr());
         else if (isa<AllToAllOp>(op))
           dscrt::AllToAllOp::create(builder, loc, out, streams.comm, sequence++,
                                     over);

@@ -140,10 +140,12 @@ public:
           gradient = allReduce(b, state.getLoc(), gradient, group);
       }
       // A weight that several pipeline stages hold: each stage's gradient
-      // is its part of the whole.
-      if (state->hasAttr(kPipelineTiedAttrName))
+      // is its part of the whole, summed over the stages that read it.
+      if (Attribute tied = state->getAttr(kPipelineTiedAttrName)) {
         gradient = allReduce(b, state.getLoc(), gradient,
-                             CollectiveGroup::pipeline);
+                             CollectiveGroup::pipeline,
+                             dyn_cast<DenseI64ArrayAttr>(tied));
+      }
       if (gradient.getType() != type)
         return func.emitError() << "the gradient of @" << state.getSymName()
                                 << " has type " << gradient.getType()
@@ -242,16 +244,21 @@ private:
   /// from a narrower float (mixed precision: the parameter was used through
   /// its 16-bit copy) is summed before that convert, in 16 bits, as
   /// DeepSpeed's default `communication_data_type` does for fp16 and bf16.
+  /// With `stages`, over the ranks of the pipeline group at those stages.
   static Value allReduce(OpBuilder &b, Location loc, Value gradient,
-                         CollectiveGroup group) {
+                         CollectiveGroup group,
+                         DenseI64ArrayAttr stages = {}) {
     auto up = gradient.getDefiningOp<ConvertOp>();
     if (up && up->use_empty() && isFloatTensor(up.getInput().getType()) &&
         getElementTypeOrSelf(up.getInput()).getIntOrFloatBitWidth() <
             getElementTypeOrSelf(gradient).getIntOrFloatBitWidth()) {
-      Value sum = AllReduceOp::create(b, loc, up.getInput(), group);
+      auto sum = AllReduceOp::create(b, loc, up.getInput(), group);
+      sum.setStagesAttr(stages);
       return ConvertOp::create(b, loc, gradient.getType(), sum);
     }
-    return AllReduceOp::create(b, loc, gradient, group);
+    auto sum = AllReduceOp::create(b, loc, gradient, group);
+    sum.setStagesAttr(stages);
+    return sum;
   }
 
   /// `sum + term`. Where one side is a scatter-add into zeros (the gradient

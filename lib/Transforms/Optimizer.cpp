@@ -403,7 +403,9 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
         if (reduce) {
           if (v.getType() != commType)
             v = ConvertOp::create(builder, loc, commType, v);
-          v = AllReduceOp::create(builder, loc, v, reduce.getGroup());
+          auto sum = AllReduceOp::create(builder, loc, v, reduce.getGroup());
+          sum.setStagesAttr(reduce.getStagesAttr());
+          v = sum;
           if (v.getType() != grads[i].updateType())
             v = ConvertOp::create(builder, loc, grads[i].updateType(), v);
         }

@@ -226,9 +226,11 @@ struct PipelineParallelPass
                  << " to " << k << " but has no static shape to send";
 
     // A parameter that several ranks read (GPT-2's embedding, also its
-    // head) is held by each; their gradients' sum, over the pipeline group,
-    // keeps the copies equal, as DeepSpeed's tied layers do. Chunks of one
-    // rank share its copy, whose gradient autodiff sums.
+    // head) is held by each; their gradients' sum keeps the copies equal,
+    // as DeepSpeed's tied layers do: over the pipeline group when every
+    // rank reads it, else over the readers alone (the attribute lists
+    // their stages), which DeepSpeed's tied-layer groups are. Chunks of
+    // one rank share its copy, whose gradient autodiff sums.
     llvm::StringMap<llvm::SmallDenseSet<int64_t>> readers;
     for (Operation *op : ops)
       if (auto load = dyn_cast<LoadOp>(op))
@@ -240,13 +242,15 @@ struct PipelineParallelPass
       if (it == readers.end() || it->second.size() < 2 ||
           state.getRole() != StateRole::parameter)
         continue;
-      if (int64_t(it->second.size()) != ranks)
-        return state.emitError()
-               << "@" << state.getSymName() << " is read by " << it->second.size()
-               << " of the " << ranks
-               << " pipeline stages; a weight shared by stages is summed over "
-                  "the whole pipeline group, so every stage must read it";
-      state->setAttr(kPipelineTiedAttrName, UnitAttr::get(module.getContext()));
+      if (int64_t(it->second.size()) == ranks) {
+        state->setAttr(kPipelineTiedAttrName,
+                       UnitAttr::get(module.getContext()));
+        continue;
+      }
+      SmallVector<int64_t> stagesReading(it->second.begin(), it->second.end());
+      llvm::sort(stagesReading);
+      state->setAttr(kPipelineTiedAttrName,
+                     DenseI64ArrayAttr::get(module.getContext(), stagesReading));
     }
 
     if (print) {

@@ -27,27 +27,6 @@ func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
 
 // -----
 
-// A weight that two of three stages read cannot be summed over the
-// pipeline group (the middle stage holds no copy).
-// expected-error @+1 {{@h.0.w is read by 2 of the 3 pipeline stages; a weight shared by stages is summed over the whole pipeline group, so every stage must read it}}
-dsc.state parameter @"h.0.w" : tensor<4x4xf32>
-dsc.state parameter @"h.1.w" : tensor<4x4xf32>
-dsc.state parameter @"h.2.w" : tensor<4x4xf32>
-func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
-    -> (tensor<f32> {dsc.output = "loss"}) {
-  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
-  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
-  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
-  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
-  %w2 = dsc.load @"h.2.w" : tensor<4x4xf32>
-  %h2 = dsc.linear %h1, %w2 : tensor<2x4xf32>, tensor<4x4xf32>
-  %h3 = dsc.linear %h2, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
-  %loss = dsc.reduce_sum %h3, dims = [0, 1] : tensor<2x4xf32>
-  return %loss : tensor<f32>
-}
-
-// -----
-
 // Dropout: a micro-batch would draw its masks from the call's first sample,
 // not from its own as gradient accumulation's call of it does.
 dsc.state parameter @"h.0.w" : tensor<4x4xf32>

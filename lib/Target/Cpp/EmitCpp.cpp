@@ -752,6 +752,22 @@ private:
       // The runtime enqueues the collective on the stream (Artifact.h).
       MemRefType t = ar.getBuffer().getType();
       unsynchronized.insert(ar.getStream());
+      if (auto stages = ar.getStagesAttr()) {
+        // Over the stages that hold a tied weight only (Artifact.h): dsc-run
+        // adds their parts on the host.
+        if (cuda() || !(t.getElementType().isF32() || t.getElementType().isF64()))
+          return ar.emitOpError()
+                 << "sums over some pipeline stages, which the runtime does on "
+                    "the CPU target in f32 or f64 only, not in "
+                 << t.getElementType() << (cuda() ? " on CUDA" : "");
+        code() << "  {\n    static const int32_t stages[] = {";
+        llvm::interleaveComma(stages.asArrayRef(), code());
+        code() << "};\n    ctx->allReduceSumStages(" << var(ar.getBuffer()) << ", "
+               << t.getNumElements() << ", " << elementTypeEnum(t.getElementType())
+               << ", " << ar.getSequence() << ", " << var(ar.getStream())
+               << ", stages, " << stages.size() << ");\n  }\n";
+        return success();
+      }
       code() << "  ctx->" << (ar.getMaximum() ? "allReduceMax(" : "allReduceSum(")
              << var(ar.getBuffer()) << ", " << t.getNumElements() << ", "
             << elementTypeEnum(t.getElementType()) << ", " << ar.getSequence() << ", "

@@ -55,6 +55,9 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace dsc::rt {
 
@@ -255,7 +258,8 @@ int checkRanksAgree(Control &control, const JobDigest &digest,
 /// World's lines as "collective=KIND ...", those of the Expert,
 /// ExpertData, Tensor, Data and Pipeline groups, when the artifact issued
 /// any, prefixed "group=NAME" (a pipeline's sends and receives as
-/// collective=send and collective=recv).
+/// collective=send and collective=recv), then those of the sums over some
+/// stages of the pipeline ("group=pipeline[0,3]": a tied weight's).
 /// The memory of the steps of staged KD before its stop ("teacher") or
 /// after it ("student") that this run ran, first to last.
 struct StagedKdPhase {
@@ -344,16 +348,22 @@ std::string summary(int rank, const MemoryUse &memory,
       out << prefix << "nvme=" << (read ? "read" : "write")
           << " calls=" << counters.calls << " bytes=" << counters.bytes << "\n";
     }
+  std::vector<std::pair<std::string, const CommStats *>> groups;
   for (CommGroup group : {CommGroup::World, CommGroup::Expert,
                           CommGroup::ExpertData, CommGroup::Tensor,
-                          CommGroup::Data, CommGroup::Pipeline}) {
-    const CommStats &stats = context.groupStats(group);
+                          CommGroup::Data, CommGroup::Pipeline})
+    groups.emplace_back(name(group), &context.groupStats(group));
+  for (const auto &[group, stats] : context.stageGroupStats())
+    groups.emplace_back(group, &stats);
+  for (const auto &[group, statsOfGroup] : groups) {
+    const CommStats &stats = *statsOfGroup;
     CollectiveCounters total = stats.total();
-    if (group != CommGroup::World && total.calls == 0)
+    bool world = group == name(CommGroup::World);
+    if (!world && total.calls == 0)
       continue;
     std::string lead = prefix;
-    if (group != CommGroup::World)
-      lead += std::string("group=") + name(group) + " ";
+    if (!world)
+      lead += "group=" + group + " ";
     for (size_t k = 0; k < kCollectiveKindCount; ++k) {
       auto kind = static_cast<CollectiveKind>(k);
       const CollectiveCounters &counters = stats[kind];

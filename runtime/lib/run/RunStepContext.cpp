@@ -6,8 +6,12 @@
 #include "dsc/runtime/Run.h"
 #include "dsc/runtime/Stream.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
+#include <type_traits>
+#include <vector>
 
 namespace dsc::rt {
 
@@ -135,7 +139,7 @@ RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
                                              const std::string &what,
                                              size_t count, ElementType type,
                                              int64_t sequence, Stream &stream,
-                                             CommGroup group) {
+                                             CommGroup group, bool counted) {
   const bool known = isCommGroup(static_cast<int32_t>(group));
   std::string over;
   if (!known)
@@ -171,7 +175,8 @@ RunStepContext::Issued RunStepContext::begin(CollectiveKind kind,
     throw Error(where + ": " + error.what());
   }
   issued.comm = groups_->communicator(group);
-  groupStats_[size_t(group)].record(
+  if (counted)
+    groupStats_[size_t(group)].record(
       kind, collectiveBytesSent(kind, uint64_t(count) * elementSize(type),
                                 groupRank(group), groupSize(group)));
   return issued;
@@ -222,6 +227,71 @@ void RunStepContext::allReduceSum(void *buffer, size_t count, ElementType type,
     run(issued, stream, [buffer, count](Communicator &comm, CommDType dtype) {
       comm.allReduce(buffer, buffer, count, dtype, ReduceOp::Sum);
     });
+}
+
+void RunStepContext::allReduceSumStages(void *buffer, size_t count,
+                                        ElementType type, int64_t sequence,
+                                        Stream &stream, const int32_t *stages,
+                                        int32_t stageCount) {
+  std::vector<int32_t> members(stages, stages + std::max(stageCount, 0));
+  std::string group = "pipeline[";
+  for (size_t i = 0; i < members.size(); ++i)
+    group += (i ? "," : "") + std::to_string(members[i]);
+  group += "]";
+  Issued issued = begin(CollectiveKind::AllReduce,
+                        "allReduceSumStages over " + group, count, type,
+                        sequence, stream, CommGroup::Pipeline,
+                        /*counted=*/false);
+  int32_t stage = groupRank(CommGroup::Pipeline);
+  int32_t stageCountAll = groupSize(CommGroup::Pipeline);
+  auto self = std::find(members.begin(), members.end(), stage);
+  bool increasing = std::adjacent_find(members.begin(), members.end(),
+                                       std::greater_equal<int32_t>()) ==
+                    members.end();
+  check(members.size() >= 2 && increasing && members.front() >= 0 &&
+            members.back() < stageCountAll && self != members.end(),
+        issued.where + ": the stages must be at least 2, increasing, below " +
+            std::to_string(stageCountAll) + " and include this rank's stage " +
+            std::to_string(stage));
+  check(std::strcmp(stream.backend(), "cpu") == 0 &&
+            (type == ElementType::F32 || type == ElementType::F64),
+        issued.where + ": a sum over some stages runs on a CPU stream, in f32 "
+                       "or f64, only");
+  int32_t index = int32_t(self - members.begin());
+  stageGroupStats_[group].record(
+      CollectiveKind::AllReduce,
+      collectiveBytesSent(CollectiveKind::AllReduce,
+                          uint64_t(count) * elementSize(type), index,
+                          int32_t(members.size())));
+  run(issued, stream, [=](Communicator &comm, CommDType dtype) {
+    // Every member sends its part to the others and adds theirs in stage
+    // order: the same additions in the same order on every member.
+    size_t bytes = count * elementSize(type);
+    for (int32_t peer : members)
+      if (peer != stage)
+        comm.send(buffer, count, dtype, peer, kStagesTag);
+    std::vector<char> parts(bytes * members.size());
+    for (size_t i = 0; i < members.size(); ++i)
+      if (members[i] == stage)
+        std::memcpy(parts.data() + i * bytes, buffer, bytes);
+      else
+        comm.recv(parts.data() + i * bytes, count, dtype, members[i],
+                  kStagesTag);
+    auto sum = [&](auto *out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      const T *first = reinterpret_cast<const T *>(parts.data());
+      std::copy(first, first + count, out);
+      for (size_t i = 1; i < members.size(); ++i) {
+        const T *part = reinterpret_cast<const T *>(parts.data() + i * bytes);
+        for (size_t e = 0; e < count; ++e)
+          out[e] += part[e];
+      }
+    };
+    if (type == ElementType::F32)
+      sum(static_cast<float *>(buffer));
+    else
+      sum(static_cast<double *>(buffer));
+  });
 }
 
 void RunStepContext::allReduceMax(void *buffer, size_t count, ElementType type,

@@ -1861,3 +1861,62 @@ module attributes {dsc.world_size = 2 : i64, dsc.pipeline_parallel_size = 2 : i6
   }
 }
 
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
+  func.func @stages_over_data(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op names stages, but sums over the data group: stages are those of the pipeline group}}
+    %0 = dsc.all_reduce %x over data stages [0, 3] : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
+  func.func @stages_unordered(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op names stage 0 out of order or outside the 4 stages of the pipeline group}}
+    %0 = dsc.all_reduce %x over pipeline stages [3, 0] : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
+  func.func @stages_outside(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op names stage 4 out of order or outside the 4 stages of the pipeline group}}
+    %0 = dsc.all_reduce %x over pipeline stages [0, 4] : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
+  func.func @stages_one(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op names 1 stage; a sum needs at least 2}}
+    %0 = dsc.all_reduce %x over pipeline stages [2] : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64, dsc.pipeline_stage = 1 : i64} {
+  func.func @stages_not_own(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op sums over stages that leave out this module's stage 1}}
+    %0 = dsc.all_reduce %x over pipeline stages [0, 3] : tensor<4xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dsc.world_size = 4 : i64, dsc.pipeline_parallel_size = 4 : i64} {
+  func.func @stages_maximum(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dsc.all_reduce' op takes the maximum over stages; only sums name them}}
+    %0 = dsc.all_reduce %x over pipeline stages [0, 3] maximum : tensor<4xf32>
+    return
+  }
+}

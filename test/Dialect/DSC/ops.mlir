@@ -477,3 +477,15 @@ module attributes {dsc.pipeline_parallel_size = 2 : i64, dsc.world_size = 4 : i6
     return %z, %y, %t : tensor<f32>, tensor<2x8xf32>, tensor<f32>
   }
 }
+
+// A sum over some stages of the pipeline group: a weight tied between the
+// first and the last of 4 stages.
+// CHECK-LABEL: module attributes {dsc.pipeline_parallel_size = 4 : i64, dsc.pipeline_stage = 3 : i64, dsc.world_size = 4 : i64}
+module attributes {dsc.pipeline_parallel_size = 4 : i64, dsc.pipeline_stage = 3 : i64, dsc.world_size = 4 : i64} {
+  // CHECK-LABEL: func.func @tied_stages
+  func.func @tied_stages(%g: tensor<16x4xf32>) -> tensor<16x4xf32> {
+    // CHECK: dsc.all_reduce %{{.*}} over pipeline stages [0, 3] : tensor<16x4xf32>
+    %s = dsc.all_reduce %g over pipeline stages [0, 3] : tensor<16x4xf32>
+    return %s : tensor<16x4xf32>
+  }
+}

@@ -135,12 +135,46 @@ static LogicalResult verifyRankInvariantPlacement(Operation *op) {
   return success();
 }
 
+LogicalResult mlir::dsc::verifyPipelineStages(Operation *op,
+                                              CollectiveGroup group,
+                                              ArrayRef<int64_t> stages) {
+  if (group != CollectiveGroup::pipeline)
+    return op->emitOpError() << "names stages, but sums over the "
+                             << stringifyCollectiveGroup(group)
+                             << " group: stages are those of the pipeline group";
+  FailureOr<int64_t> size = lookupGroupSize(op, CollectiveGroup::pipeline);
+  if (failed(size))
+    return failure();
+  if (stages.size() < 2)
+    return op->emitOpError() << "names " << stages.size()
+                             << " stage; a sum needs at least 2";
+  for (auto [i, stage] : llvm::enumerate(stages))
+    if (stage < 0 || stage >= *size || (i > 0 && stage <= stages[i - 1]))
+      return op->emitOpError()
+             << "names stage " << stage << " out of order or outside the "
+             << *size << " stages of the pipeline group";
+  ModuleOp module = op->getParentOfType<ModuleOp>();
+  if (auto own = module
+                     ? module->getAttrOfType<IntegerAttr>(kPipelineStageAttrName)
+                     : IntegerAttr();
+      own && !llvm::is_contained(stages, own.getInt()))
+    return op->emitOpError() << "sums over stages that leave out this "
+                                "module's stage "
+                             << own.getInt();
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() {
   if (failed(verifyRankInvariantPlacement(*this)))
     return failure();
   if (getGroup() != CollectiveGroup::world &&
       failed(lookupGroupSize(*this, getGroup())))
     return failure();
+  if (auto stages = getStagesAttr()) {
+    if (getMaximum())
+      return emitOpError("takes the maximum over stages; only sums name them");
+    return verifyPipelineStages(*this, getGroup(), stages.asArrayRef());
+  }
   return success();
 }
 

@@ -360,7 +360,17 @@ static LogicalResult verifyCollectiveStream(Operation *collective) {
   return success();
 }
 
-LogicalResult AllReduceOp::verify() { return verifyCollectiveStream(*this); }
+LogicalResult AllReduceOp::verify() {
+  if (auto stages = getStagesAttr()) {
+    if (getMaximum())
+      return emitOpError("takes the maximum over stages; only sums name them");
+    if (dsc::lookupWorldSize(*this) &&
+        failed(dsc::verifyPipelineStages(*this, getGroup(),
+                                         stages.asArrayRef())))
+      return failure();
+  }
+  return verifyCollectiveStream(*this);
+}
 
 /// A transfer between stages of a module that has them.
 static LogicalResult verifyPipelineTransfer(Operation *op, int64_t microBatch) {

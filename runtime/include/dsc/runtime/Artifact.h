@@ -22,7 +22,7 @@
 
 namespace dsc::rt {
 
-constexpr int32_t kArtifactAbiVersion = 18;
+constexpr int32_t kArtifactAbiVersion = 19;
 
 class Stream;
 
@@ -301,6 +301,15 @@ public:
   /// rank sent to this one (its block groupRank(group)).
   virtual void allToAll(void *buffer, size_t count, ElementType type,
                         int64_t sequence, Stream &stream, CommGroup group) = 0;
+  /// As allReduceSum over the Pipeline group, but over its ranks at the
+  /// `stageCount` stages `stages` only (increasing, this rank's stage among
+  /// them): the gradient of a weight that only those stages hold (GPT-2's
+  /// tied embedding and head at P > 2). The other stages do not issue it;
+  /// `sequence` grows within this rank's step as for any collective.
+  virtual void allReduceSumStages(void *buffer, size_t count, ElementType type,
+                                  int64_t sequence, Stream &stream,
+                                  const int32_t *stages,
+                                  int32_t stageCount) = 0;
   /// Enqueues on `stream`, the artifact's collectives stream, the send of
   /// `count` elements at `buffer` to this rank's `peer` in its Pipeline
   /// group, tagged `microBatch`, and the receive into `buffer` of what that

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -491,6 +492,18 @@ public:
   /// counts in groupStats(group).
   void allReduceSum(void *buffer, size_t count, ElementType type,
                     int64_t sequence, Stream &stream, CommGroup group) override;
+  /// The sum over some stages of the Pipeline group: each sends its buffer
+  /// to the others (Communicator::send, tag kStagesTag) and adds what they
+  /// send in stage order, so that every stage holds the same bits; f32 and
+  /// f64 on a CPU stream only (an Error otherwise, as is a list of stages
+  /// that is not increasing, in range and this rank's). Counted in
+  /// stageGroupStats under the group's name, "pipeline[0,3]".
+  void allReduceSumStages(void *buffer, size_t count, ElementType type,
+                          int64_t sequence, Stream &stream,
+                          const int32_t *stages, int32_t stageCount) override;
+  /// The tag of allReduceSumStages's messages, above any micro-batch's
+  /// (pipelineSend's tags) that a step of MPI's smallest tag bound has.
+  static constexpr int kStagesTag = 32767;
   /// As allReduceSum, with ReduceOp::Max; counted as an all-reduce.
   void allReduceMax(void *buffer, size_t count, ElementType type,
                     int64_t sequence, Stream &stream, CommGroup group) override;
@@ -537,6 +550,11 @@ public:
   /// it: a group's figures whether it has a communicator of its own or
   /// shares the job's.
   const CommStats &groupStats(CommGroup group) const;
+  /// allReduceSumStages's figures per set of stages, by the group's name
+  /// ("pipeline[0,3]"), with the set's size and this rank's index in it.
+  const std::map<std::string, CommStats> &stageGroupStats() const {
+    return stageGroupStats_;
+  }
 
 private:
   /// A collective that begin() has checked, numbered and counted.
@@ -547,10 +565,11 @@ private:
     std::string label; // the stream task's
   };
   /// Checks and numbers one collective of `kind` (`what` names it in
-  /// errors) and counts it in its group's figures.
+  /// errors) and counts it in its group's figures, unless `counted` is
+  /// false (the caller counts it).
   Issued begin(CollectiveKind kind, const std::string &what, size_t count,
                ElementType type, int64_t sequence, Stream &stream,
-               CommGroup group);
+               CommGroup group, bool counted = true);
   /// pipelineSend's and pipelineRecv's common part.
   void pipelineTransfer(bool send, void *buffer, size_t count, ElementType type,
                         PipelinePeer peer, int64_t microBatch,
@@ -580,6 +599,7 @@ private:
   LocalCopy localCopy_;
   std::unique_ptr<GroupCommunicators> groups_;
   std::array<CommStats, 6> groupStats_{};
+  std::map<std::string, CommStats> stageGroupStats_;
   int64_t step_ = 0;
   int64_t firstSample_ = 0;
   uint64_t seed_ = 0;

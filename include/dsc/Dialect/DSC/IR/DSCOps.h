@@ -56,7 +56,9 @@ constexpr llvm::StringLiteral kPipelineStageAttrName = "dsc.pipeline_stage";
 constexpr llvm::StringLiteral kPipelineMicroBatchesAttrName =
     "dsc.pipeline_micro_batches";
 /// Marks a parameter that several pipeline stages hold (a tied weight):
-/// its gradient is summed over the pipeline group.
+/// its gradient is summed over the pipeline group (a unit attribute) or,
+/// when only some stages read it, over those (an array of their stages,
+/// in increasing order).
 constexpr llvm::StringLiteral kPipelineTiedAttrName = "dsc.pipeline_tied";
 /// Marks a forward op of a pipeline stage with the micro-batch it computes.
 constexpr llvm::StringLiteral kMicroBatchAttrName = "dsc.micro_batch";
@@ -101,6 +103,13 @@ CollectiveGroup dataParallelGroup(Operation *op);
 /// diagnostic on `op` when the module has no world size or P or T does
 /// not divide it.
 FailureOr<int64_t> lookupGroupSize(Operation *op, CollectiveGroup group);
+
+/// Checks the `stages` of a collective over `group` (dsc.all_reduce's and
+/// dscrt.all_reduce's): only over the pipeline group, at least two stages
+/// of the module's pipeline in increasing order, among them the module's
+/// own stage when it names one. A diagnostic on `op` otherwise.
+LogicalResult verifyPipelineStages(Operation *op, CollectiveGroup group,
+                                   ArrayRef<int64_t> stages);
 
 /// The group a dsc collective (all_reduce, all_gather, reduce_scatter,
 /// all_to_all) runs over; nullopt for any other op.

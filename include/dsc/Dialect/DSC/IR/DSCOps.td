@@ -1425,14 +1425,35 @@ def DSC_AllReduceOp : DSC_Op<"all_reduce", [SameOperandsAndResultType]> {
     ```mlir
     %m = dsc.all_reduce %local_max over tensor maximum : tensor<64x1xf32>
     ```
+
+    `stages` (over `pipeline` only) sums over the ranks of this rank's
+    pipeline group at those stages, in increasing order, at least two, this
+    module's stage among them: a weight that only some stages read (GPT-2's
+    tied embedding and head at P > 2) is summed by its readers alone, as
+    DeepSpeed's tied-layer groups do. The other stages take no part.
+
+    ```mlir
+    %g = dsc.all_reduce %partial over pipeline stages [0, 3] : tensor<64x32xf32>
+    ```
   }];
   let arguments = (ins DSC_NumericTensor:$input,
                        DefaultValuedAttr<DSC_CollectiveGroup,
                            "::mlir::dsc::CollectiveGroup::world">:$group,
-                       UnitAttr:$maximum);
+                       UnitAttr:$maximum,
+                       OptionalAttr<DenseI64ArrayAttr>:$stages);
   let results = (outs DSC_NumericTensor:$result);
   let assemblyFormat =
-      "$input (`over` $group^)? (`maximum` $maximum^)? attr-dict `:` type($input)";
+      "$input (`over` $group^)? (`stages` $stages^)? (`maximum` $maximum^)? attr-dict `:` type($input)";
+  // A sum (or maximum) over every rank of the group: no stages.
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$input,
+                   CArg<"::mlir::dsc::CollectiveGroup",
+                        "::mlir::dsc::CollectiveGroup::world">:$group,
+                   CArg<"bool", "false">:$maximum), [{
+      build($_builder, $_state, input, group, maximum,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

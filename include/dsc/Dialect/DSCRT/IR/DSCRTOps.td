@@ -332,14 +332,28 @@ def DSCRT_AllReduceOp : DSCRT_CollectiveOp<"all_reduce"> {
     dscrt.all_reduce %b on %comm {sequence = 0 : i64} : memref<2xf32>
     ```
 
-    `maximum`: the elementwise maximum instead of the sum.
+    `maximum`: the elementwise maximum instead of the sum. `stages`: the
+    sum over the ranks of the pipeline group at those stages only (as
+    dsc.all_reduce's), which the other stages do not issue.
   }];
   let arguments = (ins DSCRT_Buffer:$buffer, DSCRT_StreamType:$stream,
                        I64Attr:$sequence, DefaultValuedAttr<DSC_CollectiveGroup,
                            "::mlir::dsc::CollectiveGroup::world">:$group,
-                       UnitAttr:$maximum);
+                       UnitAttr:$maximum,
+                       OptionalAttr<DenseI64ArrayAttr>:$stages);
   let assemblyFormat =
-      "$buffer `on` $stream (`over` $group^)? (`maximum` $maximum^)? attr-dict `:` type($buffer)";
+      "$buffer `on` $stream (`over` $group^)? (`stages` $stages^)? (`maximum` $maximum^)? attr-dict `:` type($buffer)";
+  // Over every rank of the group: no stages.
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$buffer, "::mlir::Value":$stream,
+                   "int64_t":$sequence,
+                   CArg<"::mlir::dsc::CollectiveGroup",
+                        "::mlir::dsc::CollectiveGroup::world">:$group,
+                   CArg<"bool", "false">:$maximum), [{
+      build($_builder, $_state, buffer, stream, sequence, group, maximum,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
