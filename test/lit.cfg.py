@@ -11,7 +11,12 @@ import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "DSC"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+
+# Each test's MPI jobs keep OpenMPI's session files beside its %t
+# (Inputs/dsc_lit_format.py says why).
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "Inputs"))
+from dsc_lit_format import ShTestWithOwnMpiSessionDir
+config.test_format = ShTestWithOwnMpiSessionDir(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 # e2e/ is a suite of its own (e2e/lit.cfg.py), run by ctest's `e2e` label.
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "e2e"]

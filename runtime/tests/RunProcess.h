@@ -39,11 +39,15 @@ inline std::vector<std::string> split(const std::string &list, char separator) {
 }
 
 /// Runs `argv` with `env` added to the environment, under timeout(1).
+/// OpenMPI's session files go to `dir`: in the shared default place, a job
+/// ending beside one starting can remove the directory the other is
+/// creating, and that job then fails in orte_init (seen under ctest -j2).
 inline Result runProcess(const ScratchDir &dir, std::vector<std::string> argv,
                          const std::vector<std::string> &env = {},
                          int timeoutSeconds = 90) {
-  std::vector<std::string> full = {"timeout", "-k", "5",
-                                   std::to_string(timeoutSeconds), "env"};
+  std::vector<std::string> full = {
+      "timeout", "-k", "5", std::to_string(timeoutSeconds), "env",
+      "OMPI_MCA_orte_tmpdir_base=" + dir.file("mpi-session")};
   full.insert(full.end(), env.begin(), env.end());
   full.insert(full.end(), argv.begin(), argv.end());
   std::vector<char *> args;

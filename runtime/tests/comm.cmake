@@ -18,6 +18,7 @@ foreach(ranks 2 3)
            COMMAND ${DSC_MPIRUN} -np ${ranks} $<TARGET_FILE:RuntimeCommMpiTest>)
   set_tests_properties(RuntimeCommMpiTest.np${ranks} PROPERTIES
                        TIMEOUT 120 PROCESSORS ${ranks})
+  dsc_own_mpi_session_dir(RuntimeCommMpiTest.np${ranks})
 endforeach()
 
 # The watchdog: rank 1 never joins collective #3, so rank 0 must end the job
@@ -36,6 +37,7 @@ function(dsc_watchdog_timeout_test name ranks report)
                    -- ${DSC_MPIRUN} -np ${ranks} -x DSC_COLLECTIVE_TIMEOUT=2
                    $<TARGET_FILE:RuntimeCommWatchdogTimeout> ${ARGN})
   set_tests_properties(${name} PROPERTIES TIMEOUT 120 PROCESSORS ${ranks})
+  dsc_own_mpi_session_dir(${name})
 endfunction()
 dsc_watchdog_timeout_test(RuntimeCommWatchdogTimeout 2
   "dsc: rank 0: collective #3 allReduce(count=1, f32, sum) did not complete within 2 s")
@@ -55,3 +57,4 @@ add_test(NAME RuntimeCommGroupMpiTest.np4
          COMMAND ${DSC_MPIRUN} -np 4 $<TARGET_FILE:RuntimeCommGroupMpiTest>)
 set_tests_properties(RuntimeCommGroupMpiTest.np4 PROPERTIES
                      TIMEOUT 120 PROCESSORS 4)
+dsc_own_mpi_session_dir(RuntimeCommGroupMpiTest.np4)

@@ -26,6 +26,7 @@ if(DSC_HAVE_NCCL)
   add_test(NAME RuntimeCudaNcclTest.np1
            COMMAND ${DSC_MPIRUN} -np 1 $<TARGET_FILE:RuntimeCudaNcclTest>)
   set_tests_properties(RuntimeCudaNcclTest.np1 PROPERTIES TIMEOUT 120)
+  dsc_own_mpi_session_dir(RuntimeCudaNcclTest.np1)
 endif()
 
 # dsc-run on CUDA artifacts, under mpirun (RunCudaToolTest.cpp): without a
