@@ -6,28 +6,24 @@
 // a grid-stride loop on CUDA, GeneratedCode.cuh); library calls against
 // dsc_kernels, dsc_stream_t and DSC_LIB. Everything the helpers define has
 // internal linkage: each translation unit of a split artifact has its own.
+// GeneratedStep.h has what a unit needs without kernels (the step's unit of
+// a split artifact includes that one alone).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef DSC_RUNTIME_GENERATEDCODE_H
 #define DSC_RUNTIME_GENERATEDCODE_H
 
+#include "dsc/runtime/GeneratedStep.h"
+
 #include "dsc/kernels/Kernels.h"
 #include "dsc/kernels/Tanh.h"
-#include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CpuGemm.h"
-#include "dsc/runtime/Float16.h"
-#include "dsc/runtime/Stream.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <limits>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 // Emitted loops (KernelEmitter.h in the compiler). A parallel loop is
@@ -43,17 +39,10 @@
 #define DSC_LAUNCH(f, n, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
 #define DSC_LAUNCH_SERIAL(f, ...) do { f(__VA_ARGS__); dsc_raise_index_error(); } while (0)
 #define DSC_GEMM(s, a, b, c, alpha, beta) dsc_gemm(s, a, b, c, alpha, beta)
-#define DSC_INF(T) std::numeric_limits<T>::infinity()
-#define DSC_NAN(T) std::numeric_limits<T>::quiet_NaN()
-#define DSC_LOWEST(T) std::numeric_limits<T>::lowest()
 #define DSC_INDEX_ERROR(op, index, size) { dsc_index_error(op, index, size); continue; }
 #define DSC_HD
 
 namespace {
-using dsc::rt::ElementType;
-// A kernel is one task of its stream: it needs no handle (the stream runs it).
-// Library kernels (dsc/kernels/) take the CPU's empty queue in its place.
-using dsc_stream_t = dsc::kernels::cpu::Queue;
 namespace dsc_kernels = dsc::kernels::cpu;
 #define DSC_LIB(p) (p)
 // Library kernels that check indices throw on the CPU (no record argument).
@@ -72,10 +61,6 @@ struct dsc_workspace_t {
     return scratch.data();
   }
 };
-// 16-bit floats: 2-byte words read as float, rounded to nearest even when
-// written (dsc/runtime/Float16.h).
-using dsc_bf16 = dsc::rt::BFloat16;
-using dsc_f16 = dsc::rt::Half;
 inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const float *a, const float *b,
                      float *c, float alpha, float beta) {
   dsc::rt::cpu::gemmF32(s, a, b, c, alpha, beta);
@@ -92,13 +77,8 @@ inline void dsc_gemm(const dsc::rt::cpu::GemmShape &s, const dsc_f16 *a, const d
 using std::erf; using std::exp; using std::log; using std::pow; using std::sqrt;
 using std::tanh; using std::cos; using std::sin;
 
-// The first index outside its table that a loop found (DSC_INDEX_ERROR).
-struct dsc_index_fault_t {
-  std::atomic<int> state{0}; // 0 none, 1 being written, 2 recorded
-  const char *op = nullptr;
-  int64_t index = 0, size = 0;
-};
-dsc_index_fault_t dsc_index_fault;
+// Records the first index outside its table that a loop found
+// (DSC_INDEX_ERROR); the launch raises it (dsc_raise_index_error).
 void dsc_index_error(const char *op, int64_t index, int64_t size) {
   int none = 0;
   if (!dsc_index_fault.state.compare_exchange_strong(none, 1))
@@ -107,15 +87,6 @@ void dsc_index_error(const char *op, int64_t index, int64_t size) {
   dsc_index_fault.index = index;
   dsc_index_fault.size = size;
   dsc_index_fault.state.store(2, std::memory_order_release);
-}
-void dsc_raise_index_error() {
-  if (dsc_index_fault.state.load(std::memory_order_acquire) != 2)
-    return;
-  std::string message = std::string(dsc_index_fault.op) + ": index " +
-                        std::to_string(dsc_index_fault.index) + " is outside [0, " +
-                        std::to_string(dsc_index_fault.size) + ")";
-  dsc_index_fault.state.store(0);
-  throw std::out_of_range(message);
 }
 
 // tanh of a float in emitted loops (GELU's tanh approximation and its
