@@ -21,7 +21,8 @@
 // while an action reads it (ZeRO-3's gathers of the parameters for the
 // backward) runs just before the first such action. ZB-H1 splits
 // each micro-batch's backward into the part the previous stage waits for
-// and the weight gradients (splitBackward).
+// and the weight gradients (splitBackward). A weight's gradient, summed
+// over the micro-batches, is summed as they come (accumulateInActions).
 //
 //===----------------------------------------------------------------------===//
 
