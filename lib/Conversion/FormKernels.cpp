@@ -53,8 +53,9 @@ struct FormKernelsPass : public dsc::impl::FormKernelsBase<FormKernelsPass> {
 
   /// Joins each elementwise op of `body` with the elementwise producers of
   /// its operands that it alone reads (stores aside) at its shape, on the
-  /// same side of the optimizer boundary, and numbers the groups of two or
-  /// more ops in the order of their last op.
+  /// same side of the optimizer boundary and of every pipeline transfer,
+  /// and numbers the groups of two or more ops in the order of their last
+  /// op.
   void formGroups(Block &body) {
     auto boundaries = body.getOps<OptimizerBoundaryOp>();
     Operation *boundary =
@@ -64,6 +65,17 @@ struct FormKernelsPass : public dsc::impl::FormKernelsBase<FormKernelsPass> {
     auto perUpdate = [&](Operation *op) {
       return boundary && boundary->isBeforeInBlock(op);
     };
+    // A group runs at its last op: one across a pipeline transfer would
+    // move its earlier ops into a later action of the stage's schedule
+    // (a weight gradient's running sum over the micro-batches into the
+    // last one's backward, keeping every micro-batch's part until then).
+    DenseMap<Operation *, unsigned> action;
+    unsigned transfers = 0;
+    for (Operation &op : body) {
+      if (isa<PipelineSendOp, PipelineRecvOp>(op))
+        ++transfers;
+      action[&op] = transfers;
+    }
     llvm::EquivalenceClasses<Operation *> classes;
     for (Operation &op : body) {
       classes.insert(&op);
@@ -74,7 +86,8 @@ struct FormKernelsPass : public dsc::impl::FormKernelsBase<FormKernelsPass> {
         Operation *def = operand.getDefiningOp();
         if (!def || def->getBlock() != &body || !isElementwise(def) ||
             !onlyStoredBesides(operand, &op) ||
-            perUpdate(def) != perUpdate(&op))
+            perUpdate(def) != perUpdate(&op) ||
+            action.lookup(def) != action.lookup(&op))
           continue;
         if (cast<RankedTensorType>(operand.getType()).getShape() != shape)
           continue;

@@ -13,6 +13,12 @@
 // backward. The clones run the same kernels on the same inputs, so the
 // numbers do not change; only the memory plan does.
 //
+// A pipeline stage's forward is one copy of its blocks per micro-batch, and
+// its schedule runs each micro-batch's backward as an action of its own:
+// each micro-batch is checkpointed on its own, its blocks recomputed right
+// before its backward reads them, so that a stage keeps only the blocks'
+// inputs for the micro-batches it has in flight.
+//
 // Communication-aware (the default, DeepSpeed-TED's): a collective inside a
 // segment is never cloned; its forward output is kept for the recomputation
 // instead, so a checkpointed step issues exactly the collectives of an
@@ -27,6 +33,7 @@
 #include "dsc/Transforms/Passes.h"
 
 #include "BlockNames.h"
+#include "Recomputation.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -36,6 +43,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <functional>
+
 namespace mlir::dsc {
 #define GEN_PASS_DEF_CHECKPOINTACTIVATIONS
 #include "dsc/Transforms/Passes.h.inc"
@@ -43,10 +52,6 @@ namespace mlir::dsc {
 
 using namespace mlir;
 using namespace mlir::dsc;
-
-/// Marks the clones, which also keeps --cse from folding them back into the
-/// forward ops they repeat.
-static constexpr StringLiteral kRecomputedAttrName = "dsc.recomputed";
 
 static int64_t bytesOf(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -74,6 +79,19 @@ static bool isCollective(Operation *op) {
   return getCollectiveGroup(op).has_value();
 }
 
+/// The micro-batch that a pipeline stage's forward op or transfer belongs
+/// to; none for an op that every micro-batch shares (a load, the position
+/// embeddings) and outside a pipeline.
+static std::optional<int64_t> microBatchOf(Operation *op) {
+  if (auto mark = op->getAttrOfType<IntegerAttr>(kMicroBatchAttrName))
+    return mark.getInt();
+  if (auto send = dyn_cast<PipelineSendOp>(op))
+    return send.getMicroBatch();
+  if (auto recv = dyn_cast<PipelineRecvOp>(op))
+    return recv.getMicroBatch();
+  return std::nullopt;
+}
+
 namespace {
 /// A contiguous range [begin, end) of forward ops, in program positions.
 struct Segment {
@@ -86,20 +104,23 @@ struct Segment {
 
 class Checkpointer {
 public:
-  Checkpointer(func::FuncOp func, bool commAware)
-      : func(func), commAware(commAware) {}
+  /// Checkpoints the whole forward, or, given `microBatch`, that micro-batch's
+  /// copy of a pipeline stage's blocks.
+  Checkpointer(func::FuncOp func, bool commAware,
+               std::optional<int64_t> microBatch = std::nullopt)
+      : func(func), commAware(commAware), microBatch(microBatch) {}
 
   /// Finds the forward region and the block segments. Returns failure with a
   /// diagnostic when the graph has no repeated blocks.
   LogicalResult analyze() {
     Block &body = func.getBody().front();
-    for (Operation &op : body.without_terminator()) {
-      position[&op] = ops.size();
-      ops.push_back(&op);
-    }
+    for (Operation &op : body.without_terminator())
+      append(&op);
     findForward(cast<func::ReturnOp>(body.getTerminator()).getOperand(0));
     if (forwardEnd == static_cast<int64_t>(ops.size()))
       return success(); // not differentiated: nothing reads the forward later
+    if (microBatch)
+      restrictToMicroBatch();
     return findSegments();
   }
 
@@ -110,7 +131,7 @@ public:
   int64_t keptBytes() const {
     int64_t bytes = 0;
     for (int64_t p = 0; p < forwardEnd; ++p)
-      if (!isa<LoadOp>(ops[p]))
+      if (!isa<LoadOp>(ops[p]) && isOwn(ops[p]))
         for (Value result : ops[p]->getResults())
           if (llvm::any_of(result.getUsers(),
                            [&](Operation *user) { return isBackward(user); }))
@@ -168,8 +189,50 @@ public:
   int64_t getCollectiveBytesKept() const { return collectiveBytesKept; }
 
 private:
+  void append(Operation *op) {
+    position[op] = ops.size();
+    ops.push_back(op);
+  }
+
+  /// Whether `op` is of the micro-batch checkpointed (every op without one).
+  bool isOwn(Operation *op) const {
+    return !microBatch || microBatchOf(op) == microBatch;
+  }
+
+  /// Narrows the forward to the micro-batch's ops, each preceded by the
+  /// shared ops it is the first to read: the forward of a graph of that
+  /// micro-batch alone, with each block's loads right before the block, so
+  /// that the segments are found as without a pipeline. A shared value is
+  /// then read outside the view too, and is kept rather than recomputed.
+  /// The backward follows in program order.
+  void restrictToMicroBatch() {
+    SmallVector<Operation *> all = std::move(ops);
+    const int64_t allForwardEnd = forwardEnd;
+    ops.clear();
+    position.clear();
+    DenseSet<Operation *> shared;
+    for (int64_t p = 0; p < allForwardEnd; ++p)
+      if (!microBatchOf(all[p]))
+        shared.insert(all[p]);
+    std::function<void(Operation *)> take = [&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && shared.contains(def) && !position.contains(def))
+          take(def);
+      append(op);
+    };
+    for (int64_t p = 0; p < allForwardEnd; ++p)
+      if (microBatchOf(all[p]) == microBatch)
+        take(all[p]);
+    forwardEnd = ops.size();
+    for (Operation *op : ArrayRef(all).drop_front(allForwardEnd))
+      append(op);
+  }
+
   /// Whether a recomputed segment clones `op`.
   bool recomputes(Operation *op) const {
+    if (!isOwn(op))
+      return false; // shared by the micro-batches, or another's
     if (!commAware && isCollective(op))
       return op->getNumRegions() == 0;
     return isRecomputable(op);
@@ -337,6 +400,7 @@ private:
 
   func::FuncOp func;
   bool commAware;
+  std::optional<int64_t> microBatch;
   int64_t collectiveBytesKept = 0;
   SmallVector<Operation *> ops;
   DenseMap<Operation *, int64_t> position;
@@ -370,13 +434,24 @@ struct CheckpointActivationsPass
                          << int64_t(budget);
       return signalPassFailure();
     }
+    // A pipeline stage checkpoints each micro-batch's blocks on their own.
+    SmallVector<std::optional<int64_t>> microBatches = {std::nullopt};
+    if (auto count = module->getAttrOfType<IntegerAttr>(
+            kPipelineMicroBatchesAttrName)) {
+      microBatches.clear();
+      for (int64_t m = 0; m < count.getInt(); ++m)
+        microBatches.push_back(m);
+    }
     for (auto func : module.getOps<func::FuncOp>())
-      if (hasLoss(func) && failed(checkpoint(func)))
-        return signalPassFailure();
+      if (hasLoss(func))
+        for (std::optional<int64_t> microBatch : microBatches)
+          if (failed(checkpoint(func, microBatch)))
+            return signalPassFailure();
   }
 
-  LogicalResult checkpoint(func::FuncOp func) {
-    Checkpointer checkpointer(func, commAware);
+  LogicalResult checkpoint(func::FuncOp func,
+                           std::optional<int64_t> microBatch) {
+    Checkpointer checkpointer(func, commAware, microBatch);
     if (failed(checkpointer.analyze()))
       return failure();
     ArrayRef<Segment> all = checkpointer.getSegments();
@@ -408,8 +483,10 @@ struct CheckpointActivationsPass
     for (const Segment &segment : all.take_front(chosen))
       checkpointer.recompute(segment);
     if (print) {
-      llvm::errs() << "dsc-checkpoint-activations: @" << func.getSymName()
-                   << ": recomputing " << chosen << " of " << all.size()
+      llvm::errs() << "dsc-checkpoint-activations: @" << func.getSymName();
+      if (microBatch)
+        llvm::errs() << " micro-batch " << *microBatch;
+      llvm::errs() << ": recomputing " << chosen << " of " << all.size()
                    << " blocks";
       for (const Segment &segment : all.take_front(chosen))
         llvm::errs() << " " << segment.name;

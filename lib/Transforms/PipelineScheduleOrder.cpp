@@ -8,7 +8,8 @@
 // Each op is assigned to the micro-batches it depends on: a forward op to
 // the one it is marked with (`dsc.micro_batch`), a transfer to the one it
 // carries, any other op to the union of its operands'. An unmarked op of
-// exactly one micro-batch belongs to that micro-batch's backward. Under the
+// exactly one micro-batch belongs to that micro-batch's backward, as does a
+// marked op that activation checkpointing recomputes there. Under the
 // interleaved schedule a micro-batch is one per model chunk of the rank
 // (`dsc.pipeline_chunk`), since each chunk's forward and backward are
 // actions of their own. The
@@ -20,13 +21,16 @@
 // while an action reads it (ZeRO-3's gathers of the parameters for the
 // backward) runs just before the first such action. ZB-H1 splits
 // each micro-batch's backward into the part the previous stage waits for
-// and the weight gradients (splitBackward).
+// and the weight gradients (splitBackward). A weight's gradient, summed
+// over the micro-batches, is summed as they come (accumulateInActions).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dsc/Analysis/PipelineSchedule.h"
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 #include "dsc/Transforms/Passes.h"
+
+#include "Recomputation.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -250,6 +254,93 @@ struct PipelineSchedulePass
     return ahead;
   }
 
+  /// Takes out of `tail` the sums of per-micro-batch parts (autodiff's
+  /// gradient of a weight that every micro-batch reads, built as
+  /// ((g3 + g2) + g1) + g0 while its backward sweeps the micro-batches in
+  /// reverse), which would keep every micro-batch's part live until the
+  /// last action, and rebuilds each as a running sum in micro-batch order:
+  /// ((g0 + g1) + g2) + g3, each partial sum placed right after the action
+  /// that produces its part (returned per action). A stage then holds one
+  /// running sum per weight instead of M parts, which is what lets
+  /// activation checkpointing lower its peak. Every schedule adds the parts
+  /// in this one order, so their results stay equal bit for bit.
+  static SmallVector<SmallVector<Operation *>>
+  accumulateInActions(SmallVector<Operation *> &tail,
+                      const llvm::DenseMap<Value, llvm::BitVector> &dependsOn,
+                      ArrayRef<SmallVector<Operation *> *> groups) {
+    llvm::DenseMap<Operation *, size_t> actionOf;
+    for (auto [index, group] : llvm::enumerate(groups))
+      for (Operation *op : *group)
+        actionOf[op] = index;
+    llvm::DenseSet<Operation *> inTail(tail.begin(), tail.end());
+    // A sum node: an add of two values of its own type (no broadcast) that
+    // waits in the tail.
+    auto isSumNode = [&](Operation *op) {
+      auto add = dyn_cast_or_null<AddOp>(op);
+      return add && inTail.contains(op) &&
+             add.getLhs().getType() == add.getType() &&
+             add.getRhs().getType() == add.getType();
+    };
+    SmallVector<SmallVector<Operation *>> after(groups.size());
+    // The replaced trees' nodes, each tree's root first, erased at the end
+    // (so that no new op takes an erased one's address meanwhile).
+    SmallVector<Operation *> replaced;
+    for (Operation *root : tail) {
+      if (!isSumNode(root))
+        continue;
+      // Only a tree's root: an inner node is read by one sum node alone.
+      if (root->hasOneUse() && isSumNode(*root->user_begin()))
+        continue;
+      SmallVector<Operation *> inner;
+      SmallVector<Value> parts;
+      SmallVector<Value> worklist = {root->getResult(0)};
+      while (!worklist.empty()) {
+        Value value = worklist.pop_back_val();
+        Operation *def = value.getDefiningOp();
+        if (isSumNode(def) && (def == root || value.hasOneUse())) {
+          inner.push_back(def);
+          worklist.append({def->getOperand(1), def->getOperand(0)});
+        } else {
+          parts.push_back(value);
+        }
+      }
+      // Each part of one micro-batch, computed by an action.
+      auto keyOf = [&](Value part) -> std::optional<int64_t> {
+        auto deps = dependsOn.find(part);
+        Operation *def = part.getDefiningOp();
+        if (deps == dependsOn.end() || deps->second.count() != 1 || !def ||
+            !actionOf.contains(def))
+          return std::nullopt;
+        return deps->second.find_first();
+      };
+      if (parts.size() < 2 ||
+          !llvm::all_of(parts, [&](Value part) { return keyOf(part); }))
+        continue;
+      llvm::stable_sort(parts, [&](Value a, Value b) {
+        return *keyOf(a) < *keyOf(b);
+      });
+      Value sum = parts.front();
+      size_t ready = actionOf.lookup(sum.getDefiningOp());
+      OpBuilder builder(root);
+      for (Value part : llvm::drop_begin(parts)) {
+        ready = std::max(ready, actionOf.lookup(part.getDefiningOp()));
+        Operation *partial = builder.clone(*root);
+        partial->setOperands({sum, part});
+        after[ready].push_back(partial);
+        sum = partial->getResult(0);
+      }
+      root->getResult(0).replaceAllUsesWith(sum);
+      replaced.append(inner);
+    }
+    if (replaced.empty())
+      return after;
+    llvm::DenseSet<Operation *> dead(replaced.begin(), replaced.end());
+    llvm::erase_if(tail, [&](Operation *op) { return dead.contains(op); });
+    for (Operation *op : replaced)
+      op->erase();
+    return after;
+  }
+
   LogicalResult order(func::FuncOp func, ArrayRef<pipeline::Action> actions,
                       int64_t microBatches, int64_t chunks) {
     if (!func.getBody().hasOneBlock())
@@ -294,7 +385,10 @@ struct PipelineSchedulePass
         dependsOn[result] = set;
       if (set.count() == 1) {
         int64_t key = set.find_first();
-        bool isForward = op.hasAttr(kMicroBatchAttrName) ||
+        // Activation checkpointing's clones keep their forward op's mark
+        // but run in the backward, which is when their values are needed.
+        bool isForward = (op.hasAttr(kMicroBatchAttrName) &&
+                          !op.hasAttr(kRecomputedAttrName)) ||
                          (isa<PipelineSendOp>(op) &&
                           cast<PipelineSendOp>(op).getPeer() == PipelinePeer::next) ||
                          (isa<PipelineRecvOp>(op) &&
@@ -340,12 +434,15 @@ struct PipelineSchedulePass
                            ? &backward[key]
                            : &weight[key]);
     }
+    SmallVector<SmallVector<Operation *>> accumulated =
+        accumulateInActions(tail, dependsOn, groups);
     SmallVector<SmallVector<Operation *>> ahead =
         attachToFirstUser(tail, dependsOn, groups);
     place(free);
-    for (auto [group, attached] : llvm::zip(groups, ahead)) {
+    for (auto [group, attached, sums] : llvm::zip(groups, ahead, accumulated)) {
       place(attached);
       place(*group);
+      place(sums);
     }
     place(tail);
 

@@ -8,7 +8,7 @@
 // The middle stage holds one block: the module records the model's block
 // prefixes, so that activation checkpointing still finds h.1 as a block.
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel="stage=1" --dsc-autodiff --dsc-checkpoint-activations="print" -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIDDLE-CKPT
-// MIDDLE-CKPT: dsc-checkpoint-activations: @forward: recomputing 1 of 1 blocks h.1;
+// MIDDLE-CKPT: dsc-checkpoint-activations: @forward micro-batch 0: recomputing 1 of 1 blocks h.1;
 // A buffer the graph never reads (GPT-2's registered attention mask) stays
 // on stage 0 alone, so that the stages' states together are the model's.
 // RUN: sed '/^dsc.state parameter @wpe/i dsc.state buffer @"h.0.attn.bias" : tensor<8x8xf32>' %S/Inputs/three-blocks.mlir | dsc-opt --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel="stage=0 micro-batches=2" | FileCheck %s --check-prefix=UNREAD0

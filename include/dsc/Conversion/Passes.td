@@ -47,7 +47,11 @@ def FormKernels : Pass<"dsc-form-kernels", "::mlir::func::FuncOp"> {
     intermediate value never reaches memory; a stored intermediate (an
     optimizer's moments beside its parameter's update) becomes one more
     output of the kernel. Ops on both sides of a `dsc.optimizer_boundary`
-    never share a kernel.
+    never share a kernel, nor do ops on both sides of a pipeline transfer
+    (`dsc.pipeline_send`, `dsc.pipeline_recv`): a group runs at its last
+    op, which would move its earlier ops into a later action of the
+    stage's schedule (a weight gradient's running sum over the
+    micro-batches into the last micro-batch's backward).
 
     ```mlir
     %a = dsc.mul %x, %y {dsc.fusion_group = 0 : i64} : ...

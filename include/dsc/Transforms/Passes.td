@@ -1023,6 +1023,16 @@ def CheckpointActivations : Pass<"dsc-checkpoint-activations", "::mlir::ModuleOp
     memory), collectives and other ops with effects, and `dsc.dropout` with
     `p > 0`, whose mask the backward must see as the forward drew it.
 
+    In a pipeline stage (`--dsc-pipeline-parallel`, which marks each forward
+    op with its `dsc.micro_batch`) every micro-batch's copy of the blocks is
+    checkpointed on its own: its segments are found among that micro-batch's
+    ops (with the loads and other ops every micro-batch shares, which are
+    kept), and its clones, which keep the micro-batch's mark beside
+    `dsc.recomputed`, run in that micro-batch's backward
+    (`--dsc-pipeline-schedule` puts them there). A stage then keeps, for each
+    micro-batch in flight, only its blocks' inputs (and, communication-aware,
+    its collectives' outputs). `budget` and `print` are per micro-batch.
+
     Communication-aware checkpointing (`comm-aware`, on by default; the
     DeepSpeed-TED optimisation): the outputs of a segment's collectives
     (tensor-parallel all-reduces, expert all-to-alls, all-gathers) are kept

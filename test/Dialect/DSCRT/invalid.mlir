@@ -40,6 +40,14 @@ func.func @view_count(%x: memref<4xf32>) {
 
 // -----
 
+func.func @view_space(%x: memref<2x2xf32, #dscrt.host>) {
+  // expected-error @+1 {{'dscrt.view' op cannot view 'memref<2x2xf32, #dscrt.host>' as 'memref<4xf32>' (a view stays in its buffer's memory)}}
+  %v = dscrt.view %x : memref<2x2xf32, #dscrt.host> to memref<4xf32>
+  return
+}
+
+// -----
+
 func.func @kernel_args(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4xf32>) {
   // expected-error @+1 {{'dscrt.kernel' op body argument 'tensor<8xf32>' does not match input 'memref<4xf32>'}}
   dscrt.kernel on %s ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {
@@ -86,7 +94,7 @@ func.func @kernel_yield_type(%s: !dscrt.stream, %x: memref<4xf32>, %y: memref<4x
 // -----
 
 func.func @dynamic(%x: memref<?xf32>) {
-  // expected-error @+1 {{'dscrt.view' op operand #0 must be statically shaped memref in device memory}}
+  // expected-error @+1 {{'dscrt.view' op operand #0 must be statically shaped memref}}
   %v = dscrt.view %x : memref<?xf32> to memref<4xf32>
   return
 }

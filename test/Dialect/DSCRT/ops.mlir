@@ -26,6 +26,9 @@ func.func @step() attributes {dscrt.arena_bytes = 1536 : i64} {
   }
   // CHECK: dscrt.view %{{.*}} : memref<2x8x4xf32> to memref<64xf32>
   %v = dscrt.view %b : memref<2x8x4xf32> to memref<64xf32>
+  // A host buffer's view is a host buffer (the offloaded optimizer's).
+  // CHECK: dscrt.view %{{.*}} : memref<2x8xi64, #dscrt.host> to memref<16xi64, #dscrt.host>
+  %hv = dscrt.view %h : memref<2x8xi64, #dscrt.host> to memref<16xi64, #dscrt.host>
   // CHECK: dscrt.alloc : memref<f32>
   %s = dscrt.alloc : memref<f32>
   // CHECK: %[[E:.*]] = dscrt.record %[[C]]

@@ -94,6 +94,9 @@ LogicalResult ViewOp::verify() {
           mlir::dsc::checkedNumElements(to.getShape()))
     return emitOpError() << "cannot view " << from << " as " << to
                          << " (element type and count must match)";
+  if (from.getMemorySpace() != to.getMemorySpace())
+    return emitOpError() << "cannot view " << from << " as " << to
+                         << " (a view stays in its buffer's memory)";
   return success();
 }
 

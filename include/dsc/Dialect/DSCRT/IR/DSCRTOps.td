@@ -240,15 +240,17 @@ def DSCRT_ConstantOp : DSCRT_Op<"constant", [Pure]> {
 def DSCRT_ViewOp : DSCRT_Op<"view", [Pure]> {
   let summary = "the same bytes with another shape (a reshape costs nothing)";
   let description = [{
-    Row-major buffers reshape without copying. Element type and element
-    count are unchanged.
+    Row-major buffers reshape without copying. Element type, element
+    count and memory space are unchanged: a view of a host buffer
+    (`#dscrt.host`, ZeRO-Offload's optimizer update flattening its results
+    before their copy to the device) is a host buffer.
 
     ```mlir
     %v = dscrt.view %b : memref<2x8x32xf32> to memref<16x32xf32>
     ```
   }];
-  let arguments = (ins DSCRT_Buffer:$source);
-  let results = (outs DSCRT_Buffer:$result);
+  let arguments = (ins DSCRT_AnyBuffer:$source);
+  let results = (outs DSCRT_AnyBuffer:$result);
   let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
   let hasVerifier = 1;
 }
