@@ -15,6 +15,7 @@ void mlir::dsc::buildLowerToRuntimePipeline(
   graph.addPass(createDecomposeForLibrary());
   graph.addPass(createFormKernels({/*fuseElementwise=*/options.fuseElementwise}));
   pm.addPass(createConvertToRuntime());
+  pm.addNestedPass<func::FuncOp>(createAssignStreams());
   pm.addNestedPass<func::FuncOp>(createVerifyStep());
 }
 
@@ -27,6 +28,7 @@ void mlir::dsc::registerLowerToRuntimePipeline() {
   PassPipelineRegistration<LowerToRuntimeOptions>(
       "dsc-lower-to-runtime",
       "lowers the dsc graph to the dscrt step: --dsc-decompose-for-library, "
-      "--dsc-form-kernels, --dsc-convert-to-runtime, --dscrt-verify-step",
+      "--dsc-form-kernels, --dsc-convert-to-runtime, --dscrt-assign-streams, "
+      "--dscrt-verify-step",
       buildLowerToRuntimePipeline);
 }
