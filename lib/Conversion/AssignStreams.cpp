@@ -24,7 +24,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::dsc {
 #define GEN_PASS_DEF_ASSIGNSTREAMS
@@ -130,21 +131,20 @@ struct StreamAssigner {
   /// device read the buffers a later read may reuse).
   bool readsNvmeParameters = false;
 
-  /// The dsc.state named `name`, when the module declares it.
-  dsc::StateOp stateNamed(StringRef name) {
-    return module ? SymbolTable::lookupNearestSymbolFrom<dsc::StateOp>(
-                        module, StringAttr::get(module.getContext(), name))
-                  : dsc::StateOp();
-  }
+  /// The module's dsc.state declarations, by name: their role and tier.
+  llvm::StringMap<dsc::StateOp> states;
 
-  bool isParameter(StringRef name) {
+  /// The dsc.state named `name`, when the module declares it.
+  dsc::StateOp stateNamed(StringRef name) const { return states.lookup(name); }
+
+  bool isParameter(StringRef name) const {
     dsc::StateOp state = stateNamed(name);
     return state && state.getRole() == dsc::StateRole::parameter;
   }
 
   /// A parameter on NVMe (or a distillation teacher's weight): read by each
   /// of its loads into a buffer of its own, written from its update's.
-  bool isNvmeParameter(StringRef name) {
+  bool isNvmeParameter(StringRef name) const {
     dsc::StateOp state = stateNamed(name);
     return state && state.getTier() == dsc::MemoryTier::nvme &&
            (state.getRole() == dsc::StateRole::parameter ||
@@ -463,6 +463,9 @@ struct StreamAssigner {
     }
     if (!compute)
       return success();
+    if (module)
+      for (auto state : module.getOps<dsc::StateOp>())
+        states[state.getSymName()] = state;
     step.walk([&](NvmeReadOp read) {
       readsNvmeParameters |= isNvmeParameter(read.getName());
     });
@@ -475,7 +478,8 @@ struct StreamAssigner {
           events->alias(view.getSource(), view.getResult());
         continue;
       }
-      if (auto sync = dyn_cast<SynchronizeOp>(op)) {
+      if (auto sync = dyn_cast<SynchronizeOp>(op);
+          sync && sync.getStream() == compute) {
         assignEnd(sync);
         continue;
       }
@@ -503,8 +507,9 @@ struct StreamAssigner {
         else
           assignCopyToDevice(copy);
       } else if (isOutputCopy(op)) {
-        if (!isOutputCopy(op->getPrevNode() ? op->getPrevNode()->getPrevNode()
-                                            : nullptr))
+        // The first of the outputs copied one after the other.
+        Operation *output = cast<CopyOp>(op).getTarget().getDefiningOp();
+        if (!isOutputCopy(output->getPrevNode()))
           assignOutputs(cast<CopyOp>(op));
       } else {
         SmallVector<Value> reads, writes;

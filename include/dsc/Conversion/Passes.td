@@ -82,9 +82,12 @@ def ConvertToRuntime : Pass<"dsc-convert-to-runtime", "::mlir::ModuleOp"> {
     writes; otherwise (a later reader, a collective reading the state) the
     store copies it once every read is done.
 
-    Every launch goes on one stream, "compute", in program order: a serial
-    step that `--dscrt-assign-streams` spreads over the streams that run
-    work beside compute. The program order is this pass's decision: with
+    Every launch goes on one stream, "compute", in program order, but the
+    collectives, which the dialect gives a stream of their own ("comm",
+    created with the first); no events order the two, and the step ends
+    with a `dscrt.synchronize` of compute: a serial step that
+    `--dscrt-assign-streams` spreads over the streams that run work beside
+    compute, and orders by events. The program order is this pass's decision: with
     ZeRO-Infinity, each sub-group's NVMe states are read
     `dsc.nvme_buffer_count` updates ahead (from the point where the step is
     sure to reach its updates: after the evaluation or micro-step exit) and
