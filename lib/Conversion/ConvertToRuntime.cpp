@@ -46,11 +46,12 @@ namespace {
 /// ZeRO-Infinity's static schedule of NVMe reads and writes. The host
 /// updates that read NVMe states (the sub-groups of --dsc-offload) are
 /// numbered in program order; the states of sub-group k are read into host
-/// buffers on the "nvme" stream once sub-group k - depth has been written
-/// back (the first `depth` sub-groups when the read-ahead starts: once the
-/// step is sure to reach the update, after its evaluation or micro-step
-/// exit), and written back right after their update. The stream runs in
-/// order, so a read that follows a write may reuse its buffer's memory: at
+/// buffers once sub-group k - depth has been written back (the first
+/// `depth` sub-groups when the read-ahead starts: once the step is sure to
+/// reach the update, after its evaluation or micro-step exit), and written
+/// back right after their update. --dscrt-assign-streams puts the reads and
+/// writes on the "nvme" stream, which runs in order, so a read that
+/// follows a write may reuse its buffer's memory: at
 /// most `depth` sub-groups hold host memory at once (DeepSpeed's
 /// buffer_count), and the reads run behind the updates before them.
 ///

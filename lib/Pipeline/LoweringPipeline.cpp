@@ -15,8 +15,9 @@ void mlir::dsc::buildLowerToRuntimePipeline(
   graph.addPass(createDecomposeForLibrary());
   graph.addPass(createFormKernels({/*fuseElementwise=*/options.fuseElementwise}));
   pm.addPass(createConvertToRuntime());
-  pm.addNestedPass<func::FuncOp>(createAssignStreams());
-  pm.addNestedPass<func::FuncOp>(createVerifyStep());
+  OpPassManager &step = pm.nest<func::FuncOp>();
+  step.addPass(createAssignStreams());
+  step.addPass(createVerifyStep());
 }
 
 void mlir::dsc::buildLoweringPipeline(OpPassManager &pm) {
