@@ -3,7 +3,8 @@
 // The conversion proper of the lowering: the graph, decomposed and ordered
 // (--dsc-decompose-for-library) with its kernels formed (--dsc-form-kernels),
 // becomes the step of runtime calls: buffers, kernels, collectives and
-// copies, on streams ordered by events.
+// copies, all on one stream in program order (a serial step, which
+// --dscrt-assign-streams spreads over the streams that run beside compute).
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,133 +42,16 @@ static MemRefType hostBufferType(Type tensorType) {
                          dscrt::HostMemoryAttr::get(t.getContext()));
 }
 
-/// Collectives the comm stream may run behind compute.
-static constexpr unsigned kCollectivesInFlight = 2;
-/// Device-to-host copies the d2h stream may run behind compute, whose
-/// device buffers are busy until compute has waited for them.
-static constexpr unsigned kTransfersInFlight = 2;
-
-namespace {
-/// Events recorded on one stream (`from`) after the work that produced
-/// some tensors, which another stream (`waiter`) has not waited for yet,
-/// numbered in `from`'s order: one wait for the latest event covers every
-/// earlier one.
-struct PendingEvents {
-  Value from, waiter;
-  DenseMap<Value, std::pair<unsigned, Value>> pending; // tensor -> (#, event)
-  unsigned recorded = 0;
-
-  void record(OpBuilder &builder, Location loc, Value tensor) {
-    add(tensor, dscrt::RecordOp::create(builder, loc, from));
-  }
-
-  /// `event`, recorded on `from` after the work that produced `tensor`.
-  void add(Value tensor, Value event) { pending[tensor] = {recorded++, event}; }
-
-  /// The latest event of `operands` (of every pending tensor when `all`).
-  std::optional<std::pair<unsigned, Value>> latest(ValueRange operands,
-                                                   bool all = false) const {
-    std::optional<std::pair<unsigned, Value>> best;
-    for (auto &[tensor, event] : pending)
-      if ((all || llvm::is_contained(operands, tensor)) &&
-          (!best || event.first > best->first))
-        best = event;
-    return best;
-  }
-
-  /// Makes `waiter` wait for the work that produced `operands` (all of it
-  /// when `all`).
-  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
-               bool all = false) {
-    waitUpTo(builder, loc, latest(operands, all));
-  }
-
-  /// Makes `waiter` wait for event `last`, which covers every event
-  /// recorded before it.
-  void waitUpTo(OpBuilder &builder, Location loc,
-                std::optional<std::pair<unsigned, Value>> last) {
-    if (!last)
-      return;
-    dscrt::WaitOp::create(builder, loc, waiter, last->second);
-    SmallVector<Value> covered;
-    for (auto &[tensor, event] : pending)
-      if (event.first <= last->first)
-        covered.push_back(tensor);
-    for (Value tensor : covered)
-      pending.erase(tensor);
-  }
-
-  /// Makes `waiter` wait for every event but the last `inFlight` recorded:
-  /// their buffers are then free, so a step that issues much work early
-  /// (gradient reductions during the backward) holds at most `inFlight` of
-  /// them, as DeepSpeed's double-buffered buckets do.
-  void bound(OpBuilder &builder, Location loc, unsigned inFlight) {
-    std::optional<std::pair<unsigned, Value>> last;
-    for (auto &[tensor, event] : pending)
-      if (event.first + inFlight < recorded &&
-          (!last || event.first > last->first))
-        last = event;
-    waitUpTo(builder, loc, last);
-  }
-
-  /// `alias` (a view of `tensor`, or the same buffer) is ready when
-  /// `tensor` is.
-  void alias(Value tensor, Value alias) {
-    if (auto event = pending.lookup_or(tensor, {0, Value()}); event.second)
-      pending[alias] = event;
-  }
-};
-
-/// The streams of the step: kernels and copies on "compute"; collectives on
-/// "comm" (created with the first one), which waits for an event recorded
-/// on compute after the collective's operand was written, and whose sums
-/// compute waits for where it reads them (`fromComm`). ZeRO-Offload adds
-/// the copy streams "d2h" and "h2d" and the stream "host" of the kernels
-/// on host buffers (the optimizer's update on the host CPU): a tensor
-/// copied to the host is read by host kernels once "host" has waited for
-/// its copy (`toHost`); compute waits for the copies from the device
-/// (`fromDevice`) before their buffers are reused and before it writes
-/// state, and for the copies back (`fromH2d`) where it reads them.
-/// ZeRO-Infinity adds the stream "nvme" of the reads and writes of NVMe
-/// states (NvmeSchedule), which host kernels wait for (`fromNvme`).
-struct Streams {
-  Value compute, comm, host, d2h, h2d, nvme;
-  PendingEvents fromComm, fromH2d, fromDevice, toHost;
-  /// ZeRO-Infinity's reads of NVMe states, which host kernels wait for.
-  PendingEvents fromNvme;
-  /// The read of each NVMe parameter load, which its copy to the device
-  /// waits for (on "h2d").
-  DenseMap<Value, Value> parameterReads;
-
-  /// Makes compute wait for the collectives and copies to the device that
-  /// produced `operands` (all of them when `all`).
-  void waitFor(OpBuilder &builder, Location loc, ValueRange operands,
-               bool all = false) {
-    fromComm.waitFor(builder, loc, operands, all);
-    fromH2d.waitFor(builder, loc, operands, all);
-    if (all)
-      fromDevice.waitFor(builder, loc, {}, all);
-  }
-
-  /// `alias` is ready where `tensor` is.
-  void alias(Value tensor, Value alias) {
-    fromComm.alias(tensor, alias);
-    fromH2d.alias(tensor, alias);
-    toHost.alias(tensor, alias);
-    fromNvme.alias(tensor, alias);
-  }
-};
-} // namespace
-
 namespace {
 /// ZeRO-Infinity's static schedule of NVMe reads and writes. The host
 /// updates that read NVMe states (the sub-groups of --dsc-offload) are
 /// numbered in program order; the states of sub-group k are read into host
-/// buffers on the "nvme" stream once sub-group k - depth has been written
-/// back (the first `depth` sub-groups when the read-ahead starts: once the
-/// step is sure to reach the update, after its evaluation or micro-step
-/// exit), and written back right after their update. The stream runs in
-/// order, so a read that follows a write may reuse its buffer's memory: at
+/// buffers once sub-group k - depth has been written back (the first
+/// `depth` sub-groups when the read-ahead starts: once the step is sure to
+/// reach the update, after its evaluation or micro-step exit), and written
+/// back right after their update. --dscrt-assign-streams puts the reads and
+/// writes on the "nvme" stream, which runs in order, so a read that
+/// follows a write may reuse its buffer's memory: at
 /// most `depth` sub-groups hold host memory at once (DeepSpeed's
 /// buffer_count), and the reads run behind the updates before them.
 ///
@@ -342,8 +226,22 @@ struct ConvertToRuntimePass
                                      builder.getFunctionType({}, {}));
     Block *entry = step.addEntryBlock();
     builder.setInsertionPointToStart(entry);
-    Streams streams;
-    streams.compute = dscrt::StreamOp::create(builder, graph.getLoc(), "compute");
+    // Every launch goes on one stream, in program order: a serial step,
+    // which --dscrt-assign-streams spreads over the streams that run work
+    // beside compute. Collectives, which the runtime runs on the stream it
+    // binds its communicator to, go on "comm", created with the first.
+    Value stream = dscrt::StreamOp::create(builder, graph.getLoc(),
+                                           dscrt::DSCRTDialect::kComputeStreamName);
+    Value comm;
+    auto commStream = [&] {
+      if (!comm) {
+        OpBuilder after(stream.getDefiningOp());
+        after.setInsertionPointAfter(stream.getDefiningOp());
+        comm = dscrt::StreamOp::create(after, graph.getLoc(),
+                                       dscrt::DSCRTDialect::kCollectiveStreamName);
+      }
+      return comm;
+    };
 
     DenseMap<StringAttr, int64_t> stateIndex;
     for (auto state : module.getOps<StateOp>())
@@ -356,8 +254,7 @@ struct ConvertToRuntimePass
     auto mapToDevice = [&](Value value, Value host) {
       Value device = dscrt::AllocOp::create(builder, value.getLoc(),
                                             bufferType(value.getType()));
-      dscrt::CopyOp::create(builder, value.getLoc(), host, device,
-                            streams.compute);
+      dscrt::CopyOp::create(builder, value.getLoc(), host, device, stream);
       buffers.map(value, device);
     };
     for (BlockArgument arg : body.getArguments()) {
@@ -380,24 +277,6 @@ struct ConvertToRuntimePass
     auto typeOf = [&](Value value) {
       return tiers->of(value) == MemoryTier::host ? hostBufferType(value.getType())
                                                   : bufferType(value.getType());
-    };
-    // Streams other than compute are created with their first use, at the
-    // start of the step.
-    auto ensureStream = [&](Value &stream, StringRef name) {
-      if (stream)
-        return;
-      OpBuilder atStart = OpBuilder::atBlockBegin(entry);
-      atStart.setInsertionPointAfter(streams.compute.getDefiningOp());
-      stream = dscrt::StreamOp::create(atStart, graph.getLoc(), name);
-      for (auto [events, from, waiter] :
-           {std::tuple{&streams.fromComm, streams.comm, streams.compute},
-            {&streams.fromH2d, streams.h2d, streams.compute},
-            {&streams.fromDevice, streams.d2h, streams.compute},
-            {&streams.toHost, streams.d2h, streams.host},
-            {&streams.fromNvme, streams.nvme, streams.host}}) {
-        events->from = from;
-        events->waiter = waiter;
-      }
     };
     FailureOr<DenseMap<Operation *, Operation *>> groups =
         recordedGroups(body, *perUpdate);
@@ -422,51 +301,31 @@ struct ConvertToRuntimePass
         writtenToFile.push_back(value);
     for (Value value : writtenToFile)
       inPlace.erase(value);
-    // A buffer read from NVMe may take the memory of buffers the host and
-    // the copies to the device have used so far.
-    auto nvmeMayReuse = [&](Location loc) {
-      // (Only parameters' buffers are read by copies to the device.)
-      for (Value stream :
-           {streams.host, nvme->paramLoads.empty() ? Value() : streams.h2d})
-        if (stream)
-          dscrt::WaitOp::create(builder, loc, streams.nvme,
-                                dscrt::RecordOp::create(builder, loc, stream));
-    };
     // Reads the NVMe parameter loads up to `last` (in program order) into
     // new host buffers, which their copies to the device read.
     auto readParametersUpTo = [&](Location loc, int64_t last) {
       while (nvme->nextParamRead < nvme->paramLoads.size() &&
              int64_t(nvme->nextParamRead) <= last) {
         LoadOp load = nvme->paramLoads[nvme->nextParamRead++];
-        ensureStream(streams.nvme, "nvme");
-        nvmeMayReuse(loc);
         Value buffer =
             dscrt::AllocOp::create(builder, loc, typeOf(load.getResult()));
         dscrt::NvmeReadOp::create(builder, loc,
                                   stateIndex.lookup(load.getStateAttr().getAttr()),
-                                  load.getState(), buffer, streams.nvme);
+                                  load.getState(), buffer, stream);
         buffers.map(load.getResult(), buffer);
-        Value read = dscrt::RecordOp::create(builder, loc, streams.nvme);
-        streams.fromNvme.add(load.getResult(), read);
-        streams.parameterReads[load.getResult()] = read;
       }
     };
     // Reads sub-group `group`'s NVMe states into new host buffers, which
     // its update then reads and writes in place.
     auto readGroup = [&](Location loc, unsigned group) {
-      ensureStream(streams.nvme, "nvme");
-      nvmeMayReuse(loc);
       for (LoadOp load : nvme->groups[group]) {
         Value buffer = dscrt::AllocOp::create(builder, loc, typeOf(load.getResult()));
         dscrt::NvmeReadOp::create(builder, loc,
                                   stateIndex.lookup(load.getStateAttr().getAttr()),
-                                  load.getState(), buffer, streams.nvme);
+                                  load.getState(), buffer, stream);
         buffers.map(load.getResult(), buffer);
         nvme->staging[load.getStateAttr()] = buffer;
       }
-      Value read = dscrt::RecordOp::create(builder, loc, streams.nvme);
-      for (LoadOp load : nvme->groups[group])
-        streams.fromNvme.add(load.getResult(), read);
     };
     // Reads ahead up to sub-group `last` (at most the last one).
     auto readUpTo = [&](Location loc, int64_t last) {
@@ -477,15 +336,11 @@ struct ConvertToRuntimePass
     auto startReadAhead = [&](Location loc) { readUpTo(loc, nvme->depth - 1); };
     // Writes NVMe states' new values back, once the host has computed them.
     auto writeBack = [&](Location loc, ArrayRef<StoreOp> stores) {
-      if (stores.empty())
-        return;
-      dscrt::WaitOp::create(builder, loc, streams.nvme,
-                            dscrt::RecordOp::create(builder, loc, streams.host));
       for (StoreOp store : stores)
         dscrt::NvmeWriteOp::create(
             builder, loc, nvme->staging.lookup(store.getStateAttr()),
             stateIndex.lookup(store.getStateAttr().getAttr()), store.getState(),
-            streams.nvme);
+            stream);
     };
     // The NVMe stores of `op`'s results: written back after its kernel.
     auto nvmeStoresOf = [&](Operation *op) {
@@ -507,10 +362,8 @@ struct ConvertToRuntimePass
       Operation *def = value.getDefiningOp();
       (def && perUpdate->contains(def) ? onceAStep : everyCall).push_back(value);
     }
-    // Each output is a host buffer filled by a copy on compute, once the
-    // collectives that produced it have run.
+    // Each output is a host buffer filled by a copy.
     auto emitOutputs = [&](Location loc, ArrayRef<Value> which) {
-      streams.waitFor(builder, loc, which);
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
         if (!llvm::is_contained(which, value))
           continue;
@@ -520,7 +373,7 @@ struct ConvertToRuntimePass
             builder, loc, hostBufferType(value.getType()), i,
             name ? name.getValue() : StringRef(""));
         dscrt::CopyOp::create(builder, loc, buffers.lookup(value), host,
-                              streams.compute);
+                              stream);
       }
     };
     // A training step writes its outputs as soon as they are computed and
@@ -538,42 +391,18 @@ struct ConvertToRuntimePass
       startReadAhead(graph.getLoc());
     }
 
-    // An offloaded parameter's partition (a host state the device reads
-    // through copies on "h2d") is written on the host once those copies
-    // have run. Masters and moments are not copied: their updates do not
-    // wait for the copies back of the sub-groups before them.
-    auto waitForCopiesOfParameter = [&](StoreOp store) {
-      auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
-          module, store.getStateAttr());
-      if (streams.h2d && state && state.getRole() == StateRole::parameter)
-        dscrt::WaitOp::create(builder, store.getLoc(), streams.host,
-                              dscrt::RecordOp::create(builder, store.getLoc(),
-                                                      streams.h2d));
-    };
     // Copied into the state's memory, after every read of the old value
     // (checkStoreOrder).
     SmallVector<StoreOp> deferredStores;
     auto emitStore = [&](StoreOp store) {
       Location loc = store.getLoc();
-      bool onHost = tiers->isHost(store);
-      if (onHost) {
-        streams.toHost.waitFor(builder, loc, store.getValue());
-        if (NvmeSchedule::isNvmeParameter(module, store.getStateAttr())) {
-          // Written to its file from the value's buffer (no copy).
-          ensureStream(streams.nvme, "nvme");
-          dscrt::WaitOp::create(builder, loc, streams.nvme,
-                                dscrt::RecordOp::create(builder, loc, streams.host));
-          dscrt::NvmeWriteOp::create(
-              builder, loc, buffers.lookup(store.getValue()),
-              stateIndex.lookup(store.getStateAttr().getAttr()),
-              store.getState(), streams.nvme);
-          return;
-        }
-        waitForCopiesOfParameter(store);
-      } else {
-        streams.waitFor(builder, loc, store.getValue());
-        // A copy to the host may still read the state's old value.
-        streams.fromDevice.waitFor(builder, loc, {}, /*all=*/true);
+      if (NvmeSchedule::isNvmeParameter(module, store.getStateAttr())) {
+        // Written to its file from the value's buffer (no copy).
+        dscrt::NvmeWriteOp::create(
+            builder, loc, buffers.lookup(store.getValue()),
+            stateIndex.lookup(store.getStateAttr().getAttr()), store.getState(),
+            stream);
+        return;
       }
       bool toNvme = NvmeSchedule::onNvme(module, store.getStateAttr());
       Value target =
@@ -583,8 +412,7 @@ struct ConvertToRuntimePass
                        stateIndex.lookup(store.getStateAttr().getAttr()),
                        store.getState());
       auto copy = dscrt::KernelOp::create(
-          builder, loc, onHost ? streams.host : streams.compute,
-          buffers.lookup(store.getValue()), target);
+          builder, loc, stream, buffers.lookup(store.getValue()), target);
       OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
       dscrt::YieldOp::create(inner, loc, copy.getBody().front().getArgument(0));
       if (toNvme)
@@ -598,12 +426,7 @@ struct ConvertToRuntimePass
         if (!evaluable)
           emitOutputs(loc, everyCall);
         emitOutputs(loc, onceAStep);
-        // A collective nobody read has run, too, before compute is done.
-        streams.waitFor(builder, loc, {}, /*all=*/true);
-        for (Value stream : {streams.compute, streams.comm, streams.d2h,
-                             streams.host, streams.h2d, streams.nvme})
-          if (stream)
-            dscrt::SynchronizeOp::create(builder, loc, stream);
+        dscrt::SynchronizeOp::create(builder, loc, stream);
         continue;
       }
       llvm::scope_exit afterOp([&] {
@@ -633,7 +456,6 @@ struct ConvertToRuntimePass
         for (auto [in, out] :
              llvm::zip(boundary.getInputs(), boundary.getResults())) {
           buffers.map(out, buffers.lookup(in));
-          streams.alias(in, out);
         }
         continue;
       }
@@ -668,10 +490,9 @@ struct ConvertToRuntimePass
         continue;
       }
       if (isa<ReshapeOp, ReplicateOp>(op)) {
-        // A view touches no memory: its readers wait, not the view. (A
-        // replicate is the identity once autodiff has read it.)
+        // A view touches no memory. (A replicate is the identity once
+        // autodiff has read it.)
         Value input = op.getOperand(0), result = op.getResult(0);
-        streams.alias(input, result);
         buffers.map(result,
                     dscrt::ViewOp::create(builder, loc,
                                           typeOf(result),
@@ -682,12 +503,8 @@ struct ConvertToRuntimePass
         // Read in place by the collectives stream, as an all-gather's
         // shard; the send's scalar zero (what the stage adds to its loss)
         // is a constant.
-        streams.waitFor(builder, loc, send.getInput());
-        ensureStream(streams.comm, "comm");
-        Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
-        dscrt::WaitOp::create(builder, loc, streams.comm, written);
         dscrt::PipelineSendOp::create(
-            builder, loc, buffers.lookup(send.getInput()), streams.comm,
+            builder, loc, buffers.lookup(send.getInput()), commStream(),
             send.getPeer(), send.getMicroBatch(), sequence++);
         auto zeroType = cast<RankedTensorType>(send.getZero().getType());
         buffers.map(send.getZero(),
@@ -697,20 +514,16 @@ struct ConvertToRuntimePass
         continue;
       }
       if (auto recv = dyn_cast<PipelineRecvOp>(op)) {
-        ensureStream(streams.comm, "comm");
         Value out = dscrt::AllocOp::create(builder, loc,
                                            bufferType(recv.getType()));
-        dscrt::PipelineRecvOp::create(builder, loc, out, streams.comm,
+        dscrt::PipelineRecvOp::create(builder, loc, out, commStream(),
                                       recv.getPeer(), recv.getMicroBatch(),
                                       sequence++);
-        streams.fromComm.record(builder, loc, recv.getResult());
-        streams.fromComm.bound(builder, loc, kCollectivesInFlight);
         buffers.map(recv.getResult(), out);
         continue;
       }
       if (isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp>(op)) {
         Value input = op.getOperand(0), result = op.getResult(0);
-        streams.waitFor(builder, loc, input);
         Value source = buffers.lookup(input);
         Value out = dscrt::AllocOp::create(builder, loc,
                                            bufferType(result.getType()));
@@ -718,44 +531,38 @@ struct ConvertToRuntimePass
           // Copy, then reduce or exchange in place: the input buffer may
           // have other users.
           auto copy =
-              dscrt::KernelOp::create(builder, loc, streams.compute, source, out);
+              dscrt::KernelOp::create(builder, loc, stream, source, out);
           OpBuilder inner = OpBuilder::atBlockEnd(&copy.getBody().front());
           dscrt::YieldOp::create(inner, loc,
                                  copy.getBody().front().getArgument(0));
         }
-        ensureStream(streams.comm, "comm");
-        Value written = dscrt::RecordOp::create(builder, loc, streams.compute);
-        dscrt::WaitOp::create(builder, loc, streams.comm, written);
         CollectiveGroup over = *getCollectiveGroup(&op);
         if (auto reduce = dyn_cast<AllReduceOp>(op))
-          dscrt::AllReduceOp::create(builder, loc, out, streams.comm, sequence++,
+          dscrt::AllReduceOp::create(builder, loc, out, commStream(), sequence++,
                                      over, reduce.getMaximum())
               .setStagesAttr(reduce.getStagesAttr());
         else if (isa<AllToAllOp>(op))
-          dscrt::AllToAllOp::create(builder, loc, out, streams.comm, sequence++,
+          dscrt::AllToAllOp::create(builder, loc, out, commStream(), sequence++,
                                     over);
         else if (isa<AllGatherOp>(op))
-          dscrt::AllGatherOp::create(builder, loc, source, out, streams.comm,
+          dscrt::AllGatherOp::create(builder, loc, source, out, commStream(),
                                      sequence++, over);
         else
           dscrt::ReduceScatterOp::create(builder, loc, source, out,
-                                         streams.comm, sequence++, over);
-        streams.fromComm.record(builder, loc, result);
-        streams.fromComm.bound(builder, loc, kCollectivesInFlight);
+                                         commStream(), sequence++, over);
         buffers.map(result, out);
         continue;
       }
       if (auto transfer = dyn_cast<TransferOp>(op)) {
-        lowerTransfer(builder, transfer, streams, buffers, ensureStream);
+        lowerTransfer(builder, transfer, stream, buffers);
         continue;
       }
       if (auto shard = dyn_cast<LocalShardOp>(op)) {
-        streams.waitFor(builder, loc, shard.getInput());
         Value out =
             dscrt::AllocOp::create(builder, loc, bufferType(shard.getType()));
         dscrt::CopyShardOp::create(builder, loc,
                                    buffers.lookup(shard.getInput()), out,
-                                   streams.compute, shard.getGroup());
+                                   stream, shard.getGroup());
         buffers.map(shard.getResult(), out);
         continue;
       }
@@ -764,25 +571,12 @@ struct ConvertToRuntimePass
       if (!op.getDialect() || !isa<DSCDialect>(op.getDialect()))
         return op.emitError() << "cannot lower '" << op.getName()
                               << "' to the runtime";
-      // A kernel on host tensors runs on the host stream, once the copies
-      // of its operands to the host have run.
-      bool onHost = tiers->isHost(&op);
-      if (onHost)
-        ensureStream(streams.host, "host");
       std::optional<unsigned> nvmeGroup;
       if (auto it = nvme->groupOf.find(&op); it != nvme->groupOf.end()) {
         nvmeGroup = it->second;
         readUpTo(loc, *nvmeGroup); // when the read-ahead has not reached it
       }
-      for (Operation *member : members[&op]) {
-        if (onHost) {
-          streams.toHost.waitFor(builder, loc, member->getOperands());
-          streams.fromNvme.waitFor(builder, loc, member->getOperands());
-        } else {
-          streams.waitFor(builder, loc, member->getOperands());
-        }
-      }
-      emitKernel(builder, onHost ? streams.host : streams.compute, members[&op],
+      emitKernel(builder, stream, members[&op],
                  buffers, typeOf,
                  [&](Value result, Location at) -> Value {
                    StoreOp store = inPlace.lookup(result);
@@ -790,11 +584,6 @@ struct ConvertToRuntimePass
                      return updatedTemporary(result, buffers);
                    if (Value staged = nvme->staging.lookup(store.getStateAttr()))
                      return staged;
-                   // A copy may still read the state's old value.
-                   if (!onHost)
-                     streams.fromDevice.waitFor(builder, at, {}, /*all=*/true);
-                   else
-                     waitForCopiesOfParameter(store);
                    return dscrt::StateOp::create(
                        builder, at, typeOf(result),
                        stateIndex.lookup(store.getStateAttr().getAttr()),
@@ -822,48 +611,17 @@ struct ConvertToRuntimePass
     return success();
   }
 
-  /// A dsc.transfer: a copy on a copy stream into a new buffer of the
-  /// other memory. To the host ("d2h"): after the work that wrote the
-  /// source (on compute, or a collective on comm); host kernels wait for
-  /// it, and compute before it reuses the source's memory or writes state.
-  /// To the device ("h2d"): after the host kernel that wrote the source,
-  /// and after compute's work so far (the new device buffer may take the
-  /// memory of one compute was using); compute waits for it where it reads
-  /// the result.
+  /// A dsc.transfer: a copy into a new buffer of the other memory.
   static void lowerTransfer(OpBuilder &builder, TransferOp transfer,
-                            Streams &streams, IRMapping &buffers,
-                            llvm::function_ref<void(Value &, StringRef)> ensure) {
+                            Value stream, IRMapping &buffers) {
     Location loc = transfer.getLoc();
-    Value input = transfer.getInput(), result = transfer.getResult();
-    Value source = buffers.lookup(input);
-    if (transfer.getTier() == MemoryTier::host) {
-      ensure(streams.d2h, "d2h");
-      for (PendingEvents *events : {&streams.fromComm, &streams.fromH2d})
-        if (auto event = events->latest(input))
-          dscrt::WaitOp::create(builder, loc, streams.d2h, event->second);
-      dscrt::WaitOp::create(builder, loc, streams.d2h,
-                            dscrt::RecordOp::create(builder, loc, streams.compute));
-      Value out = dscrt::AllocOp::create(builder, loc, hostBufferType(result.getType()));
-      dscrt::CopyOp::create(builder, loc, source, out, streams.d2h);
-      Value copied = dscrt::RecordOp::create(builder, loc, streams.d2h);
-      streams.toHost.add(result, copied);
-      streams.fromDevice.add(input, copied);
-      streams.fromDevice.bound(builder, loc, kTransfersInFlight);
-      buffers.map(result, out);
-      return;
-    }
-    ensure(streams.h2d, "h2d");
-    ensure(streams.host, "host");
-    streams.toHost.waitFor(builder, loc, input); // a tensor copied to the host and straight back
-    if (Value read = streams.parameterReads.lookup(input)) // from NVMe
-      dscrt::WaitOp::create(builder, loc, streams.h2d, read);
-    dscrt::WaitOp::create(builder, loc, streams.h2d,
-                          dscrt::RecordOp::create(builder, loc, streams.host));
-    dscrt::WaitOp::create(builder, loc, streams.h2d,
-                          dscrt::RecordOp::create(builder, loc, streams.compute));
-    Value out = dscrt::AllocOp::create(builder, loc, bufferType(result.getType()));
-    dscrt::CopyOp::create(builder, loc, source, out, streams.h2d);
-    streams.fromH2d.record(builder, loc, result);
+    Value result = transfer.getResult();
+    bool toHost = transfer.getTier() == MemoryTier::host;
+    Value out = dscrt::AllocOp::create(builder, loc,
+                                       toHost ? hostBufferType(result.getType())
+                                              : bufferType(result.getType()));
+    dscrt::CopyOp::create(builder, loc, buffers.lookup(transfer.getInput()), out,
+                          stream);
     buffers.map(result, out);
   }
 

@@ -15,7 +15,9 @@ void mlir::dsc::buildLowerToRuntimePipeline(
   graph.addPass(createDecomposeForLibrary());
   graph.addPass(createFormKernels({/*fuseElementwise=*/options.fuseElementwise}));
   pm.addPass(createConvertToRuntime());
-  pm.addNestedPass<func::FuncOp>(createVerifyStep());
+  OpPassManager &step = pm.nest<func::FuncOp>();
+  step.addPass(createAssignStreams());
+  step.addPass(createVerifyStep());
 }
 
 void mlir::dsc::buildLoweringPipeline(OpPassManager &pm) {
@@ -27,6 +29,7 @@ void mlir::dsc::registerLowerToRuntimePipeline() {
   PassPipelineRegistration<LowerToRuntimeOptions>(
       "dsc-lower-to-runtime",
       "lowers the dsc graph to the dscrt step: --dsc-decompose-for-library, "
-      "--dsc-form-kernels, --dsc-convert-to-runtime, --dscrt-verify-step",
+      "--dsc-form-kernels, --dsc-convert-to-runtime, --dscrt-assign-streams, "
+      "--dscrt-verify-step",
       buildLowerToRuntimePipeline);
 }

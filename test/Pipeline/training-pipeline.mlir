@@ -35,6 +35,7 @@
 // THEN-NEXT: ),
 // THEN-NEXT: dsc-convert-to-runtime
 // THEN-NEXT: func.func(
+// THEN-NEXT: dscrt-assign-streams
 // THEN-NEXT: dscrt-verify-step
 
 // Activation checkpointing ends the pipeline, after the last CSE (which

@@ -86,19 +86,81 @@ def ConvertToRuntime : Pass<"dsc-convert-to-runtime", "::mlir::ModuleOp"> {
     writes; otherwise (a later reader, a collective reading the state) the
     store copies it once every read is done.
 
-    Kernels run on the stream "compute", collectives on "comm", and with
-    offload the copies on "d2h" and "h2d", host kernels on "host" and NVMe
-    reads and writes on "nvme"; `dscrt.record`/`dscrt.wait` order each
-    reader after the writer on another stream.
+    Every launch goes on one stream, "compute", in program order, but the
+    collectives, which the dialect gives a stream of their own ("comm",
+    created with the first); no events order the two, and the step ends
+    with a `dscrt.synchronize` of compute: a serial step that
+    `--dscrt-assign-streams` spreads over the streams that run work beside
+    compute, and orders by events. The program order is this pass's decision: with
+    ZeRO-Infinity, each sub-group's NVMe states are read
+    `dsc.nvme_buffer_count` updates ahead (from the point where the step is
+    sure to reach its updates: after the evaluation or micro-step exit) and
+    written back after their update; NVMe parameters are read
+    `dsc.nvme_param_buffer_count` loads ahead.
 
     It expects the graph that `--dsc-decompose-for-library` leaves (ordered
-    around its optimizer boundary); `--dsc-lower-to-runtime` runs the three
-    passes in order.
+    around its optimizer boundary); `--dsc-lower-to-runtime` runs the
+    lowering's passes in order.
 
     Example: `dsc-opt model.mlir --dsc-decompose-for-library
     --dsc-form-kernels --dsc-convert-to-runtime`.
   }];
   let dependentDialects = ["::mlir::dscrt::DSCRTDialect"];
+}
+
+def AssignStreams : Pass<"dscrt-assign-streams", "::mlir::func::FuncOp"> {
+  let summary = "moves the step's work onto streams and orders them by events";
+  let description = [{
+    Takes the serial step `--dsc-convert-to-runtime` produces (every launch
+    on the one `dscrt.stream "compute"`) and moves each launch that need
+    not run on compute to the stream of its kind of work, created with its
+    first use (listed after compute, the latest first): collectives and
+    pipeline transfers on "comm", copies from device to host memory on
+    "d2h" and back on "h2d" (not the copies of the step's inputs and
+    outputs, which stay on compute), kernels writing host buffers (the
+    optimizer's update on the host CPU) on "host", NVMe reads and writes on
+    "nvme". Program order does not change.
+
+    It orders each reader after its writer on another stream with a
+    `dscrt.record` of the writer's stream and a `dscrt.wait` of the
+    reader's, placed before the reader's output buffers are taken; one
+    wait for an event covers every earlier event of that stream:
+
+    - a collective waits for compute's work so far; compute waits for its
+      result where a kernel, a store or an output reads it, and for all
+      but the last two collectives in flight, whose buffers are then free
+      (DeepSpeed's double-buffered buckets);
+    - a copy to the host waits for compute and for the collective or copy
+      that wrote its source; host kernels wait for it where they read its
+      result, and compute for all but the last two (their device buffers
+      are then free) and for all of them before it writes a state;
+    - a copy to the device waits for host and compute (and for the NVMe
+      read of a parameter it copies); compute waits for it where it reads
+      the result;
+    - NVMe reads wait for host's work (and h2d's, when parameters are read
+      from NVMe) so far, whose buffers they may reuse; the reads one host
+      update reads are one event, which the update waits for; writes wait
+      for the host's update;
+    - host writes a parameter's state after the copies to the device so
+      far;
+    - at the step's end compute waits for every event not waited for and
+      each stream is synchronized.
+
+    A function with a stream other than "compute", or a launch on another
+    stream, is an error: the pass places streams once.
+
+    ```mlir
+    %compute = dscrt.stream "compute"
+    %comm = dscrt.stream "comm"
+    ...
+    %e = dscrt.record %compute
+    dscrt.wait %comm for %e
+    dscrt.all_reduce %buf on %comm seq 0 : memref<8xf32>
+    ```
+
+    Example: `dsc-opt model.mlir --dsc-decompose-for-library
+    --dsc-form-kernels --dsc-convert-to-runtime --dscrt-assign-streams`.
+  }];
 }
 
 def SelectLibraryKernels

@@ -72,6 +72,9 @@ def DSCRT_Dialect : Dialect {
     /// The stream kernels on device buffers run on; the lowering creates
     /// it first. Other streams' buffers are free once it waited for them.
     static constexpr ::llvm::StringLiteral kComputeStreamName = "compute";
+    /// The stream of the collectives, which the lowering creates with the
+    /// first.
+    static constexpr ::llvm::StringLiteral kCollectiveStreamName = "comm";
   }];
 }
 
