@@ -155,8 +155,8 @@ private:
   /// kernels. A unit with `kernels` includes dsc/runtime/GeneratedCode.h
   /// (.cuh on CUDA: the loop macros, index checks and library-call helpers,
   /// with the kernel library); the step's unit of a split artifact, which
-  /// has none, GeneratedStep.h (.cuh) alone: parsing the library for it
-  /// was most of its compile time, on CUDA about half the artifact's.
+  /// has none, GeneratedStep.h (.cuh) alone, so that nvcc's device
+  /// compiler and ptxas do not compile the library once more for it.
   void emitHeader(bool kernels) {
     std::string header = std::string("dsc/runtime/Generated") +
                          (kernels ? "Code" : "Step") + (cuda() ? ".cuh" : ".h");
