@@ -1026,6 +1026,26 @@ TEST_F(DscRunExpertCheckpoint, RefusesAnUnknownPartitionGroup) {
 constexpr int64_t kRowsShape[] = {2, 6};  // a row-parallel weight
 constexpr int64_t kSliceShape[] = {2, 3}; // its slice at T = 2
 
+/// Saves step 3 of a job of `info.worldSize` ranks into `root`, each rank
+/// holding its part (stateSlice) of state 0, `whole`'s elements; returns
+/// metadata.json.
+json saveEveryRanksPart(const std::string &root, const ArtifactInfo &info,
+                        const std::vector<float> &whole) {
+  const StateDesc &state = info.states[0];
+  CheckpointJob job{3, info.worldSize, "tiny.mlir", "cpu", 4, 4};
+  beginCheckpoint(root, 3);
+  std::vector<std::string> reports;
+  for (int r = 0; r < info.worldSize; ++r) {
+    std::vector<float> mine(size_t(numElements(state.tensor)), 0.0f);
+    StateSlice slice = stateSlice(state, r, 1, info.tensorParallelSize);
+    for (int64_t i = 0; i < slice.total(); ++i)
+      mine[size_t(i)] = whole[size_t(slice.whole(i))];
+    reports.push_back(writeCheckpointShard(root, job, info, {mine.data()}, r));
+  }
+  commitCheckpoint(root, job, info, reports);
+  return json::parse(readText(root + "/step_3/metadata.json"));
+}
+
 TEST(DscRunTensorSliceCheckpoint, GathersSlicesOfEveryBlock) {
   ScratchDir dir;
   const std::string root = dir.file("ck");
@@ -1047,19 +1067,9 @@ TEST(DscRunTensorSliceCheckpoint, GathersSlicesOfEveryBlock) {
   ArtifactInfo info = infoWith(&sliced, 1);
   info.worldSize = 4;
   info.tensorParallelSize = 2;
-  CheckpointJob job{3, 4, "tiny.mlir", "cpu", 4, 4};
-  beginCheckpoint(root, 3);
-  std::vector<std::string> reports;
-  for (int r = 0; r < 4; ++r) {
+  for (int r = 0; r < 4; ++r)
     EXPECT_EQ(checkpointWrites(sliced, 0, r, 4, 1, 2), r < 2) << r;
-    std::vector<float> mine(6);
-    StateSlice slice = stateSlice(sliced, r, 1, 2);
-    for (int64_t i = 0; i < slice.total(); ++i)
-      mine[size_t(i)] = whole[size_t(slice.whole(i))];
-    reports.push_back(writeCheckpointShard(root, job, info, {mine.data()}, r));
-  }
-  commitCheckpoint(root, job, info, reports);
-  json meta = json::parse(readText(root + "/step_3/metadata.json"));
+  json meta = saveEveryRanksPart(root, info, whole);
   const json &pieces = meta["tensors"]["proj.w"]["pieces"];
   ASSERT_EQ(pieces.size(), 2u);
   EXPECT_EQ(pieces[1]["offset"], 3);
@@ -1078,4 +1088,91 @@ TEST(DscRunTensorSliceCheckpoint, GathersSlicesOfEveryBlock) {
   const float *data = static_cast<const float *>(loaded[0]);
   EXPECT_EQ(std::vector<float>(data, data + 6),
             (std::vector<float>{3.5f, 4.5f, 5.5f, 9.5f, 10.5f, 11.5f}));
+}
+
+constexpr int64_t kSliceShardShape[] = {2}; // ZeRO's shard of the slice, D = 4
+
+/// proj.w's slice (kSliceShape at T = 2) partitioned by ZeRO over a data
+/// group of `dataRanks`: shards of ceil(6 / D) elements of the slice's two
+/// blocks of 3, which may start and end inside a block.
+StateDesc sliceShard(const int64_t *shardShape) {
+  return {{"proj.w", ElementType::F32, 1, shardShape},
+          StateRole::Parameter,
+          2,
+          kRowsShape,
+          int32_t(CommGroup::Data),
+          nullptr,
+          0.0,
+          0,
+          MemoryTier::Device,
+          2};
+}
+
+TEST(DscRunTensorSliceCheckpoint, WritesEveryRanksShardOfItsSlice) {
+  ScratchDir dir;
+  const std::string root = dir.file("ck");
+  std::vector<float> whole(12);
+  for (int i = 0; i < 12; ++i)
+    whole[size_t(i)] = 0.5f + float(i);
+  // W = 8, T = 2, D = 4: each slice of 6 elements in shards of 2 (the last
+  // one padding only): shard 1 holds the slice's elements 2 and 3, the
+  // end of its first block and the start of its second.
+  StateDesc shard = sliceShard(kSliceShardShape);
+  ArtifactInfo info = infoWith(&shard, 1);
+  info.worldSize = 8;
+  info.tensorParallelSize = 2;
+  for (int r = 0; r < 8; ++r)
+    EXPECT_TRUE(checkpointWrites(shard, 0, r, 8, 1, 2)) << r;
+  json meta = saveEveryRanksPart(root, info, whole);
+  const json &pieces = meta["tensors"]["proj.w"]["pieces"];
+  // Slice 0 (offset 0), then slice 1 (offset 3), each by first element.
+  ASSERT_EQ(pieces.size(), 6u);
+  EXPECT_EQ(pieces[1]["offset"], 0);
+  EXPECT_EQ(pieces[1]["first"], 2);
+  EXPECT_EQ(pieces[1]["block_elements"], 3);
+  EXPECT_EQ(pieces[1]["blocks"], 2);
+  EXPECT_EQ(pieces[1]["stride"], 6);
+  EXPECT_EQ(pieces[3]["offset"], 3);
+  EXPECT_EQ(pieces[3]["first"], 0);
+  EXPECT_EQ(meta["tensors"]["proj.w"]["partition"]["group"], "data");
+
+  // Whole, as T = 1 loads it (and dsc-ckpt export reads it).
+  Checkpoint checkpoint = Checkpoint::open(root);
+  std::vector<float> all(12, -1);
+  checkpoint.readTensor("proj.w", all.data(), all.size() * sizeof(float));
+  EXPECT_EQ(all, whole);
+  // At W = 4, T = 2, D = 2 (shards of 3, one block each), rank 3 (tensor
+  // index 1, data index 1) takes the second block of slice 1.
+  constexpr int64_t shardOf3[] = {3};
+  StateDesc halves = sliceShard(shardOf3);
+  ArtifactInfo four = infoWith(&halves, 1);
+  four.worldSize = 4;
+  four.tensorParallelSize = 2;
+  MemoryPool pool("state");
+  std::vector<void *> loaded = checkpoint.loadStates(four, pool, 3);
+  const float *data = static_cast<const float *>(loaded[0]);
+  EXPECT_EQ(std::vector<float>(data, data + 3),
+            (std::vector<float>{9.5f, 10.5f, 11.5f}));
+}
+
+TEST(DscRunTensorSliceCheckpoint, RefusesShardsOfASliceThatLeaveAGap) {
+  ScratchDir dir;
+  const std::string root = dir.file("ck");
+  StateDesc shard = sliceShard(kSliceShardShape);
+  ArtifactInfo info = infoWith(&shard, 1);
+  info.worldSize = 8;
+  info.tensorParallelSize = 2;
+  json meta = saveEveryRanksPart(root, info, std::vector<float>(12, 1.0f));
+  // Slice 0's second shard (its elements 2 and 3) made to start at 3.
+  const std::string metaPath = root + "/step_3/metadata.json";
+  meta["tensors"]["proj.w"]["pieces"][1]["first"] = 3;
+  writeText(metaPath, meta.dump());
+  try {
+    Checkpoint::open(root);
+    FAIL() << "a gap between the shards of a slice was accepted";
+  } catch (const Error &e) {
+    EXPECT_THAT(e.what(), HasSubstr("the pieces do not cover the tensor's 12 "
+                                    "elements once, in order (a piece at "
+                                    "element 0 of the slice's 3)"));
+  }
 }

@@ -236,7 +236,9 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       pieces.push_back(value);
     else
       pieces = field<std::vector<json>>(value, "pieces", at);
-    int64_t covered = 0;
+    // Elements of the whole covered by the pieces so far, and of the slice
+    // being covered by its shards.
+    int64_t covered = 0, sliceCovered = 0;
     for (const json &item : pieces) {
       Piece piece;
       piece.shard = field<std::string>(item, "shard", at);
@@ -245,40 +247,66 @@ Checkpoint Checkpoint::open(const std::string &dir) {
             at + ": shard '" + piece.shard +
                 "' is not one of the checkpoint's");
       piece.shape = field<std::vector<int64_t>>(item, "shape", at);
-      piece.offset = whole ? 0 : field<int64_t>(item, "offset", at);
-      piece.count = whole ? numel
-                          : (piece.shape.size() == 1 ? piece.shape[0] : -1);
-      // A tensor-parallel slice: `blocks` ranges, the pieces' ranges
-      // interleaved, piece i's at i * count of each block of `stride`.
+      StateSlice &held = piece.held;
+      held.begin = whole ? 0 : field<int64_t>(item, "offset", at);
+      held.count = whole ? numel
+                         : (piece.shape.size() == 1 ? piece.shape[0] : -1);
+      check(whole || held.count > 0,
+            at + ": a piece's shape is not [elements]");
       if (!whole && item.contains("blocks")) {
-        piece.blocks = field<int64_t>(item, "blocks", at);
-        piece.stride = field<int64_t>(item, "stride", at);
-        check(piece.blocks >= 1 && piece.count > 0 &&
-                  piece.count % piece.blocks == 0 &&
-                  piece.stride * piece.blocks == numel,
-              at + ": a piece of " + std::to_string(piece.blocks) +
+        // A tensor-parallel slice: `blocks` ranges, the slices' ranges
+        // interleaved, slice i's at i * count of each block of `stride`.
+        held.blocks = field<int64_t>(item, "blocks", at);
+        held.stride = field<int64_t>(item, "stride", at);
+        const int64_t elements = held.count;
+        if (item.contains("first")) {
+          // ZeRO's shard of a slice: `elements` of it from its `first`.
+          held.count = field<int64_t>(item, "block_elements", at);
+          held.first = field<int64_t>(item, "first", at);
+          held.size = elements;
+        } else {
+          check(held.blocks >= 1 && held.count % held.blocks == 0,
+                at + ": a piece of " + std::to_string(held.count) +
+                    " elements is not " + std::to_string(held.blocks) +
+                    " equal blocks");
+          held.count /= held.blocks;
+        }
+        check(held.blocks >= 1 && held.count > 0 &&
+                  held.stride * held.blocks == numel && held.first >= 0 &&
+                  held.first + held.total() <= held.blocks * held.count,
+              at + ": a piece of " + std::to_string(held.blocks) +
                   " blocks does not tile the tensor's " +
                   std::to_string(numel) + " elements");
-        piece.count /= piece.blocks;
-        check(piece.offset == covered / piece.blocks &&
-                  piece.offset + piece.count <= piece.stride,
+        // The slices in order, each covered by its pieces in order.
+        const int64_t slice = held.blocks * held.count;
+        check(held.begin == covered / held.blocks &&
+                  held.begin + held.count <= held.stride &&
+                  held.first == sliceCovered,
               at + ": the pieces do not cover the tensor's " +
                   std::to_string(numel) + " elements once, in order (a piece "
-                  "at element " + std::to_string(piece.offset) + ")");
-        covered += piece.count * piece.blocks;
+                  "at element " + std::to_string(held.begin) +
+                  (held.size >= 0
+                       ? " of the slice's " + std::to_string(held.first)
+                       : std::string()) +
+                  ")");
+        sliceCovered += held.total();
+        if (sliceCovered == slice) {
+          covered += slice;
+          sliceCovered = 0;
+        }
       } else {
-        check(piece.offset == covered && (whole || piece.count > 0) &&
-                  piece.count <= numel - covered,
+        check(held.begin == covered && sliceCovered == 0 &&
+                  held.count <= numel - covered,
               at + ": the pieces do not cover the tensor's " +
                   std::to_string(numel) + " elements once, in order (a piece "
-                  "at element " + std::to_string(piece.offset) + ")");
-        covered += piece.count;
+                  "at element " + std::to_string(held.begin) + ")");
+        covered += held.count;
       }
       piece.bytes = field<size_t>(item, "bytes", at);
       // (A whole tensor's size is checked against its shard's header.)
-      check(whole || piece.bytes == size_t(piece.count * piece.blocks) *
+      check(whole || piece.bytes == size_t(held.total()) *
                                         dtypeSize(entry.dtype),
-            at + ": a piece of " + std::to_string(piece.count * piece.blocks) +
+            at + ": a piece of " + std::to_string(held.total()) +
                 " elements is not " + std::to_string(piece.bytes) + " bytes");
       std::string checksum = field<std::string>(item, "checksum", at);
       char *end = nullptr;
@@ -487,14 +515,12 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
                               int64_t begin, int64_t count, size_t element,
                               char *dst, ReadCache &cache) const {
   for (const Piece &piece : entry.pieces) {
-    // The piece's blocks that overlap [begin, begin + count).
-    auto overlap = [&](int64_t b) {
-      int64_t at = piece.offset + b * piece.stride;
-      return std::max(at, begin) < std::min(at + piece.count, begin + count);
-    };
+    const StateSlice &held = piece.held;
+    // Whether any of the piece's ranges overlaps [begin, begin + count).
     bool any = false;
-    for (int64_t b = 0; b < piece.blocks && !any; ++b)
-      any = overlap(b);
+    held.forEachRun([&](int64_t at, int64_t, int64_t n) {
+      any = any || std::max(at, begin) < std::min(at + n, begin + count);
+    });
     if (!any)
       continue;
     std::optional<SafeTensorsFile> &shard = cache.shard;
@@ -502,8 +528,8 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
       shard = SafeTensorsFile::open(joinPath(directory_, piece.shard));
     // The piece is read whole, to check its checksum: straight into `dst`
     // when it is exactly the range wanted.
-    bool exact =
-        piece.blocks == 1 && piece.offset == begin && piece.count == count;
+    bool exact = held.blocks == 1 && held.first == 0 &&
+                 held.begin == begin && held.total() == count;
     char *data = dst;
     if (!exact) {
       cache.scratch.resize(piece.bytes);
@@ -517,19 +543,18 @@ void Checkpoint::readElements(const std::string &name, const Entry &entry,
               detail::kCheckpointChecksumName + " " +
               formatChecksum(checksum) + ", metadata.json says " +
               formatChecksum(piece.checksum) + "): the shard is corrupt");
-    checkFinite(data, entry.dtype, size_t(piece.count * piece.blocks),
+    checkFinite(data, entry.dtype, size_t(held.total()),
                 "checkpoint " + directory_ + ": " + piece.shard, name);
     if (exact)
       continue;
-    for (int64_t b = 0; b < piece.blocks; ++b) {
-      int64_t at = piece.offset + b * piece.stride;
+    held.forEachRun([&](int64_t at, int64_t index, int64_t n) {
       int64_t from = std::max(at, begin);
-      int64_t to = std::min(at + piece.count, begin + count);
+      int64_t to = std::min(at + n, begin + count);
       if (from < to)
         std::memcpy(dst + size_t(from - begin) * element,
-                    data + size_t(b * piece.count + (from - at)) * element,
+                    data + size_t(index + (from - at)) * element,
                     size_t(to - from) * element);
-    }
+    });
   }
 }
 

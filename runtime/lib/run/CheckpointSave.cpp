@@ -124,11 +124,14 @@ bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
   // Each piece of an expert partition once: ExpertData index 0 writes it;
   // each tensor-parallel slice once: Data index 0 writes it; each piece of
   // a data-group partition of a whole tensor once: Tensor index 0 writes it.
+  // Every rank holds a piece of its own of a data-group partition of a
+  // slice (ZeRO's shard of the rank's slice).
   if (partitionGroup(state) == CommGroup::Tensor)
     return groupIndex(CommGroup::Data, rank, expertParallelSize,
                       tensorParallelSize) == 0;
   if (partitionGroup(state) == CommGroup::Data)
-    return groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+    return state.partitionBlocks >= 1 ||
+           groupIndex(CommGroup::Tensor, rank, expertParallelSize,
                       tensorParallelSize) == 0;
   // An expert partition that tensor parallelism does not split (a
   // row-parallel bias) is alike on the Tensor group too: Tensor index 0.
@@ -182,20 +185,6 @@ bool checkpointWrites(const PipelineStageInfos &stages, int32_t index,
     if (holdsState(*stages[size_t(earlier)], info.states[index].tensor.name))
       return false;
   return true;
-}
-
-void checkCheckpointable(const ArtifactInfo &info) {
-  // A shard of a tensor-parallel slice is a run of the slice's blocks that
-  // may start and end inside one: no piece of the checkpoint format.
-  for (int32_t i = 0; i < info.numStates; ++i) {
-    const StateDesc &state = info.states[i];
-    check(!isPartitioned(state) || partitionGroup(state) != CommGroup::Data ||
-              state.partitionBlocks < 1,
-          std::string("--save: state '") + state.tensor.name +
-              "' is ZeRO's partition of a tensor-parallel slice over the "
-              "data group, which checkpoints cannot record yet; save with "
-              "--zero-stage=0 under tensor parallelism");
-  }
 }
 
 namespace {
@@ -268,10 +257,9 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
                               {"shape", entry.at("shape")},
                               {"bytes", entry.at("bytes")},
                               {"checksum", entry.at("checksum")}};
-        if (entry.contains("blocks")) {
-          piece["blocks"] = entry.at("blocks");
-          piece["stride"] = entry.at("stride");
-        }
+        for (const char *key : {"blocks", "stride", "first", "block_elements"})
+          if (entry.contains(key))
+            piece[key] = entry.at(key);
         merged["pieces"].push_back(std::move(piece));
         continue;
       }
@@ -286,13 +274,17 @@ mergeReports(const std::vector<std::string> &reports, ordered_json &shards) {
     }
   }
   // Pieces by offset: an ExpertData partition's ranks hold their pieces
-  // in another order (rank r the block r % P).
+  // in another order (rank r the block r % P); the shards of one slice
+  // (one offset) by their first element.
+  auto order = [](const ordered_json &piece) {
+    return std::make_pair(piece.at("offset").get<int64_t>(),
+                          piece.value("first", int64_t(0)));
+  };
   for (auto &[name, merged] : tensors)
     if (merged.contains("pieces"))
       std::sort(merged["pieces"].begin(), merged["pieces"].end(),
-                [](const ordered_json &a, const ordered_json &b) {
-                  return a.at("offset").get<int64_t>() <
-                         b.at("offset").get<int64_t>();
+                [&](const ordered_json &a, const ordered_json &b) {
+                  return order(a) < order(b);
                 });
   return tensors;
 }
@@ -372,7 +364,7 @@ std::string writeCheckpointShard(const std::string &root,
                                   tensorParallelSize(info));
     if (isPartitioned(desc)) {
       // This rank's piece, its zero padding stripped.
-      if (slice.count == 0)
+      if (slice.total() == 0)
         continue;
       shape = {slice.total()};
       bytes = size_t(slice.total()) * elementSize(state.type);
@@ -400,9 +392,15 @@ std::string writeCheckpointShard(const std::string &root,
                         tensorParallelSize(info))
                 .size(partitionGroup(desc));
       }
-      if (slice.blocks > 1) { // a tensor-parallel slice of several blocks
+      // A tensor-parallel slice of several blocks, or ZeRO's shard of a
+      // slice: a run of its blocks.
+      if (slice.blocks > 1 || slice.size >= 0) {
         entry["blocks"] = slice.blocks;
         entry["stride"] = slice.stride;
+      }
+      if (slice.size >= 0) {
+        entry["first"] = slice.first;
+        entry["block_elements"] = slice.count;
       }
     }
     tensors[state.name] = std::move(entry);

@@ -600,10 +600,8 @@ int runJob(const std::vector<std::string> &args, StartupWatchdog &startup) {
                    "%lld\n",
                    static_cast<long long>(*stages.kdStopStep),
                    static_cast<long long>(firstStep));
-    if (!options.save.empty()) {
-      checkCheckpointable(info);
+    if (!options.save.empty())
       createCheckpointRoot(options.save);
-    }
     if (rank == 0) {
       log = std::make_unique<StepLog>(
           options.stepsPerPrint, firstStep, firstStep + options.steps - 1,

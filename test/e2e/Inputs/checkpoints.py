@@ -4,7 +4,8 @@ load(ROOT) takes a `dsc-run --save` directory (its `latest` step),
 load_step(ROOT/step_N) one of its steps, and each returns {name: numpy array} with every tensor whole: a replicated one from
 its shard, a partitioned (ZeRO) one from its pieces, concatenated at their
 offsets and reshaped to the whole shape that metadata.json records, a
-tensor-parallel one from its slices, interleaved block by block.
+tensor-parallel one from its slices, interleaved block by block, and ZeRO's
+shards of such slices at the elements of the slice they hold.
 """
 import json
 import os
@@ -36,15 +37,20 @@ def load_step(step):
         if "pieces" not in entry:
             tensors[name] = shard(entry["shard"])[name].reshape(shape)
             continue
-        pieces = sorted(entry["pieces"], key=lambda p: p["offset"])
-        if "blocks" in pieces[0]:
-            # Tensor-parallel slices: piece i holds [:, i, :] of the whole
-            # viewed as [blocks, pieces, count].
-            blocks = pieces[0]["blocks"]
-            parts = [shard(p["shard"])[name].reshape(blocks, -1) for p in pieces]
-            tensors[name] = np.stack(parts, axis=1).reshape(shape)
-            continue
-        flat = np.concatenate([shard(p["shard"])[name].reshape(-1)
-                               for p in pieces])
+        # Each piece holds elements of the flattened whole: one range from
+        # its offset, or a tensor-parallel slice's `blocks` ranges of
+        # `block_elements` (count / blocks without it) `stride` apart, of
+        # which ZeRO's shard of a slice keeps a run from its `first`.
+        flat = None
+        for p in entry["pieces"]:
+            data = shard(p["shard"])[name].reshape(-1)
+            if flat is None:
+                flat = np.zeros(int(np.prod(shape, dtype=np.int64)), data.dtype)
+            if "blocks" not in p:
+                flat[p["offset"]:p["offset"] + data.size] = data
+                continue
+            count = p.get("block_elements", data.size // p["blocks"])
+            j = p.get("first", 0) + np.arange(data.size)
+            flat[p["offset"] + (j // count) * p["stride"] + j % count] = data
         tensors[name] = flat.reshape(shape)
     return tensors

@@ -40,7 +40,12 @@
 // "group": "expert" and "group_size": P. ZeRO's partitions of those
 // experts over the ExpertData group (every rank a piece of its experts)
 // add "group": "expert_data" and "group_size": W/P, their pieces listed by
-// offset like the others. Loading reads, for each rank, the
+// offset like the others. A tensor-parallel slice's piece is several
+// ranges of the whole ("blocks" of shape[0] / blocks elements, "stride"
+// apart); ZeRO's shard of a slice over the data group holds a run of those
+// elements that may start and end inside a range ("first", its first
+// element's place in the slice, and "block_elements", each range's
+// length). Loading reads, for each rank, the
 // pieces that overlap the part it holds, whatever world size, expert-
 // parallel size and partitioning saved them.
 //
@@ -58,6 +63,7 @@
 
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/SafeTensors.h"
+#include "dsc/runtime/StateSlice.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -125,11 +131,6 @@ bool checkpointWritesInStage(const ArtifactInfo &stage, int32_t index,
 /// name is stored once and the union over the stages is the model's state.
 bool checkpointWrites(const PipelineStageInfos &stages, int32_t index,
                       int rank, int worldSize);
-/// Throws an Error naming the first state of `info` that a checkpoint
-/// cannot record: ZeRO's partition of a tensor-parallel slice over the Data
-/// group (its shard may start and end inside the slice's blocks).
-void checkCheckpointable(const ArtifactInfo &info);
-
 /// "parameter", "buffer", "optimizer", "gradient": how metadata.json
 /// records each tensor's role (StateRole), so that tools reading a
 /// checkpoint without its artifact (dsc-ckpt) tell the model's tensors
@@ -287,8 +288,7 @@ private:
   /// `offset` (a tensor-parallel slice; one range otherwise).
   struct Piece {
     std::string shard;
-    int64_t offset = 0, count = 0;
-    int64_t blocks = 1, stride = 0;
+    StateSlice held; // the whole tensor's elements it holds, in order
     std::vector<int64_t> shape;
     size_t bytes = 0;
     uint64_t checksum = 0;

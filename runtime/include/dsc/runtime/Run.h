@@ -14,6 +14,7 @@
 
 #include "dsc/runtime/Artifact.h"
 #include "dsc/runtime/CommGroups.h"
+#include "dsc/runtime/StateSlice.h"
 #include "dsc/runtime/CommStats.h"
 #include "dsc/runtime/DataSchedule.h"
 #include "dsc/runtime/Error.h"
@@ -280,34 +281,8 @@ TensorDesc wholeTensor(const StateDesc &state);
 /// indices, whose tail is zero); for one partitioned over the ExpertData
 /// group, of the shard within the rank's block of experts (Artifact.h).
 ///
-/// A tensor-parallel slice (partitioned over the Tensor group) is `blocks`
-/// such ranges, `stride` elements apart: [begin + b * stride, begin + b *
-/// stride + count) for b < blocks, held one after the other. ZeRO's shard of
-/// such a slice over the Data group holds `size` of those elements from the
-/// `first` (a run that may start and end inside a block).
-struct StateSlice {
-  int64_t begin = 0, count = 0;
-  int64_t blocks = 1, stride = 0;
-  int64_t first = 0, size = -1;
-  /// Elements held: `size`, or all blocks * count.
-  int64_t total() const { return size >= 0 ? size : blocks * count; }
-  /// The whole tensor's index of the `i`-th element held.
-  int64_t whole(int64_t i) const {
-    int64_t j = first + i;
-    return begin + (j / count) * stride + j % count;
-  }
-  /// Calls `run(wholeBegin, held, n)` for each range of whole elements
-  /// held, in order: n elements from `wholeBegin`, the `held`-th element
-  /// held the first of them.
-  template <typename Run> void forEachRun(Run &&run) const {
-    int64_t end = first + total();
-    for (int64_t j = first; j < end;) {
-      int64_t n = std::min(end, (j / count + 1) * count) - j;
-      run(whole(j - first), j - first, n);
-      j += n;
-    }
-  }
-};
+/// A tensor-parallel slice, and ZeRO's shard of one, is a StateSlice of
+/// several blocks (StateSlice.h).
 StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
                       int tensorParallelSize = 1);
 /// Reads state `state`'s storage on rank `rank` (of a job of
