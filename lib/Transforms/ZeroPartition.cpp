@@ -101,7 +101,7 @@ public:
       // Experts alone in their expert-data group stay whole, and so does
       // their update.
       if (state && state.getPartitionGroup() == CollectiveGroup::expert &&
-          (expertData <= 1 || lookupTensorParallelSize(func) > 1))
+          expertData <= 1)
         continue;
       if (partitioned.contains(name) ||
           (state && state.getRole() == StateRole::parameter) ||
@@ -497,8 +497,9 @@ private:
   /// Partial sums of one group add up locally; any other reader gets
   /// their sum over the group, one dsc.all_reduce per partial value read
   /// that way. An expert-data partial summed over the expert group (the
-  /// optimizer's sum of the experts' squares), or a data partial summed
-  /// over the tensor group (the slices' squares), is a partial of the
+  /// optimizer's sum of the experts' squares) is a partial of the world, or
+  /// under tensor parallelism of the data group; a data partial summed
+  /// over the tensor group (the slices' squares) is a partial of the
   /// world: the two groups cross in every rank once.
   LogicalResult globalizePartialSums(Block &body) {
     if (partials.empty())
@@ -514,8 +515,16 @@ private:
                 : CollectiveGroup::data;
         if (known == partials.end() || known->second.second != crossing)
           continue;
-        partials[reduce.getResult()] = {known->second.first,
-                                        CollectiveGroup::world};
+        // Under tensor parallelism (DeepSpeed-TED) the expert and
+        // expert-data groups cross in the data group, not the world: what
+        // the optimizer sums over the tensor group next (the slices'
+        // squares) crosses that in the world in turn.
+        CollectiveGroup spanned =
+            reduce.getGroup() == CollectiveGroup::expert &&
+                    lookupTensorParallelSize(func) > 1
+                ? CollectiveGroup::data
+                : CollectiveGroup::world;
+        partials[reduce.getResult()] = {known->second.first, spanned};
         replaced.insert(reduce);
         continue;
       }
@@ -650,7 +659,6 @@ struct ZeroPartitionPass
     FailureOr<int64_t> data = lookupGroupSize(module, CollectiveGroup::data);
     if (failed(data))
       return signalPassFailure();
-    bool tensorParallel = lookupTensorParallelSize(module) > 1;
     bool meshed = dataParallelGroup(module) == CollectiveGroup::data;
 
     // Every optimizer state of a parameter's shape and every fp32 master
@@ -660,14 +668,11 @@ struct ZeroPartitionPass
     bool trains = false;
     for (auto state : module.getOps<StateOp>()) {
       // An expert's state, split over its expert group: its rank-local
-      // experts are what the expert-data group partitions, and with one
-      // rank in that group it stays as it is.
+      // experts (under tensor parallelism, DeepSpeed-TED, their slice) are
+      // what the expert-data group partitions, and with one rank in that
+      // group it stays as it is.
       bool expert = state.getPartitionGroup() == CollectiveGroup::expert;
-      // Experts under tensor parallelism (DeepSpeed-TED), their blocks
-      // split over the tensor group, stay whole on their expert-data group
-      // (with the biases updated beside them): ZeRO partitions the other
-      // states.
-      if (expert && (*expertData <= 1 || tensorParallel)) {
+      if (expert && *expertData <= 1) {
         if (state.getRole() == StateRole::optimizer)
           trains = true;
         continue;

@@ -975,8 +975,8 @@ TEST_F(DscRunExpertCheckpoint, WritesExpertDataPiecesByOffset) {
   EXPECT_EQ(whole, experts_);
   std::string info = describeCheckpoint(Checkpoint::open(root_));
   EXPECT_THAT(info, HasSubstr("  experts.w  parameter F32 [4, 3]  partitioned "
-                              "over the expert group (2 of 4 ranks), then "
-                              "over the expert_data group (2 ranks) by 3, 4 "
+                              "over its expert group, then over the "
+                              "expert_data group (2 of 4 ranks) by 3, 4 "
                               "piece(s)\n"));
   EXPECT_THAT(info, HasSubstr("  parameter: 2 tensor(s), 20 element(s), 0 "
                               "partitioned, 1 experts' over their expert-data "
@@ -1174,5 +1174,30 @@ TEST(DscRunTensorSliceCheckpoint, RefusesShardsOfASliceThatLeaveAGap) {
     EXPECT_THAT(e.what(), HasSubstr("the pieces do not cover the tensor's 12 "
                                     "elements once, in order (a piece at "
                                     "element 0 of the slice's 3)"));
+  }
+}
+
+TEST(DscRunTensorSliceCheckpoint, WritesEachTedExpertShardOnce) {
+  // W = 8, P = 2, T = 2: ZeRO's shards of the experts over expert-data
+  // groups of 2. Every rank holds its own shard of its experts' slice; a
+  // bias that tensor parallelism does not split is alike on the tensor
+  // group, so tensor index 0 writes it.
+  constexpr int64_t whole[] = {4, 4};
+  constexpr int64_t shard[] = {2};
+  StateDesc slice{{"experts.w", ElementType::F32, 1, shard},
+                  StateRole::Optimizer,
+                  2,
+                  whole,
+                  int32_t(CommGroup::ExpertData),
+                  nullptr,
+                  0.0,
+                  0,
+                  MemoryTier::Device,
+                  4};
+  StateDesc bias = slice;
+  bias.partitionBlocks = 0;
+  for (int r = 0; r < 8; ++r) {
+    EXPECT_TRUE(checkpointWrites(slice, 0, r, 8, 2, 2)) << r;
+    EXPECT_EQ(checkpointWrites(bias, 0, r, 8, 2, 2), r % 2 == 0) << r;
   }
 }

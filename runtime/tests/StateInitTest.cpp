@@ -288,38 +288,72 @@ TEST(StateInit, ExpertDataPartitionsCutTheRanksExperts) {
   EXPECT_EQ(mine, (std::vector<float>{0.0f, 0.0f}));
 }
 
-TEST(StateInit, TedExpertSlicesHoldTheirExpertsTensorSlices) {
-  // Experts under tensor parallelism (DeepSpeed-TED): [4, 4] (4 experts of
-  // 4 hidden features, a column-parallel bias), W = 4, P = 2, T = 2, one
-  // block per expert. Rank r (t = r % 2, expert index (r / 2) % 2) holds
-  // features 2t, 2t + 1 of experts 2e and 2e + 1.
+/// Experts under tensor parallelism (DeepSpeed-TED): experts.b, [4, 4] (4
+/// experts of 4 hidden features, a column-parallel bias) holding i + 0.5 at
+/// element i, one block per expert; at W = 4, P = 2, T = 2 rank r (t = r %
+/// 2, expert index e = (r / 2) % 2) holds features 2t, 2t + 1 of experts 2e
+/// and 2e + 1: `slices[r]`.
+struct TedExperts {
   int64_t whole[2] = {4, 4};
-  int64_t local[2] = {2, 2};
-  StateDesc state{{"experts.b", ElementType::F32, 2, local},
-                  StateRole::Parameter,
-                  2,
-                  whole,
-                  int32_t(CommGroup::Expert),
-                  nullptr,
-                  0.0,
-                  0};
-  state.partitionBlocks = 4;
-  const std::vector<std::vector<float>> held = {
+  const std::vector<std::vector<float>> slices = {
       {0.5f, 1.5f, 4.5f, 5.5f}, {2.5f, 3.5f, 6.5f, 7.5f},
       {8.5f, 9.5f, 12.5f, 13.5f}, {10.5f, 11.5f, 14.5f, 15.5f}};
-  std::vector<float> values(16);
-  for (int i = 0; i < 16; ++i)
-    values[size_t(i)] = float(i) + 0.5f;
   ScratchDir dir;
-  writeSafeTensors(dir.file("w.safetensors"),
-                   {{"experts.b", DType::F32, {4, 4}, values.data()}});
-  SafeTensorsFile weights = SafeTensorsFile::open(dir.file("w.safetensors"));
+
+  /// `shape` of the rank's part, partitioned over `group`.
+  StateDesc state(const int64_t *shape, int32_t rank, CommGroup group) {
+    StateDesc desc{{"experts.b", ElementType::F32, rank, shape},
+                   StateRole::Parameter,
+                   2,
+                   whole,
+                   int32_t(group),
+                   nullptr,
+                   0.0,
+                   0};
+    desc.partitionBlocks = 4;
+    return desc;
+  }
+  SafeTensorsFile weights() {
+    std::vector<float> values(16);
+    for (int i = 0; i < 16; ++i)
+      values[size_t(i)] = float(i) + 0.5f;
+    writeSafeTensors(dir.file("w.safetensors"),
+                     {{"experts.b", DType::F32, {4, 4}, values.data()}});
+    return SafeTensorsFile::open(dir.file("w.safetensors"));
+  }
+};
+
+TEST(StateInit, TedExpertSlicesHoldTheirExpertsTensorSlices) {
+  TedExperts ted;
+  int64_t local[2] = {2, 2};
+  StateDesc state = ted.state(local, 2, CommGroup::Expert);
+  SafeTensorsFile weights = ted.weights();
   for (int r = 0; r < 4; ++r) {
     StateSlice slice = stateSlice(state, r, 2, 2);
     EXPECT_EQ(slice.total(), 4) << r;
     std::vector<float> mine(4, -1.0f);
     readState(state, weights, r, 2, mine.data(), 2);
-    EXPECT_EQ(mine, held[size_t(r)]) << r;
+    EXPECT_EQ(mine, ted.slices[size_t(r)]) << r;
+  }
+}
+
+TEST(StateInit, TedExpertShardsHoldRunsOfTheirSlice) {
+  // The same experts at W = 8, partitioned by ZeRO over expert-data groups
+  // of D = 8 / (2 * 2) = 2: each rank's slice of 4 elements (2 blocks of 2)
+  // in shards of 2, here one block each. Rank r: t = r % 2, e = (r / 2) %
+  // 2, expert-data index d = r / 4, holding block d of slices[2e + t].
+  TedExperts ted;
+  int64_t shard[1] = {2};
+  StateDesc state = ted.state(shard, 1, CommGroup::ExpertData);
+  SafeTensorsFile weights = ted.weights();
+  for (int r = 0; r < 8; ++r) {
+    const std::vector<float> &slice = ted.slices[size_t(r % 4)];
+    const size_t d = size_t(r / 4);
+    std::vector<float> mine(2, -1.0f);
+    readState(state, weights, r, 2, mine.data(), 2);
+    EXPECT_EQ(mine, (std::vector<float>{slice[2 * d], slice[2 * d + 1]}))
+        << r;
+    EXPECT_EQ(stateSlice(state, r, 2, 2).first, int64_t(2 * d)) << r;
   }
 }
 

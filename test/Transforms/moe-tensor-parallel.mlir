@@ -12,6 +12,7 @@
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=2 tensor-parallel=2" --dsc-moe="experts=4" | FileCheck %s --check-prefix=EP1
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=4 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff --dsc-optimizer="grad-clip=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=8 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff --dsc-optimizer="optimizer=adamw" --dsc-zero="stage=1" | FileCheck %s --check-prefix=ZERO
+// RUN: dsc-opt %S/Inputs/two-mlp-blocks.mlir --dsc-data-parallel="world-size=8 tensor-parallel=2" --dsc-moe="experts=4 ep-size=2" --dsc-autodiff --dsc-optimizer="optimizer=adamw grad-clip=1.0" --dsc-zero="stage=2" | FileCheck %s --check-prefix=ZCLIP
 
 // DEDUP: dsc.state parameter @h.0.mlp.experts.c_fc.weight {init_from = "h.0.mlp.c_fc.weight", partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x8x4xf32>
 // DEDUP: dsc.state parameter @h.0.mlp.experts.c_fc.bias {init_from = "h.0.mlp.c_fc.bias", partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16>} : tensor<2x8xf32>
@@ -106,11 +107,30 @@
 // CLIP: dsc.all_reduce %[[E]] over tensor : tensor<f32>
 
 // ZeRO under TED (W = 8: data groups of 4, expert-data groups of 2): the
-// gate's moments partitioned over the data group, the experts' states
-// (slices and the biases updated with them) whole on their expert-data
-// group.
+// gate's moments partitioned over the data group, each rank's experts of
+// its slice (and the biases updated with them) over its expert-data group:
+// 2 experts x 8 x 4 elements in shards of 32, a run of the slice's blocks
+// (partition_blocks stays the slice's).
 // ZERO: dsc.state optimizer @h.0.mlp.gate.weight.exp_avg {partition_group = 4 : i32, partition_of = array<i64: 4, 4>} : tensor<4xf32>
-// ZERO: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_blocks = 4 : i64, partition_group = 1 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<2x8x4xf32>
-// ZERO: dsc.state optimizer @h.0.mlp.experts.c_proj.bias.exp_avg {partition_group = 1 : i32, partition_of = array<i64: 4, 4>} : tensor<2x4xf32>
-// The experts' gradients summed over their expert-data group.
-// ZERO: dsc.all_reduce %{{.*}} over expert_data : tensor<2x8x4xf32>
+// ZERO: dsc.state optimizer @h.0.mlp.experts.c_fc.weight.exp_avg {partition_blocks = 4 : i64, partition_group = 2 : i32, partition_of = array<i64: 4, 16, 4>} : tensor<32xf32>
+// ZERO: dsc.state optimizer @h.0.mlp.experts.c_proj.bias.exp_avg {partition_group = 2 : i32, partition_of = array<i64: 4, 4>} : tensor<4xf32>
+// The experts' gradients summed over their expert-data group, then each
+// rank's shard of them.
+// ZERO: %[[G:.*]] = dsc.all_reduce %{{.*}} over expert_data : tensor<2x8x4xf32>
+// ZERO: %[[F:.*]] = dsc.reshape %[[G]] : tensor<2x8x4xf32> -> tensor<64xf32>
+// ZERO: dsc.local_shard %[[F]] over expert_data : tensor<64xf32> -> tensor<32xf32>
+
+// Clipping at stage 2: each square counted once. The gate's shards
+// (partial over the data group) and the unsplit experts' biases (partial
+// over the expert-data group, then over the expert group: over the data
+// group, whole on the tensor group) summed over the data group; the
+// experts' slices (partial over the expert-data, expert and tensor groups)
+// over the world, with no second sum over the tensor group.
+// ZCLIP: %[[GATE:.*]] = dsc.sum_squares({{.*}} : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) : tensor<f32>
+// ZCLIP: %[[BIAS:.*]] = dsc.sum_squares({{.*}} : tensor<4xf32>, tensor<4xf32>) : tensor<f32>
+// ZCLIP: %[[GB:.*]] = dsc.add %[[GATE]], %[[BIAS]] : tensor<f32>, tensor<f32>
+// ZCLIP: %[[D:.*]] = dsc.all_reduce %[[GB]] over data : tensor<f32>
+// ZCLIP: %[[SL:.*]] = dsc.sum_squares({{.*}} : tensor<32xf32>, tensor<8xf32>, {{.*}}) : tensor<f32>
+// ZCLIP: %[[W:.*]] = dsc.all_reduce %[[SL]] : tensor<f32>
+// ZCLIP-NOT: over tensor : tensor<f32>
+// ZCLIP: dsc.add %[[D]], %[[W]] : tensor<f32>, tensor<f32>

@@ -184,6 +184,19 @@ void validatePartition(const ArtifactInfo &info, const StateDesc &state,
               std::to_string(experts) +
               " rank(s), which must divide its leading dimension");
     numel /= experts;
+    if (state.partitionBlocks >= 1) {
+      // Under tensor parallelism: the rank's experts of its slice
+      // (DeepSpeed-TED), whole blocks per expert.
+      int64_t ranks = info.tensorParallelSize;
+      check(state.partitionBlocks % whole.shape[0] == 0 &&
+                numel % (state.partitionBlocks / experts * ranks) == 0,
+            named + " partitions the experts' slices of " +
+                formatShape(whole.rank, whole.shape) + " in " +
+                std::to_string(state.partitionBlocks) +
+                " block(s) over a tensor group of " + std::to_string(ranks) +
+                " rank(s), which does not tile it");
+      numel /= ranks;
+    }
   }
   int64_t shard = (numel + members - 1) / members;
   check(numElements(state.tensor) == shard,

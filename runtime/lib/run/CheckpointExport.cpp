@@ -236,12 +236,13 @@ std::string describeCheckpoint(const Checkpoint &checkpoint) {
           << " piece(s)";
     else if (record.partitionWorldSize > 0 &&
              record.partitionGroup == CommGroup::ExpertData)
-      out << "  partitioned over the expert group ("
-          << record.partitionWorldSize / record.partitionGroupSize << " of "
-          << record.partitionWorldSize
-          << " ranks), then over the expert_data group ("
-          << record.partitionGroupSize << " ranks) by " << record.shardElements
-          << ", " << record.pieces << " piece(s)";
+      // (W / D is the expert group's size times the tensor group's, which
+      // the checkpoint does not record: the expert group goes unsized.)
+      out << "  partitioned over its expert group, then over the expert_data "
+             "group ("
+          << record.partitionGroupSize << " of " << record.partitionWorldSize
+          << " ranks) by " << record.shardElements << ", " << record.pieces
+          << " piece(s)";
     else if (record.partitionWorldSize > 0)
       out << "  partitioned over " << record.partitionWorldSize << " by "
           << record.shardElements << ", " << record.pieces << " piece(s)";

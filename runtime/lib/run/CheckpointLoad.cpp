@@ -236,9 +236,12 @@ Checkpoint Checkpoint::open(const std::string &dir) {
       pieces.push_back(value);
     else
       pieces = field<std::vector<json>>(value, "pieces", at);
-    // Elements of the whole covered by the pieces so far, and of the slice
-    // being covered by its shards.
-    int64_t covered = 0, sliceCovered = 0;
+    // Elements of the whole covered by the pieces so far; of the region of
+    // blocks being covered by its slices (the whole tensor for a slice of
+    // every block, the rank's experts' blocks for an expert's); and of the
+    // slice being covered by its shards.
+    int64_t covered = 0, regionCovered = 0, sliceCovered = 0;
+    StateSlice regionShape; // the blocks of the region being covered
     for (const json &item : pieces) {
       Piece piece;
       piece.shard = field<std::string>(item, "shard", at);
@@ -271,17 +274,23 @@ Checkpoint Checkpoint::open(const std::string &dir) {
                     " equal blocks");
           held.count /= held.blocks;
         }
-        check(held.blocks >= 1 && held.count > 0 &&
-                  held.stride * held.blocks == numel && held.first >= 0 &&
-                  held.first + held.total() <= held.blocks * held.count,
+        // The regions in order; in each, its slices in order (slice i at
+        // i * count of each block), each covered by its pieces in order.
+        const int64_t slice = held.blocks * held.count;
+        const int64_t region = held.blocks * held.stride;
+        check(held.blocks >= 1 && held.count > 0 && held.count <= held.stride &&
+                  region <= numel - covered && held.first >= 0 &&
+                  held.first + held.total() <= slice,
               at + ": a piece of " + std::to_string(held.blocks) +
                   " blocks does not tile the tensor's " +
                   std::to_string(numel) + " elements");
-        // The slices in order, each covered by its pieces in order.
-        const int64_t slice = held.blocks * held.count;
-        check(held.begin == covered / held.blocks &&
-                  held.begin + held.count <= held.stride &&
-                  held.first == sliceCovered,
+        bool inRegion = regionCovered > 0 || sliceCovered > 0;
+        check(held.begin == covered + regionCovered / held.blocks &&
+                  held.begin + held.count <= covered + held.stride &&
+                  held.first == sliceCovered &&
+                  (!inRegion || (held.blocks == regionShape.blocks &&
+                                 held.stride == regionShape.stride &&
+                                 held.count == regionShape.count)),
               at + ": the pieces do not cover the tensor's " +
                   std::to_string(numel) + " elements once, in order (a piece "
                   "at element " + std::to_string(held.begin) +
@@ -289,14 +298,19 @@ Checkpoint Checkpoint::open(const std::string &dir) {
                        ? " of the slice's " + std::to_string(held.first)
                        : std::string()) +
                   ")");
+        regionShape = held;
         sliceCovered += held.total();
         if (sliceCovered == slice) {
-          covered += slice;
+          regionCovered += slice;
           sliceCovered = 0;
         }
+        if (regionCovered == region) {
+          covered += region;
+          regionCovered = 0;
+        }
       } else {
-        check(held.begin == covered && sliceCovered == 0 &&
-                  held.count <= numel - covered,
+        check(held.begin == covered && regionCovered == 0 &&
+                  sliceCovered == 0 && held.count <= numel - covered,
               at + ": the pieces do not cover the tensor's " +
                   std::to_string(numel) + " elements once, in order (a piece "
                   "at element " + std::to_string(held.begin) + ")");

@@ -134,13 +134,18 @@ bool checkpointWrites(const StateDesc &state, int32_t index, int rank,
            groupIndex(CommGroup::Tensor, rank, expertParallelSize,
                       tensorParallelSize) == 0;
   // An expert partition that tensor parallelism does not split (a
-  // row-parallel bias) is alike on the Tensor group too: Tensor index 0.
+  // row-parallel bias) is alike on the Tensor group too: Tensor index 0;
+  // so is ZeRO's shard of it over the expert-data group.
+  bool alikeOnTensor =
+      state.partitionBlocks < 1 &&
+      groupIndex(CommGroup::Tensor, rank, expertParallelSize,
+                 tensorParallelSize) != 0;
   if (partitionGroup(state) == CommGroup::Expert)
     return groupIndex(CommGroup::ExpertData, rank, expertParallelSize,
                       tensorParallelSize) == 0 &&
-           (state.partitionBlocks >= 1 ||
-            groupIndex(CommGroup::Tensor, rank, expertParallelSize,
-                       tensorParallelSize) == 0);
+           !alikeOnTensor;
+  if (partitionGroup(state) == CommGroup::ExpertData)
+    return !alikeOnTensor;
   return true;
 }
 

@@ -286,16 +286,27 @@ StateSlice stateSlice(const StateDesc &state, int rank, int expertParallelSize,
     return {t * chunk, chunk, blocks, chunk * tensorParallelSize, begin,
             std::min(shard, local - begin)};
   }
-  if (partitionGroup(state) == CommGroup::Expert &&
+  if ((partitionGroup(state) == CommGroup::Expert ||
+       partitionGroup(state) == CommGroup::ExpertData) &&
       state.partitionBlocks >= 1) {
     // The rank's experts of its tensor-parallel slice: blocks
-    // [i * B / P, (i + 1) * B / P) of [B, T, C], at tensor index t.
+    // [e * B / P, (e + 1) * B / P) of [B, T, C], at tensor index t, e the
+    // rank's index in its expert group; ZeRO's shard of them over the
+    // expert-data group a run of those blocks.
     int64_t blocks = state.partitionBlocks / expertParallelSize;
     int64_t chunk = numel / tensorParallelSize / state.partitionBlocks;
     int64_t stride = chunk * tensorParallelSize;
     int64_t t = groupIndex(CommGroup::Tensor, rank, expertParallelSize,
                            tensorParallelSize);
-    return {index * blocks * stride + t * chunk, chunk, blocks, stride};
+    int64_t e = groupIndex(CommGroup::Expert, rank, expertParallelSize,
+                           tensorParallelSize);
+    StateSlice slice{e * blocks * stride + t * chunk, chunk, blocks, stride};
+    if (partitionGroup(state) == CommGroup::ExpertData) {
+      int64_t local = blocks * chunk;
+      slice.first = std::min(local, shard * index);
+      slice.size = std::min(shard, local - slice.first);
+    }
+    return slice;
   }
   if (partitionGroup(state) == CommGroup::ExpertData) {
     // A shard of the rank's experts: block r % P of the whole.

@@ -1640,6 +1640,22 @@ module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 4 : i64}
 
 // -----
 
+// Experts under tensor parallelism (DeepSpeed-TED) partitioned by ZeRO: the
+// rank's experts of its tensor slice in shards over the expert-data group.
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks 6, which must be a multiple of its 4 experts and divide its 256 elements into 2 slices per block}}
+  dsc.state optimizer @e {partition_of = array<i64: 4, 16, 4>, partition_group = 2 : i32, partition_blocks = 6 : i64} : tensor<32xf32>
+}
+
+// -----
+
+module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64, dsc.tensor_parallel_size = 2 : i64} {
+  // expected-error @+1 {{'dsc.state' op @e partitions a rank's 64 elements of 'tensor<4x16x4xf32>' over the 2 ranks of an expert-data group, so it must be 'tensor<32xf32>', not 'tensor<64xf32>'}}
+  dsc.state optimizer @e {partition_of = array<i64: 4, 16, 4>, partition_group = 2 : i32, partition_blocks = 4 : i64} : tensor<64xf32>
+}
+
+// -----
+
 module attributes {dsc.world_size = 8 : i64, dsc.expert_parallel_size = 2 : i64} {
   func.func @local_shard_expert_data(%x: tensor<8xf32>) {
     // expected-error @+1 {{'dsc.local_shard' op relates a whole of 8 elements to shards of 4, but its expert_data group has 4 ranks}}
@@ -1792,7 +1808,7 @@ module attributes {dsc.world_size = 4 : i64, dsc.tensor_parallel_size = 2 : i64}
 // -----
 
 module attributes {dsc.world_size = 4 : i64} {
-  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group (or its partition over a data or an expert group) takes}}
+  // expected-error @+1 {{'dsc.state' op @e has partition_blocks, which only a slice over a tensor group (or its partition over a data, an expert or an expert-data group) takes}}
   dsc.state parameter @e {partition_of = array<i64: 4, 6>, partition_blocks = 2 : i64} : tensor<12xf32>
 }
 

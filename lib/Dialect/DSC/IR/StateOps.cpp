@@ -93,11 +93,12 @@ LogicalResult StateOp::verify() {
                          << stringifyMemoryTier(getTier());
   if (getPartitionBlocks() && getPartitionGroup() != CollectiveGroup::tensor &&
       getPartitionGroup() != CollectiveGroup::data &&
-      getPartitionGroup() != CollectiveGroup::expert)
+      getPartitionGroup() != CollectiveGroup::expert &&
+      getPartitionGroup() != CollectiveGroup::expert_data)
     return emitOpError() << "@" << getSymName()
                          << " has partition_blocks, which only a slice over "
-                            "a tensor group (or its partition over a data "
-                            "or an expert group) takes";
+                            "a tensor group (or its partition over a data, "
+                            "an expert or an expert-data group) takes";
   std::optional<ArrayRef<int64_t>> whole = getPartitionOf();
   if (!whole) {
     if (getPartitionGroup() != CollectiveGroup::world)
@@ -183,11 +184,28 @@ LogicalResult StateOp::verify() {
                            << getWholeType() << " over the " << *experts
                            << " ranks of an expert group, which must divide "
                               "its leading dimension";
-    int64_t shard = shardSize(elements / *experts, *replicas);
+    int64_t local = elements / *experts;
+    if (std::optional<int64_t> blocks = getPartitionBlocks()) {
+      // Experts split by tensor parallelism too (DeepSpeed-TED): the
+      // rank's experts of its tensor slice are what is partitioned.
+      FailureOr<int64_t> tensor =
+          lookupGroupSize(*this, CollectiveGroup::tensor);
+      if (failed(tensor))
+        return failure();
+      if (*blocks < 1 || *blocks % (*whole)[0] != 0 ||
+          elements % (*blocks * *tensor) != 0)
+        return emitOpError() << "@" << getSymName() << " has partition_blocks "
+                             << *blocks << ", which must be a multiple of its "
+                             << (*whole)[0] << " experts and divide its "
+                             << elements << " elements into " << *tensor
+                             << " slices per block";
+      local /= *tensor;
+    }
+    int64_t shard = shardSize(local, *replicas);
     if (type.getRank() != 1 || type.getDimSize(0) != shard)
       return emitOpError() << "@" << getSymName() << " partitions a rank's "
-                           << elements / *experts << " elements of "
-                           << getWholeType() << " over the " << *replicas
+                           << local << " elements of " << getWholeType()
+                           << " over the " << *replicas
                            << " ranks of an expert-data group, so it must be "
                            << RankedTensorType::get({shard}, type.getElementType())
                            << ", not " << type;

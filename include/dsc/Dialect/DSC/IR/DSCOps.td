@@ -89,7 +89,12 @@ def DSC_StateOp : DSC_Op<"state", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     experts (block r % P of the leading dimension, n / P elements,
     flattened) it holds `S = ceil(n / P / D)` consecutive elements from
     element `(r / P) * S`, the last shard's tail padded with zeros. The
-    declared type is that 1-D shard.
+    declared type is that 1-D shard. Under tensor parallelism
+    (DeepSpeed-TED) with `partition_blocks` = B, what is partitioned is the
+    rank's experts of its tensor slice (their B / P blocks of C elements,
+    in order, as for `expert` with `partition_blocks`): n / P / T elements
+    in shards of `S = ceil(n / P / T / D)` over the D = W / (P * T) ranks of
+    the expert-data group, a shard a run of those blocks.
 
     ```mlir
     dsc.state optimizer @"h.0.mlp.experts.c_fc.weight.exp_avg"
