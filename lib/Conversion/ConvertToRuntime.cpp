@@ -479,7 +479,8 @@ struct ConvertToRuntimePass
       if (auto key = dyn_cast<StepKeyOp>(op)) {
         mapToDevice(key.getResult(),
                     dscrt::StepKeyOp::create(builder, loc,
-                                             hostBufferType(key.getType())));
+                                             hostBufferType(key.getType()),
+                                             key.getSampleOffset()));
         continue;
       }
       if (auto cst = dyn_cast<ConstantOp>(op)) {

@@ -126,18 +126,6 @@ struct PipelineParallelPass
                                  "loss, got "
                               << ret.getOperand(0).getType();
 
-    // A micro-batch's dropout would draw its masks from the call's first
-    // sample (dsc.step_key), not from its own as gradient accumulation's
-    // call of that micro-batch does.
-    for (auto dropout : body.getOps<DropoutOp>())
-      if (dropout.getP().convertToDouble() > 0)
-        return dropout.emitError()
-               << "dropout (p = " << dropout.getP().convertToDouble()
-               << ") with pipeline parallelism is not supported yet: the "
-                  "micro-batches of a stage would not draw the masks that "
-                  "gradient accumulation draws; export the model with "
-                  "dropout 0";
-
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
@@ -393,9 +381,20 @@ struct PipelineParallelPass
       perMicroBatch.insert(live[k].begin(), live[k].end());
     IRMapping once;
     SmallVector<Operation *> repeatedOps;
+    // The step's key names the call's first sample, micro-batch 0's; each
+    // micro-batch gets its own (below), so that its random ops draw from
+    // its samples' places in the step's global batch, as the call of that
+    // micro-batch alone does under gradient accumulation. What reads a key
+    // is then per micro-batch too.
+    SmallVector<StepKeyOp> keys;
     for (Operation *op : ops) {
       if (!needed.contains(op))
         continue;
+      if (auto key = dyn_cast<StepKeyOp>(op)) {
+        keys.push_back(key);
+        perMicroBatch.insert(key.getResult());
+        continue;
+      }
       if (llvm::any_of(op->getOperands(),
                        [&](Value v) { return perMicroBatch.contains(v); })) {
         perMicroBatch.insert(op->result_begin(), op->result_end());
@@ -407,9 +406,31 @@ struct PipelineParallelPass
 
     auto markAttr = b.getStringAttr(kMicroBatchAttrName);
     auto chunkAttr = b.getStringAttr(kPipelineChunkAttrName);
+    // A micro-batch's samples: the rows of its inputs, which the runtime
+    // requires to be the same for every input.
+    int64_t rows = 0;
+    for (BlockArgument arg : func.getArguments()) {
+      int64_t dim = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+      if (!keys.empty() && m > 1 && rows != 0 && dim != rows)
+        return keys.front().emitError()
+               << "the micro-batches' random ops need each micro-batch's "
+                  "first sample, but the graph's inputs hold "
+               << rows << " and " << dim << " rows";
+      rows = rows == 0 ? dim : rows;
+    }
+    // Each micro-batch reads what runs once and its own keys, made ahead
+    // of the micro-batches and unmarked, like the loads: a key depends on
+    // no micro-batch's data.
+    SmallVector<IRMapping> starts(m, once);
+    for (int64_t mb = 0; mb < m; ++mb)
+      for (StepKeyOp key : keys) {
+        auto clone = cast<StepKeyOp>(b.clone(*key));
+        clone.setSampleOffset(key.getSampleOffset() + mb * rows);
+        starts[mb].map(key.getResult(), clone.getResult());
+      }
     SmallVector<Value> zeros, losses;
     for (int64_t mb = 0; mb < m; ++mb) {
-      IRMapping map = once;
+      IRMapping map = starts[mb];
       // The rank's chunks in model order; chunk c runs virtual stage k.
       for (int64_t c = 0, k = r; c < v; ++c, k += ranks) {
         auto inChunk = [&](Operation *op) {

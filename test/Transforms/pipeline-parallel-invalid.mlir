@@ -4,7 +4,7 @@
 // RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-parallel=stage=2 2>&1 | FileCheck %s --check-prefix=STAGE
 // RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel=world-size=2 --dsc-pipeline-parallel 2>&1 | FileCheck %s --check-prefix=MESH
 // RUN: not dsc-opt %S/Inputs/three-blocks.mlir --dsc-data-parallel="world-size=2 pipeline-parallel=2" --dsc-pipeline-schedule 2>&1 | FileCheck %s --check-prefix=ORDER
-// RUN: dsc-opt %s --split-input-file --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel -verify-diagnostics
+// RUN: dsc-opt %s --split-input-file --dsc-data-parallel="world-size=3 pipeline-parallel=3" --dsc-pipeline-parallel=micro-batches=2 -verify-diagnostics
 
 // BLOCKS: three-blocks.mlir:{{[0-9]+}}:{{[0-9]+}}: error: cannot cut this graph's 3 repeated blocks (states named <prefix>.<i>.*) into 4 pipeline stages: pipeline-parallel must not exceed the model's blocks
 // WORLD: three-blocks.mlir:{{[0-9]+}}:{{[0-9]+}}: error: the world of 3 ranks does not divide into tensor-parallel groups of 1 times 2 pipeline stages
@@ -27,17 +27,19 @@ func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
 
 // -----
 
-// Dropout: a micro-batch would draw its masks from the call's first sample,
-// not from its own as gradient accumulation's call of it does.
+// A micro-batch's random ops draw from its first sample's place in the
+// step's batch (its dsc.step_key's sample_offset): the inputs must agree on
+// how many samples a micro-batch holds.
 dsc.state parameter @"h.0.w" : tensor<4x4xf32>
 dsc.state parameter @"h.1.w" : tensor<4x4xf32>
 dsc.state parameter @"h.2.w" : tensor<4x4xf32>
-func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"},
+                   %y: tensor<1x4xf32> {dsc.input = "y"})
     -> (tensor<f32> {dsc.output = "loss"}) {
+  // expected-error @+1 {{the micro-batches' random ops need each micro-batch's first sample, but the graph's inputs hold 2 and 1 rows}}
   %key = dsc.step_key : tensor<4xi64>
   %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
   %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
-  // expected-error @+1 {{dropout (p = 1.000000e-01) with pipeline parallelism is not supported yet: the micro-batches of a stage would not draw the masks that gradient accumulation draws; export the model with dropout 0}}
   %d0 = dsc.dropout %h0, %key, p = 0.1, seed = 1, samples = 2 : tensor<2x4xf32>
   %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
   %h1 = dsc.linear %d0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>

@@ -606,6 +606,10 @@ private:
           << "  char *arena = static_cast<char *>(ctx->arena()); (void)arena;\n"
           << "  char *host_arena = static_cast<char *>(ctx->hostArena()); (void)host_arena;\n";
     llvm::SetVector<Value> unsynchronized;
+    // StepContext::stepKey is asked once per call: the runtime may rewrite
+    // the integers it returns on every call, which a copy still in flight
+    // on a stream may be reading.
+    bool askedKey = false;
     for (Operation &op : step.getBody().front()) {
       auto typeOf = [](Value v) {
         return cpp::cType(cast<MemRefType>(v.getType()).getElementType());
@@ -617,7 +621,21 @@ private:
         declare(r, "static_cast<const " + typeOf(r) + " *>(ctx->input(" +
                        std::to_string(input.getIndex()) + "))");
       } else if (auto key = dyn_cast<dscrt::StepKeyOp>(op)) {
-        declare(key.getResult(), "ctx->stepKey()");
+        if (!askedKey)
+          code() << "  const int64_t *step_key = ctx->stepKey();\n";
+        askedKey = true;
+        if (int64_t offset = key.getSampleOffset()) {
+          // The key with its first sample moved on. The array lives until
+          // the step returns, after every stream has drained, so the copy
+          // to the device may read it after this statement.
+          std::string array = var(key.getResult()) + "_key";
+          code() << "  const int64_t " << array
+                 << "[4] = {step_key[0], step_key[1], step_key[2] + " << offset
+                 << ", step_key[3]};\n";
+          declare(key.getResult(), array);
+        } else {
+          declare(key.getResult(), "step_key");
+        }
       } else if (auto state = dyn_cast<dscrt::StateOp>(op)) {
         Value r = state.getResult();
         if (typeOf(r).empty())

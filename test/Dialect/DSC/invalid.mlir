@@ -657,6 +657,14 @@ func.func @step_key_type() {
   return
 }
 
+// -----
+
+func.func @step_key_negative_offset() {
+  // expected-error @+1 {{'dsc.step_key' op sample_offset must be >= 0, got -2}}
+  %0 = dsc.step_key sample_offset = -2 : tensor<4xi64>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Shape manipulation
 //===----------------------------------------------------------------------===//

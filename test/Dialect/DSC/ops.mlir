@@ -165,6 +165,13 @@ func.func @norms_and_attention(%x: tensor<2x8x32xf32>, %g: tensor<32xf32>,
   %12 = dsc.random_uniform %key, low = 0.0, high = 1.0, seed = 2, samples = 2 : tensor<16x4xf32>
   // CHECK: dsc.random_uniform %[[KEY]], low = 0.98999999999999999, high = 1.010000e+00, seed = 0, samples = 1 : tensor<f32>
   %13 = dsc.random_uniform %key, low = 0.99, high = 1.01, seed = 0, samples = 1 : tensor<f32>
+  // A key's sample offset is printed when not 0, its default.
+  // CHECK: %[[KEY3:.*]] = dsc.step_key sample_offset = 3 : tensor<4xi64>
+  %key3 = dsc.step_key sample_offset = 3 : tensor<4xi64>
+  // CHECK: dsc.dropout %{{.*}}, %[[KEY3]], p = 1.000000e-01
+  %14 = dsc.dropout %x, %key3, p = 0.1, seed = 1234, samples = 2 : tensor<2x8x32xf32>
+  // CHECK: dsc.step_key : tensor<4xi64>
+  %key0 = dsc.step_key sample_offset = 0 : tensor<4xi64>
   return
 }
 

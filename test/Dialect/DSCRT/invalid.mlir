@@ -467,3 +467,11 @@ func.func @pipeline_recv_on_a_second_stream(%x: memref<4xf32>) {
   dscrt.pipeline_recv %x from previous on %b {micro_batch = 0 : i64, sequence = 1 : i64} : memref<4xf32>
   return
 }
+
+// -----
+
+func.func @step_key_negative_offset() {
+  // expected-error @+1 {{'dscrt.step_key' op sample_offset must be >= 0, got -1}}
+  %k = dscrt.step_key sample_offset = -1 : memref<4xi64, #dscrt.host>
+  return
+}

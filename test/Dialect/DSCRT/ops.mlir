@@ -12,6 +12,10 @@ func.func @step() attributes {dscrt.arena_bytes = 1536 : i64} {
   %t = dscrt.buffer 1024 : memref<2x8xi64>
   // CHECK: dscrt.copy %{{.*}} to %{{.*}} on %[[C]] : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>
   dscrt.copy %h to %t on %compute : memref<2x8xi64, #dscrt.host> to memref<2x8xi64>
+  // CHECK: dscrt.step_key : memref<4xi64, #dscrt.host>
+  %k = dscrt.step_key : memref<4xi64, #dscrt.host>
+  // CHECK: dscrt.step_key sample_offset = 4 : memref<4xi64, #dscrt.host>
+  %k4 = dscrt.step_key sample_offset = 4 : memref<4xi64, #dscrt.host>
   // CHECK: dscrt.state 3 "wte.weight" : memref<16x4xf32>
   %w = dscrt.state 3 "wte.weight" : memref<16x4xf32>
   // CHECK: dscrt.constant dense<5.000000e-01> : tensor<f32> : memref<f32>

@@ -252,6 +252,16 @@ LogicalResult CausalMaskOp::verify() {
   return success();
 }
 
+LogicalResult StepKeyOp::verify() {
+  // A negative offset would name samples before the call's first, which
+  // belong to another call (or to no sample of the step). I64Attr's
+  // accessor is unsigned: the attribute's value is read signed.
+  int64_t offset = getSampleOffsetAttr().getInt();
+  if (offset < 0)
+    return emitOpError() << "sample_offset must be >= 0, got " << offset;
+  return success();
+}
+
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0.0 && p < 1.0))

@@ -66,8 +66,12 @@ std::optional<int64_t> mlir::dsc::microBatchOf(func::FuncOp func) {
 }
 
 Value mlir::dsc::stepKeyOf(func::FuncOp func) {
+  // The call's own key: one with a sample offset names later samples (a
+  // pipeline stage's micro-batch).
   StepKeyOp key;
   func.walk([&](StepKeyOp op) {
+    if (op.getSampleOffset() != 0)
+      return WalkResult::advance();
     key = op;
     return WalkResult::interrupt();
   });

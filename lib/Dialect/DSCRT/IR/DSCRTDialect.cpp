@@ -75,6 +75,10 @@ LogicalResult StepKeyOp::verify() {
   if (type.getShape() != ArrayRef<int64_t>{4} ||
       !type.getElementType().isInteger(64))
     return emitOpError() << "must be a memref<4xi64, #dscrt.host>, got " << type;
+  // I64Attr's accessor is unsigned: the attribute's value is read signed.
+  int64_t offset = getSampleOffsetAttr().getInt();
+  if (offset < 0)
+    return emitOpError() << "sample_offset must be >= 0, got " << offset;
   return success();
 }
 

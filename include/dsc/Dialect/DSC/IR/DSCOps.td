@@ -1217,14 +1217,29 @@ def DSC_StepKeyOp : DSC_Op<"step_key", [Pure]> {
     the world size, the ZeRO stage or activation checkpointing: a
     recomputation draws the same numbers.
 
+    `sample_offset` (default 0, at least 0) is added to `[2]`: the key
+    names the samples that start `sample_offset` samples after the call's
+    first. A call that runs several micro-batches one after the other (a
+    pipeline stage, `--dsc-pipeline-parallel`, which stacks a step's
+    micro-batches along the inputs' first dimension) gives micro-batch m
+    of `rows` samples the key with `sample_offset = m * rows`, so that its
+    random ops draw what the call of that micro-batch alone draws under
+    gradient accumulation.
+
     Example:
 
     ```mlir
     %key = dsc.step_key : tensor<4xi64>
+    // The key of the call's third and later samples.
+    %key2 = dsc.step_key sample_offset = 2 : tensor<4xi64>
     ```
   }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$sample_offset);
   let results = (outs DSC_StepKeyTensor:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    (`sample_offset` `=` $sample_offset^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def DSC_DropoutOp : DSC_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]> {

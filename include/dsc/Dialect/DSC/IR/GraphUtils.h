@@ -35,8 +35,9 @@ LogicalResult appendOutput(func::FuncOp func, func::ReturnOp ret, Value value,
 /// if it has one.
 std::optional<int64_t> microBatchOf(func::FuncOp func);
 
-/// `func`'s dsc.step_key, at the start of its body (moved there, or created
-/// when it has none), so that it dominates any op of the body.
+/// `func`'s dsc.step_key without a sample offset, at the start of its body
+/// (moved there, or created when it has none), so that it dominates any op
+/// of the body.
 Value stepKeyOf(func::FuncOp func);
 
 /// What the lowering assumes of a graph function, checked so that bad

@@ -181,14 +181,20 @@ def DSCRT_StepKeyOp : DSCRT_Op<"step_key", [Pure]> {
     the run's seed, the optimizer step, this call's first sample in the
     step's global batch and whether the step trains (dsc.step_key,
     StepContext::stepKey). Kernels read a `dscrt.copy` of it in device
-    memory.
+    memory. With `sample_offset` (dsc.step_key's; default 0, at least 0)
+    the buffer is a copy of those integers whose third is `sample_offset`
+    larger, made when the step reaches the op.
 
     ```mlir
     %k = dscrt.step_key : memref<4xi64, #dscrt.host>
+    %k2 = dscrt.step_key sample_offset = 2 : memref<4xi64, #dscrt.host>
     ```
   }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$sample_offset);
   let results = (outs DSCRT_HostBuffer:$result);
-  let assemblyFormat = "attr-dict `:` type($result)";
+  let assemblyFormat = [{
+    (`sample_offset` `=` $sample_offset^)? attr-dict `:` type($result)
+  }];
   let hasVerifier = 1;
 }
 
