@@ -14,7 +14,7 @@
 //   whose gradient autodiff derives as a reduce-scatter;
 // * the token-wise ops between (reshapes that keep the tokens, elementwise
 //   ops whose other operands broadcast over the tokens, layer norms,
-//   reductions over the features) run on the shards. A parameter they read
+//   reductions over the features, dropouts) run on the shards. A parameter they read
 //   whole (a norm's weight, a bias) then gets only this rank's tokens'
 //   share of its gradient: it enters through a replicate over the tensor
 //   group, whose gradient sums the shares (Megatron's all-reduce of the
@@ -22,12 +22,13 @@
 // * where the sequence-split region begins, the first value that the first
 //   block's input is computed from token-wise (the embeddings' sum), the
 //   rank takes its shard with a local shard; where a shard meets an op that
-//   is not token-wise (the head, a dropout), an all-gather (`alike`: the
+//   is not token-wise (the head), an all-gather (`alike`: the
 //   work after it is the same on every rank) restores the whole.
 //
-// Dropout is not token-wise here: its mask is drawn by the element's index
-// in the global batch, which a shard would renumber; it runs on the whole,
-// between a gather and a local shard, and draws the single-device masks.
+// A dropout of an activation whose samples are the batch's is token-wise:
+// a shard is the r-th of T contiguous parts of each sample, and the
+// dropout on it draws that part of the whole activation's mask
+// (`part %r of T`), so the ranks draw the single-device masks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,6 +180,13 @@ struct SequenceSplitter {
         return std::nullopt;
       return SmallVector<Role>{Role::Shard};
     }
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      // A shard is the rank's part of each sample when the samples are
+      // the batch's; an input already a part of them is left whole.
+      if (int64_t(dropout.getSamples()) != tokens.batch || dropout.getPart())
+        return std::nullopt;
+      return SmallVector<Role>{Role::Shard, Role::Broadcast};
+    }
     if (!isElementwise(op))
       return std::nullopt;
     SmallVector<Role> roles;
@@ -294,6 +302,8 @@ struct SequenceSplitter {
                                  : broadcastOf(b, op->getLoc(), operand));
       b.setInsertionPointAfter(op);
       Operation *onShards = b.clone(*op, mapping);
+      if (auto dropout = dyn_cast<DropoutOp>(onShards))
+        drawTensorPart(dropout, tokens.ranks);
       Value whole = op->getResult(0);
       onShards->getResult(0).setType(tokens.shard(tensorOf(whole)));
       shards[whole] = onShards->getResult(0);
@@ -347,6 +357,37 @@ struct SequenceSplitter {
   }
 };
 } // namespace
+
+void mlir::dsc::drawTensorPart(DropoutOp dropout, int64_t ranks) {
+  // The rank's index in its tensor group is its element of [0, ..., T - 1],
+  // taken once per function.
+  auto func = dropout->getParentOfType<func::FuncOp>();
+  OpBuilder b(func.getContext());
+  Type i64 = b.getI64Type();
+  SmallVector<APInt> indices;
+  for (int64_t r = 0; r < ranks; ++r)
+    indices.push_back(APInt(64, r));
+  auto table =
+      DenseElementsAttr::get(RankedTensorType::get({ranks}, i64), indices);
+  Value mine;
+  for (auto shard : func.getBody().front().getOps<LocalShardOp>()) {
+    auto cst = shard.getInput().getDefiningOp<ConstantOp>();
+    if (shard.getGroup() == CollectiveGroup::tensor && cst &&
+        cst.getValue() == table) {
+      mine = shard.getResult();
+      break;
+    }
+  }
+  if (!mine) {
+    b.setInsertionPointToStart(&func.getBody().front());
+    Location loc = func.getLoc();
+    Value all = ConstantOp::create(b, loc, table);
+    mine = LocalShardOp::create(b, loc, RankedTensorType::get({1}, i64), all,
+                                CollectiveGroup::tensor);
+  }
+  dropout.getPartMutable().assign(mine);
+  dropout.setParts(ranks);
+}
 
 LogicalResult mlir::dsc::splitSequence(func::FuncOp func,
                                        ArrayRef<SplitBlockEnds> ends,

@@ -31,6 +31,12 @@ struct SplitBlockEnds {
 /// fails where the sequence does not divide over the ranks.
 LogicalResult splitSequence(func::FuncOp func, ArrayRef<SplitBlockEnds> ends,
                             int64_t ranks);
+
+/// Makes `dropout`, whose input has become this rank's part of each sample
+/// of the whole input (the r-th of `ranks` equal contiguous parts, r the
+/// rank's index in the tensor group), draw that part of the whole input's
+/// mask: `part %r of ranks`, %r taken at the function's entry.
+void drawTensorPart(DropoutOp dropout, int64_t ranks);
 } // namespace mlir::dsc
 
 #endif // DSC_LIB_TRANSFORMS_SEQUENCEPARALLEL_H

@@ -67,22 +67,21 @@ struct Plan {
 
 /// Whether `op` may sit between the linear maps of an attention block.
 bool isAttentionOp(Operation *op) {
-  if (isa<DropoutOp>(op))
-    return false; // its masks index positions the split would renumber
   return isa<ReshapeOp, SliceOp, TransposeOp, PermuteOp, MatmulOp, SoftmaxOp,
-             CausalMaskOp, ConcatOp>(op) ||
+             CausalMaskOp, ConcatOp, DropoutOp>(op) ||
          (isElementwise(op) && op->getNumResults() == 1);
 }
 
 /// An operand that enters a block from outside it without being its
-/// input: constants and buffers (masks, rotary tables), and scalars. (A
-/// parameter would be read by every rank for its own slice only, and its
-/// gradient be partial: a block that reads one is left whole.)
+/// input: constants and buffers (masks, rotary tables), scalars and the
+/// step's key (a dropout's). (A parameter would be read by every rank for
+/// its own slice only, and its gradient be partial: a block that reads one
+/// is left whole.)
 bool isSideInput(Value v, SymbolTable &symbols) {
   if (tensorOf(v).getRank() == 0)
     return true;
   Operation *def = v.getDefiningOp();
-  if (isa_and_nonnull<ConstantOp>(def))
+  if (isa_and_nonnull<ConstantOp, StepKeyOp>(def))
     return true;
   auto load = dyn_cast_or_null<LoadOp>(def);
   if (!load)
@@ -123,11 +122,13 @@ struct TensorParallelPass
     }
     llvm::MapVector<func::FuncOp, SmallVector<SplitBlockEnds>> ends;
     for (SplitBlock &block : blocks) {
-      FailureOr<Plan> plan = planSplit(block);
+      FailureOr<std::optional<Plan>> plan = planSplit(block);
       if (failed(plan))
         return signalPassFailure();
+      if (!*plan)
+        continue; // left whole
       auto func = block.last->getParentOfType<func::FuncOp>();
-      FailureOr<SplitBlockEnds> end = apply(block, *plan, symbols);
+      FailureOr<SplitBlockEnds> end = apply(block, **plan, symbols);
       if (failed(end))
         return signalPassFailure();
       ends[func].push_back(*end);
@@ -223,8 +224,10 @@ private:
   }
 
   /// The first slicing of the first maps' output features, [B, T, C] with
-  /// the fewest blocks B, that every op of `block` keeps.
-  FailureOr<Plan> planSplit(SplitBlock &block) {
+  /// the fewest blocks B, that every op of `block` keeps; none when no
+  /// slicing fits and one failed at a dropout (whose slice would not be a
+  /// part of each sample): the block is left whole, which is correct.
+  FailureOr<std::optional<Plan>> planSplit(SplitBlock &block) {
     int64_t features = tensorOf(block.first.front().getResult()).getShape().back();
     for (LinearOp linear : block.first)
       if (tensorOf(linear.getResult()).getShape().back() != features)
@@ -232,6 +235,7 @@ private:
                << "--dsc-tensor-parallel: the linear maps that begin this "
                   "block differ in width";
     std::string reason;
+    bool atDropout = false;
     if (features % ranks == 0) {
       for (int64_t blocks = 1; blocks <= features / ranks; ++blocks) {
         if ((features / ranks) % blocks != 0)
@@ -239,9 +243,13 @@ private:
         Plan plan;
         plan.firstBlocks = blocks;
         if (succeeded(follow(block, plan, features / (ranks * blocks), reason)))
-          return plan;
+          return std::optional<Plan>(std::move(plan));
+        atDropout |= StringRef(reason).starts_with(
+            DropoutOp::getOperationName());
       }
     }
+    if (atDropout)
+      return std::optional<Plan>();
     InFlightDiagnostic diag = block.last.emitError()
         << "--dsc-tensor-parallel: cannot split this "
         << (block.kind == SplitBlock::Attention ? "attention" : "feed-forward")
@@ -353,6 +361,21 @@ private:
         return fail("normalises along the split features");
       return split;
     }
+    if (auto dropout = dyn_cast<DropoutOp>(op)) {
+      // The rank's slice must be the r-th of T contiguous parts of each
+      // sample for it to draw that part of the whole's mask: the blocks
+      // before the T factor ([outer, T, inner] of the split dimension and
+      // every dimension before it) must be the samples. The exported
+      // [B, H, S, S] probabilities with the heads split have B of them.
+      Split split = *splitOf(in);
+      ArrayRef<int64_t> shape = tensorOf(in).getShape();
+      int64_t blocks = shape[split.dim] / (ranks * split.inner);
+      for (int64_t d = 0; d < split.dim; ++d)
+        blocks *= shape[d];
+      if (dropout.getPart() || blocks != int64_t(dropout.getSamples()))
+        return fail("draws its mask across the ranks' parts of a sample");
+      return split;
+    }
     if (isa<CausalMaskOp>(op)) {
       Split split = *splitOf(in);
       if (split.dim >= tensorOf(in).getRank() - 2)
@@ -462,6 +485,8 @@ private:
       if (type == plan.types.end())
         continue; // whole
       op->getResult(0).setType(type->second);
+      if (auto dropout = dyn_cast<DropoutOp>(op))
+        drawTensorPart(dropout, ranks);
       if (auto slice = dyn_cast<SliceOp>(op)) {
         auto it = plan.sliceBounds.find(op);
         if (it != plan.sliceBounds.end()) {

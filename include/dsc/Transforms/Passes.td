@@ -298,10 +298,12 @@ def TensorParallel : Pass<"dsc-tensor-parallel", "::mlir::ModuleOp"> {
     * a feed-forward block, as `--dsc-moe` finds it: a linear map of an
       elementwise chain of one or two linear maps of one value `x`;
     * an attention block: a linear map of a graph of reshapes, slices,
-      transposes, batched matrix products, a softmax and elementwise ops
-      whose only other inputs are constants and buffers, fed by one to three
-      linear maps of one value `x` (a fused query/key/value projection, or
-      three), the output as wide as `x`;
+      transposes, batched matrix products, a softmax, dropouts and
+      elementwise ops whose only other inputs are constants, buffers and
+      the step's key, fed by one to three linear maps of one value `x` (a
+      fused query/key/value projection, or three), the output as wide as
+      `x` (a dropout runs on the rank's heads, drawing their part of the
+      single-device mask: `dsc.dropout ... part %r of T`);
 
     every weight and bias a parameter no other block reads. Each block is
     split Megatron's way: its first linear maps become column-parallel (each
@@ -356,9 +358,9 @@ def TensorParallel : Pass<"dsc-tensor-parallel", "::mlir::ModuleOp"> {
     `alike` restores the whole. A parameter that the shards' work reads
     whole (a norm's weight, a bias) enters through a `dsc.replicate` over
     the tensor group, so that its gradient, computed from s/T tokens, is
-    summed over the group. A dropout between the blocks runs on the whole
-    sequence (its masks are the single-device run's, drawn by global
-    position). A sequence that T does not divide is an error; without a
+    summed over the group. A dropout between the blocks runs on the rank's
+    tokens too, drawing their part of the single-device masks
+    (`dsc.dropout ... part %r of T`). A sequence that T does not divide is an error; without a
     tensor group (T = 1) the option does nothing and says so, as
     Megatron-LM turns it off at a tensor-parallel size of 1.
   }];

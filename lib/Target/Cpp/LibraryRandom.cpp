@@ -1,8 +1,10 @@
 //===- LibraryRandom.cpp - random ops as library calls ---------------------===//
 //
 // dsc.dropout (dsc/kernels/Random.h): one call, the site's constants as a
-// dsc::kernels::DropoutSite literal {numel, perSample, p, seed}; p is
-// printed with 17 significant digits, which read back the same double.
+// dsc::kernels::DropoutSite literal {numel, perSample, p, seed} (and the
+// part count, with the part's index as the last argument, for a part of
+// each sample); p is printed with 17 significant digits, which read back
+// the same double.
 // dsc.random_ltd_indices: one call with a dsc::kernels::LtdSite literal
 // {samples, length, kept, seed}. dsc.random_uniform: one call with a
 // dsc::kernels::UniformSite literal {numel, perSample, low, high, seed},
@@ -44,11 +46,20 @@ LogicalResult mlir::dsc::cpp::emitRandomCall(LibraryCall &call) {
   if (!dropout)
     return failure();
   int64_t numel = dropout.getInput().getType().getNumElements();
+  if (!dropout.getPart()) {
+    call.text += llvm::formatv(
+        "  dsc_kernels::dropout(stream, {0}, {1}, {2}, "
+        "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}});\n",
+        call.in(dropout.getInput()), call.in(dropout.getKey()), call.out(0),
+        numel, numel / dropout.getSamples(), dropout.getP().convertToDouble(),
+        dropout.getSeed());
+    return success();
+  }
   call.text += llvm::formatv(
       "  dsc_kernels::dropout(stream, {0}, {1}, {2}, "
-      "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}});\n",
+      "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}, {7}}, {8});\n",
       call.in(dropout.getInput()), call.in(dropout.getKey()), call.out(0), numel,
       numel / dropout.getSamples(), dropout.getP().convertToDouble(),
-      dropout.getSeed());
+      dropout.getSeed(), dropout.getParts(), call.in(dropout.getPart()));
   return success();
 }

@@ -29,7 +29,8 @@ void forEachWord(uint64_t first, int64_t n, int64_t site, int64_t step,
 } // namespace
 
 template <typename T>
-void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
+void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site,
+             const int64_t *part) {
   const int64_t n = site.numel;
   if (n <= 0)
     return;
@@ -40,12 +41,26 @@ void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site) {
   }
   const DropoutDraw draw = dropoutDraw(site.p);
   const uint64_t seed = static_cast<uint64_t>(key[0]);
-  const uint64_t first = static_cast<uint64_t>(key[2]) *
-                         static_cast<uint64_t>(site.perSample);
-  forEachWord(first, n, site.seed, key[1], uint32_t(seed), uint32_t(seed >> 32),
-              [&](int64_t e, uint32_t word) {
-                y[e] = T(float(x[e]) * dropoutMultiplier(word, draw));
-              });
+  if (site.parts == 1) { // the samples are contiguous in the global batch
+    const uint64_t first = static_cast<uint64_t>(key[2]) *
+                           static_cast<uint64_t>(site.perSample);
+    forEachWord(first, n, site.seed, key[1], uint32_t(seed), uint32_t(seed >> 32),
+                [&](int64_t e, uint32_t word) {
+                  y[e] = T(float(x[e]) * dropoutMultiplier(word, draw));
+                });
+    return;
+  }
+  const int64_t each = site.perSample;
+  for (int64_t j = 0; j < n / each; ++j) {
+    const uint64_t first =
+        dropoutFirst(uint64_t(key[2]), j, each, site.parts, part[0]);
+    const T *xj = x + j * each;
+    T *yj = y + j * each;
+    forEachWord(first, each, site.seed, key[1], uint32_t(seed),
+                uint32_t(seed >> 32), [&](int64_t e, uint32_t word) {
+                  yj[e] = T(float(xj[e]) * dropoutMultiplier(word, draw));
+                });
+  }
 }
 
 void randomUniform(Queue, const int64_t *key, float *out, UniformSite site) {
@@ -77,11 +92,11 @@ void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site)
 }
 
 template void dropout<float>(Queue, const float *, const int64_t *, float *,
-                             DropoutSite);
+                             DropoutSite, const int64_t *);
 template void dropout<dsc::rt::BFloat16>(Queue, const dsc::rt::BFloat16 *,
                                          const int64_t *, dsc::rt::BFloat16 *,
-                                         DropoutSite);
+                                         DropoutSite, const int64_t *);
 template void dropout<dsc::rt::Half>(Queue, const dsc::rt::Half *, const int64_t *,
-                                     dsc::rt::Half *, DropoutSite);
+                                     dsc::rt::Half *, DropoutSite, const int64_t *);
 
 } // namespace dsc::kernels::cpu

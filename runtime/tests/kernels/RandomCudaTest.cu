@@ -2,7 +2,7 @@
 //
 // Dropout: the same draws and one rounded product per element, bit for
 // bit, for any offset of the call in the global batch, in training and
-// evaluation. Random-LTD's indices and uniform draws: the CPU kernel's,
+// evaluation, and for a part of each sample. Random-LTD's indices and uniform draws: the CPU kernel's,
 // bit for bit, for any offset.
 
 #include "dsc/kernels/Random.h"
@@ -45,6 +45,24 @@ TEST(RandomCudaKernels, DropoutIsTheCpuKernels) {
   checkDropouts<float>();
   checkDropouts<BFloat16>();
   checkDropouts<Half>();
+}
+
+// A rank's part of each sample (`part r of G`, r in device memory).
+TEST(RandomCudaKernels, DropoutOfPartsIsTheCpuKernels) {
+  DSC_REQUIRE_GPU();
+  const int64_t samples = 3, each = 7, n = samples * each;
+  auto x = randomTensor<float>(n, 8);
+  for (int64_t first : {0, 5})
+    for (int64_t r : {0, 1, 2}) {
+      const std::vector<int64_t> key{1234, 2, first, 1}, part{r};
+      const DropoutSite site{n, each, 0.3, 3, 3};
+      std::vector<float> want(n);
+      cpu::dropout(cpu::Queue{}, x.data(), key.data(), want.data(), site, part.data());
+      DeviceBuffer<float> din(x), dout(static_cast<size_t>(n));
+      DeviceBuffer<int64_t> dkey(key), dpart(part);
+      gpu::dropout(nullptr, din.get(), dkey.get(), dout.get(), site, dpart.get());
+      EXPECT_TRUE(bitwiseEqual(dout.host(), want)) << "part " << r << ", first " << first;
+    }
 }
 
 TEST(RandomCudaKernels, RandomLtdIndicesAreTheCpuKernels) {

@@ -103,6 +103,36 @@ TEST(DropoutKernel, PartsOfABatchDrawTheWholeBatch) {
   }
 }
 
+// Tensor and sequence parallelism: each rank holds the r-th of G equal
+// contiguous parts of every sample (`part r of G`); its call, with the
+// rank's index in device memory, draws that part of the whole input's mask
+// (5 elements per part: no part aligned to Philox's blocks of four), for
+// any first sample of the call (key[2]).
+TEST(DropoutKernel, PartsOfEachSampleDrawTheWholeSamples) {
+  const int64_t samples = 3, perSample = 30, n = samples * perSample;
+  auto x = randomTensor<float>(n, 13);
+  for (int64_t first : {0, 5}) {
+    const int64_t key[4] = {42, 3, first, 1};
+    std::vector<float> want = dropout(x, key, DropoutSite{n, perSample, 0.3, 2});
+    for (int64_t parts : {2, 3, 6}) {
+      const int64_t each = perSample / parts;
+      for (int64_t r = 0; r < parts; ++r) {
+        std::vector<float> part, wantPart;
+        for (int64_t j = 0; j < samples; ++j)
+          for (int64_t e = 0; e < each; ++e) {
+            part.push_back(x[j * perSample + r * each + e]);
+            wantPart.push_back(want[j * perSample + r * each + e]);
+          }
+        std::vector<float> y(part.size());
+        cpu::dropout(cpu::Queue{}, part.data(), key, y.data(),
+                     DropoutSite{samples * each, each, 0.3, 2, parts}, &r);
+        EXPECT_TRUE(bitwiseEqual(y, wantPart))
+            << "part " << r << " of " << parts << ", first sample " << first;
+      }
+    }
+  }
+}
+
 // Every input of the draw changes the mask: site, step, seed (either half).
 TEST(DropoutKernel, SiteStepAndSeedDrawOtherMasks) {
   const int64_t n = 4096;

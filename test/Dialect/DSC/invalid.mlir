@@ -595,6 +595,38 @@ func.func @dropout_key(%x: tensor<8xf32>, %key: tensor<3xi64>) {
 
 // -----
 
+func.func @dropout_parts_without_part(%x: tensor<8xf32>, %key: tensor<4xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op takes the index of its part (`part %r of G`) exactly when it is one of G > 1 parts}}
+  %0 = "dsc.dropout"(%x, %key) {p = 0.5 : f64, seed = 0 : i64, samples = 1 : i64, parts = 2 : i64} : (tensor<8xf32>, tensor<4xi64>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_part_of_one(%x: tensor<8xf32>, %key: tensor<4xi64>, %r: tensor<1xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op takes the index of its part (`part %r of G`) exactly when it is one of G > 1 parts}}
+  %0 = dsc.dropout %x, %key, p = 0.5, seed = 0, samples = 1 part %r of 1 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_parts_zero(%x: tensor<8xf32>, %key: tensor<4xi64>, %r: tensor<1xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op parts must be >= 1, got 0}}
+  %0 = dsc.dropout %x, %key, p = 0.5, seed = 0, samples = 1 part %r of 0 : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_part_type(%x: tensor<8xf32>, %key: tensor<4xi64>, %r: tensor<2xi64>) {
+  // expected-error @+1 {{'dsc.dropout' op operand #2 must be tensor<1xi64>, but got 'tensor<2xi64>'}}
+  %0 = "dsc.dropout"(%x, %key, %r) {p = 0.5 : f64, seed = 0 : i64, samples = 1 : i64, parts = 2 : i64} : (tensor<8xf32>, tensor<4xi64>, tensor<2xi64>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @random_ltd_indices_rank(%key: tensor<4xi64>) {
   // expected-error @+1 {{'dsc.random_ltd_indices' op result must be [samples, kept], got rank 1}}
   %0 = dsc.random_ltd_indices %key, length = 8, seed = 0 : tensor<4xi64>

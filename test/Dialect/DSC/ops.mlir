@@ -496,3 +496,11 @@ module attributes {dsc.pipeline_parallel_size = 4 : i64, dsc.pipeline_stage = 3 
     return %s : tensor<16x4xf32>
   }
 }
+
+// A dropout of a rank's part of each sample: half of each of 2 samples.
+// CHECK-LABEL: func.func @dropout_part
+func.func @dropout_part(%x: tensor<2x4x32xf32>, %key: tensor<4xi64>, %r: tensor<1xi64>) -> tensor<2x4x32xf32> {
+  // CHECK: dsc.dropout %{{.*}}, %{{.*}}, p = 1.000000e-01, seed = 3, samples = 2 part %{{.*}} of 2 : tensor<2x4x32xf32>
+  %d = dsc.dropout %x, %key, p = 0.1, seed = 3, samples = 2 part %r of 2 : tensor<2x4x32xf32>
+  return %d : tensor<2x4x32xf32>
+}

@@ -271,6 +271,14 @@ LogicalResult DropoutOp::verify() {
   if (samples < 1 || numel % samples != 0)
     return emitOpError() << "samples must be >= 1 and divide the input's "
                          << numel << " elements, got " << samples;
+  // A part count without the part's index (or the reverse) would draw the
+  // whole input's first part on every rank.
+  int64_t parts = getParts();
+  if (parts < 1)
+    return emitOpError() << "parts must be >= 1, got " << parts;
+  if ((parts > 1) != bool(getPart()))
+    return emitOpError() << "takes the index of its part (`part %r of G`) "
+                            "exactly when it is one of G > 1 parts";
   return success();
 }
 

@@ -3,7 +3,10 @@
 // dsc.dropout as one kernel for both targets (cuda/Random.cuh). Element e
 // of a dropout's input is element g = key[2] * perSample + e of the
 // optimizer step's global batch (key: dsc.step_key's four integers, in
-// device memory). Its draw is word g % 4 of
+// device memory); a dropout of part r of `parts` parts of each sample (a
+// rank's slice) draws its element e of sample j as element
+// ((key[2] + j) * parts + r) * perSample + e, where the whole input holds
+// it. Its draw is word g % 4 of
 //
 //   Philox4x32-10(counter = {low, high 32 bits of g / 4, site seed, step},
 //                 key = {low, high 32 bits of the run's seed})
@@ -53,13 +56,27 @@
 namespace dsc::kernels {
 
 /// One dsc.dropout: `numel` elements, `perSample` of them per sample,
-/// probability `p` in [0, 1), the site's `seed`.
+/// probability `p` in [0, 1), the site's `seed`; the input is the part
+/// given at run time (`part`) of `parts` equal contiguous parts of each
+/// sample of a whole input.
 struct DropoutSite {
   int64_t numel;
   int64_t perSample;
   double p;
   int64_t seed;
+  int64_t parts = 1;
 };
+
+/// The global element of a dropout's first element of sample `j` of a call
+/// whose first sample is sample `firstSample` of the global batch, when the
+/// call holds part `part` of `parts` parts of each sample, `perSample`
+/// elements per part.
+DSC_PHILOX_HD inline uint64_t dropoutFirst(uint64_t firstSample, int64_t j,
+                                           int64_t perSample, int64_t parts,
+                                           int64_t part) {
+  return ((firstSample + uint64_t(j)) * uint64_t(parts) + uint64_t(part)) *
+         uint64_t(perSample);
+}
 
 /// What a site's draws are compared with, and the kept elements' scale.
 struct DropoutDraw {
@@ -162,13 +179,17 @@ void randomLtdIndices(Queue, const int64_t *key, int64_t *indices, LtdSite site)
 /// out = dsc.random_uniform (see above): `site.numel` floats.
 void randomUniform(Queue, const int64_t *key, float *out, UniformSite site);
 
-/// y = dsc.dropout(x) (see above); x and y may be the same buffer.
+/// y = dsc.dropout(x) (see above); x and y may be the same buffer. With
+/// site.parts > 1, part[0] (device memory) is the part x is, and element e
+/// of sample j is element dropoutFirst(key[2], j, ...) + e of the global
+/// batch; `part` may be null when site.parts is 1.
 template <typename T>
-void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site);
+void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site,
+             const int64_t *part = nullptr);
 
 #define DSC_RANDOM_DECLARE(T)                                                  \
   extern template void dropout<T>(Queue, const T *, const int64_t *, T *,      \
-                                  DropoutSite);
+                                  DropoutSite, const int64_t *);
 DSC_RANDOM_DECLARE(float)
 DSC_RANDOM_DECLARE(dsc::rt::BFloat16)
 DSC_RANDOM_DECLARE(dsc::rt::Half)

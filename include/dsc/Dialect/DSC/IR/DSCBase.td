@@ -137,6 +137,12 @@ def DSC_StepKeyTensor : Type<And<[DSC_I64Tensor.predicate,
     CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getShape() == "
           "::llvm::ArrayRef<int64_t>{4}">]>, "tensor<4xi64>">,
     BuildableType<"::mlir::RankedTensorType::get({4}, $_builder.getI64Type())">;
+// A rank's index in a group, as dsc.local_shard takes it from a constant
+// [0, 1, ..., G - 1].
+def DSC_PartIndexTensor : Type<And<[DSC_I64Tensor.predicate,
+    CPred<"::llvm::cast<::mlir::RankedTensorType>($_self).getShape() == "
+          "::llvm::ArrayRef<int64_t>{1}">]>, "tensor<1xi64>">,
+    BuildableType<"::mlir::RankedTensorType::get({1}, $_builder.getI64Type())">;
 
 //===----------------------------------------------------------------------===//
 // Op base

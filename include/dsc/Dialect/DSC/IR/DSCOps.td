@@ -1256,19 +1256,33 @@ def DSC_DropoutOp : DSC_Op<"dropout", [Pure, AllTypesMatch<["input", "result"]>]
     dropout of the cotangent: the mask is drawn again, never stored. With
     `key[3] = 0` (evaluation) the op is the identity.
 
-    Example:
+    With `part %r of G` the input is the r-th of G equal contiguous parts of
+    each sample of a whole input (r = %r[0], in [0, G)): a rank's slice of
+    the attention probabilities' heads or of the tokens under tensor and
+    sequence parallelism, r the rank's index in the tensor group (there a
+    `dsc.local_shard` over tensor of the constant [0, 1, ..., G - 1]).
+    Element e of sample j is then drawn at (key[2] + j) * (G * n) + r * n +
+    e, n = numel / samples: the draw of the element the whole input holds
+    there, so the G parts draw the whole input's mask between them.
+    Without it, G is 1 and r is 0.
+
+    Examples:
 
     ```mlir
     %d = dsc.dropout %x, %key, p = 1.000000e-01, seed = 3, samples = 2
         : tensor<2x8x32xf32>
+    %mine = dsc.dropout %x, %key, p = 1.000000e-01, seed = 3, samples = 2
+        part %r of 4 : tensor<2x2x32xf32>
     ```
   }];
   let arguments = (ins DSC_FloatTensor:$input, DSC_StepKeyTensor:$key,
-                       F64Attr:$p, I64Attr:$seed, I64Attr:$samples);
+                       F64Attr:$p, I64Attr:$seed, I64Attr:$samples,
+                       Optional<DSC_PartIndexTensor>:$part,
+                       DefaultValuedAttr<I64Attr, "1">:$parts);
   let results = (outs DSC_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $key `,` `p` `=` $p `,` `seed` `=` $seed `,` `samples` `=` $samples
-    attr-dict `:` type($input)
+    (`part` $part^ `of` $parts)? attr-dict `:` type($input)
   }];
   let hasVerifier = 1;
 }

@@ -214,10 +214,11 @@ static LogicalResult selectGrad(SelectOp op, Gradient &g) {
 }
 
 static LogicalResult dropoutGrad(DropoutOp op, Gradient &g) {
-  // The same key, p and seed draw the same mask: the cotangent is dropped
-  // where the input was, and scaled alike.
+  // The same key, p, seed and part draw the same mask: the cotangent is
+  // dropped where the input was, and scaled alike.
   g.set(0, DropoutOp::create(g.b, g.loc, g.dy(), op.getKey(), op.getPAttr(),
-                             op.getSeedAttr(), op.getSamplesAttr()));
+                             op.getSeedAttr(), op.getSamplesAttr(),
+                             op.getPart(), op.getPartsAttr()));
   return success();
 }
 

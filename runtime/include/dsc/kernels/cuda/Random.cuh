@@ -34,15 +34,23 @@ inline FourBlocks fourBlocks(int64_t n) {
   return {blocks, blocksFor((blocks + kThreads - 1) / kThreads)};
 }
 
+/// The call is `segments` runs of `n` elements each contiguous in the
+/// global batch: one run of all elements when the samples are (parts = 1),
+/// else one per sample. A thread takes one block of four of one run.
 template <typename T>
 __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
-                              int64_t perSample, int64_t site, DropoutDraw draw,
-                              int64_t blocksBound) {
+                              int64_t perSample, int64_t segments, int64_t parts,
+                              const int64_t *part,
+                              int64_t site, DropoutDraw draw, int64_t blocksBound) {
   const bool training = key[3] != 0;
   const uint64_t seed = uint64_t(key[0]);
-  const uint64_t first = uint64_t(key[2]) * uint64_t(perSample);
-  for (int64_t b = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; b < blocksBound;
-       b += int64_t(gridDim.x) * blockDim.x) {
+  const int64_t r = parts == 1 ? 0 : part[0];
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < segments * blocksBound; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i / blocksBound, b = i % blocksBound;
+    const uint64_t first = parts == 1
+                               ? uint64_t(key[2]) * uint64_t(perSample)
+                               : dropoutFirst(uint64_t(key[2]), j, n, parts, r);
     const uint64_t block = first / 4 + uint64_t(b);
     PhiloxWords words{};
     if (training)
@@ -52,9 +60,10 @@ __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
       const int64_t e = dropoutElement(block, lane, first, n);
       if (e < 0)
         continue;
-      y[e] = training ? Element<T>::narrow(__fmul_rn(float(Element<T>::widen(x[e])),
-                                                     dropoutMultiplier(words.w[lane], draw)))
-                      : x[e];
+      const int64_t at = j * n + e;
+      y[at] = training ? Element<T>::narrow(__fmul_rn(float(Element<T>::widen(x[at])),
+                                                      dropoutMultiplier(words.w[lane], draw)))
+                       : x[at];
     }
   }
 }
@@ -132,15 +141,22 @@ inline void randomUniform(cudaStream_t stream, const int64_t *key, float *out,
   check(cudaGetLastError(), "random_uniform: launching the kernel");
 }
 
-/// y = dsc.dropout(x) (Random.h); `key` in device memory.
+/// y = dsc.dropout(x) (Random.h); `key` and `part` in device memory.
 template <typename T>
 void dropout(cudaStream_t stream, const T *x, const int64_t *key, T *y,
-             DropoutSite site) {
+             DropoutSite site, const int64_t *part = nullptr) {
   if (site.numel <= 0)
     return;
-  const auto [blocks, grid] = random_detail::fourBlocks(site.numel);
-  random_detail::dropoutKernel<T><<<grid, random_detail::kThreads, 0, stream>>>(x, key, y, site.numel, site.perSample,
-                                              site.seed, dropoutDraw(site.p), blocks);
+  // Whole: the samples follow each other in the global batch, the call is
+  // one run from element key[2] * perSample.
+  const bool whole = site.parts == 1;
+  const int64_t n = whole ? site.numel : site.perSample;
+  const int64_t segments = whole ? 1 : site.numel / site.perSample;
+  const int64_t blocks = n / 4 + 2;
+  const unsigned grid = blocksFor((segments * blocks + random_detail::kThreads - 1) /
+                                  random_detail::kThreads);
+  random_detail::dropoutKernel<T><<<grid, random_detail::kThreads, 0, stream>>>(
+      x, key, y, n, site.perSample, segments, site.parts, part, site.seed, dropoutDraw(site.p), blocks);
   check(cudaGetLastError(), "dropout: launching the kernel");
 }
 
