@@ -521,12 +521,27 @@ static void printArenaPeak(llvm::raw_ostream &os, const ArenaPeak &peak) {
 void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
   int64_t microBatches = gradAccum * pipelineMicroBatches;
   os << "dsc report: world size " << worldSize;
-  // Megatron's mesh: rank r at tensor index r % T, data index r / T.
-  if (tensorParallelSize > 1)
+  // Megatron's mesh: rank r at tensor index r % T, data index r / T; with
+  // P stages of W / P ranks each, data index (r % (W / P)) / T and stage
+  // r / (W / P).
+  if (pipelineParallelSize > 1) {
+    int64_t stageRanks = worldSize / pipelineParallelSize;
+    std::string stageRank = "r % " + std::to_string(stageRanks);
+    os << " (mesh: tensor " << tensorParallelSize << " x data "
+       << stageRanks / tensorParallelSize << " x pipeline "
+       << pipelineParallelSize << ", tensor innermost, then data: rank r at ";
+    if (tensorParallelSize > 1)
+      os << "tensor r % " << tensorParallelSize << ", data (" << stageRank
+         << ") / " << tensorParallelSize << ", ";
+    else if (stageRanks > 1)
+      os << "data " << stageRank << ", ";
+    os << "stage r / " << stageRanks << ")";
+  } else if (tensorParallelSize > 1) {
     os << " (mesh: tensor " << tensorParallelSize << " x data "
        << worldSize / tensorParallelSize
        << ", tensor innermost: rank r at tensor r % " << tensorParallelSize
        << ", data r / " << tensorParallelSize << ")";
+  }
   if (pipelineParallelSize > 1)
     os << ", pipeline stage " << pipelineStage << " of "
        << pipelineParallelSize;

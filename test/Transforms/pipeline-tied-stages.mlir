@@ -27,8 +27,8 @@
 
 // The embedding's gradient, 16 x 4 f32 = 256 bytes, once per update; over
 // two ranks an all-reduce sends (2 - 1) / 2 x 2 x 256 bytes.
-// REPORT: dsc report: world size 4, pipeline stage 3 of 4
+// REPORT: dsc report: world size 4 (mesh: tensor 1 x data 1 x pipeline 4, tensor innermost, then data: rank r at stage r / 1), pipeline stage 3 of 4
 // REPORT: all_reduce[pipeline[0,3]] f32 1 256 256 256
-// REPORT-MIDDLE: dsc report: world size 4, pipeline stage 2 of 4
+// REPORT-MIDDLE: dsc report: world size 4 (mesh: {{.*}}), pipeline stage 2 of 4
 // REPORT-MIDDLE-NOT: pipeline[
 
