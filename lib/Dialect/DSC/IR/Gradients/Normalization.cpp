@@ -11,10 +11,32 @@ static LogicalResult layerNormGrad(LayerNormOp op, Gradient &g) {
   //   dxhat = dy * weight,
   //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
   //   dweight = sum(dy * xhat), dbias = sum(dy) over the leading dimensions.
+  //
+  // In a 16-bit type the chain runs in f32, its results rounded once, as
+  // PyTorch's layer_norm backward accumulates in float for bf16 and f16:
+  // xhat and the products rounded to 8 or 11 bits before the reductions
+  // over the tokens and the features would carry several units of noise in
+  // the last place into every gradient, which PyTorch's does not.
   OpBuilder &b = g.b;
   Location loc = g.loc;
-  Value x = op.getInput(), dy = g.dy();
+  Value x = op.getInput(), dy = g.dy(), weight = op.getWeight();
   RankedTensorType type = tensorType(x);
+  Type narrow = type.getElementType();
+  bool widen = narrow.isBF16() || narrow.isF16();
+  auto toF32 = [&](Value v) -> Value {
+    if (!widen || !v)
+      return v;
+    return ConvertOp::create(b, loc, tensorType(v).clone(b.getF32Type()), v);
+  };
+  auto rounded = [&](Value v) -> Value {
+    if (!widen)
+      return v;
+    return ConvertOp::create(b, loc, tensorType(v).clone(narrow), v);
+  };
+  x = toF32(x);
+  dy = toF32(dy);
+  weight = toF32(weight);
+  type = tensorType(x);
   Type elem = type.getElementType();
   SmallVector<int64_t> dims;
   for (int64_t d = type.getRank() - op.getNormalizedRank(); d < type.getRank(); ++d)
@@ -32,19 +54,20 @@ static LogicalResult layerNormGrad(LayerNormOp op, Gradient &g) {
   int weightIndex = op.getWeight() ? int(next++) : -1;
   int biasIndex = op.getBias() ? int(next++) : -1;
   if (g.active(0)) {
-    Value dxhat = op.getWeight() ? MulOp::create(b, loc, dy, op.getWeight()).getResult()
-                                 : dy;
+    Value dxhat = weight ? MulOp::create(b, loc, dy, weight).getResult() : dy;
     Value t = SubOp::create(b, loc, dxhat, mean(dxhat));
     t = SubOp::create(b, loc, t,
                       MulOp::create(b, loc, xhat,
                                     mean(MulOp::create(b, loc, dxhat, xhat))));
-    g.set(0, MulOp::create(b, loc, rstd, t));
+    g.set(0, rounded(MulOp::create(b, loc, rstd, t)));
   }
   if (weightIndex >= 0 && g.active(weightIndex))
-    g.set(weightIndex, sumToShape(b, loc, MulOp::create(b, loc, dy, xhat),
-                                  tensorType(op.getWeight()).getShape()));
+    g.set(weightIndex,
+          rounded(sumToShape(b, loc, MulOp::create(b, loc, dy, xhat),
+                             tensorType(weight).getShape())));
   if (biasIndex >= 0 && g.active(biasIndex))
-    g.set(biasIndex, sumToShape(b, loc, dy, tensorType(op.getBias()).getShape()));
+    g.set(biasIndex, rounded(sumToShape(b, loc, dy,
+                                        tensorType(op.getBias()).getShape())));
   return success();
 }
 
