@@ -19,10 +19,15 @@
 //   share of its gradient: it enters through a replicate over the tensor
 //   group, whose gradient sums the shares (Megatron's all-reduce of the
 //   sequence-parallel layer norms' gradients);
-// * where the sequence-split region begins, the first value that the first
-//   block's input is computed from token-wise (the embeddings' sum), the
-//   rank takes its shard with a local shard; where a shard meets an op that
-//   is not token-wise (the head), an all-gather (`alike`: the
+// * a vocabulary-parallel lookup's sum of partial rows becomes their
+//   reduce-scatter along the sequence where every reader works token by
+//   token: the region begins there, and the position embedding added to
+//   it (one row per position, the same on every rank) is read as the
+//   rank's rows, a local shard;
+// * where the sequence-split region begins otherwise, the first value that
+//   the first block's input is computed from token-wise (the embeddings'
+//   sum), the rank takes its shard with a local shard; where a shard meets
+//   an op that is not token-wise (the head), an all-gather (`alike`: the
 //   work after it is the same on every rank) restores the whole.
 //
 // A dropout of an activation whose samples are the batch's is token-wise:

@@ -10,6 +10,8 @@
 //
 //   embedding:  l = ids - offset;  c = clamp(l, 0, V/T - 1);  in = (c == l)
 //               e = all_reduce(select(in, embedding(table_r, c), 0)) over tensor
+//               (with sequence-parallel, a reduce-scatter along the sequence:
+//               SequenceParallel.cpp)
 //   logits:     z_r = linear(replicate(x) over tensor, head_r)     [..., V/T]
 //   loss:       m = all_reduce(reduce_max(z_r)) over tensor maximum
 //               s = z_r - m
