@@ -19,10 +19,15 @@
 //   share of its gradient: it enters through a replicate over the tensor
 //   group, whose gradient sums the shares (Megatron's all-reduce of the
 //   sequence-parallel layer norms' gradients);
-// * where the sequence-split region begins, the first value that the first
-//   block's input is computed from token-wise (the embeddings' sum), the
-//   rank takes its shard with a local shard; where a shard meets an op that
-//   is not token-wise (the head), an all-gather (`alike`: the
+// * a vocabulary-parallel lookup's sum of partial rows becomes their
+//   reduce-scatter along the sequence where every reader works token by
+//   token: the region begins there, and the position embedding added to
+//   it (one row per position, the same on every rank) is read as the
+//   rank's rows, a local shard;
+// * where the sequence-split region begins otherwise, the first value that
+//   the first block's input is computed from token-wise (the embeddings'
+//   sum), the rank takes its shard with a local shard; where a shard meets
+//   an op that is not token-wise (the head), an all-gather (`alike`: the
 //   work after it is the same on every rank) restores the whole.
 //
 // A dropout of an activation whose samples are the batch's is token-wise:
@@ -52,6 +57,8 @@ namespace {
 enum class Role {
   Shard,     // an activation: the op reads this rank's tokens of it
   Broadcast, // the same for every token (a weight, a bias, a scalar)
+  Sequence,  // one row per position, the same for every sample (a position
+             // embedding [1, s, ...] or [s, ...]): the rank's positions
 };
 
 /// The token geometry of one function: `batch` samples of `seq` tokens, the
@@ -106,6 +113,11 @@ struct SequenceSplitter {
   /// The ops whose work moved to the shards, and the ends they replace.
   llvm::SetVector<Operation *> replaced;
   DenseMap<Value, Value> replicated;
+  /// The rank's positions of each value read in the Sequence role.
+  DenseMap<Value, Value> positions;
+  /// The vocabulary-parallel embedding sums that became reduce-scatters,
+  /// and the values computed from them token by token.
+  DenseSet<Value> fromSums;
 
   /// `whole` with the ranks' parts outermost, flat: [b, T, s/T, E] as
   /// [T, b, s/T, E], rank r's part the r-th block of the collectives.
@@ -190,23 +202,39 @@ struct SequenceSplitter {
     if (!isElementwise(op))
       return std::nullopt;
     SmallVector<Role> roles;
+    bool fromSum = false;
     for (Value operand : op->getOperands()) {
       RankedTensorType type = tensorOf(operand);
       // An activation, whole or broadcast along its features (RMSNorm's
       // [b, s, 1] scale).
       if (type.getRank() == result.getRank() && tokens.leading(type) == lead) {
         roles.push_back(Role::Shard);
+        fromSum |= fromSums.contains(operand);
         continue;
       }
       // NumPy broadcasting: the operand's dimensions that line up with the
-      // tokens' must be 1.
+      // tokens' must be 1, or, for one row per position, the batch's 1 (or
+      // absent) and the sequence's whole.
       int64_t offset = result.getRank() - type.getRank();
-      for (int64_t d = 0; d < lead; ++d)
-        if (d >= offset && type.getDimSize(d - offset) != 1)
-          return std::nullopt;
-      roles.push_back(Role::Broadcast);
+      auto dim = [&](int64_t d) {
+        return d >= offset ? type.getDimSize(d - offset) : 1;
+      };
+      if (dim(0) == 1 && (lead == 1 || dim(1) == 1))
+        roles.push_back(Role::Broadcast);
+      else if (lead == 2 && dim(0) == 1 && dim(1) == tokens.seq &&
+               offset <= 1)
+        roles.push_back(Role::Sequence);
+      else
+        return std::nullopt;
     }
     if (!llvm::is_contained(roles, Role::Shard))
+      return std::nullopt;
+    // Positions join the shards' work only downstream of an embedding sum
+    // that became a reduce-scatter. Elsewhere the sum with the positions
+    // stays the region's start: a local shard of that one value, whose
+    // gradient is one all-gather, rather than of both operands, whose
+    // gradients would be two.
+    if (llvm::is_contained(roles, Role::Sequence) && !fromSum)
       return std::nullopt;
     return roles;
   }
@@ -242,6 +270,53 @@ struct SequenceSplitter {
     return mine;
   }
 
+  /// The rank's positions [r * s/T, (r + 1) * s/T) of `v`, one row per
+  /// position ([1, s, ...] or [s, ...]) and the same on every rank: the
+  /// dimensions before the sequence's are 1, so flat they are the r-th of
+  /// T equal blocks. Its gradient gathers the ranks' blocks.
+  Value positionsOf(OpBuilder &b, Location loc, Value v) {
+    Value &mine = positions[v];
+    if (mine)
+      return mine;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(v);
+    RankedTensorType type = tensorOf(v);
+    SmallVector<int64_t> shape(type.getShape());
+    for (int64_t &d : shape)
+      if (d == tokens.seq) {
+        d /= tokens.ranks;
+        break;
+      }
+    Value flat = reshape(b, loc, v, {type.getNumElements()});
+    Value part = LocalShardOp::create(
+        b, loc, like({type.getNumElements() / tokens.ranks}, v), flat,
+        CollectiveGroup::tensor);
+    mine = reshape(b, loc, part, shape);
+    return mine;
+  }
+
+  /// Whether `sum`, a vocabulary-parallel embedding's sum over the tensor
+  /// group, can become a reduce-scatter along the sequence: every op that
+  /// reads it works token by token (the position embedding's add, the
+  /// dropout, the first norm). Otherwise it stays an all-reduce and the
+  /// region starts after it as before: a reader that needs the whole
+  /// sequence would gather it again right after the reduce-scatter, the
+  /// same bytes as the all-reduce plus a gather in the backward.
+  bool splitsAlongSequence(AllReduceOp sum) {
+    Value whole = sum.getResult();
+    if (tokens.leading(tensorOf(whole)) == 0)
+      return false;
+    fromSums.insert(whole);
+    for (OpOperand &use : whole.getUses()) {
+      std::optional<SmallVector<Role>> roles = tokenWise(use.getOwner());
+      if (!roles || (*roles)[use.getOperandNumber()] != Role::Shard) {
+        fromSums.erase(whole);
+        return false;
+      }
+    }
+    return true;
+  }
+
   /// A value the same on every rank that the shards' work reads: its
   /// gradient from this rank's tokens is partial, the replicate sums it.
   Value broadcastOf(OpBuilder &b, Location loc, Value v) {
@@ -257,8 +332,28 @@ struct SequenceSplitter {
     return mine;
   }
 
-  LogicalResult run(ArrayRef<SplitBlockEnds> ends) {
+  LogicalResult run(ArrayRef<SplitBlockEnds> ends,
+                    ArrayRef<AllReduceOp> embeddingSums) {
     OpBuilder b(func.getContext());
+    // A vocabulary-parallel embedding's sum of partial lookups becomes
+    // their reduce-scatter along the sequence (Megatron's
+    // reduce_scatter_embeddings): the region begins at the lookup, each
+    // rank receiving only its tokens' rows.
+    for (AllReduceOp sum : embeddingSums) {
+      if (!splitsAlongSequence(sum))
+        continue;
+      b.setInsertionPoint(sum);
+      shards[sum.getResult()] =
+          shardOf(b, sum.getLoc(), sum.getInput(), /*sum=*/true);
+      replaced.insert(sum);
+    }
+    // What is computed from them token by token may add positions.
+    if (!fromSums.empty())
+      for (Operation &op : func.getBody().front())
+        if (llvm::any_of(op.getOperands(),
+                         [&](Value v) { return fromSums.contains(v); }) &&
+            tokenWise(&op))
+          fromSums.insert(op.getResult(0));
     // The blocks' sums become reduce-scatters of the sequence.
     for (SplitBlockEnds end : ends) {
       AllReduceOp sum = end.output;
@@ -297,9 +392,11 @@ struct SequenceSplitter {
       b.setInsertionPoint(op);
       IRMapping mapping;
       for (auto [operand, role] : llvm::zip(op->getOperands(), *roles))
-        mapping.map(operand, role == Role::Shard
-                                 ? shardFor(b, op->getLoc(), operand)
-                                 : broadcastOf(b, op->getLoc(), operand));
+        mapping.map(operand,
+                    role == Role::Shard ? shardFor(b, op->getLoc(), operand)
+                    : role == Role::Sequence
+                        ? positionsOf(b, op->getLoc(), operand)
+                        : broadcastOf(b, op->getLoc(), operand));
       b.setInsertionPointAfter(op);
       Operation *onShards = b.clone(*op, mapping);
       if (auto dropout = dyn_cast<DropoutOp>(onShards))
@@ -391,6 +488,7 @@ void mlir::dsc::drawTensorPart(DropoutOp dropout, int64_t ranks) {
 
 LogicalResult mlir::dsc::splitSequence(func::FuncOp func,
                                        ArrayRef<SplitBlockEnds> ends,
+                                       ArrayRef<AllReduceOp> embeddingSums,
                                        int64_t ranks) {
   // The sequence is the inputs' second dimension: [batch, seq, ...].
   std::optional<Tokens> tokens;
@@ -411,5 +509,5 @@ LogicalResult mlir::dsc::splitSequence(func::FuncOp func,
            << tokens->seq << " tokens does not divide over the " << ranks
            << " ranks of a tensor group";
   SequenceSplitter splitter(*tokens, func);
-  return splitter.run(ends);
+  return splitter.run(ends, embeddingSums);
 }

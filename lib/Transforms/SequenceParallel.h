@@ -27,9 +27,13 @@ struct SplitBlockEnds {
 /// Splits the sequence of `func`'s activations between the blocks `ends`
 /// over the `ranks` ranks of a tensor group. The sequence is the second
 /// dimension of the function's inputs ([batch, seq, ...]); the activations
-/// are [batch, seq, ...] or [batch * seq, ...]. Emits a located error and
-/// fails where the sequence does not divide over the ranks.
+/// are [batch, seq, ...] or [batch * seq, ...]. `embeddingSums` are the
+/// sums over the tensor group of vocabulary-parallel lookups: each whose
+/// readers all work token by token becomes a reduce-scatter along the
+/// sequence, where the region then begins. Emits a located error and fails
+/// where the sequence does not divide over the ranks.
 LogicalResult splitSequence(func::FuncOp func, ArrayRef<SplitBlockEnds> ends,
+                            ArrayRef<AllReduceOp> embeddingSums,
                             int64_t ranks);
 
 /// Makes `dropout`, whose input has become this rank's part of each sample

@@ -133,14 +133,22 @@ struct TensorParallelPass
         return signalPassFailure();
       ends[func].push_back(*end);
     }
-    if (vocabParallel && failed(splitVocabulary(module, ranks)))
+    SmallVector<AllReduceOp> embeddingSums;
+    if (vocabParallel &&
+        failed(splitVocabulary(module, ranks, embeddingSums)))
       return signalPassFailure();
     // After the vocabulary split, whose head input is one more f that the
-    // sequence's gather replaces.
+    // sequence's gather replaces, and whose embedding sums the sequence's
+    // region can begin at.
     if (sequenceParallel)
-      for (auto &[func, funcEnds] : ends)
-        if (failed(splitSequence(func, funcEnds, ranks)))
+      for (auto &[func, funcEnds] : ends) {
+        SmallVector<AllReduceOp> funcSums;
+        for (AllReduceOp sum : embeddingSums)
+          if (sum->getParentOfType<func::FuncOp>() == func)
+            funcSums.push_back(sum);
+        if (failed(splitSequence(func, funcEnds, funcSums, ranks)))
           return signalPassFailure();
+      }
   }
 
 private:

@@ -10,6 +10,8 @@
 //
 //   embedding:  l = ids - offset;  c = clamp(l, 0, V/T - 1);  in = (c == l)
 //               e = all_reduce(select(in, embedding(table_r, c), 0)) over tensor
+//               (with sequence-parallel, a reduce-scatter along the sequence:
+//               SequenceParallel.cpp)
 //   logits:     z_r = linear(replicate(x) over tensor, head_r)     [..., V/T]
 //   loss:       m = all_reduce(reduce_max(z_r)) over tensor maximum
 //               s = z_r - m
@@ -45,8 +47,10 @@ namespace {
 /// row offset.
 class VocabSplitter {
 public:
-  VocabSplitter(ModuleOp module, int64_t ranks)
-      : module(module), ranks(ranks), symbols(module) {}
+  VocabSplitter(ModuleOp module, int64_t ranks,
+                SmallVectorImpl<AllReduceOp> &embeddingSums)
+      : module(module), ranks(ranks), symbols(module),
+        embeddingSums(embeddingSums) {}
 
   LogicalResult run() {
     SmallVector<CrossEntropyOp> losses;
@@ -61,6 +65,7 @@ private:
   ModuleOp module;
   int64_t ranks;
   SymbolTable symbols;
+  SmallVectorImpl<AllReduceOp> &embeddingSums;
   llvm::SetVector<StateOp> sliced;
   DenseMap<std::pair<Operation *, int64_t>, Value> offsets; // (func, rows)
 
@@ -187,8 +192,9 @@ private:
     Value masked = SelectOp::create(b, loc, trailingOne(b, loc, mine),
                                     op.getResult(),
                                     scalar(b, loc, type.getElementType(), 0.0));
-    Value sum = AllReduceOp::create(b, loc, masked, CollectiveGroup::tensor);
+    auto sum = AllReduceOp::create(b, loc, masked, CollectiveGroup::tensor);
     op.getResult().replaceAllUsesExcept(sum, masked.getDefiningOp());
+    embeddingSums.push_back(sum);
     return success();
   }
 
@@ -332,6 +338,8 @@ private:
 
 } // namespace
 
-LogicalResult mlir::dsc::splitVocabulary(ModuleOp module, int64_t ranks) {
-  return VocabSplitter(module, ranks).run();
+LogicalResult
+mlir::dsc::splitVocabulary(ModuleOp module, int64_t ranks,
+                           SmallVectorImpl<AllReduceOp> &embeddingSums) {
+  return VocabSplitter(module, ranks, embeddingSums).run();
 }

@@ -9,6 +9,8 @@
 #ifndef DSC_LIB_TRANSFORMS_VOCABPARALLEL_H
 #define DSC_LIB_TRANSFORMS_VOCABPARALLEL_H
 
+#include "dsc/Dialect/DSC/IR/DSCOps.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::dsc {
@@ -16,8 +18,11 @@ namespace mlir::dsc {
 /// Splits every cross-entropy of `module`, the head whose logits it reads,
 /// and the token embeddings of the head's table (or of a table as large)
 /// over the `ranks` ranks of a tensor group. Emits a located error and
-/// fails where a cross-entropy cannot be split.
-LogicalResult splitVocabulary(ModuleOp module, int64_t ranks);
+/// fails where a cross-entropy cannot be split. Each split lookup's sum of
+/// the ranks' partial rows over the tensor group is appended to
+/// `embeddingSums` (sequence parallelism makes it a reduce-scatter).
+LogicalResult splitVocabulary(ModuleOp module, int64_t ranks,
+                              SmallVectorImpl<AllReduceOp> &embeddingSums);
 
 } // namespace mlir::dsc
 
