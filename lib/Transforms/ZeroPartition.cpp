@@ -45,6 +45,14 @@
 // `tensor`, which makes it a partial of the world. With D = 1 (T = W)
 // nothing is partitioned.
 //
+// Experts under tensor parallelism (DeepSpeed-TED) are both: each rank's
+// experts of its tensor slice (the declared state) are partitioned over
+// its expert-data group of W / (P * T) ranks. There the expert and
+// expert-data groups together are the data group, not the world: the
+// experts' squared sums, partial over `expert_data`, summed over `expert`
+// are a partial of `data`, which the optimizer's sum of the slices over
+// `tensor` makes a partial of the world.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BlockNames.h"
