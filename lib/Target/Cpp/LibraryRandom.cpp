@@ -46,20 +46,18 @@ LogicalResult mlir::dsc::cpp::emitRandomCall(LibraryCall &call) {
   if (!dropout)
     return failure();
   int64_t numel = dropout.getInput().getType().getNumElements();
-  if (!dropout.getPart()) {
-    call.text += llvm::formatv(
-        "  dsc_kernels::dropout(stream, {0}, {1}, {2}, "
-        "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}});\n",
-        call.in(dropout.getInput()), call.in(dropout.getKey()), call.out(0),
-        numel, numel / dropout.getSamples(), dropout.getP().convertToDouble(),
-        dropout.getSeed());
-    return success();
-  }
+  // A part of each sample: the part count in the site, the part's index
+  // after it.
+  std::string part;
+  if (Value index = dropout.getPart())
+    part = llvm::formatv(", {0}}, {1}", dropout.getParts(), call.in(index));
+  else
+    part = "}";
   call.text += llvm::formatv(
       "  dsc_kernels::dropout(stream, {0}, {1}, {2}, "
-      "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}, {7}}, {8});\n",
+      "dsc::kernels::DropoutSite{{{3}, {4}, {5:e17}, {6}{7});\n",
       call.in(dropout.getInput()), call.in(dropout.getKey()), call.out(0), numel,
       numel / dropout.getSamples(), dropout.getP().convertToDouble(),
-      dropout.getSeed(), dropout.getParts(), call.in(dropout.getPart()));
+      dropout.getSeed(), part);
   return success();
 }

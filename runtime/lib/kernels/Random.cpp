@@ -41,22 +41,18 @@ void dropout(Queue, const T *x, const int64_t *key, T *y, DropoutSite site,
   }
   const DropoutDraw draw = dropoutDraw(site.p);
   const uint64_t seed = static_cast<uint64_t>(key[0]);
-  if (site.parts == 1) { // the samples are contiguous in the global batch
-    const uint64_t first = static_cast<uint64_t>(key[2]) *
-                           static_cast<uint64_t>(site.perSample);
-    forEachWord(first, n, site.seed, key[1], uint32_t(seed), uint32_t(seed >> 32),
-                [&](int64_t e, uint32_t word) {
-                  y[e] = T(float(x[e]) * dropoutMultiplier(word, draw));
-                });
-    return;
-  }
-  const int64_t each = site.perSample;
-  for (int64_t j = 0; j < n / each; ++j) {
-    const uint64_t first =
-        dropoutFirst(uint64_t(key[2]), j, each, site.parts, part[0]);
-    const T *xj = x + j * each;
-    T *yj = y + j * each;
-    forEachWord(first, each, site.seed, key[1], uint32_t(seed),
+  // Whole samples follow each other in the global batch: the call is one
+  // run of n elements. A part of each sample is a run per sample.
+  const bool whole = site.parts == 1;
+  const int64_t runs = whole ? 1 : n / site.perSample;
+  const int64_t length = whole ? n : site.perSample;
+  const int64_t r = whole ? 0 : part[0];
+  for (int64_t j = 0; j < runs; ++j) {
+    const uint64_t first = dropoutFirst(uint64_t(key[2]), j, site.perSample,
+                                        site.parts, r);
+    const T *xj = x + j * length;
+    T *yj = y + j * length;
+    forEachWord(first, length, site.seed, key[1], uint32_t(seed),
                 uint32_t(seed >> 32), [&](int64_t e, uint32_t word) {
                   yj[e] = T(float(xj[e]) * dropoutMultiplier(word, draw));
                 });

@@ -48,9 +48,7 @@ __global__ void dropoutKernel(const T *x, const int64_t *key, T *y, int64_t n,
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
        i < segments * blocksBound; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = i / blocksBound, b = i % blocksBound;
-    const uint64_t first = parts == 1
-                               ? uint64_t(key[2]) * uint64_t(perSample)
-                               : dropoutFirst(uint64_t(key[2]), j, n, parts, r);
+    const uint64_t first = dropoutFirst(uint64_t(key[2]), j, perSample, parts, r);
     const uint64_t block = first / 4 + uint64_t(b);
     PhiloxWords words{};
     if (training)
