@@ -40,6 +40,7 @@
 #include "SequenceParallel.h"
 
 #include "FeedForwardBlocks.h"
+#include "VocabParallel.h"
 
 #include "dsc/Dialect/DSC/IR/DSCTraits.h"
 
@@ -456,33 +457,10 @@ struct SequenceSplitter {
 } // namespace
 
 void mlir::dsc::drawTensorPart(DropoutOp dropout, int64_t ranks) {
-  // The rank's index in its tensor group is its element of [0, ..., T - 1],
-  // taken once per function.
   auto func = dropout->getParentOfType<func::FuncOp>();
   OpBuilder b(func.getContext());
-  Type i64 = b.getI64Type();
-  SmallVector<APInt> indices;
-  for (int64_t r = 0; r < ranks; ++r)
-    indices.push_back(APInt(64, r));
-  auto table =
-      DenseElementsAttr::get(RankedTensorType::get({ranks}, i64), indices);
-  Value mine;
-  for (auto shard : func.getBody().front().getOps<LocalShardOp>()) {
-    auto cst = shard.getInput().getDefiningOp<ConstantOp>();
-    if (shard.getGroup() == CollectiveGroup::tensor && cst &&
-        cst.getValue() == table) {
-      mine = shard.getResult();
-      break;
-    }
-  }
-  if (!mine) {
-    b.setInsertionPointToStart(&func.getBody().front());
-    Location loc = func.getLoc();
-    Value all = ConstantOp::create(b, loc, table);
-    mine = LocalShardOp::create(b, loc, RankedTensorType::get({1}, i64), all,
-                                CollectiveGroup::tensor);
-  }
-  dropout.getPartMutable().assign(mine);
+  dropout.getPartMutable().assign(
+      tensorRankTimes(func, ranks, /*stride=*/1, b.getI64Type()));
   dropout.setParts(ranks);
 }
 

@@ -67,7 +67,6 @@ private:
   SymbolTable symbols;
   SmallVectorImpl<AllReduceOp> &embeddingSums;
   llvm::SetVector<StateOp> sliced;
-  DenseMap<std::pair<Operation *, int64_t>, Value> offsets; // (func, rows)
 
   /// The linear map that produced `logits` through reshapes that keep the
   /// vocabulary the last dimension and that nothing else reads.
@@ -121,26 +120,6 @@ private:
     return isa<BlockArgument>(indices);
   }
 
-  /// Rank r's first row, r·rows, as a tensor<1xi64> (of `type`'s element
-  /// type), built once per function at its entry.
-  Value rowOffset(OpBuilder &b, func::FuncOp func, int64_t rows, Type elem) {
-    Value &offset = offsets[{func.getOperation(), rows}];
-    if (offset)
-      return offset;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&func.getBody().front());
-    SmallVector<APInt> starts;
-    for (int64_t r = 0; r < ranks; ++r)
-      starts.push_back(APInt(elem.getIntOrFloatBitWidth(), r * rows));
-    auto all = RankedTensorType::get({ranks}, elem);
-    Value table = ConstantOp::create(b, func.getLoc(),
-                                     DenseElementsAttr::get(all, starts));
-    offset = LocalShardOp::create(b, func.getLoc(),
-                                  RankedTensorType::get({1}, elem), table,
-                                  CollectiveGroup::tensor);
-    return offset;
-  }
-
   static Value scalar(OpBuilder &b, Location loc, Type elem, double value) {
     auto type = RankedTensorType::get({}, elem);
     Attribute attr = isa<FloatType>(elem)
@@ -155,7 +134,7 @@ private:
                                     int64_t rows) {
     Type elem = tensorOf(ids).getElementType();
     auto func = cast<func::FuncOp>(ids.getParentBlock()->getParentOp());
-    Value offset = rowOffset(b, func, rows, elem);
+    Value offset = tensorRankTimes(func, ranks, rows, elem);
     Value local = SubOp::create(b, loc, ids, offset);
     if (tensorOf(ids).getRank() == 0)
       local = ReshapeOp::create(b, loc, tensorOf(ids), local);
@@ -337,6 +316,27 @@ private:
 };
 
 } // namespace
+
+Value mlir::dsc::tensorRankTimes(func::FuncOp func, int64_t ranks,
+                                 int64_t stride, Type elem) {
+  Block &entry = func.getBody().front();
+  SmallVector<APInt> multiples;
+  for (int64_t r = 0; r < ranks; ++r)
+    multiples.push_back(APInt(elem.getIntOrFloatBitWidth(), r * stride));
+  auto table = DenseElementsAttr::get(RankedTensorType::get({ranks}, elem),
+                                      multiples);
+  for (auto shard : entry.getOps<LocalShardOp>()) {
+    auto cst = shard.getInput().getDefiningOp<ConstantOp>();
+    if (shard.getGroup() == CollectiveGroup::tensor && cst &&
+        cst.getValue() == table)
+      return shard.getResult();
+  }
+  auto b = OpBuilder::atBlockBegin(&entry);
+  Value all = ConstantOp::create(b, func.getLoc(), table);
+  return LocalShardOp::create(b, func.getLoc(),
+                              RankedTensorType::get({1}, elem), all,
+                              CollectiveGroup::tensor);
+}
 
 LogicalResult
 mlir::dsc::splitVocabulary(ModuleOp module, int64_t ranks,

@@ -11,6 +11,7 @@
 
 #include "dsc/Dialect/DSC/IR/DSCOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::dsc {
@@ -23,6 +24,14 @@ namespace mlir::dsc {
 /// `embeddingSums` (sequence parallelism makes it a reduce-scatter).
 LogicalResult splitVocabulary(ModuleOp module, int64_t ranks,
                               SmallVectorImpl<AllReduceOp> &embeddingSums);
+
+/// r · `stride` as a tensor<1x`elem`>, r this rank's index in its tensor
+/// group of `ranks`: the local shard over `tensor` of the constant [0,
+/// stride, ..., (ranks - 1) · stride] at `func`'s entry, made there once
+/// (a later call finds it): the only rank-dependent value the tensor
+/// rewrites read (a vocabulary slice's first row, a dropout's part).
+Value tensorRankTimes(func::FuncOp func, int64_t ranks, int64_t stride,
+                      Type elem);
 
 } // namespace mlir::dsc
 
