@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dsc/kernels/Reduce.h"
+#include "dsc/kernels/CpuFeatures.h"
 
 #include "ElementTraits.h"
 
@@ -36,16 +37,8 @@ constexpr int64_t kColumnTile = 256;
 /// always-inline body with two callers compiled for the two targets.)
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DSC_AVX2 __attribute__((target("avx2")))
-bool haveAvx2() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return has;
-}
 #else
 #define DSC_AVX2
-bool haveAvx2() { return false; }
 #endif
 #define DSC_INLINE [[gnu::always_inline]] inline
 #define COMMA ,
@@ -54,7 +47,7 @@ bool haveAvx2() { return false; }
 #define DSC_DISPATCH(Name, Template, Params, Args)                             \
   Template DSC_AVX2 auto Name##Avx2 Params { return Name##Body Args; }         \
   Template auto Name##Base Params { return Name##Body Args; }                  \
-  Template auto Name Params { return haveAvx2() ? Name##Avx2 Args : Name##Base Args; }
+  Template auto Name Params { return dsc::kernels::cpuHasAvx2() ? Name##Avx2 Args : Name##Base Args; }
 
 template <bool Squares, typename T> DSC_INLINE SumAcc<T> loadSum(T x) {
   SumAcc<T> v = SumAcc<T>(Wide<T>(x));

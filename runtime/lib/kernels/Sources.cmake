@@ -22,7 +22,11 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Row.cpp ${CMAKE_CURRENT_LI
   PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math;-ffp-contract=off")
 # f64 rows: plain double loops (no flags: their value is the exact formula).
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/RowF64.cpp)
+# Attention at -O3; -fno-trapping-math lets its exponentials' selects
+# vectorise.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Attention.cpp)
+set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/Attention.cpp
+  PROPERTIES COMPILE_OPTIONS "-O3;-fno-trapping-math")
 # Mixture-of-experts routing: -ffp-contract=off keeps every product and sum
 # rounded, so the sums are those of the CUDA kernels bitwise.
 list(APPEND DSC_RUNTIME_SOURCES ${CMAKE_CURRENT_LIST_DIR}/Moe.cpp)

@@ -36,6 +36,7 @@
 #ifndef DSC_KERNELS_OPTIMIZER_H
 #define DSC_KERNELS_OPTIMIZER_H
 
+#include "dsc/kernels/CpuFeatures.h"
 #include "dsc/kernels/OptimizerTable.h"
 #include "dsc/kernels/Queue.h"
 #include "dsc/runtime/Float16.h"
@@ -192,14 +193,7 @@ inline bool nonFinite(dsc::rt::BFloat16 x) {
 inline bool nonFinite(dsc::rt::Half x) { return (x.bits & 0x7C00u) == 0x7C00u; }
 
 /// Whether the update loops may run their AVX2 versions.
-inline bool haveAvx2() {
-#if DSC_KERNELS_AVX2
-  static const bool have = __builtin_cpu_supports("avx2");
-  return have;
-#else
-  return false;
-#endif
-}
+inline bool haveAvx2() { return DSC_KERNELS_AVX2 && cpuHasAvx2(); }
 
 /// adamRange and sgdRange compiled for AVX2 (the loop inlined here, so it
 /// is vectorised 8 floats wide); the plain ones where the CPU lacks it.
