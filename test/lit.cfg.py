@@ -65,6 +65,14 @@ config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "examp
 if os.path.exists("/usr/local/cuda/bin/nvcc"):
     config.available_features.add("nvcc")
 
+# A CPU with AVX2: artifacts compiled with dsc-compile --cpu-isa=avx2 run.
+try:
+    with open("/proc/cpuinfo") as f:
+        if any(line.startswith("flags") and " avx2" in line for line in f):
+            config.available_features.add("avx2")
+except OSError:
+    pass
+
 tools = ["dsc-opt", "dsc-translate", "dsc-compile", "dsc-run", "dsc-ckpt", "dsc-plot",
          "dsc-train"]
 if config.dsc_has_fuzzer:

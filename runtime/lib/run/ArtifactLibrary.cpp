@@ -2,6 +2,7 @@
 
 #include "dsc/runtime/ArtifactLibrary.h"
 
+#include "dsc/kernels/CpuFeatures.h"
 #include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Error.h"
 #include "dsc/runtime/Run.h"
@@ -446,6 +447,10 @@ std::unique_ptr<ArtifactLibrary> ArtifactLibrary::open(const std::string &path) 
                   std::string(name));
     return address;
   };
+  check(!::dlsym(library->handle_, "dsc_artifact_needs_avx2") ||
+            dsc::kernels::cpuHasAvx2(),
+        path + ": the artifact's code uses AVX2, which this CPU lacks; compile "
+               "it again with dsc-compile --cpu-isa=x86-64");
   auto infoFunction = reinterpret_cast<const ArtifactInfo *(*)()>(
       symbol("dsc_artifact_info"));
   library->step_ =

@@ -25,6 +25,15 @@
 #include <stdexcept>
 #include <string>
 
+// An artifact compiled with AVX2 (dsc-compile --cpu-isa) says so, and
+// dsc-run refuses to run it on a CPU without AVX2 rather than die of an
+// illegal instruction. Weak: every unit of a split artifact defines it.
+#ifdef __AVX2__
+extern "C" __attribute__((weak, visibility("default"))) int dsc_artifact_needs_avx2() {
+  return 1;
+}
+#endif
+
 // Constants of the step (dsc.constant) and emitted loops.
 #define DSC_INF(T) std::numeric_limits<T>::infinity()
 #define DSC_NAN(T) std::numeric_limits<T>::quiet_NaN()
