@@ -141,6 +141,34 @@ static void expandCrossEntropy(func::FuncOp graph) {
   }
 }
 
+/// An f64 dsc.cross_entropy_grad, which the fused classifier (float,
+/// bf16, f16) does not take: (softmax(logits) - one_hot(targets)) * scale,
+/// scale zeroed on the ignored rows, with the f64 row kernels.
+static void expandF64CrossEntropyGrad(CrossEntropyGradOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto logits = cast<RankedTensorType>(op.getLogits().getType());
+  auto targets = cast<RankedTensorType>(op.getTargets().getType());
+  Type elem = logits.getElementType();
+  Value probs = SoftmaxOp::create(b, loc, op.getLogits(), logits.getRank() - 1);
+  Value hot = OneHotOp::create(b, loc, logits, op.getTargets());
+  Value ignore = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, targets.getElementType()),
+                             b.getIntegerAttr(targets.getElementType(),
+                                              int64_t(op.getIgnoreIndex()))));
+  Value counted = ConvertOp::create(
+      b, loc, RankedTensorType::get(targets.getShape(), elem),
+      CompareOp::create(b, loc, ComparisonDirection::ne, op.getTargets(), ignore));
+  SmallVector<int64_t> rowShape(targets.getShape());
+  rowShape.push_back(1);
+  Value scale = ReshapeOp::create(b, loc, RankedTensorType::get(rowShape, elem),
+                                  MulOp::create(b, loc, op.getScale(), counted));
+  op.replaceAllUsesWith(
+      MulOp::create(b, loc, SubOp::create(b, loc, probs, hot), scale).getResult());
+  op.erase();
+}
+
 /// Gradient accumulation: the ops that read the graph's
 /// dsc.optimizer_boundary, directly or not, run once per optimizer step;
 /// they move after it and every other op before it, each side in its
@@ -177,6 +205,11 @@ static void decomposeForLibrary(func::FuncOp graph) {
       widenIndex(g.getIndexMutable());
     else if (auto ce = dyn_cast<CrossEntropyOp>(op))
       widenIndex(ce.getTargetsMutable());
+    else if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
+      widenIndex(grad.getTargetsMutable());
+      if (cast<ShapedType>(grad.getType()).getElementType().isF64())
+        expandF64CrossEntropyGrad(grad);
+    }
     else if (auto s = dyn_cast<ScatterAddOp>(op)) {
       widenIndex(s.getIndexMutable());
       scatterBooleansAsI64(s);

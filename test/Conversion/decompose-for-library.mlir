@@ -8,9 +8,10 @@
 // CHECK-LABEL: func.func @step()
 func.func @forward(%x: tensor<4x6x5xf32>, %i32: tensor<4x6x5xi32>, %c32: tensor<6xi32>,
                    %flags: tensor<4x6x5xi1>, %src: tensor<4x6x5xi1>,
-                   %d: tensor<3x7xf64>, %g: tensor<7xf64>, %t: tensor<3xi64>)
+                   %d: tensor<3x7xf64>, %g: tensor<7xf64>, %t: tensor<3xi64>,
+                   %s: tensor<3xf64>)
     -> (tensor<4x1x5xf32>, tensor<4x6x5xf32>, tensor<6x8xi32>, tensor<4x6x5xi1>,
-        tensor<3x7xf64>, tensor<3xf64>) {
+        tensor<3x7xf64>, tensor<3xf64>, tensor<3x7xf64>) {
   // Dims [0, 2] with keep_dims: permuted last, the trailing dims reduced,
   // and a reshape to 1x6x1.
   // CHECK: dscrt.kernel "permute" on
@@ -42,8 +43,20 @@ func.func @forward(%x: tensor<4x6x5xf32>, %i32: tensor<4x6x5xi32>, %c32: tensor<
   // CHECK: dscrt.kernel "classifier" on
   // CHECK: dsc.cross_entropy
   %ce = dsc.cross_entropy %d, %t reduction = none : tensor<3x7xf64>, tensor<3xi64>
-  return %r, %gx, %oh, %sa, %ln, %ce : tensor<4x1x5xf32>, tensor<4x6x5xf32>,
-      tensor<6x8xi32>, tensor<4x6x5xi1>, tensor<3x7xf64>, tensor<3xf64>
+  // An f64 loss gradient, which the fused classifier does not take:
+  // softmax (an f64 row kernel) minus one-hot, times the scale zeroed on
+  // ignored rows.
+  // CHECK: dscrt.kernel "row" on
+  // CHECK: dsc.softmax %{{.*}}, dim = 1 : tensor<3x7xf64>
+  // CHECK: dscrt.kernel "one_hot" on
+  // CHECK: dsc.one_hot %{{.*}} : tensor<3xi64> -> tensor<3x7xf64>
+  // CHECK-NOT: dsc.cross_entropy_grad
+  // CHECK: dsc.compare ne
+  // CHECK: dsc.sub
+  // CHECK-NOT: dsc.cross_entropy_grad
+  %dce = dsc.cross_entropy_grad %d, %t, %s : tensor<3x7xf64>, tensor<3xi64>, tensor<3xf64>
+  return %r, %gx, %oh, %sa, %ln, %ce, %dce : tensor<4x1x5xf32>, tensor<4x6x5xf32>,
+      tensor<6x8xi32>, tensor<4x6x5xi1>, tensor<3x7xf64>, tensor<3xf64>, tensor<3x7xf64>
 }
 
 // keep_dims' size-1 dims: a reshape of the reduced [6] to [1, 6, 1] (a copy

@@ -2,7 +2,8 @@
 
 // Linear + cross-entropy: the loss, then one gradient per parameter in
 // dsc.state order (buffers have none); a parameter the loss does not use
-// gets zeros.
+// gets zeros. The logits' gradient is one dsc.cross_entropy_grad, its
+// scale the summed loss's dy on every row.
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: -> (tensor<f32> {dsc.output = "loss"},
 // CHECK-SAME: tensor<4x8xf32> {dsc.gradient_of = @fc.weight, dsc.output = "grad.fc.weight"},
@@ -11,15 +12,8 @@
 // CHECK: %[[LOGITS:.*]] = dsc.linear %[[X:.*]], %{{.*}}, %{{.*}} :
 // CHECK: %[[LOSS:.*]] = dsc.cross_entropy %[[LOGITS]], %[[Y:.*]] reduction = sum
 // CHECK: %[[ONE:.*]] = dsc.constant dense<1.000000e+00> : tensor<f32>
-// CHECK: %[[P:.*]] = dsc.softmax %[[LOGITS]], dim = 1
-// CHECK: %[[HOT:.*]] = dsc.one_hot %[[Y]] : tensor<2xi64> -> tensor<2x4xf32>
-// CHECK: %[[IGN:.*]] = dsc.constant dense<-100> : tensor<i64>
-// CHECK: %[[KEEP:.*]] = dsc.compare ne, %[[Y]], %[[IGN]]
-// CHECK: %[[KEEPF:.*]] = dsc.convert %[[KEEP]]
-// CHECK: %[[SCALE:.*]] = dsc.mul %[[ONE]], %[[KEEPF]]
-// CHECK: %[[ROW:.*]] = dsc.reshape %[[SCALE]] : tensor<2xf32> -> tensor<2x1xf32>
-// CHECK: %[[DIFF:.*]] = dsc.sub %[[P]], %[[HOT]]
-// CHECK: %[[DLOGITS:.*]] = dsc.mul %[[DIFF]], %[[ROW]]
+// CHECK: %[[SCALE:.*]] = dsc.broadcast %[[ONE]] : tensor<f32> -> tensor<2xf32>
+// CHECK: %[[DLOGITS:.*]] = dsc.cross_entropy_grad %[[LOGITS]], %[[Y]], %[[SCALE]] : tensor<2x4xf32>, tensor<2xi64>, tensor<2xf32>
 // CHECK: %[[DW:.*]] = dsc.matmul %[[DLOGITS]], %[[X]] transpose_lhs : tensor<2x4xf32>, tensor<2x8xf32>
 // CHECK: %[[DB:.*]] = dsc.reduce_sum %[[DLOGITS]], dims = [0] : tensor<2x4xf32>
 // CHECK: %[[ZERO:.*]] = dsc.constant dense<0.000000e+00> : tensor<f32>
@@ -260,5 +254,38 @@ func.func @trig() -> (tensor<f32> {dsc.output = "loss"}) {
   %s = dsc.sin %w : tensor<4xf32>
   %a = dsc.add %c, %s : tensor<4xf32>, tensor<4xf32>
   %loss = dsc.reduce_sum %a, dims = [0] : tensor<4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A mean cross-entropy's rows share dy / the number of counted targets;
+// ignore_index carries over. With reduction = none each row's scale is its
+// own dy.
+// CHECK-LABEL: func.func @mean_loss
+// CHECK: %[[COUNT:.*]] = dsc.reduce_sum
+// CHECK: %[[SHARE:.*]] = dsc.div %{{.*}}, %[[COUNT]] : tensor<f32>, tensor<f32>
+// CHECK: %[[SCALE:.*]] = dsc.broadcast %[[SHARE]] : tensor<f32> -> tensor<2x3xf32>
+// CHECK: dsc.cross_entropy_grad %{{.*}}, %{{.*}}, %[[SCALE]] ignore_index = 0 : tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<2x3xf32>
+dsc.state parameter @w : tensor<2x3x4xf32>
+func.func @mean_loss(%y: tensor<2x3xi64> {dsc.input = "y"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @w : tensor<2x3x4xf32>
+  %loss = dsc.cross_entropy %w, %y ignore_index = 0 : tensor<2x3x4xf32>, tensor<2x3xi64>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @per_token_loss
+// CHECK: %[[TOK:.*]] = dsc.cross_entropy %[[W:.*]], %[[Y:.*]] reduction = none
+// CHECK: %[[DSUM:.*]] = dsc.broadcast %{{.*}} : tensor<1xf32> -> tensor<3xf32>
+// CHECK: dsc.cross_entropy_grad %[[W]], %[[Y]], %[[DSUM]] : tensor<3x4xf32>, tensor<3xi64>, tensor<3xf32>
+dsc.state parameter @w : tensor<3x4xf32>
+func.func @per_token_loss(%y: tensor<3xi64> {dsc.input = "y"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %w = dsc.load @w : tensor<3x4xf32>
+  %tok = dsc.cross_entropy %w, %y reduction = none : tensor<3x4xf32>, tensor<3xi64>
+  %loss = dsc.reduce_sum %tok, dims = [0] : tensor<3xf32>
   return %loss : tensor<f32>
 }

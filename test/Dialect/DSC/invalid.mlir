@@ -1029,6 +1029,38 @@ func.func @ce_float_targets(%l: tensor<2x8xf32>, %t: tensor<2xf32>) {
   return
 }
 
+// -----
+
+func.func @ce_grad_targets(%l: tensor<2x8x32xf32>, %t: tensor<16xi64>, %s: tensor<16xf32>) {
+  // expected-error @+1 {{'dsc.cross_entropy_grad' op targets must have the logits' shape without the class dimension, [2x8], got [16]}}
+  %0 = dsc.cross_entropy_grad %l, %t, %s : tensor<2x8x32xf32>, tensor<16xi64>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_scale(%l: tensor<2x8xf32>, %t: tensor<2xi64>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dsc.cross_entropy_grad' op scale must be [2] of the logits' element type, got 'tensor<f32>'}}
+  %0 = dsc.cross_entropy_grad %l, %t, %s : tensor<2x8xf32>, tensor<2xi64>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_scale_type(%l: tensor<2x8xf32>, %t: tensor<2xi64>, %s: tensor<2xbf16>) {
+  // expected-error @+1 {{'dsc.cross_entropy_grad' op scale must be [2] of the logits' element type, got 'tensor<2xbf16>'}}
+  %0 = dsc.cross_entropy_grad %l, %t, %s : tensor<2x8xf32>, tensor<2xi64>, tensor<2xbf16>
+  return
+}
+
+// -----
+
+func.func @ce_grad_scalar(%l: tensor<f32>, %t: tensor<i64>, %s: tensor<i64>) {
+  // expected-error @+1 {{'dsc.cross_entropy_grad' op operand #2 must be statically shaped tensor of}}
+  %0 = dsc.cross_entropy_grad %l, %t, %s : tensor<f32>, tensor<i64>, tensor<i64>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // Generic form: required attributes are checked before shape inference
 //===----------------------------------------------------------------------===//

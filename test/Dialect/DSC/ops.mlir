@@ -246,6 +246,8 @@ func.func @reductions_and_loss(%x: tensor<2x8x32xf32>, %t: tensor<2x8xi64>,
   %4 = dsc.cross_entropy %x, %t : tensor<2x8x32xf32>, tensor<2x8xi64>
   // CHECK: dsc.cross_entropy %{{.*}}, %{{.*}} ignore_index = 0 reduction = none : tensor<2x8x32xf32>, tensor<2x8xi64>
   %5 = dsc.cross_entropy %x, %t ignore_index = 0 reduction = none : tensor<2x8x32xf32>, tensor<2x8xi64>
+  // CHECK: dsc.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} ignore_index = 0 : tensor<2x8x32xf32>, tensor<2x8xi64>, tensor<2x8xf32>
+  %g = dsc.cross_entropy_grad %x, %t, %5 ignore_index = 0 : tensor<2x8x32xf32>, tensor<2x8xi64>, tensor<2x8xf32>
   // CHECK: dsc.cross_entropy %{{.*}}, %{{.*}} reduction = sum : tensor<2x8x32xf32>, tensor<2x8xi64>
   %6 = dsc.cross_entropy %x, %t reduction = sum : tensor<2x8x32xf32>, tensor<2x8xi64>
   // CHECK: dsc.add %{{.*}}, %{{.*}} : tensor<f32>, tensor<2x8xf32>

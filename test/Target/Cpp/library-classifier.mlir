@@ -39,3 +39,4 @@ func.func @forward(%logits: tensor<2x4x50xf32>, %t: tensor<2x4xi64>, %hl: tensor
   %d = dsc.cross_entropy %logits, %t32 reduction = none : tensor<2x4x50xf32>, tensor<2x4xi32>
   return %a, %b, %c, %d : tensor<2x4xf32>, tensor<3xbf16>, tensor<f32>, tensor<2x4xf32>
 }
+

@@ -336,6 +336,25 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
   return success();
 }
 
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  auto targets = cast<RankedTensorType>(getTargets().getType());
+  auto scale = cast<RankedTensorType>(getScale().getType());
+  if (logits.getRank() < 1)
+    return emitOpError("logits must have a class dimension (rank >= 1)");
+  ArrayRef<int64_t> batch = logits.getShape().drop_back();
+  if (targets.getShape() != batch)
+    return emitOpError() << "targets must have the logits' shape without the "
+                            "class dimension, "
+                         << shapeString(batch) << ", got "
+                         << shapeString(targets.getShape());
+  if (scale.getShape() != batch ||
+      scale.getElementType() != logits.getElementType())
+    return emitOpError() << "scale must be " << shapeString(batch)
+                         << " of the logits' element type, got " << scale;
+  return success();
+}
+
 Value CrossEntropyOp::buildCountedTargets(OpBuilder &b) {
   Location loc = getLoc();
   auto targets = cast<RankedTensorType>(getTargets().getType());

@@ -162,6 +162,9 @@ static std::optional<StringRef> matchOp(Operation *op) {
   if (auto ce = dyn_cast<CrossEntropyOp>(op);
       ce && isFloat && ce.getReduction() == LossReduction::none)
     return StringRef("classifier");
+  // Its gradient, in the same pass over each row.
+  if (isa<CrossEntropyGradOp>(op) && isFloat)
+    return StringRef("classifier");
   if (std::optional<StringRef> layout = matchLayoutOp(op))
     return layout;
   // Flash attention (dsc/kernels/Attention.h): float data, and a mask of

@@ -1419,6 +1419,37 @@ def DSC_CrossEntropyOp : DSC_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def DSC_CrossEntropyGradOp : DSC_Op<"cross_entropy_grad",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "gradient of dsc.cross_entropy with respect to its logits";
+  let description = [{
+    `result[..., :] = (softmax(logits[..., :]) - one_hot(targets[...])) *
+    scale[...]` along the class dimension (the last), and 0 in the rows
+    whose target is `ignore_index`. `scale` has the targets' shape: each
+    row's share of the loss's cotangent (dy for `reduction = none`, dy /
+    the number of counted targets for `mean`). Autodiff writes the gradient
+    of `dsc.cross_entropy` as this op so that it runs as one pass over the
+    logits (the library's fused classifier), never writing the
+    probabilities.
+
+    Example:
+
+    ```mlir
+    %dlogits = dsc.cross_entropy_grad %logits, %targets, %scale
+        : tensor<2x8x256xf32>, tensor<2x8xi64>, tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins DSC_FloatTensor:$logits, DSC_IndexTensor:$targets,
+                       DSC_FloatTensor:$scale,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs DSC_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $scale (`ignore_index` `=` $ignore_index^)?
+    attr-dict `:` type($logits) `,` type($targets) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Collectives
 //===----------------------------------------------------------------------===//
