@@ -209,8 +209,7 @@ static void decomposeForLibrary(func::FuncOp graph) {
       widenIndex(grad.getTargetsMutable());
       if (cast<ShapedType>(grad.getType()).getElementType().isF64())
         expandF64CrossEntropyGrad(grad);
-    }
-    else if (auto s = dyn_cast<ScatterAddOp>(op)) {
+    } else if (auto s = dyn_cast<ScatterAddOp>(op)) {
       widenIndex(s.getIndexMutable());
       scatterBooleansAsI64(s);
     } else if (auto o = dyn_cast<OneHotOp>(op))
