@@ -49,6 +49,17 @@ void dsc::kernels::cpu::copyAlongDimWords(Queue, const Word *in, Word *out, int6
   const int64_t rows = outer * count;
   if (rows == 0 || inner == 0)
     return;
+  if (inStep == 1) {
+    // An outer index's `count` rows are one contiguous run on both sides:
+    // one copy each, not one per row (a slice or concat along the last
+    // dim has inner = 1, and its rows are single elements).
+    const int64_t run = count * inner;
+#pragma omp parallel for schedule(static) if (rows * inner >= kParallelElements)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + (o * outDim + outStart) * inner,
+                  in + (o * inDim + inStart) * inner, run * sizeof(Word));
+    return;
+  }
 #pragma omp parallel for schedule(static) if (rows * inner >= kParallelElements)
   for (int64_t row = 0; row < rows; ++row) {
     const int64_t o = row / count, j = row % count;
