@@ -218,12 +218,19 @@ private:
                     Twine(world ? *world : int64_t(1)) +
                     " (run --dsc-data-parallel first)");
       // DeepSpeed-TED's mesh: the expert groups run along the data
-      // dimension, P of the W / T data-parallel replicas.
-      if (*world % (epSize * tensorParallel) != 0)
+      // dimension, EP of the W / T data-parallel replicas; with pipeline
+      // stages, of one stage's W / (T P), since a stage's experts are its
+      // own.
+      int64_t stages = lookupPipelineParallelSize(module);
+      std::string pipeline =
+          stages > 1 ? " times pipeline-parallel " + std::to_string(stages)
+                     : "";
+      if (*world % (epSize * tensorParallel * stages) != 0)
         return fail("ep-size " + Twine(int64_t(epSize)) +
                     " times tensor-parallel " + Twine(tensorParallel) +
-                    " must divide the world size " + Twine(*world) +
-                    " (expert groups are made of data-parallel replicas)");
+                    pipeline + " must divide the world size " + Twine(*world) +
+                    " (expert groups are made of data-parallel replicas" +
+                    (stages > 1 ? " of one pipeline stage)" : ")"));
       SmallVector<int64_t> counts(expertsPerLayer.begin(), expertsPerLayer.end());
       if (counts.empty())
         counts.push_back(experts);
