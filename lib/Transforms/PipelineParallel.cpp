@@ -94,6 +94,14 @@ struct PipelineParallelPass
                          << " pipeline stages";
       return signalPassFailure();
     }
+    // The teacher's blocks would be cut among the student's, and its
+    // metrics (lm_loss, kd_loss) with them; that is not built yet.
+    for (auto state : module.getOps<StateOp>())
+      if (state.getRole() == StateRole::teacher) {
+        state.emitError() << "pipeline parallelism does not cut a graph with "
+                             "a distillation teacher (--dsc-distill) yet";
+        return signalPassFailure();
+      }
     SmallVector<func::FuncOp> graphs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())

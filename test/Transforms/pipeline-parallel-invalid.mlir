@@ -97,3 +97,20 @@ func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
   %seven = arith.constant 7 : i64
   return %loss, %seven : tensor<f32>, i64
 }
+
+// -----
+
+// Knowledge distillation's teacher (its states, frozen) is not cut yet.
+dsc.state parameter @"h.0.w" : tensor<4x4xf32>
+dsc.state parameter @"h.1.w" : tensor<4x4xf32>
+// expected-error @+1 {{pipeline parallelism does not cut a graph with a distillation teacher (--dsc-distill) yet}}
+dsc.state teacher @"teacher.h.0.w" : tensor<4x4xf32>
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
+  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = dsc.reduce_sum %h1, dims = [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
