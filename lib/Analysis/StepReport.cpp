@@ -128,11 +128,18 @@ static int64_t prefetchedBytes(Block &block) {
 StepReport StepReport::compute(ModuleOp module, int64_t arenaBytes) {
   StepReport report;
   report.worldSize = lookupWorldSize(module).value_or(1);
+  report.tensorParallelSize = lookupTensorParallelSize(module);
   if (auto experts = module->getAttrOfType<IntegerAttr>(
           kExpertParallelSizeAttrName);
-      experts && experts.getInt() >= 1)
-    report.expertDataSize = report.worldSize / experts.getInt();
-  report.tensorParallelSize = lookupTensorParallelSize(module);
+      experts && experts.getInt() >= 1) {
+    report.expertParallelSize = experts.getInt();
+    // The expert groups lie within a pipeline stage, along its data
+    // dimension (the verifiers of the mesh's sizes have run).
+    if (FailureOr<int64_t> replicas =
+            lookupGroupSize(module, CollectiveGroup::expert_data);
+        succeeded(replicas))
+      report.expertDataSize = *replicas;
+  }
   if (auto stage = module->getAttrOfType<IntegerAttr>(
           DSCDialect::kZeroStageAttrName))
     report.zeroStage = stage.getInt();
@@ -542,6 +549,12 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
        << ", tensor innermost: rank r at tensor r % " << tensorParallelSize
        << ", data r / " << tensorParallelSize << ")";
   }
+  // Expert groups run along the data dimension, within a stage.
+  if (expertParallelSize > 1)
+    os << ", experts split over groups of " << expertParallelSize
+       << " data-parallel ranks"
+       << (pipelineParallelSize > 1 ? " of a stage" : "")
+       << " (expert index: data index % " << expertParallelSize << ")";
   if (pipelineParallelSize > 1)
     os << ", pipeline stage " << pipelineStage << " of "
        << pipelineParallelSize;
@@ -581,12 +594,14 @@ void StepReport::printText(llvm::raw_ostream &os, Parts parts) const {
               std::to_string(expertDataSize) + " rank(s))");
       row("  of the others", m.modelStates() - m.expertStates);
     }
+    // The data groups: the world's ranks of one tensor index and stage.
+    const int64_t meshed = tensorParallelSize * pipelineParallelSize;
     if (m.worldStatesPartitioned)
       row(m.expertStates ? "    partitioned" : "  partitioned",
           m.worldStatesPartitioned,
-          tensorParallelSize > 1
+          meshed > 1
               ? "(by ZeRO, over data groups of " +
-                    std::to_string(worldSize / tensorParallelSize) + " ranks)"
+                    std::to_string(worldSize / meshed) + " ranks)"
               : "(by ZeRO, over the world of " + std::to_string(worldSize) +
                     " ranks)");
     row("buffers", m.buffers);
@@ -710,6 +725,10 @@ void StepReport::printJson(llvm::raw_ostream &os, Parts parts) const {
                           {"parameters", parameterElements}};
   if (teacherFlops)
     root["teacher_flops"] = teacherFlops;
+  if (expertParallelSize > 1) {
+    root["expert_parallel_size"] = expertParallelSize;
+    root["expert_data_size"] = expertDataSize;
+  }
   if (pipelineParallelSize > 1) {
     root["pipeline_parallel_size"] = pipelineParallelSize;
     root["pipeline_stage"] = pipelineStage;

@@ -207,6 +207,21 @@ private:
     SmallVector<Value> resultCotangents;
     for (Value result : op->getResults())
       resultCotangents.push_back(cotangent.lookup(result));
+    // Each float transfer between pipeline stages has its reverse on both
+    // sides, or the stages' transfers would not pair: the receiving stage
+    // cannot tell whether the value depends on the sender's parameters (a
+    // count of the experts' routes does not), nor the sender whether the
+    // receiver's loss reads it (a metric does not). A receive then sends
+    // back zeros when nothing it feeds reaches the loss, and a send whose
+    // value is inactive still receives its cotangent, which its rule
+    // drops.
+    if (isa<PipelineSendOp, PipelineRecvOp>(op) && !resultCotangents[0]) {
+      Value moved = isa<PipelineRecvOp>(op) ? op->getResult(0)
+                                            : op->getOperand(0);
+      if (isFloatTensor(moved.getType()))
+        resultCotangents[0] = zeros(
+            b, op->getLoc(), cast<RankedTensorType>(op->getResult(0).getType()));
+    }
     if (llvm::all_of(resultCotangents, [](Value v) { return !v; }))
       return success(); // does not reach the loss
     if (auto load = dyn_cast<LoadOp>(op)) {

@@ -218,12 +218,19 @@ private:
                     Twine(world ? *world : int64_t(1)) +
                     " (run --dsc-data-parallel first)");
       // DeepSpeed-TED's mesh: the expert groups run along the data
-      // dimension, P of the W / T data-parallel replicas.
-      if (*world % (epSize * tensorParallel) != 0)
+      // dimension, EP of the W / T data-parallel replicas; with pipeline
+      // stages, of one stage's W / (T P), since a stage's experts are its
+      // own.
+      int64_t stages = lookupPipelineParallelSize(module);
+      std::string pipeline =
+          stages > 1 ? " times pipeline-parallel " + std::to_string(stages)
+                     : "";
+      if (*world % (epSize * tensorParallel * stages) != 0)
         return fail("ep-size " + Twine(int64_t(epSize)) +
                     " times tensor-parallel " + Twine(tensorParallel) +
-                    " must divide the world size " + Twine(*world) +
-                    " (expert groups are made of data-parallel replicas)");
+                    pipeline + " must divide the world size " + Twine(*world) +
+                    " (expert groups are made of data-parallel replicas" +
+                    (stages > 1 ? " of one pipeline stage)" : ")"));
       SmallVector<int64_t> counts(expertsPerLayer.begin(), expertsPerLayer.end());
       if (counts.empty())
         counts.push_back(experts);
@@ -877,22 +884,22 @@ private:
       // joins it, as in DeepSpeed where every rank's loss (with its l_aux)
       // is averaged by the gradient all-reduce.
       // Under tensor parallelism the ranks of a tensor group route the
-      // same micro-batch alike: the mean is over the data group (the
-      // gradient of a mean over the world would count each micro-batch's
-      // l_aux 1/W times on each of its T ranks, whose gradients the data
-      // group alone sums).
+      // same micro-batch alike, and under pipeline parallelism the stages
+      // of a pipeline group carry one micro-batch: the mean is over the
+      // data group (the gradient of a mean over the world would count each
+      // micro-batch's l_aux 1/W times on each of its T ranks, whose
+      // gradients the data group alone sums; and the ranks of other
+      // stages hold other layers).
       Value local = convertTo(b, aux, type);
-      int64_t world = lookupWorldSize(func).value_or(1);
-      bool tensor = tensorParallel > 1;
-      FailureOr<int64_t> replicas =
-          tensor ? lookupGroupSize(func, CollectiveGroup::data)
-                 : FailureOr<int64_t>(world);
+      CollectiveGroup group = dataParallelGroup(func);
+      // A graph that --dsc-data-parallel did not see is one rank's.
+      FailureOr<int64_t> replicas = lookupWorldSize(func)
+                                        ? lookupGroupSize(func, group)
+                                        : FailureOr<int64_t>(1);
       if (failed(replicas))
         return failure();
       if (*replicas > 1) {
-        Value sum = AllReduceOp::create(
-            b, ret.getLoc(), local,
-            tensor ? CollectiveGroup::data : CollectiveGroup::world);
+        Value sum = AllReduceOp::create(b, ret.getLoc(), local, group);
         Value n = ConstantOp::create(
             b, ret.getLoc(),
             DenseElementsAttr::get(tensor0(type),

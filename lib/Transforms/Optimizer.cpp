@@ -417,7 +417,20 @@ struct OptimizerPass : public dsc::impl::OptimizerBase<OptimizerPass> {
     // tensor-parallel slices over a tensor group, and the others: norms and
     // overflow checks sum the split ones over their group.
     SmallVector<Value> replicated, experts, slices, expertSlices;
+    // Under pipeline parallelism the norms add the stages' sums
+    // (sumSquaresOverRanks): a weight tied between stages, whose gradient
+    // its holders have summed alike, counts on the first of them alone.
+    auto stageAttr = module->getAttrOfType<IntegerAttr>(kPipelineStageAttrName);
+    const int64_t stage = stageAttr ? stageAttr.getInt() : 0;
+    auto countedElsewhere = [&](StateOp param) {
+      Attribute tied = param->getAttr(kPipelineTiedAttrName);
+      if (auto stages = dyn_cast_or_null<DenseI64ArrayAttr>(tied))
+        return !stages.empty() && stages[0] != stage;
+      return tied && stage != 0;
+    };
     for (auto [i, v] : llvm::enumerate(g)) {
+      if (countedElsewhere(grads[i].param))
+        continue;
       CollectiveGroup over = grads[i].param.getPartitionGroup();
       bool sliced = grads[i].param.getPartitionBlocks().has_value();
       (over == CollectiveGroup::expert && sliced ? expertSlices

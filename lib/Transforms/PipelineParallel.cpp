@@ -94,6 +94,14 @@ struct PipelineParallelPass
                          << " pipeline stages";
       return signalPassFailure();
     }
+    // The teacher's blocks would be cut among the student's, and its
+    // metrics (lm_loss, kd_loss) with them; that is not built yet.
+    for (auto state : module.getOps<StateOp>())
+      if (state.getRole() == StateRole::teacher) {
+        state.emitError() << "pipeline parallelism does not cut a graph with "
+                             "a distillation teacher (--dsc-distill) yet";
+        return signalPassFailure();
+      }
     SmallVector<func::FuncOp> graphs;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())
@@ -115,16 +123,30 @@ struct PipelineParallelPass
     if (!func.getBody().hasOneBlock())
       return func.emitError() << "pipeline parallelism cuts a single-block graph";
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() != 1)
-      return func.emitError()
-             << "pipeline parallelism cuts a graph whose one output is its "
-                "loss; this one has "
-             << ret.getNumOperands() << " outputs";
+    if (ret.getNumOperands() == 0)
+      return func.emitError() << "pipeline parallelism cuts a graph whose "
+                                 "first output is its loss; this one has none";
     auto lossType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
     if (!lossType || lossType.getRank() != 0 || !lossType.getElementType().isF32())
       return func.emitError() << "pipeline parallelism needs an f32 scalar "
                                  "loss, got "
                               << ret.getOperand(0).getType();
+    // The outputs after the loss (the experts' metrics) are delivered to
+    // every rank by a sum over the pipeline group (rebuild), which needs
+    // their shapes; a graph input returned as is has no stage to compute it.
+    for (OpOperand &output : llvm::drop_begin(ret->getOpOperands())) {
+      auto type = dyn_cast<RankedTensorType>(output.get().getType());
+      if (!type || !type.hasStaticShape())
+        return func.emitError()
+               << "pipeline parallelism sums output #"
+               << output.getOperandNumber()
+               << " over the pipeline group, which needs a static shape, got "
+               << output.get().getType();
+      if (isa<BlockArgument>(output.get()))
+        return func.emitError() << "output #" << output.getOperandNumber()
+                                << " is a graph input, which no pipeline "
+                                   "stage computes";
+    }
 
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
@@ -193,14 +215,26 @@ struct PipelineParallelPass
       return op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
              (isa<LoadOp>(op) || isMemoryEffectFree(op));
     };
+    // The loss is the last stage's; an output after it is returned by the
+    // stage that computes it (one computed from loads and constants alone:
+    // the last), so that it crosses no cut, micro-batch after micro-batch,
+    // only to be returned.
+    SmallVector<int64_t> outputStages(ret.getNumOperands(), stages - 1);
+    for (OpOperand &output : llvm::drop_begin(ret->getOpOperands()))
+      if (Operation *def = output.get().getDefiningOp(); !repeated(def))
+        outputStages[output.getOperandNumber()] = stageOf.lookup(def);
+    auto stageOfUse = [&](OpOperand &use) {
+      return use.getOwner() == ret ? outputStages[use.getOperandNumber()]
+                                   : stageOf.lookup(use.getOwner());
+    };
     SmallVector<llvm::SetVector<Value>> live(stages + 1);
     for (Operation *op : ops) {
       if (repeated(op))
         continue;
       for (Value result : op->getResults()) {
         int64_t last = stageOf[op];
-        for (Operation *user : result.getUsers())
-          last = std::max(last, user == ret ? stages - 1 : stageOf.lookup(user));
+        for (OpOperand &use : result.getUses())
+          last = std::max(last, stageOfUse(use));
         for (int64_t k = stageOf[op] + 1; k <= last; ++k)
           live[k].insert(result);
       }
@@ -222,9 +256,8 @@ struct PipelineParallelPass
     llvm::StringMap<llvm::SmallDenseSet<int64_t>> readers;
     for (Operation *op : ops)
       if (auto load = dyn_cast<LoadOp>(op))
-        for (Operation *user : load->getUsers())
-          readers[load.getState()].insert(
-              (user == ret ? stages - 1 : stageOf.lookup(user)) % ranks);
+        for (OpOperand &use : load->getUses())
+          readers[load.getState()].insert(stageOfUse(use) % ranks);
     for (auto state : module.getOps<StateOp>()) {
       auto it = readers.find(state.getSymName());
       if (it == readers.end() || it->second.size() < 2 ||
@@ -252,7 +285,8 @@ struct PipelineParallelPass
             stageParameters[reader] += bytesOf(load.getType());
       report(func, blocks, prologue, epilogue, *balanced, live, stageParameters);
     }
-    return rebuild(module, func, ops, stageOf, live, ranks, repeated);
+    return rebuild(module, func, ops, stageOf, live, outputStages, ranks,
+                   repeated);
   }
 
   /// A span's FLOPs, the bytes of the states it loads, and the bytes of
@@ -336,7 +370,8 @@ struct PipelineParallelPass
   LogicalResult rebuild(ModuleOp module, func::FuncOp func,
                         ArrayRef<Operation *> ops,
                         DenseMap<Operation *, int64_t> &stageOf,
-                        ArrayRef<llvm::SetVector<Value>> live, int64_t ranks,
+                        ArrayRef<llvm::SetVector<Value>> live,
+                        ArrayRef<int64_t> outputStages, int64_t ranks,
                         function_ref<bool(Operation *)> repeated) {
     const int64_t r = stage, m = microBatches, v = chunks;
     const int64_t stages = ranks * v;
@@ -429,6 +464,9 @@ struct PipelineParallelPass
         starts[mb].map(key.getResult(), clone.getResult());
       }
     SmallVector<Value> zeros, losses;
+    // The outputs after the loss that this rank computes: micro-batch
+    // m - 1's (null: another rank's).
+    SmallVector<Value> outputs(ret.getNumOperands());
     for (int64_t mb = 0; mb < m; ++mb) {
       IRMapping map = starts[mb];
       // The rank's chunks in model order; chunk c runs virtual stage k.
@@ -476,6 +514,17 @@ struct PipelineParallelPass
           }
         else
           losses.push_back(map.lookup(ret.getOperand(0)));
+        if (mb == m - 1)
+          for (OpOperand &output : llvm::drop_begin(ret->getOpOperands())) {
+            if (outputStages[output.getOperandNumber()] != k)
+              continue;
+            Value value = output.get();
+            // One of the loads and constants that only the output reads,
+            // which the rank's program left out.
+            if (!map.contains(value))
+              map.map(value, b.clone(*value.getDefiningOp(), once)->getResult(0));
+            outputs[output.getOperandNumber()] = map.lookup(value);
+          }
       }
     }
 
@@ -497,8 +546,28 @@ struct PipelineParallelPass
       local = local ? AddOp::create(b, loc, local, term).getResult() : term;
     if (!local)
       local = scalar(0.0);
-    Value total = AllReduceOp::create(b, loc, local, CollectiveGroup::pipeline);
-    func::ReturnOp::create(b, loc, total);
+    SmallVector<Value> results = {
+        AllReduceOp::create(b, loc, local, CollectiveGroup::pipeline)};
+    // Each output after the loss on every rank (rank 0 logs them): the
+    // sum over the pipeline group of its stage's value and the other
+    // stages' zeros, which is exact. It is micro-batch m - 1's, the value
+    // a single rank's gradient accumulation returns from the step's last
+    // call. A sum rather than a transfer to rank 0: each stage runs it after
+    // its schedule, in one order on all (the schedule pass keeps
+    // collectives over the pipeline group behind the micro-batches), and
+    // the ranks' outputs stay alike.
+    for (auto [output, own] :
+         llvm::zip(llvm::drop_begin(ret.getOperands()), llvm::drop_begin(outputs))) {
+      if (!own)
+        own = ConstantOp::create(b, loc,
+                                 cast<ElementsAttr>(b.getZeroAttr(output.getType())));
+      results.push_back(AllReduceOp::create(b, loc, own, CollectiveGroup::pipeline));
+    }
+    func::ReturnOp::create(b, loc, results);
+    // Micro-batches 0 .. m - 2's copies of what only an output reads.
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
 
     // Drop the old body, then the states no op reads any more: those
     // another stage reads. A state the whole graph never reads (a buffer

@@ -383,7 +383,15 @@ struct PipelineSchedulePass
       }
       for (Value result : op.getResults())
         dependsOn[result] = set;
-      if (set.count() == 1) {
+      // A sum over the pipeline group (the loss, the outputs after it, a
+      // tied weight's gradient) meets the other stages' only where all of
+      // them run it: after their schedules, each in program order. In an
+      // action it would face a peer's transfer, or a rank whose copy reads
+      // no micro-batch (another stage's output: zeros).
+      auto reduce = dyn_cast<AllReduceOp>(op);
+      bool acrossStages =
+          reduce && reduce.getGroup() == CollectiveGroup::pipeline;
+      if (set.count() == 1 && !acrossStages) {
         int64_t key = set.find_first();
         // Activation checkpointing's clones keep their forward op's mark
         // but run in the backward, which is when their values are needed.
@@ -395,7 +403,8 @@ struct PipelineSchedulePass
                           cast<PipelineRecvOp>(op).getPeer() ==
                               PipelinePeer::previous);
         (isForward ? forward : backward)[key].push_back(&op);
-      } else if (set.none() && (!behind || isMemoryEffectFree(&op)) &&
+      } else if (set.none() && !acrossStages &&
+                 (!behind || isMemoryEffectFree(&op)) &&
                  llvm::none_of(op.getOperands(), [&](Value operand) {
                    return inTail.contains(operand.getDefiningOp());
                  })) {

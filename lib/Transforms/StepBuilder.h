@@ -100,6 +100,12 @@ struct StepBuilder {
       Value both = AllReduceOp::create(b, loc, experts, CollectiveGroup::tensor);
       total = total ? add(total, both) : both;
     }
+    // A pipeline stage holds its blocks' gradients only: the stages' sums
+    // add up to the model's (the caller leaves a weight tied between
+    // stages to one of them), the same on every stage.
+    if (lookupPipelineParallelSize(b.getInsertionBlock()->getParentOp()) > 1)
+      total = AllReduceOp::create(b, loc, total ? total : c(0),
+                                  CollectiveGroup::pipeline);
     return total;
   }
   /// Logical and / or / not of i1 tensors, as selects.

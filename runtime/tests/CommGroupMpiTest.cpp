@@ -4,7 +4,8 @@
 // StepContext's collectives routed to them: an all-to-all over the Expert
 // group, sums over the ExpertData group, each group's figures. Every value
 // is a known function of the sending rank, so each rank works out exactly
-// what it must receive.
+// what it must receive. And with 2 pipeline stages of 2 ranks, expert
+// groups that stay within a stage.
 
 #include "dsc/runtime/CommGroups.h"
 #include "dsc/runtime/Error.h"
@@ -42,11 +43,12 @@ std::vector<int64_t> layoutMembers(const GroupLayout &layout, CommGroup group,
 }
 
 /// A context whose collectives stream runs inline, over the job's
-/// communicator and the groups of expert-parallel size `p`.
+/// communicator and the groups of expert-parallel size `p` (and
+/// `stages` pipeline stages).
 struct Job {
-  explicit Job(int p)
+  explicit Job(int p, int stages = 1)
       : stream("comm", CpuStream::Mode::Inline),
-        context({}, {}, {}, nullptr, world, {&stream}, 0, p) {
+        context({}, {}, {}, nullptr, world, {&stream}, 0, p, {}, 1, stages) {
     context.beginStep(1);
   }
   int rank() const { return world.rank(); }
@@ -222,6 +224,43 @@ TEST(CommGroupMpi, GroupsOfOneRankAndOfAllRanks) {
                              CommGroup::ExpertData);
     EXPECT_EQ(grad, double(r));
   }
+}
+
+TEST(CommGroupMpi, ExpertGroupsWithinPipelineStages) {
+  // EP = 2 within P = 2 stages of 2 ranks: the Expert groups are the
+  // stages, {0, 1} and {2, 3}; each expert is held by one rank (no
+  // ExpertData communicator); the Pipeline groups are {0, 2} and {1, 3}.
+  Job job(2, 2);
+  const int r = job.rank();
+  const GroupLayout &layout = job.layout();
+  Communicator *expert = job.context.groups().communicator(CommGroup::Expert);
+  ASSERT_NE(expert, nullptr);
+  EXPECT_EQ(gatheredMembers(*expert, r),
+            (std::vector<int64_t>{r / 2 * 2, r / 2 * 2 + 1}));
+  EXPECT_EQ(expert->rank(), r % 2);
+  EXPECT_EQ(job.context.groups().communicator(CommGroup::ExpertData), nullptr);
+  Communicator *pipeline =
+      job.context.groups().communicator(CommGroup::Pipeline);
+  ASSERT_NE(pipeline, nullptr);
+  EXPECT_EQ(gatheredMembers(*pipeline, r),
+            (std::vector<int64_t>{r % 2, r % 2 + 2}));
+  // An all-to-all over the Expert group stays within the stage.
+  const int count = 2;
+  std::vector<float> buffer(size_t(2 * count));
+  for (int j = 0; j < 2; ++j)
+    for (int i = 0; i < count; ++i)
+      buffer[size_t(j * count + i)] = sent(r, j, i);
+  job.context.allToAll(buffer.data(), count, ElementType::F32, 0, job.stream,
+                       CommGroup::Expert);
+  for (int j = 0; j < 2; ++j)
+    for (int i = 0; i < count; ++i)
+      EXPECT_EQ(buffer[size_t(j * count + i)],
+                sent(layout.member(CommGroup::Expert, r, j), r % 2, i));
+  // A sum over the ExpertData group of one rank is the rank's own.
+  double grad = r;
+  job.context.allReduceSum(&grad, 1, ElementType::F64, 1, job.stream,
+                           CommGroup::ExpertData);
+  EXPECT_EQ(grad, double(r));
 }
 
 int main(int argc, char **argv) {

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -154,14 +155,77 @@ TEST(CommGroups, PipelineStagesOutermost) {
             "divide the world size 4");
 }
 
+TEST(CommGroups, ExpertGroupsWithinPipelineStages) {
+  // W = 4, P = 2, EP = 2 (rank = p * D + d, D = 2): stage 0 is ranks 0-1,
+  // stage 1 ranks 2-3; each stage's two data ranks are its expert group,
+  // and hold different experts, so each expert-data group is one rank.
+  GroupLayout layout(4, 2, 1, 2);
+  EXPECT_EQ(layout.size(CommGroup::Expert), 2);
+  EXPECT_EQ(layout.size(CommGroup::ExpertData), 1);
+  EXPECT_EQ(layout.size(CommGroup::Data), 2);
+  const std::vector<std::vector<int>> expert = {{0, 1}, {0, 1}, {2, 3}, {2, 3}};
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(members(layout, CommGroup::Expert, r), expert[size_t(r)]) << r;
+    EXPECT_EQ(members(layout, CommGroup::ExpertData, r), std::vector<int>{r});
+    EXPECT_EQ(members(layout, CommGroup::Pipeline, r),
+              (std::vector<int>{r % 2, r % 2 + 2}));
+    EXPECT_EQ(layout.index(CommGroup::Expert, r), r % 2);
+    EXPECT_EQ(layout.index(CommGroup::ExpertData, r), 0);
+    EXPECT_EQ(layout.color(CommGroup::Expert, r), r / 2);
+    EXPECT_EQ(layout.color(CommGroup::ExpertData, r), r);
+  }
+  EXPECT_EQ(layout.describe(CommGroup::Expert, 3),
+            "the expert group (ranks 2, 3)");
+
+  // W = 16, T = 2, P = 2, EP = 2 (rank = (p * D + d) * T + t, D = 4):
+  // stage 0 is ranks 0-7, stage 1 ranks 8-15. An expert group pairs data
+  // indices 0-1 or 2-3 of one stage at one tensor index; an expert-data
+  // group the data indices of one parity there.
+  GroupLayout ted(16, 2, 2, 2);
+  EXPECT_EQ(ted.size(CommGroup::Expert), 2);
+  EXPECT_EQ(ted.size(CommGroup::ExpertData), 2);
+  EXPECT_EQ(ted.size(CommGroup::Data), 4);
+  const std::vector<std::vector<int>> tedExpert = {
+      {0, 2},   {1, 3},   {0, 2},   {1, 3},   {4, 6},   {5, 7},
+      {4, 6},   {5, 7},   {8, 10},  {9, 11},  {8, 10},  {9, 11},
+      {12, 14}, {13, 15}, {12, 14}, {13, 15}};
+  const std::vector<std::vector<int>> tedReplicas = {
+      {0, 4},   {1, 5},   {2, 6},   {3, 7},   {0, 4},   {1, 5},
+      {2, 6},   {3, 7},   {8, 12},  {9, 13},  {10, 14}, {11, 15},
+      {8, 12},  {9, 13},  {10, 14}, {11, 15}};
+  for (int r = 0; r < 16; ++r) {
+    EXPECT_EQ(members(ted, CommGroup::Expert, r), tedExpert[size_t(r)]) << r;
+    EXPECT_EQ(members(ted, CommGroup::ExpertData, r), tedReplicas[size_t(r)])
+        << r;
+    EXPECT_EQ(ted.index(CommGroup::Expert, r), r % 8 / 2 % 2) << r;
+    EXPECT_EQ(ted.index(CommGroup::ExpertData, r), r % 8 / 4) << r;
+  }
+
+  // W = 8, T = 2, P = 2, EP = 2: a stage's 2 data ranks are one expert
+  // group per tensor index.
+  GroupLayout small(8, 2, 2, 2);
+  EXPECT_EQ(members(small, CommGroup::Expert, 5), (std::vector<int>{5, 7}));
+  EXPECT_EQ(members(small, CommGroup::ExpertData, 5), std::vector<int>{5});
+  EXPECT_EQ(members(small, CommGroup::Data, 5), (std::vector<int>{5, 7}));
+
+  // EP must divide a stage's data ranks, not only the world's.
+  EXPECT_EQ(errorOf([] { GroupLayout(4, 4, 1, 2); }),
+            "expert-parallel size 4 times tensor-parallel size 1 does not "
+            "divide the 2 ranks of a pipeline stage");
+  EXPECT_EQ(errorOf([] { GroupLayout(8, 4, 2, 2); }),
+            "expert-parallel size 4 times tensor-parallel size 2 does not "
+            "divide the 4 ranks of a pipeline stage");
+}
+
 TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
-  for (auto [world, expert, tensor] :
-       {std::tuple{8, 2, 2}, {8, 4, 2}, {8, 2, 4}, {6, 3, 1}, {6, 1, 3},
-        {12, 3, 2}, {12, 2, 3}}) {
-    GroupLayout layout(world, expert, tensor);
+  for (auto [world, expert, tensor, stages] :
+       {std::tuple{8, 2, 2, 1}, {8, 4, 2, 1}, {8, 2, 4, 1}, {6, 3, 1, 1},
+        {6, 1, 3, 1}, {12, 3, 2, 1}, {12, 2, 3, 1}, {4, 2, 1, 2},
+        {8, 2, 2, 2}, {16, 2, 2, 2}, {12, 3, 1, 2}, {24, 2, 2, 3}}) {
+    GroupLayout layout(world, expert, tensor, stages);
     for (CommGroup g : {CommGroup::World, CommGroup::Expert,
                         CommGroup::ExpertData, CommGroup::Tensor,
-                        CommGroup::Data}) {
+                        CommGroup::Data, CommGroup::Pipeline}) {
       // The groups of one kind cut the ranks into disjoint parts, and every
       // member of a group sees the same group.
       std::set<int> seen;
@@ -174,6 +238,22 @@ TEST(CommGroups, EveryRankIsInExactlyOneGroupOfEachKind) {
             EXPECT_TRUE(seen.insert(other).second) << name(g) << " " << other;
       }
       EXPECT_EQ(seen.size(), size_t(world)) << name(g);
+      // A group's color is its own, and a rank sits at its own index.
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(layout.member(g, r, layout.index(g, r)), r) << name(g);
+        for (int other = 0; other < world; ++other) {
+          std::vector<int> mine = members(layout, g, r);
+          bool together =
+              std::find(mine.begin(), mine.end(), other) != mine.end();
+          EXPECT_EQ(layout.color(g, r) == layout.color(g, other), together)
+              << name(g) << " " << r << " " << other;
+        }
+      }
+      // Every group but the world and the pipeline within one stage.
+      if (g != CommGroup::World && g != CommGroup::Pipeline)
+        for (int r = 0; r < world; ++r)
+          for (int other : members(layout, g, r))
+            EXPECT_EQ(layout.stage(other), layout.stage(r)) << name(g);
     }
   }
 }

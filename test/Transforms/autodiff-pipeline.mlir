@@ -46,3 +46,53 @@ module attributes {dsc.world_size = 2 : i64, dsc.pipeline_parallel_size = 2 : i6
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// A middle stage relaying a float that depends on no parameter (the
+// experts' dropped routes, counted from integers) and that no loss reads:
+// the transfers pair only if each has its reverse on both sides. The send
+// of the inactive value still receives its cotangent (and drops it); the
+// receive of a value that reaches no loss sends back zeros.
+// CHECK-LABEL: func.func @relay_inactive
+// CHECK: %[[IN:.*]] = dsc.pipeline_recv from previous micro_batch 0 : tensor<f32>
+// CHECK: %[[Z:.*]] = dsc.pipeline_send %{{.*}} to next micro_batch 0 : tensor<f32>
+// CHECK: %[[OUT:.*]] = dsc.pipeline_send %{{.*}} to next micro_batch 0 : tensor<f32>
+// CHECK: dsc.pipeline_recv from next micro_batch 0 : tensor<f32>
+// CHECK: dsc.pipeline_recv from next micro_batch 0 : tensor<f32>
+// CHECK: dsc.pipeline_send %{{.*}} to previous micro_batch 0 : tensor<f32>
+// CHECK: return
+module attributes {dsc.world_size = 3 : i64, dsc.pipeline_parallel_size = 3 : i64} {
+  func.func @relay_inactive(%n: tensor<4xi64> {dsc.input = "n"})
+      -> (tensor<f32> {dsc.output = "loss"}) {
+    %in = dsc.pipeline_recv from previous micro_batch 0 : tensor<f32>
+    %c = dsc.convert %n : tensor<4xi64> to tensor<4xf32>
+    %own = dsc.reduce_sum %c, dims = [0] : tensor<4xf32>
+    %z0 = dsc.pipeline_send %own to next micro_batch 0 : tensor<f32>
+    %sum = dsc.add %in, %own : tensor<f32>, tensor<f32>
+    %z1 = dsc.pipeline_send %sum to next micro_batch 0 : tensor<f32>
+    %local = dsc.add %z0, %z1 : tensor<f32>, tensor<f32>
+    %loss = dsc.all_reduce %local over pipeline : tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A last stage receiving such a value for an output beside its loss: the
+// receive sends zeros back, which its sender waits for.
+// CHECK-LABEL: func.func @metric_only
+// CHECK: dsc.pipeline_recv from previous micro_batch 0 : tensor<f32>
+// CHECK: %[[ZERO:.*]] = dsc.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: dsc.pipeline_send %[[ZERO]] to previous micro_batch 0 : tensor<f32>
+// CHECK: return
+module attributes {dsc.world_size = 2 : i64, dsc.pipeline_parallel_size = 2 : i64} {
+  dsc.state parameter @w : tensor<4xf32>
+  func.func @metric_only() -> (tensor<f32> {dsc.output = "loss"}, tensor<f32> {dsc.output = "moe.dropped"}) {
+    %dropped = dsc.pipeline_recv from previous micro_batch 0 : tensor<f32>
+    %w = dsc.load @w : tensor<4xf32>
+    %s = dsc.reduce_sum %w, dims = [0] : tensor<4xf32>
+    %loss = dsc.all_reduce %s over pipeline : tensor<f32>
+    return %loss, %dropped : tensor<f32>, tensor<f32>
+  }
+}

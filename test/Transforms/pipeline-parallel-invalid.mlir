@@ -12,17 +12,48 @@
 // MESH: error: --dsc-pipeline-parallel needs a mesh of at least 2 pipeline stages (run --dsc-data-parallel pipeline-parallel=P first), got 1
 // ORDER: error: --dsc-pipeline-schedule orders a pipeline stage's program: run --dsc-pipeline-parallel first
 
+// An output after the loss is returned by the stage that computes it: a
+// graph input has none.
 dsc.state parameter @"h.0.w" : tensor<4x4xf32>
 dsc.state parameter @"h.1.w" : tensor<4x4xf32>
-// expected-error @+1 {{pipeline parallelism cuts a graph whose one output is its loss; this one has 2 outputs}}
+// expected-error @+1 {{output #1 is a graph input, which no pipeline stage computes}}
 func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
-    -> (tensor<f32> {dsc.output = "loss"}, tensor<2x4xf32> {dsc.output = "h"}) {
+    -> (tensor<f32> {dsc.output = "loss"}, tensor<2x4xf32> {dsc.output = "x"}) {
   %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
   %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
   %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
   %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
   %loss = dsc.reduce_sum %h1, dims = [0, 1] : tensor<2x4xf32>
-  return %loss, %h1 : tensor<f32>, tensor<2x4xf32>
+  return %loss, %x : tensor<f32>, tensor<2x4xf32>
+}
+
+// -----
+
+// The loss comes first.
+dsc.state parameter @"h.0.w" : tensor<4x4xf32>
+dsc.state parameter @"h.1.w" : tensor<4x4xf32>
+// expected-error @+1 {{pipeline parallelism needs an f32 scalar loss, got 'tensor<2x4xf32>'}}
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
+    -> (tensor<2x4xf32> {dsc.output = "h"}, tensor<f32> {dsc.output = "loss"}) {
+  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
+  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = dsc.reduce_sum %h1, dims = [0, 1] : tensor<2x4xf32>
+  return %h1, %loss : tensor<2x4xf32>, tensor<f32>
+}
+
+// -----
+
+dsc.state parameter @"h.0.w" : tensor<4x4xf32>
+dsc.state parameter @"h.1.w" : tensor<4x4xf32>
+// expected-error @+1 {{pipeline parallelism cuts a graph whose first output is its loss; this one has none}}
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"}) {
+  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
+  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  return
 }
 
 // -----
@@ -46,5 +77,40 @@ func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"},
   %w2 = dsc.load @"h.2.w" : tensor<4x4xf32>
   %h2 = dsc.linear %h1, %w2 : tensor<2x4xf32>, tensor<4x4xf32>
   %loss = dsc.reduce_sum %h2, dims = [0, 1] : tensor<2x4xf32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Every rank returns each output, summed over the pipeline group: the sum
+// needs a tensor of a static shape.
+dsc.state parameter @"h.0.w" : tensor<4x4xf32>
+dsc.state parameter @"h.1.w" : tensor<4x4xf32>
+// expected-error @+1 {{pipeline parallelism sums output #1 over the pipeline group, which needs a static shape, got 'i64'}}
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
+    -> (tensor<f32> {dsc.output = "loss"}, i64 {dsc.output = "seven"}) {
+  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
+  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = dsc.reduce_sum %h1, dims = [0, 1] : tensor<2x4xf32>
+  %seven = arith.constant 7 : i64
+  return %loss, %seven : tensor<f32>, i64
+}
+
+// -----
+
+// Knowledge distillation's teacher (its states, frozen) is not cut yet.
+dsc.state parameter @"h.0.w" : tensor<4x4xf32>
+dsc.state parameter @"h.1.w" : tensor<4x4xf32>
+// expected-error @+1 {{pipeline parallelism does not cut a graph with a distillation teacher (--dsc-distill) yet}}
+dsc.state teacher @"teacher.h.0.w" : tensor<4x4xf32>
+func.func @forward(%x: tensor<2x4xf32> {dsc.input = "x"})
+    -> (tensor<f32> {dsc.output = "loss"}) {
+  %w0 = dsc.load @"h.0.w" : tensor<4x4xf32>
+  %h0 = dsc.linear %x, %w0 : tensor<2x4xf32>, tensor<4x4xf32>
+  %w1 = dsc.load @"h.1.w" : tensor<4x4xf32>
+  %h1 = dsc.linear %h0, %w1 : tensor<2x4xf32>, tensor<4x4xf32>
+  %loss = dsc.reduce_sum %h1, dims = [0, 1] : tensor<2x4xf32>
   return %loss : tensor<f32>
 }

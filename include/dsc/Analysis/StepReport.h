@@ -138,7 +138,10 @@ struct DeepSpeedEstimate {
 
 struct StepReport {
   int64_t worldSize = 1;
-  int64_t expertDataSize = 1; // W / P: the ranks that hold the same experts
+  int64_t expertParallelSize = 1; // EP: the ranks that split a layer's experts
+  /// W / (EP T P): the ranks (of one pipeline stage) that hold the same
+  /// experts.
+  int64_t expertDataSize = 1;
   int64_t tensorParallelSize = 1; // the mesh's tensor groups (Megatron's)
   int64_t zeroStage = 0;
   int64_t gradAccum = 1; // micro-batches (calls of the step) per update

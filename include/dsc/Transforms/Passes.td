@@ -135,8 +135,15 @@ def PipelineParallel : Pass<"dsc-pipeline-parallel", "::mlir::ModuleOp"> {
     The stage's loss is the mean of its micro-batches' losses on the last
     stage and zero on the others (the sum of its sends' zeros, through
     which autodiff reaches what they send); the graph returns their sum over
-    the pipeline group, the step's loss on every stage. Only a graph whose
-    one output is its loss is cut.
+    the pipeline group, the step's loss on every stage. The loss must be the
+    graph's first output. Each output after it (the experts' `aux_loss`,
+    `moe.exp_counts.<layer>` and `moe.dropped`) is returned by the stage
+    that computes it, not sent across the cuts: its value for the last
+    micro-batch (what a single rank's gradient accumulation returns from
+    the step's last call), summed over the pipeline group with the other
+    stages' zeros, so that every rank returns it. A value such an output
+    reads from an earlier stage (stage 0's l_aux in the last stage's loss)
+    crosses the cuts as any other value does.
 
     `chunks` (V, Megatron's virtual pipeline size) cuts the blocks into
     V·P chunks instead, balanced alike, for the interleaved schedule: rank
@@ -175,7 +182,10 @@ def PipelineSchedule : Pass<"dsc-pipeline-schedule", "::mlir::ModuleOp"> {
     depending on its micro-batch). Each action's ops keep their order;
     what depends on no micro-batch runs first, and what depends on several
     (the sums of the micro-batches' weight gradients, the loss, the
-    optimizer) after the last action, in program order. What depends on
+    optimizer) after the last action, in program order, as does every
+    sum over the pipeline group (an output of one micro-batch, or the
+    zeros of a stage that does not compute it, among them): the stages
+    meet in it only after their schedules. What depends on
     no micro-batch but follows an op with effects that runs after the last
     action (ZeRO-3's gathers of the parameters for the backward follow the
     loss's collectives) runs just before the first action that reads it;

@@ -84,18 +84,72 @@ GroupLayout::GroupLayout(int worldSize, int expertParallelSize,
             " times pipeline-parallel size " +
             std::to_string(pipelineParallelSize) +
             " does not divide the world size " + std::to_string(worldSize));
-  check(pipelineParallelSize == 1 || expertParallelSize == 1,
-        "expert parallelism within pipeline stages is not supported");
+  // The expert groups are made of the data-parallel ranks of one stage.
+  check(worldSize % (expertParallelSize * tensorParallelSize *
+                     pipelineParallelSize) == 0,
+        "expert-parallel size " + std::to_string(expertParallelSize) +
+            " times tensor-parallel size " +
+            std::to_string(tensorParallelSize) +
+            " does not divide the " +
+            std::to_string(worldSize / pipelineParallelSize) +
+            " ranks of a pipeline stage");
 }
 
 int GroupLayout::stage(int rank) const { return rank / stageRanks(); }
 
+// Every group but the world and the pipeline lies within one pipeline
+// stage (Megatron's mesh: rank = (p * D + d) * T + t), the expert groups
+// among them, along the stage's data dimension: a rank's place in such a
+// group is its stage-local rank's in a job of one stage, and the stages'
+// groups are numbered one stage after the other.
+namespace {
+/// The color (see GroupLayout::color) of stage-local rank `local` in a
+/// stage of one pipeline: the tensor index t = local % T and the part of
+/// the data index d = local / T that the group does not vary.
+int colorInStage(CommGroup group, int local, int expertParallelSize,
+                 int tensorParallelSize) {
+  const int t = local % tensorParallelSize, d = local / tensorParallelSize;
+  switch (group) {
+  case CommGroup::Expert:
+    return d / expertParallelSize * tensorParallelSize + t;
+  case CommGroup::ExpertData:
+    return d % expertParallelSize * tensorParallelSize + t;
+  case CommGroup::Tensor: return d;
+  case CommGroup::Data: return t;
+  case CommGroup::World:
+  case CommGroup::Pipeline: break;
+  }
+  unknownGroup(group);
+}
+
+/// The stage-local rank at index `index` of the group that stage-local
+/// rank `local` is in.
+int memberInStage(CommGroup group, int local, int index,
+                  int expertParallelSize, int tensorParallelSize) {
+  const int t = local % tensorParallelSize, d = local / tensorParallelSize;
+  switch (group) {
+  case CommGroup::Expert:
+    return (d / expertParallelSize * expertParallelSize + index) *
+               tensorParallelSize + t;
+  case CommGroup::ExpertData:
+    return (d % expertParallelSize + index * expertParallelSize) *
+               tensorParallelSize + t;
+  case CommGroup::Tensor: return d * tensorParallelSize + index;
+  case CommGroup::Data: return t + index * tensorParallelSize;
+  case CommGroup::World:
+  case CommGroup::Pipeline: break;
+  }
+  unknownGroup(group);
+}
+} // namespace
+
 int GroupLayout::index(CommGroup group, int rank) const {
   if (group == CommGroup::Pipeline)
     return stage(rank);
-  if (group == CommGroup::Data)
-    return rank % stageRanks() / tensorParallelSize_;
-  return groupIndex(group, rank, expertParallelSize_, tensorParallelSize_);
+  if (group == CommGroup::World)
+    return rank;
+  return groupIndex(group, rank % stageRanks(), expertParallelSize_,
+                    tensorParallelSize_);
 }
 
 int GroupLayout::size(CommGroup group) const {
@@ -103,7 +157,7 @@ int GroupLayout::size(CommGroup group) const {
   case CommGroup::World: return worldSize_;
   case CommGroup::Expert: return expertParallelSize_;
   case CommGroup::ExpertData:
-    return worldSize_ / (expertParallelSize_ * tensorParallelSize_);
+    return stageRanks() / (expertParallelSize_ * tensorParallelSize_);
   case CommGroup::Tensor: return tensorParallelSize_;
   case CommGroup::Data: return stageRanks() / tensorParallelSize_;
   case CommGroup::Pipeline: return pipelineParallelSize_;
@@ -114,46 +168,25 @@ int GroupLayout::size(CommGroup group) const {
 int GroupLayout::color(CommGroup group, int rank) const {
   switch (group) {
   case CommGroup::World: return 0;
-  // Colors tell the groups of a kind apart: the tensor index t = r % T
-  // and the part of the data index d = r / T that the group does not vary.
-  case CommGroup::Expert: {
-    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
-    return d / expertParallelSize_ * tensorParallelSize_ + t;
-  }
-  case CommGroup::ExpertData: {
-    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
-    return d % expertParallelSize_ * tensorParallelSize_ + t;
-  }
-  case CommGroup::Tensor: return rank / tensorParallelSize_;
-  case CommGroup::Data:
-    return stage(rank) * tensorParallelSize_ + rank % tensorParallelSize_;
   case CommGroup::Pipeline: return rank % stageRanks();
+  default:
+    // A stage holds stageRanks() / size(group) groups of the kind.
+    return stage(rank) * (stageRanks() / size(group)) +
+           colorInStage(group, rank % stageRanks(), expertParallelSize_,
+                        tensorParallelSize_);
   }
-  unknownGroup(group);
 }
 
 int GroupLayout::member(CommGroup group, int rank, int index) const {
   switch (group) {
   case CommGroup::World: return index;
-  case CommGroup::Expert: {
-    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
-    return (d / expertParallelSize_ * expertParallelSize_ + index) *
-               tensorParallelSize_ + t;
-  }
-  case CommGroup::ExpertData: {
-    int t = rank % tensorParallelSize_, d = rank / tensorParallelSize_;
-    return (d % expertParallelSize_ + index * expertParallelSize_) *
-               tensorParallelSize_ + t;
-  }
-  case CommGroup::Tensor:
-    return color(group, rank) * tensorParallelSize_ + index;
-  case CommGroup::Data:
-    return stage(rank) * stageRanks() + rank % tensorParallelSize_ +
-           index * tensorParallelSize_;
   case CommGroup::Pipeline:
     return color(group, rank) + index * stageRanks();
+  default:
+    return stage(rank) * stageRanks() +
+           memberInStage(group, rank % stageRanks(), index,
+                         expertParallelSize_, tensorParallelSize_);
   }
-  unknownGroup(group);
 }
 
 std::string GroupLayout::describe(CommGroup group, int rank) const {

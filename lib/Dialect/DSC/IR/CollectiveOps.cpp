@@ -91,13 +91,15 @@ FailureOr<int64_t> mlir::dsc::lookupGroupSize(Operation *op,
     return experts;
   case CollectiveGroup::expert_data:
     // Expert groups run along the data dimension of the tensor-parallel
-    // mesh (DeepSpeed-TED): the replicas of a rank's expert slices.
-    if (*world % (experts * tensor) != 0)
+    // mesh (DeepSpeed-TED), within a pipeline stage: the replicas of a
+    // rank's expert slices among its stage's data-parallel ranks.
+    if (*world % (experts * tensor * stages) != 0)
       return op->emitOpError()
              << kExpertParallelSizeAttrName << " " << experts << " times "
-             << kTensorParallelSizeAttrName << " " << tensor
+             << kTensorParallelSizeAttrName << " " << tensor << " times "
+             << kPipelineParallelSizeAttrName << " " << stages
              << " does not divide " << kWorldSizeAttrName << " " << *world;
-    return *world / (experts * tensor);
+    return *world / (experts * tensor * stages);
   case CollectiveGroup::tensor:
     return tensor;
   case CollectiveGroup::data:

@@ -36,15 +36,19 @@ bool isCommGroup(int32_t value);
 /// `rank`'s index in its group of kind `group` with expert-parallel size
 /// `expertParallelSize` and tensor-parallel size `tensorParallelSize`:
 /// rank, rank % P, rank / P, rank % T, rank / T (independent of the world
-/// size, which is why it is not only a GroupLayout method).
+/// size, which is why it is not only a GroupLayout method). `rank` is a
+/// rank of one pipeline stage (its stage-local rank).
 int groupIndex(CommGroup group, int rank, int expertParallelSize,
                int tensorParallelSize = 1);
 
-/// The groups of a job of W ranks with expert-parallel size P and
-/// tensor-parallel size T (CommGroup).
+/// The groups of a job of W ranks with expert-parallel size EP,
+/// tensor-parallel size T and P pipeline stages (CommGroup), laid out as
+/// Megatron's mesh: rank = (p * D + d) * T + t. Every group but the world
+/// and the pipeline's lies within one stage: the expert groups run along a
+/// stage's D data-parallel ranks.
 class GroupLayout {
 public:
-  /// Throws Error unless W >= 1 and P and T are divisors of W.
+  /// Throws Error unless W >= 1 and EP * T * P divides W.
   GroupLayout(int worldSize, int expertParallelSize,
               int tensorParallelSize = 1, int pipelineParallelSize = 1);
 
@@ -56,14 +60,14 @@ public:
   int stageRanks() const { return worldSize_ / pipelineParallelSize_; }
   int stage(int rank) const;
 
-  /// Ranks in each group of kind `group`: W, P, W / P, T, W / T.
+  /// Ranks in each group of kind `group`: W, EP, W / (EP T P), T,
+  /// W / (T P), P.
   int size(CommGroup group) const;
-  /// `rank`'s index in its group of kind `group` (groupIndex).
-  /// (groupIndex, but the Pipeline and Data groups of a pipeline with
-  /// P > 1 stages, which depend on W.)
+  /// `rank`'s index in its group of kind `group`: groupIndex of its
+  /// stage-local rank, its stage for the Pipeline group.
   int index(CommGroup group, int rank) const;
   /// Which group of kind `group` `rank` is in, numbered from 0 (the color
-  /// of Communicator::split): 0, rank / P, rank % P, rank / T, rank % T.
+  /// of Communicator::split), stage after stage.
   int color(CommGroup group, int rank) const;
   /// The rank at index `index` of the group of kind `group` that `rank`
   /// is in.
