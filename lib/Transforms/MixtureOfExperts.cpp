@@ -207,9 +207,6 @@ private:
       return fail("use-rts (random token selection) applies to top-1 gating "
                   "only, got top-k " + Twine(int64_t(topK)));
     tensorParallel = lookupTensorParallelSize(module);
-    if (tensorParallel > 1 && lookupPipelineParallelSize(module) > 1)
-      return fail("experts with both tensor and pipeline parallelism are not "
-                  "supported yet");
     if (epSize > 1) {
       std::optional<int64_t> world = lookupWorldSize(module);
       if (!world || *world % epSize != 0)
