@@ -169,13 +169,18 @@ template <typename T, typename M> struct Problem {
   int64_t queryTiles() const { return (queries + kQueryTile - 1) / kQueryTile; }
 };
 
-/// One thread's forward buffers.
+/// One thread's forward buffers, kept between calls (thread_local in the
+/// OpenMP threads, which persist): a call only grows them. Every element a
+/// work item reads it has written first.
 struct ForwardScratch {
   std::vector<double> q, kT, v, acc;
   double x[kKeyTile], rowMax[kQueryTile], rowSum[kQueryTile];
-  ForwardScratch(int64_t headDim, int64_t valueDim)
-      : q(kQueryTile * headDim), kT(headDim * kKeyTile), v(kKeyTile * valueDim),
-        acc(kQueryTile * valueDim) {}
+  void resize(int64_t headDim, int64_t valueDim) {
+    q.resize(kQueryTile * headDim);
+    kT.resize(headDim * kKeyTile);
+    v.resize(kKeyTile * valueDim);
+    acc.resize(kQueryTile * valueDim);
+  }
 };
 
 /// Work item w of the forward: query tile w % tiles of head w / tiles.
@@ -257,16 +262,23 @@ void forwardItemBase(const Problem<T, M> &p, T *out, float *lse,
 }
 
 /// One thread's backward buffers: the head's rows and dq, and one key
-/// tile's.
+/// tile's; kept between calls as ForwardScratch is.
 struct BackwardScratch {
   std::vector<double> q, dOut, delta, dq, kT, vT, k, prob, g, dk, dv;
   double x[kKeyTile], dp[kKeyTile];
-  BackwardScratch(int64_t queries, int64_t headDim, int64_t valueDim)
-      : q(queries * headDim), dOut(queries * valueDim), delta(queries),
-        dq(queries * headDim), kT(headDim * kKeyTile),
-        vT(valueDim * kKeyTile), k(kKeyTile * headDim),
-        prob(queries * kKeyTile), g(queries * kKeyTile),
-        dk(kKeyTile * headDim), dv(kKeyTile * valueDim) {}
+  void resize(int64_t queries, int64_t headDim, int64_t valueDim) {
+    q.resize(queries * headDim);
+    dOut.resize(queries * valueDim);
+    delta.resize(queries);
+    dq.resize(queries * headDim);
+    kT.resize(headDim * kKeyTile);
+    vT.resize(valueDim * kKeyTile);
+    k.resize(kKeyTile * headDim);
+    prob.resize(queries * kKeyTile);
+    g.resize(queries * kKeyTile);
+    dk.resize(kKeyTile * headDim);
+    dv.resize(kKeyTile * valueDim);
+  }
 };
 
 /// The backward of head bh: its key tiles in order, each tile's
@@ -380,7 +392,8 @@ void attentionForward(Queue, const T *q, const T *k, const T *v, const M *mask,
   const auto item = cpuHasAvx2Fma() ? forwardItemAvx2<T, M> : forwardItemBase<T, M>;
 #pragma omp parallel
   {
-    ForwardScratch s(headDim, valueDim);
+    thread_local ForwardScratch s;
+    s.resize(headDim, valueDim);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t w = 0; w < work; ++w)
       item(p, out, lse, s, w);
@@ -403,7 +416,8 @@ void attentionBackward(Queue, const T *q, const T *k, const T *v, const T *out,
   const auto head = cpuHasAvx2Fma() ? backwardHeadAvx2<T, M> : backwardHeadBase<T, M>;
 #pragma omp parallel
   {
-    BackwardScratch s(queries, headDim, valueDim);
+    thread_local BackwardScratch s;
+    s.resize(queries, headDim, valueDim);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t bh = 0; bh < batch * heads; ++bh)
       head(p, lse, dq, dk, dv, s, bh);

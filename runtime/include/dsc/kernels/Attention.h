@@ -11,7 +11,7 @@
 // forward, a tile of keys and values and one of query rows and their
 // accumulators; in the backward, the head's query and output-gradient
 // rows, its dq accumulator and a [T, 64] tile of probabilities and of dS,
-// all in double (linear in T).
+// all in double (linear in T), kept by each thread for its next call.
 //
 // Masks (optional; `mask == nullptr` is none): an element (b, h, t, s) of
 // the mask is mask[b*maskStrideB + h*maskStrideH + t*maskStrideT +
