@@ -9,33 +9,23 @@
 //
 //   build/bench/bench-kernels-attention [repetitions=7]
 
+#include "BenchSupport.h"
 #include "dsc/kernels/Attention.h"
 
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 using namespace dsc::kernels::cpu;
+using dsc::bench::medianOf;
+using dsc::bench::secondsOf;
 
 namespace {
-
-template <typename F> double seconds(F &&f) {
-  auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 struct Shape {
   const char *name;
@@ -74,17 +64,17 @@ void run(const Shape &s, int reps) {
   gemm();
   std::vector<double> f, b, g;
   for (int r = 0; r < reps; ++r) {
-    f.push_back(seconds(forward));
-    b.push_back(seconds(backward));
-    g.push_back(seconds(gemm));
+    f.push_back(secondsOf(forward));
+    b.push_back(secondsOf(backward));
+    g.push_back(secondsOf(gemm));
   }
   const double visible = double(B * H * D) * double(T) * double(T + 1) / 2;
   const double fFlops = 4 * visible, bFlops = 2.5 * fFlops;
-  const double gemmRate = 2.0 * double(B * H * T) * double(T) * double(D) / median(g);
-  const double fRate = fFlops / median(f), bRate = bFlops / median(b);
+  const double gemmRate = 2.0 * double(B * H * T) * double(T) * double(D) / medianOf(g);
+  const double fRate = fFlops / medianOf(f), bRate = bFlops / medianOf(b);
   std::printf("| %s | %lld×%lld×%lld×%lld | %.3f | %.1f | %.3f | %.1f | %.1f | %.0f %% | %.0f %% |\n",
               s.name, (long long)B, (long long)H, (long long)T, (long long)D,
-              median(f) * 1e3, fRate * 1e-9, median(b) * 1e3, bRate * 1e-9,
+              medianOf(f) * 1e3, fRate * 1e-9, medianOf(b) * 1e3, bRate * 1e-9,
               gemmRate * 1e-9, 100 * fRate / gemmRate, 100 * bRate / gemmRate);
 }
 
